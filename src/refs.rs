@@ -1,0 +1,1 @@
+//! `$VAR_REF` references (seed 000).

@@ -1,0 +1,1 @@
+//! Variables (seed 000).
