@@ -1,5 +1,50 @@
 //! synapse-mcp: an MCP server that gives any MCP client an agent workspace.
+//!
+//! # Modules
+//! - [`config`]: the command line and the TOML file.
+//! - [`server`]: the rmcp adapter — the only module that knows MCP. `server/errors.rs` is the one
+//!   place where results and errors take their wire form.
+//! - [`tools`]: the `Tool` trait, tool groups, the registry, approval policies and the executor
+//!   pipeline of seed 001.
+//! - [`groups`]: the tool groups on offer (`vars`), thin adapters over the domain modules.
+//! - [`workspace`]: the variables and approvals a session works in; every mutation passes here.
+//! - Domain modules, which know nothing of MCP: [`vars`] (the capacity-bounded variable system of
+//!   seed 000), [`refs`] (`$VAR_REF` resolution), [`rules`] (skill rules and the tool-rules
+//!   text).
+//!
+//! # The path of a `tools/call`
+//! ```text
+//! stdio ─ rmcp ─ Server::call_tool(raw arguments)              server.rs, server/tools.rs
+//!   → Executor::execute                                        tools/executor.rs
+//!       _outputLimit taken out of the arguments                0 / -1 = no truncation
+//!       Workspace::resolve_references                          refs.rs over vars.rs
+//!       execution gate                                         auto | ask-once | ask-always:
+//!                                                              elicitation, or MRTR input_required
+//!       Tool::execute                                          groups/*.rs → domain modules
+//!       format_for_llm → truncate (head + tail, marker)        tools/truncate.rs
+//!       cache {tool}_{nodeId}_result / _args variables
+//!       truncation hint naming the variable and $VAR_REF{{…}}
+//!       result gate
+//!   → server/errors.rs: CallToolResult | InputRequiredResult | JSON-RPC error
+//! ```
 #![deny(clippy::print_stdout)]
 
+pub mod config;
+pub mod groups;
 pub mod refs;
+pub mod rules;
+pub mod server;
+pub mod tools;
 pub mod vars;
+pub mod workspace;
+
+/// Serves MCP over stdio with the given configuration until the client disconnects.
+pub async fn run(cli: &config::Cli, config: &config::Config) -> Result<(), server::Error> {
+    match &cli.command {
+        None | Some(config::Command::Serve) => {
+            let server = server::Server::new(config)?;
+            tracing::info!("{}", server.readiness_line());
+            server.serve_stdio().await
+        }
+    }
+}

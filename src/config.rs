@@ -1,0 +1,274 @@
+//! Configuration: the command line (clap) and the optional TOML file it points at.
+//!
+//! ```toml
+//! capacity = 1000              # variables kept before the least recently used are evicted
+//! output_limit = 10000         # characters of a tool result shown to the model
+//! approval_fallback = "deny"   # when a policy asks but the client cannot: "deny" or "allow"
+//!
+//! [groups]                     # which tool groups are on
+//! vars = true
+//!
+//! [tools.WriteVar]             # per-tool policies and limits
+//! execution = "ask-once"       # auto | ask-once | ask-always
+//! result = "auto"
+//! output_limit = 20000
+//! enabled = true
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::{Parser, Subcommand};
+use serde::Deserialize;
+
+use crate::tools::{ExecutorSettings, Fallback, Policy, ToolOverride};
+use crate::vars::VariableSystem;
+
+const EXAMPLES: &str = "\
+Examples:
+  synapse-mcp                                  serve over stdio with the embedded defaults
+  synapse-mcp --config ~/.config/synapse-mcp/config.toml
+  synapse-mcp --workspace research -v          a separate workspace, debug logs on stderr
+  synapse-mcp --skills ./my-skills --skills ~/team-skills
+
+Claude Code:  claude mcp add synapse -- synapse-mcp
+Logs go to stderr only; stdout carries the MCP protocol.";
+
+/// The command line.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "synapse-mcp", version, about, after_help = EXAMPLES)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// A skills folder (repeatable); replaces the default skill roots.
+    #[arg(long = "skills", value_name = "DIR", global = true)]
+    pub skills: Vec<PathBuf>,
+    /// Where the store keeps its data (default: $XDG_DATA_HOME/synapse-mcp).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// The workspace whose variables and approvals this server uses.
+    #[arg(long, value_name = "NAME", default_value = "default", global = true)]
+    pub workspace: String,
+    /// A TOML configuration file (groups, per-tool policies, capacity, output limit).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+    /// Log level on stderr: error, warn, info, debug, trace (or a tracing filter).
+    #[arg(long, value_name = "LEVEL", global = true)]
+    pub log_level: Option<String>,
+    /// More logging on stderr (-v debug, -vv trace).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Serve MCP over stdio (the default).
+    Serve,
+}
+
+impl Cli {
+    /// The tracing filter: `--log-level`, else `-v`/`-vv`, else `RUST_LOG`, else `info`.
+    pub fn log_filter(&self) -> String {
+        if let Some(level) = &self.log_level {
+            return level.clone();
+        }
+        match self.verbose {
+            0 => std::env::var("RUST_LOG").unwrap_or_else(|_| "info".to_owned()),
+            1 => "debug".to_owned(),
+            _ => "trace".to_owned(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid config file {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// The configuration file (TOML); every field is optional.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Variables kept before the least recently used are evicted (default 1000).
+    pub capacity: Option<usize>,
+    /// Characters of a tool result shown to the model before it is truncated (default 10000).
+    pub output_limit: Option<usize>,
+    /// What happens when a policy asks but the client can neither elicit nor retry with input
+    /// (default `deny`).
+    pub approval_fallback: Option<Fallback>,
+    /// Tool groups by name, on or off (`vars` is on by default).
+    #[serde(default)]
+    pub groups: BTreeMap<String, bool>,
+    /// Per-tool settings, by tool name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolConfig>,
+    /// Skill folders, used when no `--skills` is given.
+    #[serde(default)]
+    pub skills: Vec<PathBuf>,
+}
+
+/// Settings of one tool.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolConfig {
+    /// Approval before the tool runs: `auto`, `ask-once` or `ask-always`.
+    pub execution: Option<Policy>,
+    /// Approval before its result reaches the model: `auto`, `ask-once` or `ask-always`.
+    pub result: Option<Policy>,
+    /// This tool's output limit in characters.
+    pub output_limit: Option<usize>,
+    /// `false` hides the tool.
+    pub enabled: Option<bool>,
+}
+
+/// Everything the server needs, from the command line and the file together.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub workspace: String,
+    pub data_dir: Option<PathBuf>,
+    pub skills: Vec<PathBuf>,
+    pub capacity: usize,
+    pub groups: BTreeMap<String, bool>,
+    pub disabled_tools: Vec<String>,
+    pub executor: ExecutorSettings,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::from_parts(
+            &FileConfig::default(),
+            "default".to_owned(),
+            None,
+            Vec::new(),
+        )
+    }
+}
+
+impl Config {
+    /// Reads the file named on the command line, if any, and merges the two.
+    pub fn load(cli: &Cli) -> Result<Self, Error> {
+        let file = match &cli.config {
+            Some(path) => read_file(path)?,
+            None => FileConfig::default(),
+        };
+        let mut skills = cli.skills.clone();
+        if skills.is_empty() {
+            skills.clone_from(&file.skills);
+        }
+        Ok(Self::from_parts(
+            &file,
+            cli.workspace.clone(),
+            cli.data_dir.clone(),
+            skills,
+        ))
+    }
+
+    fn from_parts(
+        file: &FileConfig,
+        workspace: String,
+        data_dir: Option<PathBuf>,
+        skills: Vec<PathBuf>,
+    ) -> Self {
+        let overrides = file
+            .tools
+            .iter()
+            .map(|(name, tool)| {
+                let over = ToolOverride {
+                    execution: tool.execution,
+                    result: tool.result,
+                    output_limit: tool.output_limit,
+                };
+                (name.clone(), over)
+            })
+            .collect();
+        let defaults = ExecutorSettings::default();
+        Self {
+            workspace,
+            data_dir,
+            skills,
+            capacity: file.capacity.unwrap_or(VariableSystem::DEFAULT_CAPACITY),
+            groups: file.groups.clone(),
+            disabled_tools: file
+                .tools
+                .iter()
+                .filter(|(_, tool)| tool.enabled == Some(false))
+                .map(|(name, _)| name.clone())
+                .collect(),
+            executor: ExecutorSettings {
+                output_limit: file.output_limit.unwrap_or(defaults.output_limit),
+                fallback: file.approval_fallback.unwrap_or(defaults.fallback),
+                overrides,
+            },
+        }
+    }
+
+    /// Whether a group is on: the file decides, else the group's own default.
+    pub fn group_enabled(&self, group: &str, default: bool) -> bool {
+        self.groups.get(group).copied().unwrap_or(default)
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileConfig, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let file: FileConfig = toml::from_str(&text).map_err(|error| Error::Parse {
+        path: path.to_owned(),
+        message: error.to_string(),
+    })?;
+    if file.capacity == Some(0) {
+        return Err(Error::Invalid {
+            path: path.to_owned(),
+            message: "capacity must be at least 1".to_owned(),
+        });
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn file_sets_groups_policies_and_limits() {
+        let file: FileConfig = toml::from_str(
+            r#"
+            capacity = 50
+            output_limit = 300
+            approval_fallback = "allow"
+            [groups]
+            vars = false
+            [tools.WriteVar]
+            execution = "ask-once"
+            enabled = false
+            "#,
+        )
+        .unwrap();
+        let config = Config::from_parts(&file, "w".into(), None, Vec::new());
+        assert_eq!(config.capacity, 50);
+        assert_eq!(config.executor.output_limit, 300);
+        assert_eq!(config.executor.fallback, Fallback::Allow);
+        assert!(!config.group_enabled("vars", true));
+        assert_eq!(config.disabled_tools, ["WriteVar"]);
+        assert_eq!(
+            config.executor.overrides["WriteVar"].execution,
+            Some(Policy::AskOnce)
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_with_their_name() {
+        let error = toml::from_str::<FileConfig>("capacty = 5").unwrap_err();
+        assert!(error.to_string().contains("capacty"), "{error}");
+    }
+}

@@ -1,0 +1,436 @@
+//! The `vars` group (seed 000): `ReadVar`, `ListVars`, `WriteVar`, `RemoveVars`. `ReadVar` and
+//! `ListVars` are listed whenever any group is enabled.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{ready, structured};
+use crate::tools::{
+    Annotations, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
+    parse_arguments,
+};
+use crate::vars::{self, ListFilter, NewVariable, ValueKind, VarType, Variable, VariablePatch};
+
+pub const GROUP: &str = "vars";
+
+/// The group with its four tools and its rule prompt.
+pub fn group() -> ToolGroup {
+    ToolGroup {
+        name: GROUP.to_owned(),
+        tools: vec![
+            Arc::new(ReadVar::new()),
+            Arc::new(ListVars::new()),
+            Arc::new(WriteVar::new()),
+            Arc::new(RemoveVars::new()),
+        ],
+        rule_prompt: RulePrompt::Static(
+            include_str!("../../skills/synapse-workspace/rules/vars-group.md").to_owned(),
+        ),
+        rules: Vec::new(),
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadVarArguments {
+    /// Name of the variable to read, e.g. `Rule/Agent/VarRef` or `WebFetch_1a2b3c4d_result`.
+    pub name: String,
+    /// First character to read (0-based, counted in Unicode characters). Default 0.
+    pub start: Option<usize>,
+    /// How many characters to read. Default: up to the output limit.
+    pub length: Option<usize>,
+}
+
+pub struct ReadVar(ToolDefinition);
+
+impl ReadVar {
+    fn new() -> Self {
+        Self(ToolDefinition::new::<ReadVarArguments>(
+            "ReadVar",
+            "Read a stored variable's value, whole or a window of it (by characters). Use it to \
+             read the rest of a truncated tool result (the truncation hint names the variable and \
+             the window), or to read a rule such as `Rule/Agent/VarRef`. The answer starts with a \
+             line giving the window, the total length and whether more remains.",
+            Annotations {
+                read_only: true,
+                idempotent: true,
+                ..Annotations::default()
+            },
+        ))
+    }
+}
+
+impl Tool for ReadVar {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        ready(read_var(&call))
+    }
+
+    fn skip_truncation(&self) -> bool {
+        true
+    }
+
+    fn caches_result(&self) -> bool {
+        false
+    }
+
+    fn always_listed(&self) -> bool {
+        true
+    }
+}
+
+fn read_var(call: &ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: ReadVarArguments = parse_arguments("ReadVar", call.arguments.clone())?;
+    let start = arguments.start.unwrap_or(0);
+    let length = arguments.length.or(call.output_limit);
+    let chunk = call
+        .workspace
+        .read_chunk(&arguments.name, start, length)
+        .map_err(ToolError::invalid)?;
+    let name = &arguments.name;
+    let header = if chunk.has_more {
+        format!(
+            "[Variable `{name}`: characters {}–{} of {}; more remains: ReadVar {{\"name\": \"{name}\", \"start\": {}}}]",
+            chunk.start, chunk.end, chunk.total, chunk.end
+        )
+    } else if chunk.start == 0 {
+        format!(
+            "[Variable `{name}`: whole value, {} characters]",
+            chunk.total
+        )
+    } else {
+        format!(
+            "[Variable `{name}`: characters {}–{} of {}; nothing more remains]",
+            chunk.start, chunk.end, chunk.total
+        )
+    };
+    Ok(ToolOutput::Text(format!("{header}\n{}", chunk.text)))
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListVarsArguments {
+    /// Optional filters, combined with AND.
+    pub filter: Option<ListVarsFilter>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListVarsFilter {
+    /// Only variables of this type.
+    #[serde(rename = "type")]
+    pub var_type: Option<VarType>,
+    /// Only variables carrying this tag.
+    pub tag: Option<String>,
+    /// Case-insensitive text searched in names, descriptions and tags (never in values).
+    pub search: Option<String>,
+}
+
+/// One variable's metadata, as `ListVars` reports it.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VariableInfo {
+    pub name: String,
+    /// Length of the value in characters.
+    pub length: usize,
+    #[serde(rename = "type")]
+    pub var_type: VarType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub desc: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Whether the value is JSON text (written as a non-string value).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub json: bool,
+    /// Never evicted.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub keep: bool,
+    pub created: String,
+    pub updated: String,
+    pub last_visited: String,
+    pub reference_count: u64,
+}
+
+impl From<&Variable> for VariableInfo {
+    fn from(variable: &Variable) -> Self {
+        Self {
+            name: variable.name.to_string(),
+            length: variable.char_len(),
+            var_type: variable.var_type,
+            desc: variable.desc.clone(),
+            tags: variable.tags.clone(),
+            json: variable.kind == ValueKind::Json,
+            keep: variable.keep,
+            created: variable.created.to_rfc3339(),
+            updated: variable.updated.to_rfc3339(),
+            last_visited: variable.last_visited.to_rfc3339(),
+            reference_count: variable.reference_count,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListVarsOutput {
+    pub variables: Vec<VariableInfo>,
+    /// How many variables matched.
+    pub count: usize,
+    /// The workspace's capacity (variables kept before the least recently used are evicted).
+    pub capacity: usize,
+}
+
+pub struct ListVars(ToolDefinition);
+
+impl ListVars {
+    fn new() -> Self {
+        Self(
+            ToolDefinition::new::<ListVarsArguments>(
+                "ListVars",
+                "List stored variables with their metadata (name, length, type, description, \
+                 tags, times) — never their values; read values with ReadVar. Filter by `type` \
+                 (RULE, ToolCallResult, ToolCallArgs, MessageCache, LLMAdd, USER_ADD), `tag`, or \
+                 `search` text.",
+                Annotations {
+                    read_only: true,
+                    idempotent: true,
+                    ..Annotations::default()
+                },
+            )
+            .with_output::<ListVarsOutput>(),
+        )
+    }
+}
+
+impl Tool for ListVars {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        ready(list_vars(&call))
+    }
+
+    fn caches_result(&self) -> bool {
+        false
+    }
+
+    fn always_listed(&self) -> bool {
+        true
+    }
+}
+
+fn list_vars(call: &ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: ListVarsArguments = parse_arguments("ListVars", call.arguments.clone())?;
+    let filter = arguments.filter.unwrap_or_default();
+    let filter = ListFilter {
+        var_type: filter.var_type,
+        tag: filter.tag,
+        search: filter.search,
+    };
+    let (variables, capacity) = call.workspace.with_variables(|system| {
+        let found: Vec<VariableInfo> = system
+            .list(&filter)
+            .into_iter()
+            .map(VariableInfo::from)
+            .collect();
+        (found, system.capacity())
+    });
+    structured(&ListVarsOutput {
+        count: variables.len(),
+        variables,
+        capacity,
+    })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteVarArguments {
+    /// Variable name: up to 256 characters, without `{`, `}` or `:`. `/` may group names.
+    pub name: String,
+    /// The value: text, or any JSON value (stored as its JSON text). Leave it out to change only
+    /// the description or tags of an existing variable.
+    pub value: Option<Value>,
+    /// A one-line description shown by `ListVars`.
+    pub desc: Option<String>,
+    /// Tags for filtering with `ListVars`; replaces the existing tags.
+    pub tags: Option<Vec<String>>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WriteVarOutput {
+    pub name: String,
+    /// `true` when the variable did not exist before.
+    pub created: bool,
+    /// Length of the stored value in characters.
+    pub length: usize,
+    /// Variables evicted to stay within capacity.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evicted: Vec<String>,
+}
+
+pub struct WriteVar(ToolDefinition);
+
+impl WriteVar {
+    fn new() -> Self {
+        Self(
+            ToolDefinition::new::<WriteVarArguments>(
+                "WriteVar",
+                "Create or update a variable: store notes, intermediate results or a document you \
+                 build across calls, then pass it to any tool with $VAR_REF{{name}}. Updating \
+                 keeps fields you leave out. Rule variables (RULE) are read-only.",
+                Annotations {
+                    idempotent: true,
+                    ..Annotations::default()
+                },
+            )
+            .with_output::<WriteVarOutput>(),
+        )
+    }
+}
+
+impl Tool for WriteVar {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        ready(write_var(&call))
+    }
+
+    fn caches_result(&self) -> bool {
+        false
+    }
+}
+
+fn write_var(call: &ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: WriteVarArguments = parse_arguments("WriteVar", call.arguments.clone())?;
+    vars::validate_name(&arguments.name).map_err(ToolError::invalid)?;
+    let name = arguments.name;
+    let value = arguments.value.map(|value| match value {
+        Value::String(text) => (text, ValueKind::Text),
+        other => (other.to_string(), ValueKind::Json),
+    });
+    let existing = call.workspace.peek(&name);
+    let outcome = match existing {
+        Some(variable) if variable.var_type == VarType::Rule => {
+            return Err(ToolError::invalid(format!(
+                "variable `{name}` is a rule (RULE) and cannot be changed; write to another name"
+            )));
+        }
+        Some(_) => {
+            let patch = VariablePatch {
+                value,
+                desc: arguments.desc,
+                tags: arguments.tags,
+                ..VariablePatch::default()
+            };
+            call.workspace
+                .update(&name, patch)
+                .map_err(ToolError::invalid)?
+        }
+        None => {
+            let (value, kind) = value.unwrap_or((String::new(), ValueKind::Text));
+            call.workspace.insert(NewVariable {
+                name: name.clone(),
+                value,
+                kind,
+                var_type: VarType::LlmAdd,
+                desc: arguments.desc,
+                tags: arguments.tags.unwrap_or_default(),
+                keep: false,
+            })
+        }
+    };
+    let length = call
+        .workspace
+        .peek(&name)
+        .map_or(0, |variable| variable.char_len());
+    structured(&WriteVarOutput {
+        name,
+        created: outcome.created,
+        length,
+        evicted: outcome.evicted.iter().map(ToString::to_string).collect(),
+    })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RemoveVarsArguments {
+    /// Names of the variables to delete.
+    pub names: Vec<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RemoveVarsOutput {
+    pub removed: Vec<String>,
+    /// Rule variables, which cannot be removed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
+    /// Names that matched no variable.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+    /// Says why anything was not removed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+pub struct RemoveVars(ToolDefinition);
+
+impl RemoveVars {
+    fn new() -> Self {
+        Self(
+            ToolDefinition::new::<RemoveVarsArguments>(
+                "RemoveVars",
+                "Delete variables by name. Rule variables (RULE) cannot be removed; the answer \
+                 lists what was removed, refused and not found.",
+                Annotations {
+                    destructive: true,
+                    idempotent: true,
+                    ..Annotations::default()
+                },
+            )
+            .with_output::<RemoveVarsOutput>(),
+        )
+    }
+}
+
+impl Tool for RemoveVars {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        ready(remove_vars(&call))
+    }
+
+    fn caches_result(&self) -> bool {
+        false
+    }
+}
+
+fn remove_vars(call: &ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: RemoveVarsArguments = parse_arguments("RemoveVars", call.arguments.clone())?;
+    let outcome = call.workspace.remove(&arguments.names);
+    let mut notes = Vec::new();
+    if !outcome.refused.is_empty() {
+        notes.push(format!(
+            "rule variables cannot be removed: {}",
+            outcome.refused.join(", ")
+        ));
+    }
+    if !outcome.missing.is_empty() {
+        notes.push(format!("no such variables: {}", outcome.missing.join(", ")));
+    }
+    structured(&RemoveVarsOutput {
+        removed: outcome.removed,
+        refused: outcome.refused,
+        missing: outcome.missing,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+    })
+}

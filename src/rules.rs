@@ -1,0 +1,183 @@
+//! Skill rules (seeds 000/001): documentation that tool groups declare, stored as pinned `RULE`
+//! variables `Rule/{group}/{rule}`, and the tool-rules text that tells the model how to use the
+//! enabled tools — base rules, each enabled group's rule prompt, and the rule index (rules marked
+//! `always_load` inlined, the others listed in the seed's "On-Demand Documentation" table).
+//!
+//! The text itself is data under `skills/synapse-workspace/`, never string literals here.
+
+use std::fmt::Write as _;
+
+/// The base rules at the top of the tool-rules text.
+pub const BASE_RULES: &str = include_str!("../skills/synapse-workspace/instructions.md");
+
+/// The group that owns the built-in rules (seed 001's `AgentSkillRules`).
+pub const AGENT_GROUP: &str = "Agent";
+
+/// One declared rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillRule {
+    pub name: String,
+    /// One sentence shown in the rule index.
+    pub desc: String,
+    /// The full rule (markdown), stored as the variable's value.
+    pub prompt: String,
+    /// When the model should read it.
+    pub when: Option<String>,
+    /// Inline the rule in the tool-rules text instead of listing it.
+    pub always_load: bool,
+}
+
+impl SkillRule {
+    pub fn new(name: &str, desc: &str, prompt: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            desc: desc.to_owned(),
+            prompt: prompt.to_owned(),
+            when: None,
+            always_load: false,
+        }
+    }
+
+    #[must_use]
+    pub fn when(mut self, when: &str) -> Self {
+        self.when = Some(when.to_owned());
+        self
+    }
+}
+
+/// `Rule/{group}/{rule}`.
+pub fn variable_name(group: &str, rule: &str) -> String {
+    format!("Rule/{group}/{rule}")
+}
+
+/// The description of a rule's variable, as the seed writes it.
+pub fn variable_description(group: &str, rule: &SkillRule) -> String {
+    format!("Skill rule for {group}: {}", rule.desc)
+}
+
+/// The built-in `Agent` rules: `VarRef` and `TODO`.
+pub fn agent_rules() -> Vec<SkillRule> {
+    vec![
+        SkillRule::new(
+            "VarRef",
+            "Full $VAR_REF syntax: whole values, slices, escapes, errors and typical uses",
+            include_str!("../skills/synapse-workspace/rules/VarRef.md"),
+        )
+        .when("Before passing a stored value, or part of one, into a tool's arguments"),
+        SkillRule::new(
+            "TODO",
+            "Keep a TODO list in variables TODO_{index}_{brief} and track each item's status",
+            include_str!("../skills/synapse-workspace/rules/TODO.md"),
+        )
+        .when("When a task has several steps to plan and track"),
+    ]
+}
+
+/// One section of the tool-rules text: a group's rule prompt and its rules.
+pub struct Section<'a> {
+    pub group: &'a str,
+    pub prompt: Option<String>,
+    pub rules: &'a [SkillRule],
+}
+
+/// The whole tool-rules text: base rules, then one section per group.
+pub fn tool_rules_text(sections: &[Section<'_>]) -> String {
+    let mut text = BASE_RULES.trim_end().to_owned();
+    for section in sections {
+        if section.prompt.is_none() && section.rules.is_empty() {
+            continue;
+        }
+        write!(text, "\n\n## {}\n", section.group).ok();
+        if let Some(prompt) = &section.prompt {
+            write!(text, "\n{}\n", prompt.trim_end()).ok();
+        }
+        let index = rule_index(section.group, section.rules);
+        if !index.is_empty() {
+            write!(text, "\n{index}").ok();
+        }
+    }
+    text.push('\n');
+    text
+}
+
+/// The seed's `generateSkillRuleIndex`: `always_load` rules inlined, the others as a table.
+pub fn rule_index(group: &str, rules: &[SkillRule]) -> String {
+    let mut text = String::new();
+    for rule in rules.iter().filter(|rule| rule.always_load) {
+        write!(text, "{}\n\n", rule.prompt.trim_end()).ok();
+    }
+    let on_demand: Vec<_> = rules.iter().filter(|rule| !rule.always_load).collect();
+    if on_demand.is_empty() {
+        return text;
+    }
+    text.push_str("**On-Demand Documentation (Stored as Variables):**\n");
+    text.push_str("| Var | Description | When to Use |\n|-----|-------------|-------------|\n");
+    for rule in on_demand {
+        writeln!(
+            text,
+            "| `{}` | {} | {} |",
+            variable_name(group, &rule.name),
+            escape_cell(&rule.desc),
+            escape_cell(rule.when.as_deref().unwrap_or("When needed")),
+        )
+        .ok();
+    }
+    text.push_str("\n*Access via: ReadVar({\"name\": \"<VarName>\"})*\n");
+    text
+}
+
+fn escape_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn index_lists_on_demand_rules_in_the_seed_table() {
+        let rules = [SkillRule::new("Guide", "How | why", "body").when("Always")];
+        assert_eq!(
+            rule_index("Files", &rules),
+            "**On-Demand Documentation (Stored as Variables):**\n\
+             | Var | Description | When to Use |\n|-----|-------------|-------------|\n\
+             | `Rule/Files/Guide` | How \\| why | Always |\n\
+             \n*Access via: ReadVar({\"name\": \"<VarName>\"})*\n"
+        );
+    }
+
+    #[test]
+    fn always_load_rules_are_inlined_not_listed() {
+        let mut rule = SkillRule::new("Inline", "d", "# Inline rule\nDo this.");
+        rule.always_load = true;
+        assert_eq!(rule_index("G", &[rule]), "# Inline rule\nDo this.\n\n");
+    }
+
+    #[test]
+    fn tool_rules_text_has_base_rules_then_sections() {
+        let rules = agent_rules();
+        let text = tool_rules_text(&[
+            Section {
+                group: "vars",
+                prompt: Some("Vars prompt.".into()),
+                rules: &[],
+            },
+            Section {
+                group: AGENT_GROUP,
+                prompt: None,
+                rules: &rules,
+            },
+            Section {
+                group: "empty",
+                prompt: None,
+                rules: &[],
+            },
+        ]);
+        assert!(text.starts_with("# synapse-mcp: tool rules"));
+        assert!(text.contains("\n\n## vars\n\nVars prompt.\n"));
+        assert!(text.contains("| `Rule/Agent/VarRef` |"));
+        assert!(text.contains("| `Rule/Agent/TODO` |"));
+        assert!(!text.contains("## empty"));
+    }
+}

@@ -1,0 +1,249 @@
+//! The MCP adapter: rmcp's `ServerHandler` over the executor. Each handler only translates —
+//! tools in `server/tools.rs`, resources in `server/resources.rs`, prompts in
+//! `server/prompts.rs` — and `server/errors.rs` is the one place domain results become wire
+//! results or JSON-RPC errors.
+
+mod approval;
+mod errors;
+mod notifications;
+mod prompts;
+mod resources;
+mod tools;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool as WireTool,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+
+use crate::config::Config;
+use crate::groups;
+use crate::rules::{self, AGENT_GROUP};
+use crate::tools::{Executor, Registry, RegistryError, RulePrompt, ToolGroup};
+use crate::vars::SystemClock;
+use crate::workspace::Workspace;
+
+/// Why the server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot register tool groups: {0}")]
+    Registry(#[from] RegistryError),
+    #[error("MCP session failed to start: {0}")]
+    Start(String),
+    #[error("MCP session ended with an error: {0}")]
+    Session(String),
+}
+
+/// The MCP server. Cheap to clone: every clone shares one executor.
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    executor: Executor,
+    subscriptions: Mutex<HashSet<String>>,
+    notifications_started: AtomicBool,
+}
+
+impl Server {
+    /// A server with the built-in groups, configured by `config`.
+    pub fn new(config: &Config) -> Result<Self, Error> {
+        let workspace = Arc::new(Workspace::new(
+            config.workspace.clone(),
+            config.capacity,
+            Arc::new(SystemClock::new()),
+        ));
+        let executor = Executor::new(
+            Arc::new(Registry::default()),
+            workspace,
+            config.executor.clone(),
+        );
+        let agent = ToolGroup {
+            name: AGENT_GROUP.to_owned(),
+            tools: Vec::new(),
+            rule_prompt: RulePrompt::None,
+            rules: rules::agent_rules(),
+        };
+        executor.register_group(agent, true)?;
+        let vars_enabled = config.group_enabled(groups::vars::GROUP, true);
+        executor.register_group(groups::vars::group(), vars_enabled)?;
+        for tool in &config.disabled_tools {
+            executor.registry().set_tool_enabled(tool, false);
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                executor,
+                subscriptions: Mutex::default(),
+                notifications_started: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    pub fn executor(&self) -> &Executor {
+        &self.inner.executor
+    }
+
+    /// Serves one MCP session over stdin/stdout until the client closes it.
+    pub async fn serve_stdio(self) -> Result<(), Error> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|error| Error::Start(error.to_string()))?;
+        let reason = running
+            .waiting()
+            .await
+            .map_err(|error| Error::Session(error.to_string()))?;
+        tracing::info!(?reason, "session ended");
+        Ok(())
+    }
+
+    /// One line for the log: version, enabled groups, tool count.
+    pub fn readiness_line(&self) -> String {
+        let registry = self.executor().registry();
+        let groups: Vec<String> = registry
+            .enabled_groups()
+            .iter()
+            .filter(|group| !group.tools.is_empty())
+            .map(|group| group.name.clone())
+            .collect();
+        format!(
+            "synapse-mcp {} ready on stdio: workspace `{}`, groups [{}], {} tools",
+            env!("CARGO_PKG_VERSION"),
+            self.executor().workspace().name(),
+            groups.join(", "),
+            registry.enabled_tools().len()
+        )
+    }
+
+    fn subscriptions(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.inner
+            .subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                env!("CARGO_PKG_NAME"),
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(self.executor().tool_rules())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if !self
+            .inner
+            .notifications_started
+            .swap(true, Ordering::SeqCst)
+        {
+            notifications::spawn_forwarder(self.clone(), context.peer);
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::list(
+            self.executor(),
+        )))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<WireTool> {
+        let tool = self.executor().registry().find(name)?;
+        Some(tools::wire_tool(tool.as_ref()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        tools::call(self.executor(), request, context).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(resources::list(
+            self.executor(),
+        )))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            resources::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        resources::read(self.executor(), &request.uri).map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        resources::check_subscribable(self.executor(), &request.uri)?;
+        self.subscriptions().insert(request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions().remove(&request.uri);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(prompts::list()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        prompts::get(self.executor(), &request.name).map(Into::into)
+    }
+}

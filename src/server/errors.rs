@@ -1,0 +1,80 @@
+//! The one place where domain results and errors become wire results or JSON-RPC errors
+//! (DESIGN.md's error contract):
+//! - a mistake the model can fix, or a rejection → a tool result with `isError: true`;
+//! - an unroutable request (unknown tool, URI, prompt) → `-32602` / `-32002`;
+//! - a bug or an I/O failure → `-32603`, with the details in the log.
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, InputRequiredResult};
+use serde_json::json;
+
+use super::approval::input_requests;
+use crate::tools::{ExecuteResult, ExecuteStatus, Outcome, ToolError, ToolOutput};
+
+/// The answer to a `tools/call`.
+pub(super) fn tool_response(tool: &str, outcome: Outcome) -> Result<CallToolResponse, ErrorData> {
+    match outcome {
+        Outcome::Finished(result) => finished(tool, result).map(Into::into),
+        Outcome::InputRequired(pending) => {
+            let requests = input_requests(&pending.question).ok_or_else(|| {
+                ErrorData::internal_error("cannot build the approval request", None)
+            })?;
+            Ok(InputRequiredResult::new(Some(requests), Some(pending.state)).into())
+        }
+    }
+}
+
+fn finished(tool: &str, result: ExecuteResult) -> Result<CallToolResult, ErrorData> {
+    match (result.status, &result.error) {
+        (ExecuteStatus::Success, _) => {
+            let mut wire = CallToolResult::success(vec![ContentBlock::text(result.final_text)]);
+            if let (true, Some(ToolOutput::Structured(value))) = (result.structured, result.data) {
+                wire.structured_content = Some(value);
+            }
+            Ok(wire)
+        }
+        (ExecuteStatus::NotFound, _) => Err(ErrorData::invalid_params(
+            result.final_text,
+            Some(json!({ "tool": tool })),
+        )),
+        (ExecuteStatus::Error, Some(ToolError::Internal(message))) => {
+            tracing::error!(%tool, %message, "tool failed");
+            Err(ErrorData::internal_error(
+                format!("`{tool}` failed: {message}"),
+                None,
+            ))
+        }
+        (
+            ExecuteStatus::Error | ExecuteStatus::ExecutionRejected | ExecuteStatus::ResultRejected,
+            _,
+        ) => Ok(CallToolResult::error(vec![ContentBlock::text(
+            result.final_text,
+        )])),
+    }
+}
+
+/// A panic that escaped the executor: logged, and answered so the client does not wait.
+pub(super) fn panicked(tool: &str, panic: &(dyn std::any::Any + Send)) -> ErrorData {
+    let message = crate::tools::panic_message(panic);
+    tracing::error!(%tool, %message, "tools/call panicked");
+    ErrorData::internal_error(format!("`{tool}` failed unexpectedly: {message}"), None)
+}
+
+/// An unknown resource URI.
+pub(super) fn resource_not_found(uri: &str, hint: &str) -> ErrorData {
+    ErrorData::resource_not_found(
+        format!("no resource at `{uri}`: {hint}"),
+        Some(json!({ "uri": uri })),
+    )
+}
+
+/// An unknown prompt.
+pub(super) fn prompt_not_found(name: &str, known: &[&str]) -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "unknown prompt `{name}`; known prompts: {}",
+            known.join(", ")
+        ),
+        Some(json!({ "prompt": name })),
+    )
+}

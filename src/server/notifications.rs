@@ -1,0 +1,63 @@
+//! Notifications the server sends on its own: `tools/list_changed` when the enabled tool set
+//! changes, `resources/updated` for subscribed variables, and `resources/list_changed` when
+//! variables appear or disappear (coalesced: one per burst of changes).
+
+use rmcp::model::ResourceUpdatedNotificationParam;
+use rmcp::{Peer, RoleServer};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::Server;
+use super::resources::var_uri;
+use crate::workspace::{Change, VariableEvent};
+
+/// Starts the task that forwards registry and workspace changes to this session's client.
+pub(super) fn spawn_forwarder(server: Server, peer: Peer<RoleServer>) {
+    let mut revisions = server.executor().registry().subscribe();
+    let mut changes = server.executor().workspace().subscribe();
+    tokio::spawn(async move {
+        loop {
+            let delivered = tokio::select! {
+                revision = revisions.changed() => match revision {
+                    Ok(()) => peer.notify_tool_list_changed().await.is_ok(),
+                    Err(_) => break,
+                },
+                change = changes.recv() => match change {
+                    Ok(change) => forward(&server, &peer, change, &mut changes).await,
+                    Err(RecvError::Lagged(_)) => peer.notify_resource_list_changed().await.is_ok(),
+                    Err(RecvError::Closed) => break,
+                },
+            };
+            if !delivered {
+                // The client is gone; nothing more to say.
+                break;
+            }
+        }
+    });
+}
+
+async fn forward(
+    server: &Server,
+    peer: &Peer<RoleServer>,
+    first: Change,
+    changes: &mut tokio::sync::broadcast::Receiver<Change>,
+) -> bool {
+    let mut burst = vec![first];
+    while let Ok(change) = changes.try_recv() {
+        burst.push(change);
+    }
+    let mut list_changed = false;
+    for Change::Variable { name, event } in burst {
+        let uri = var_uri(&name);
+        list_changed |= event != VariableEvent::Updated;
+        let subscribed = server.subscriptions().contains(&uri);
+        if subscribed
+            && peer
+                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                .await
+                .is_err()
+        {
+            return false;
+        }
+    }
+    !list_changed || peer.notify_resource_list_changed().await.is_ok()
+}

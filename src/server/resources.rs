@@ -1,0 +1,147 @@
+//! Resources: `rule://{group}/{rule}` (a skill rule's markdown) and `var://{name}` (a variable's
+//! value). Variable names are percent-encoded in URIs where they hold characters outside
+//! `A-Z a-z 0-9 - . _ ~ /`.
+
+use std::fmt::Write as _;
+
+use rmcp::ErrorData;
+use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
+
+use super::errors;
+use crate::tools::Executor;
+use crate::vars::ListFilter;
+
+const VAR_SCHEME: &str = "var://";
+const RULE_SCHEME: &str = "rule://";
+
+pub(super) fn templates() -> Vec<ResourceTemplate> {
+    vec![
+        ResourceTemplate::new("var://{name}", "variable")
+            .with_description("A variable's value (names percent-encoded)")
+            .with_mime_type("text/plain"),
+        ResourceTemplate::new("rule://{group}/{rule}", "rule")
+            .with_description("A skill rule declared by a tool group")
+            .with_mime_type("text/markdown"),
+    ]
+}
+
+pub(super) fn list(executor: &Executor) -> Vec<Resource> {
+    let mut resources = Vec::new();
+    for group in executor.registry().groups() {
+        for rule in &group.rules {
+            resources.push(
+                Resource::new(
+                    rule_uri(&group.name, &rule.name),
+                    format!("{}/{}", group.name, rule.name),
+                )
+                .with_description(rule.desc.clone())
+                .with_mime_type("text/markdown"),
+            );
+        }
+    }
+    for variable in executor.workspace().list(&ListFilter::default()) {
+        let mut resource = Resource::new(var_uri(&variable.name), variable.name.to_string())
+            .with_mime_type("text/plain")
+            .with_size(variable.value.len() as u64);
+        if let Some(desc) = &variable.desc {
+            resource = resource.with_description(desc.clone());
+        }
+        resources.push(resource);
+    }
+    resources
+}
+
+pub(super) fn read(executor: &Executor, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    if let Some(path) = uri.strip_prefix(RULE_SCHEME) {
+        let rule = path
+            .split_once('/')
+            .and_then(|(group, rule)| executor.find_rule(group, rule))
+            .ok_or_else(|| errors::resource_not_found(uri, "resources/list shows the rules"))?;
+        let contents = ResourceContents::text(rule.prompt, uri).with_mime_type("text/markdown");
+        return Ok(ReadResourceResult::new(vec![contents]));
+    }
+    if let Some(encoded) = uri.strip_prefix(VAR_SCHEME) {
+        let name = percent_decode(encoded).ok_or_else(|| {
+            errors::resource_not_found(uri, "the name is not valid percent-encoded UTF-8")
+        })?;
+        let variable = executor.workspace().get(&name).ok_or_else(|| {
+            errors::resource_not_found(uri, "no such variable; ListVars shows them")
+        })?;
+        let contents =
+            ResourceContents::text(variable.value.to_string(), uri).with_mime_type("text/plain");
+        return Ok(ReadResourceResult::new(vec![contents]));
+    }
+    Err(errors::resource_not_found(
+        uri,
+        "synapse-mcp serves var:// and rule:// URIs",
+    ))
+}
+
+/// Subscriptions are accepted for any `var://` or `rule://` URI, even before the variable exists.
+pub(super) fn check_subscribable(_executor: &Executor, uri: &str) -> Result<(), ErrorData> {
+    if uri.starts_with(VAR_SCHEME) || uri.starts_with(RULE_SCHEME) {
+        Ok(())
+    } else {
+        Err(errors::resource_not_found(
+            uri,
+            "only var:// and rule:// resources can be subscribed to",
+        ))
+    }
+}
+
+pub(super) fn var_uri(name: &str) -> String {
+    let mut uri = String::with_capacity(VAR_SCHEME.len() + name.len());
+    uri.push_str(VAR_SCHEME);
+    for byte in name.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            uri.push(char::from(byte));
+        } else {
+            write!(uri, "%{byte:02X}").ok();
+        }
+    }
+    uri
+}
+
+fn rule_uri(group: &str, rule: &str) -> String {
+    format!("{RULE_SCHEME}{group}/{rule}")
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = text.get(index + 1..index + 3)?;
+            decoded.push(u8::from_str_radix(hex, 16).ok()?);
+            index += 3;
+        } else {
+            decoded.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(decoded).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn names_round_trip_through_var_uris() {
+        for name in ["plain", "Rule/Agent/VarRef", "with space", "日本語", "100%"] {
+            let uri = var_uri(name);
+            let decoded = percent_decode(uri.strip_prefix(VAR_SCHEME).unwrap());
+            assert_eq!(decoded.as_deref(), Some(name), "{uri}");
+        }
+        assert_eq!(var_uri("a b/c"), "var://a%20b/c");
+    }
+
+    #[test]
+    fn broken_percent_escapes_are_refused() {
+        assert_eq!(percent_decode("%G1"), None);
+        assert_eq!(percent_decode("%4"), None);
+        assert_eq!(percent_decode("%FF"), None);
+    }
+}

@@ -1,0 +1,96 @@
+//! `tools/list` and `tools/call`: tool definitions to wire tools, and a call through the
+//! executor with the right way to ask the user for this session.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, Tool as WireTool, ToolAnnotations};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::{Value, json};
+
+use super::approval::{Elicitor, answers_from_responses, is_inline_session};
+use super::errors;
+use crate::tools::{Asking, CallRequest, Executor, OUTPUT_LIMIT_ARGUMENT, Tool};
+
+/// Every enabled tool, as clients see it.
+pub(super) fn list(executor: &Executor) -> Vec<WireTool> {
+    executor
+        .registry()
+        .enabled_tools()
+        .iter()
+        .map(|tool| wire_tool(tool.as_ref()))
+        .collect()
+}
+
+/// A tool's wire definition. Tools whose output the executor may truncate also advertise the
+/// `_outputLimit` meta-argument, so the model knows it can ask for more.
+pub(super) fn wire_tool(tool: &dyn Tool) -> WireTool {
+    let definition = tool.definition();
+    let mut schema = definition.input_schema.as_ref().clone();
+    if !tool.skip_truncation()
+        && let Some(Value::Object(properties)) = schema.get_mut("properties")
+    {
+        properties.insert(
+                OUTPUT_LIMIT_ARGUMENT.to_owned(),
+                json!({
+                    "type": "integer",
+                    "description": "Most characters of the result to show you (head and tail are kept, the \
+                                    whole result is stored in a variable); 0 or -1 shows everything. Default: \
+                                    the server's output limit."
+                }),
+        );
+    }
+    let annotations = ToolAnnotations::new()
+        .read_only(definition.annotations.read_only)
+        .destructive(definition.annotations.destructive)
+        .idempotent(definition.annotations.idempotent)
+        .open_world(definition.annotations.open_world);
+    let mut wire = WireTool::new(
+        definition.name.clone(),
+        definition.description.clone(),
+        std::sync::Arc::new(schema),
+    )
+    .with_annotations(annotations);
+    if let Some(title) = &definition.title {
+        wire = wire.with_title(title.clone());
+    }
+    if let Some(output) = &definition.output_schema {
+        wire = wire.with_raw_output_schema(output.clone());
+    }
+    wire
+}
+
+/// Runs one `tools/call` through the executor, never letting a panic go unanswered.
+pub(super) async fn call(
+    executor: &Executor,
+    request: CallToolRequestParams,
+    context: RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    let can_elicit = context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.elicitation.is_some());
+    let answers: HashMap<_, _> = answers_from_responses(request.input_responses.as_ref());
+    let elicitor = Elicitor::new(context.peer.clone());
+    let asking = match (is_inline_session(&context), can_elicit) {
+        (true, true) => Asking::Deferred(&answers),
+        (false, true) => Asking::Direct(&elicitor),
+        (_, false) => Asking::Unavailable,
+    };
+    let name = request.name.to_string();
+    let call = CallRequest {
+        tool: &name,
+        arguments: request.arguments,
+        asking,
+        resume: request.request_state,
+        cancellation: context.ct.clone(),
+    };
+    let outcome = AssertUnwindSafe(executor.execute(call))
+        .catch_unwind()
+        .await;
+    match outcome {
+        Ok(outcome) => errors::tool_response(&name, outcome),
+        Err(panic) => Err(errors::panicked(&name, panic.as_ref())),
+    }
+}

@@ -1,0 +1,164 @@
+//! The tool executor of seed 001: what a tool is, how tools are grouped, and the pipeline every
+//! call goes through.
+//!
+//! A [`Tool`] is a definition (name, description for the model, input and output schemas,
+//! annotations), a permission (execution and result approval policies) and an `execute`
+//! function, plus optional hooks that shape what the model sees: [`Tool::format_for_llm`],
+//! [`Tool::truncate_for_llm`], [`Tool::skip_truncation`] and [`Tool::default_output_limit`].
+//! Tools come in [`ToolGroup`]s that carry a rule prompt for the model and declared skill rules.
+//!
+//! The [`Executor`] runs the seed's pipeline for every call; the MCP adapter in `server` only
+//! translates its [`Outcome`] to the wire. Nothing here knows JSON-RPC.
+
+mod approval;
+mod definition;
+mod executor;
+mod registry;
+mod truncate;
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::rules::SkillRule;
+use crate::workspace::Workspace;
+
+pub use approval::{Answer, ApprovalQuestion, Asker, Asking, Fallback, Permission, Policy, Stage};
+pub use definition::{Annotations, ToolDefinition, input_schema, output_schema, parse_arguments};
+pub use executor::{
+    CallRequest, ExecuteResult, ExecuteStatus, Executor, ExecutorSettings, OUTPUT_LIMIT_ARGUMENT,
+    Outcome, PendingInput, ToolOverride, panic_message,
+};
+pub use registry::{Registry, RegistryError};
+pub use truncate::truncate_content;
+
+/// What a tool returns: text for the model, or structured data (formatted as compact JSON unless
+/// the tool formats it itself).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    Text(String),
+    Structured(Value),
+}
+
+/// Why a tool failed. `Invalid` is a mistake the model can fix by calling again; `Internal` is a
+/// bug or an I/O failure, reported to the client as a protocol error with details in the log.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ToolError {
+    pub fn invalid(message: impl std::fmt::Display) -> Self {
+        Self::Invalid(message.to_string())
+    }
+}
+
+/// What a running tool may use: its (resolved) arguments, the workspace and a cancellation token.
+pub struct ToolCall<'a> {
+    pub arguments: Value,
+    pub workspace: &'a Arc<Workspace>,
+    pub cancellation: CancellationToken,
+    /// The output limit in force for this call (`None`: no truncation). Tools that page their
+    /// own output (`ReadVar`) use it as their default page size.
+    pub output_limit: Option<usize>,
+}
+
+/// The seed's `declaredReturnType`: tells the model what the result looks like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReturnType {
+    pub kind: &'static str,
+    pub note: Option<&'static str>,
+}
+
+/// One tool, as seed 001 defines it.
+pub trait Tool: Send + Sync {
+    fn definition(&self) -> &ToolDefinition;
+
+    /// The tool's own default approval policies; the configuration may override them.
+    fn permission(&self) -> Permission {
+        Permission::default()
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+
+    /// Turns the output into the text the model reads. The default passes text through and
+    /// writes structured data as compact JSON, as the seed's `JSON.stringify`.
+    fn format_for_llm(&self, output: &ToolOutput, _arguments: &Value) -> String {
+        match output {
+            ToolOutput::Text(text) => text.clone(),
+            ToolOutput::Structured(value) => value.to_string(),
+        }
+    }
+
+    /// A tool's own truncation; when it returns `Some`, it wins over the executor's.
+    fn truncate_for_llm(
+        &self,
+        _formatted: &str,
+        _arguments: &Value,
+        _limit: usize,
+    ) -> Option<String> {
+        None
+    }
+
+    /// `true` skips every truncation (the seed's `SKIP_EXTERNAL_TRUNCATE`).
+    fn skip_truncation(&self) -> bool {
+        false
+    }
+
+    /// Overrides the executor's default output limit, in characters.
+    fn default_output_limit(&self) -> Option<usize> {
+        None
+    }
+
+    fn declared_return_type(&self) -> Option<ReturnType> {
+        None
+    }
+
+    /// Whether results and arguments are cached as variables. The variable tools say no, so
+    /// reading a variable never creates another one.
+    fn caches_result(&self) -> bool {
+        true
+    }
+
+    /// Listed whenever any group is enabled, even when its own group is not (`ReadVar`,
+    /// `ListVars`).
+    fn always_listed(&self) -> bool {
+        false
+    }
+}
+
+/// The rule prompt of a group: fixed text, or text computed from the enabled tool names.
+#[derive(Clone, Default)]
+pub enum RulePrompt {
+    #[default]
+    None,
+    Static(String),
+    Computed(Arc<RenderRulePrompt>),
+}
+
+/// Renders a rule prompt from the names of the group's enabled tools.
+pub type RenderRulePrompt = dyn Fn(&[&str]) -> String + Send + Sync;
+
+impl RulePrompt {
+    pub fn render(&self, enabled_tool_names: &[&str]) -> Option<String> {
+        match self {
+            Self::None => None,
+            Self::Static(text) => Some(text.clone()),
+            Self::Computed(render) => Some(render(enabled_tool_names)),
+        }
+    }
+}
+
+/// A named set of tools with its rule prompt and declared skill rules.
+#[derive(Clone)]
+pub struct ToolGroup {
+    pub name: String,
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub rule_prompt: RulePrompt,
+    pub rules: Vec<SkillRule>,
+}

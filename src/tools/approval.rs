@@ -1,0 +1,162 @@
+//! Approval policies (seed 001's `ToolPermissionV2`): whether a call needs the user's consent
+//! before it runs, and separately before its result reaches the model.
+//!
+//! Asking is abstract here: the executor poses an [`ApprovalQuestion`] through [`Asking`], which
+//! the MCP adapter backs with elicitation (the question is awaited), with MRTR `input_required`
+//! (the question is returned and the call retried with the answer), or with nothing (the
+//! configured [`Fallback`] decides).
+
+use std::collections::HashMap;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// When to ask the user.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// Never ask.
+    #[default]
+    #[serde(alias = "never")]
+    Auto,
+    /// Ask the first time a tool is called with a given argument shape; remember an approval
+    /// for the workspace.
+    AskOnce,
+    /// Ask every time.
+    AskAlways,
+}
+
+/// A tool's approval policies for running it and for showing its result.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Permission {
+    pub execution: Policy,
+    pub result: Policy,
+}
+
+/// What happens when a policy asks but the client can neither elicit nor retry with input.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fallback {
+    #[default]
+    Deny,
+    Allow,
+}
+
+/// Which gate is asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stage {
+    Execution,
+    Result,
+}
+
+impl Stage {
+    /// The key of this question in an MRTR `inputRequests` map.
+    pub fn input_key(self) -> &'static str {
+        match self {
+            Self::Execution => "approve-execution",
+            Self::Result => "approve-result",
+        }
+    }
+
+    pub fn config_key(self) -> &'static str {
+        match self {
+            Self::Execution => "execution",
+            Self::Result => "result",
+        }
+    }
+}
+
+/// A question for the user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalQuestion {
+    pub tool: String,
+    pub stage: Stage,
+    /// What the user is shown: the tool and its arguments, or the result to release.
+    pub message: String,
+}
+
+/// The user's decision. A rejection's reason is passed back to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Approved,
+    Rejected { reason: Option<String> },
+}
+
+/// Asks the user and waits for the answer (elicitation). `None` means the client could not be
+/// asked after all; the fallback then applies.
+pub trait Asker: Send + Sync {
+    fn ask<'a>(&'a self, question: &'a ApprovalQuestion) -> BoxFuture<'a, Option<Answer>>;
+}
+
+/// How the current request can reach the user.
+pub enum Asking<'a> {
+    /// Ask and wait (initialize-era sessions whose client declared elicitation).
+    Direct(&'a dyn Asker),
+    /// Answers arrive with a retried request (2026-07-28 MRTR); a missing answer makes the
+    /// executor return the question instead of a result.
+    Deferred(&'a HashMap<Stage, Answer>),
+    /// The client cannot be asked.
+    Unavailable,
+}
+
+/// The shape of a call's arguments: top-level keys with the JSON type of each value. An
+/// `ask-once` approval is remembered per tool and shape, so a tool approved for
+/// `{path: string}` asks again when called with `{path: string, force: boolean}`.
+pub(super) fn argument_shape(arguments: &Value) -> String {
+    let Value::Object(object) = arguments else {
+        return json_type(arguments).to_owned();
+    };
+    let mut keys: Vec<_> = object
+        .iter()
+        .map(|(key, value)| format!("{key}:{}", json_type(value)))
+        .collect();
+    keys.sort();
+    format!("{{{}}}", keys.join(","))
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn shape_lists_sorted_keys_with_value_types() {
+        assert_eq!(
+            argument_shape(&json!({"path": "a", "force": true, "n": 1, "x": null})),
+            "{force:boolean,n:number,path:string,x:null}"
+        );
+        assert_eq!(argument_shape(&json!({})), "{}");
+    }
+
+    #[test]
+    fn policies_parse_from_config_words() {
+        let parsed: Vec<Policy> =
+            serde_json::from_value(json!(["auto", "ask-once", "ask-always", "never"])).unwrap();
+        assert_eq!(
+            parsed,
+            [
+                Policy::Auto,
+                Policy::AskOnce,
+                Policy::AskAlways,
+                Policy::Auto
+            ]
+        );
+    }
+}

@@ -1,0 +1,613 @@
+//! The `execute()` pipeline of seed 001, step by step:
+//! resolve references → execution gate → execute → format → truncate → cache result and
+//! arguments as variables → truncation hint → result gate.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use futures::FutureExt;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::approval::argument_shape;
+use super::{
+    Answer, ApprovalQuestion, Asking, Fallback, Permission, Policy, Registry, Stage, Tool,
+    ToolCall, ToolError, ToolOutput, truncate_content,
+};
+use super::{RegistryError, ToolGroup};
+use crate::rules::{self, Section, SkillRule};
+use crate::vars::{NewVariable, ValueKind, VarType};
+use crate::workspace::Workspace;
+
+/// The meta-argument that sets the output limit of one call, in characters; `0` or `-1` means
+/// no truncation. The leading underscore keeps it apart from every tool's own parameters.
+pub const OUTPUT_LIMIT_ARGUMENT: &str = "_outputLimit";
+
+/// How much of a question's payload the user is shown.
+const QUESTION_PREVIEW_CHARS: usize = 2_000;
+
+/// Pending MRTR questions kept at most; the oldest are dropped first.
+const PENDING_LIMIT: usize = 256;
+
+/// Configuration of the pipeline.
+#[derive(Debug, Clone)]
+pub struct ExecutorSettings {
+    pub output_limit: usize,
+    pub fallback: Fallback,
+    /// Per-tool overrides of the tools' own permissions and limits.
+    pub overrides: HashMap<String, ToolOverride>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ToolOverride {
+    pub execution: Option<Policy>,
+    pub result: Option<Policy>,
+    pub output_limit: Option<usize>,
+}
+
+impl Default for ExecutorSettings {
+    fn default() -> Self {
+        Self {
+            output_limit: 10_000,
+            fallback: Fallback::Deny,
+            overrides: HashMap::new(),
+        }
+    }
+}
+
+/// One `tools/call`.
+pub struct CallRequest<'a> {
+    pub tool: &'a str,
+    pub arguments: Option<Map<String, Value>>,
+    pub asking: Asking<'a>,
+    /// The MRTR `requestState` of a retried call.
+    pub resume: Option<String>,
+    pub cancellation: CancellationToken,
+}
+
+/// The seed's `ToolExecuteStatus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecuteStatus {
+    Success,
+    Error,
+    ExecutionRejected,
+    ResultRejected,
+    NotFound,
+}
+
+/// The seed's `ToolExecuteResult`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecuteResult {
+    pub status: ExecuteStatus,
+    pub data: Option<ToolOutput>,
+    pub error: Option<ToolError>,
+    pub reject_reason: Option<String>,
+    pub formatted_text: Option<String>,
+    pub final_text: String,
+    pub is_truncated: bool,
+    pub cache_var_result: Option<String>,
+    pub cache_var_args: Option<String>,
+    /// Whether the tool declares an output schema, so `data` is sent as structured content.
+    pub structured: bool,
+}
+
+impl ExecuteResult {
+    fn failed(status: ExecuteStatus, error: ToolError) -> Self {
+        Self {
+            status,
+            final_text: error.to_string(),
+            error: Some(error),
+            data: None,
+            reject_reason: None,
+            formatted_text: None,
+            is_truncated: false,
+            cache_var_result: None,
+            cache_var_args: None,
+            structured: false,
+        }
+    }
+
+    fn rejected(status: ExecuteStatus, tool: &str, reason: Option<String>) -> Self {
+        let what = match status {
+            ExecuteStatus::ResultRejected => "the result of this call",
+            _ => "this call",
+        };
+        let final_text = match &reason {
+            Some(reason) => format!("The user rejected {what} of `{tool}`: {reason}"),
+            None => format!("The user rejected {what} of `{tool}` without giving a reason"),
+        };
+        Self {
+            reject_reason: reason,
+            ..Self::failed(status, ToolError::Invalid(final_text))
+        }
+    }
+}
+
+/// A question that has to reach the user before the call can go on (MRTR).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingInput {
+    pub question: ApprovalQuestion,
+    /// The `requestState` the client echoes when it retries.
+    pub state: String,
+}
+
+/// What a call ends with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Finished(ExecuteResult),
+    InputRequired(PendingInput),
+}
+
+enum Pending {
+    /// Waiting for the execution answer; nothing has run yet.
+    Execution,
+    /// The tool ran; its result waits for the result answer.
+    Result(Box<ExecuteResult>),
+}
+
+enum Gate {
+    Pass,
+    Reject(Option<String>),
+    Ask(ApprovalQuestion),
+}
+
+/// Runs tool calls through the pipeline.
+pub struct Executor {
+    registry: Arc<Registry>,
+    workspace: Arc<Workspace>,
+    settings: ExecutorSettings,
+    pending: Mutex<Vec<(String, Pending)>>,
+}
+
+impl Executor {
+    pub fn new(
+        registry: Arc<Registry>,
+        workspace: Arc<Workspace>,
+        settings: ExecutorSettings,
+    ) -> Self {
+        Self {
+            registry,
+            workspace,
+            settings,
+            pending: Mutex::default(),
+        }
+    }
+
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    pub fn workspace(&self) -> &Arc<Workspace> {
+        &self.workspace
+    }
+
+    pub fn settings(&self) -> &ExecutorSettings {
+        &self.settings
+    }
+
+    /// Registers a group and stores its declared rules as pinned `RULE` variables.
+    pub fn register_group(&self, group: ToolGroup, enabled: bool) -> Result<(), RegistryError> {
+        for rule in &group.rules {
+            let mut variable = NewVariable::text(
+                rules::variable_name(&group.name, &rule.name),
+                rule.prompt.as_str(),
+                VarType::Rule,
+            );
+            variable.desc = Some(rules::variable_description(&group.name, rule));
+            variable.keep = true;
+            self.workspace.insert(variable);
+        }
+        self.registry.register(group, enabled)
+    }
+
+    /// The tool-rules text for the enabled groups (server `instructions`, prompt `tool-rules`).
+    pub fn tool_rules(&self) -> String {
+        let groups = self.registry.enabled_groups();
+        let enabled: Vec<String> = self
+            .registry
+            .enabled_tools()
+            .iter()
+            .map(|tool| tool.definition().name.clone())
+            .collect();
+        let sections: Vec<_> = groups
+            .iter()
+            .map(|group| {
+                let names: Vec<&str> = group
+                    .tools
+                    .iter()
+                    .map(|tool| tool.definition().name.as_str())
+                    .filter(|name| enabled.iter().any(|e| e == name))
+                    .collect();
+                Section {
+                    group: &group.name,
+                    prompt: group.rule_prompt.render(&names),
+                    rules: &group.rules,
+                }
+            })
+            .collect();
+        rules::tool_rules_text(&sections)
+    }
+
+    /// A declared rule of any registered group.
+    pub fn find_rule(&self, group: &str, rule: &str) -> Option<SkillRule> {
+        self.registry
+            .groups()
+            .iter()
+            .filter(|g| g.name == group)
+            .find_map(|g| g.rules.iter().find(|r| r.name == rule).cloned())
+    }
+
+    /// Runs one call through the whole pipeline.
+    pub async fn execute(&self, request: CallRequest<'_>) -> Outcome {
+        let Some(tool) = self.registry.find(request.tool) else {
+            let error = ToolError::invalid(format!(
+                "unknown tool `{}`; tools/list shows the available tools",
+                request.tool
+            ));
+            return Outcome::Finished(ExecuteResult::failed(ExecuteStatus::NotFound, error));
+        };
+        let pending = request
+            .resume
+            .as_deref()
+            .and_then(|state| self.take_pending(state));
+        if let Some(Pending::Result(result)) = pending {
+            return self
+                .result_gate(tool.as_ref(), *result, &request.asking)
+                .await;
+        }
+        match self.run(tool.as_ref(), request).await {
+            Ok(outcome) => outcome,
+            Err(error) => Outcome::Finished(ExecuteResult::failed(ExecuteStatus::Error, error)),
+        }
+    }
+
+    async fn run(&self, tool: &dyn Tool, request: CallRequest<'_>) -> Result<Outcome, ToolError> {
+        let name = tool.definition().name.as_str();
+        let mut arguments = Value::Object(request.arguments.unwrap_or_default());
+        let limit = self.output_limit(tool, &mut arguments)?;
+        self.workspace
+            .resolve_references(&mut arguments)
+            .map_err(ToolError::invalid)?;
+        let permission = self.permission(tool);
+        let question = || execution_question(name, &arguments);
+        match self
+            .gate(
+                name,
+                Stage::Execution,
+                permission.execution,
+                &arguments,
+                question,
+                &request.asking,
+            )
+            .await
+        {
+            Gate::Pass => {}
+            Gate::Reject(reason) => {
+                let result =
+                    ExecuteResult::rejected(ExecuteStatus::ExecutionRejected, name, reason);
+                return Ok(Outcome::Finished(result));
+            }
+            Gate::Ask(question) => return Ok(self.defer(question, Pending::Execution)),
+        }
+        let call = ToolCall {
+            arguments: arguments.clone(),
+            workspace: &self.workspace,
+            cancellation: request.cancellation.clone(),
+            output_limit: limit,
+        };
+        let output = run_guarded(tool, call, &request.cancellation).await?;
+        let result = self.shape_result(tool, output, &arguments, limit);
+        Ok(self.result_gate(tool, result, &request.asking).await)
+    }
+
+    /// Format → truncate → cache → hint.
+    fn shape_result(
+        &self,
+        tool: &dyn Tool,
+        output: ToolOutput,
+        arguments: &Value,
+        limit: Option<usize>,
+    ) -> ExecuteResult {
+        let formatted = tool.format_for_llm(&output, arguments);
+        let truncation = truncate(tool, &formatted, arguments, limit);
+        let (cache_var_result, cache_var_args) = if tool.caches_result() {
+            let (result, args) = self.cache(&tool.definition().name, &formatted, arguments);
+            (Some(result), Some(args))
+        } else {
+            (None, None)
+        };
+        let is_truncated = truncation.is_some();
+        let final_text = match truncation {
+            None => formatted.clone(),
+            Some(cut) => {
+                let hint = truncation_hint(&cut, &formatted, cache_var_result.as_deref());
+                format!("{}\n\n{hint}", cut.text)
+            }
+        };
+        ExecuteResult {
+            status: ExecuteStatus::Success,
+            structured: tool.definition().output_schema.is_some()
+                && matches!(output, ToolOutput::Structured(_)),
+            data: Some(output),
+            error: None,
+            reject_reason: None,
+            formatted_text: Some(formatted),
+            final_text,
+            is_truncated,
+            cache_var_result,
+            cache_var_args,
+        }
+    }
+
+    async fn result_gate(
+        &self,
+        tool: &dyn Tool,
+        result: ExecuteResult,
+        asking: &Asking<'_>,
+    ) -> Outcome {
+        let name = tool.definition().name.as_str();
+        let policy = self.permission(tool).result;
+        let shape = Value::Null;
+        let question = || ApprovalQuestion {
+            tool: name.to_owned(),
+            stage: Stage::Result,
+            message: format!(
+                "Release this result of `{name}` to the model?\n\n{}",
+                preview(result.formatted_text.as_deref().unwrap_or_default())
+            ),
+        };
+        match self
+            .gate(name, Stage::Result, policy, &shape, question, asking)
+            .await
+        {
+            Gate::Pass => Outcome::Finished(result),
+            Gate::Reject(reason) => {
+                // A rejected result must not stay readable through ReadVar or $VAR_REF.
+                if let Some(variable) = &result.cache_var_result {
+                    self.workspace.remove(std::slice::from_ref(variable));
+                }
+                let rejected = ExecuteResult::rejected(ExecuteStatus::ResultRejected, name, reason);
+                Outcome::Finished(rejected)
+            }
+            Gate::Ask(question) => self.defer(question, Pending::Result(Box::new(result))),
+        }
+    }
+
+    async fn gate(
+        &self,
+        tool: &str,
+        stage: Stage,
+        policy: Policy,
+        arguments: &Value,
+        question: impl FnOnce() -> ApprovalQuestion,
+        asking: &Asking<'_>,
+    ) -> Gate {
+        let remember_key = format!(
+            "{tool}\u{1f}{}\u{1f}{}",
+            stage.config_key(),
+            argument_shape(arguments)
+        );
+        match policy {
+            Policy::Auto => return Gate::Pass,
+            Policy::AskOnce if self.workspace.is_approved(&remember_key) => return Gate::Pass,
+            Policy::AskOnce | Policy::AskAlways => {}
+        }
+        let answer = match asking {
+            Asking::Direct(asker) => asker.ask(&question()).await,
+            Asking::Deferred(answers) => match answers.get(&stage) {
+                Some(answer) => Some(answer.clone()),
+                None => return Gate::Ask(question()),
+            },
+            Asking::Unavailable => None,
+        };
+        match answer {
+            Some(Answer::Approved) => {
+                if policy == Policy::AskOnce {
+                    self.workspace.remember_approval(remember_key);
+                }
+                Gate::Pass
+            }
+            Some(Answer::Rejected { reason }) => Gate::Reject(reason),
+            None => self.fallback(tool, stage, policy),
+        }
+    }
+
+    fn fallback(&self, tool: &str, stage: Stage, policy: Policy) -> Gate {
+        match self.settings.fallback {
+            Fallback::Allow => Gate::Pass,
+            Fallback::Deny => Gate::Reject(Some(format!(
+                "the {stage} policy of `{tool}` is {policy} but this client can neither show an \
+                 approval form (elicitation) nor retry with input (MRTR), so the call was denied; \
+                 to allow it, set `[tools.{tool}] {stage} = \"auto\"` or `approval_fallback = \
+                 \"allow\"` in the config file",
+                stage = stage.config_key(),
+                policy = policy_name(policy),
+            ))),
+        }
+    }
+
+    fn defer(&self, question: ApprovalQuestion, pending: Pending) -> Outcome {
+        let state = uuid::Uuid::new_v4().simple().to_string();
+        let mut all = self.pending();
+        if all.len() >= PENDING_LIMIT {
+            all.remove(0);
+        }
+        all.push((state.clone(), pending));
+        Outcome::InputRequired(PendingInput { question, state })
+    }
+
+    fn take_pending(&self, state: &str) -> Option<Pending> {
+        let mut all = self.pending();
+        let index = all.iter().position(|(key, _)| key == state)?;
+        Some(all.remove(index).1)
+    }
+
+    fn pending(&self) -> MutexGuard<'_, Vec<(String, Pending)>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn permission(&self, tool: &dyn Tool) -> Permission {
+        let own = tool.permission();
+        match self.settings.overrides.get(&tool.definition().name) {
+            None => own,
+            Some(over) => Permission {
+                execution: over.execution.unwrap_or(own.execution),
+                result: over.result.unwrap_or(own.result),
+            },
+        }
+    }
+
+    /// Takes `_outputLimit` out of the arguments and decides the limit: the argument, then the
+    /// configuration for this tool, then the tool's own default, then the global default.
+    fn output_limit(
+        &self,
+        tool: &dyn Tool,
+        arguments: &mut Value,
+    ) -> Result<Option<usize>, ToolError> {
+        let requested = arguments
+            .as_object_mut()
+            .and_then(|object| object.remove(OUTPUT_LIMIT_ARGUMENT));
+        if let Some(value) = requested {
+            return match value.as_i64() {
+                Some(0 | -1) => Ok(None),
+                Some(limit) if limit > 0 => Ok(usize::try_from(limit).ok()),
+                _ => Err(ToolError::invalid(format!(
+                    "invalid {OUTPUT_LIMIT_ARGUMENT} {value}: give a positive number of characters, \
+                     or 0 or -1 for the whole output"
+                ))),
+            };
+        }
+        let configured = self
+            .settings
+            .overrides
+            .get(&tool.definition().name)
+            .and_then(|over| over.output_limit);
+        Ok(Some(
+            configured
+                .or_else(|| tool.default_output_limit())
+                .unwrap_or(self.settings.output_limit),
+        ))
+    }
+
+    /// Stores the formatted result and the arguments as `{tool}_{nodeId}_result` / `_args`.
+    fn cache(&self, tool: &str, formatted: &str, arguments: &Value) -> (String, String) {
+        let node = uuid::Uuid::new_v4().simple().to_string();
+        let node = &node[..8];
+        let result_name = format!("{tool}_{node}_result");
+        let args_name = format!("{tool}_{node}_args");
+        let mut result = NewVariable::text(&result_name, formatted, VarType::ToolCallResult);
+        result.desc = Some(format!("Result of the {tool} call {node}"));
+        result.tags = vec![tool.to_owned()];
+        let mut args = NewVariable::text(&args_name, arguments.to_string(), VarType::ToolCallArgs);
+        args.kind = ValueKind::Json;
+        args.desc = Some(format!("Arguments of the {tool} call {node}"));
+        args.tags = vec![tool.to_owned()];
+        self.workspace.insert(args);
+        self.workspace.insert(result);
+        (result_name, args_name)
+    }
+}
+
+/// Runs the tool, turning a panic or a cancellation into an error instead of a lost answer.
+async fn run_guarded(
+    tool: &dyn Tool,
+    call: ToolCall<'_>,
+    cancellation: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
+    let name = tool.definition().name.clone();
+    let running = AssertUnwindSafe(tool.execute(call)).catch_unwind();
+    tokio::select! {
+        outcome = running => outcome.unwrap_or_else(|panic| {
+            let message = panic_message(panic.as_ref());
+            tracing::error!(tool = %name, %message, "tool panicked");
+            Err(ToolError::Internal(format!("tool `{name}` panicked: {message}")))
+        }),
+        () = cancellation.cancelled() => Err(ToolError::invalid(format!("the call of `{name}` was cancelled"))),
+    }
+}
+
+/// The text of a panic payload.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
+}
+
+/// How a result was cut, for the hint.
+struct Cut {
+    text: String,
+    /// The omitted window, when the executor's own truncation made the cut.
+    omitted: Option<(usize, usize)>,
+}
+
+fn truncate(
+    tool: &dyn Tool,
+    formatted: &str,
+    arguments: &Value,
+    limit: Option<usize>,
+) -> Option<Cut> {
+    let limit = limit?;
+    if tool.skip_truncation() {
+        return None;
+    }
+    if let Some(own) = tool.truncate_for_llm(formatted, arguments, limit) {
+        return (own != formatted).then_some(Cut {
+            text: own,
+            omitted: None,
+        });
+    }
+    truncate_content(formatted, limit).map(|cut| Cut {
+        text: cut.text,
+        omitted: Some((cut.omitted_start, cut.omitted_length)),
+    })
+}
+
+fn truncation_hint(cut: &Cut, formatted: &str, variable: Option<&str>) -> String {
+    let total = formatted.chars().count();
+    let Some(variable) = variable else {
+        return format!(
+            "[Output truncated: {total} characters in all. Call again with {OUTPUT_LIMIT_ARGUMENT}: -1 to see everything.]"
+        );
+    };
+    match cut.omitted {
+        Some((start, length)) => format!(
+            "[Output truncated: the full result ({total} characters) is in variable `{variable}`. \
+             Read the omitted part with ReadVar {{\"name\": \"{variable}\", \"start\": {start}, \"length\": {length}}} \
+             or pass $VAR_REF{{{{{variable}:{start}:{length}}}}} to another tool; $VAR_REF{{{{{variable}}}}} is the whole text.]"
+        ),
+        None => format!(
+            "[Output truncated: the full result ({total} characters) is in variable `{variable}`. \
+             Read it with ReadVar {{\"name\": \"{variable}\", \"start\": 0}} or pass $VAR_REF{{{{{variable}}}}} to another tool.]"
+        ),
+    }
+}
+
+fn execution_question(tool: &str, arguments: &Value) -> ApprovalQuestion {
+    let shown = serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string());
+    ApprovalQuestion {
+        tool: tool.to_owned(),
+        stage: Stage::Execution,
+        message: format!(
+            "Allow `{tool}` to run with these arguments?\n\n{}",
+            preview(&shown)
+        ),
+    }
+}
+
+fn preview(text: &str) -> String {
+    match truncate_content(text, QUESTION_PREVIEW_CHARS) {
+        Some(cut) => cut.text,
+        None => text.to_owned(),
+    }
+}
+
+fn policy_name(policy: Policy) -> &'static str {
+    match policy {
+        Policy::Auto => "auto",
+        Policy::AskOnce => "ask-once",
+        Policy::AskAlways => "ask-always",
+    }
+}

@@ -1,0 +1,182 @@
+//! Approval policies through the protocol: elicitation on initialize-era sessions (accept,
+//! reject with a reason, decline), ask-once memory, result approval, the fallback for clients
+//! that cannot be asked, and MRTR `input_required` round trips on 2026-07-28 sessions.
+
+use pretty_assertions::assert_eq;
+use rmcp::ServiceExt;
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{ClientLifecycleMode, serve_client_with_lifecycle};
+use serde_json::json;
+
+use crate::common::{Elicitation, TestClient, call, in_process, is_error, test_server, text};
+
+const ASK_ALWAYS: &str = "[tools.Echo]\nexecution = \"ask-always\"\n";
+
+#[tokio::test]
+async fn an_approved_call_runs_after_the_user_is_asked() {
+    let asker = TestClient::new(Elicitation::Accept(json!({"approve": true})));
+    let (_server, client) = in_process(ASK_ALWAYS, asker.clone()).await;
+    let result = call(&client, "Echo", json!({"text": "go"})).await;
+    assert_eq!(text(&result), "go");
+    let questions = asker.asked();
+    assert_eq!(questions.len(), 1);
+    assert!(
+        questions[0].starts_with("Allow `Echo` to run with these arguments?"),
+        "{}",
+        questions[0]
+    );
+    assert!(
+        questions[0].contains("\"text\": \"go\""),
+        "{}",
+        questions[0]
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_rejection_carries_the_users_reason_to_the_model() {
+    let asker = TestClient::new(Elicitation::Accept(
+        json!({"approve": false, "reason": "not on Fridays"}),
+    ));
+    let (server, client) = in_process(ASK_ALWAYS, asker).await;
+    let result = call(&client, "Echo", json!({"text": "go"})).await;
+    assert!(is_error(&result));
+    assert_eq!(
+        text(&result),
+        "The user rejected this call of `Echo`: not on Fridays"
+    );
+    let cached = server
+        .executor()
+        .workspace()
+        .list(&synapse_mcp::vars::ListFilter {
+            tag: Some("Echo".into()),
+            ..Default::default()
+        });
+    assert!(
+        cached.is_empty(),
+        "a rejected call runs nothing and caches nothing"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_declined_form_rejects_the_call() {
+    let (_server, client) = in_process(ASK_ALWAYS, TestClient::new(Elicitation::Decline)).await;
+    let result = call(&client, "Echo", json!({"text": "go"})).await;
+    assert!(is_error(&result));
+    assert_eq!(
+        text(&result),
+        "The user rejected this call of `Echo`: the user declined"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn ask_once_remembers_an_approval_per_argument_shape() {
+    let asker = TestClient::new(Elicitation::Accept(json!({"approve": true})));
+    let (_server, client) =
+        in_process("[tools.Echo]\nexecution = \"ask-once\"\n", asker.clone()).await;
+    call(&client, "Echo", json!({"text": "one"})).await;
+    call(&client, "Echo", json!({"text": "two"})).await;
+    assert_eq!(asker.asked().len(), 1, "the same shape is asked once");
+    call(&client, "Echo", json!({"text": {"an": "object"}})).await;
+    assert_eq!(asker.asked().len(), 2, "a new shape is asked again");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_rejected_result_is_withheld_and_not_left_in_a_variable() {
+    let asker = TestClient::new(Elicitation::Accept(
+        json!({"approve": false, "reason": "secret"}),
+    ));
+    let (server, client) =
+        in_process("[tools.Echo]\nresult = \"ask-always\"\n", asker.clone()).await;
+    let result = call(&client, "Echo", json!({"text": "classified"})).await;
+    assert_eq!(
+        text(&result),
+        "The user rejected the result of this call of `Echo`: secret"
+    );
+    assert!(
+        asker.asked()[0].contains("classified"),
+        "the user sees the result to release"
+    );
+    let results = server
+        .executor()
+        .workspace()
+        .list(&synapse_mcp::vars::ListFilter {
+            var_type: Some(synapse_mcp::vars::VarType::ToolCallResult),
+            ..Default::default()
+        });
+    assert!(results.is_empty(), "{results:?}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_that_cannot_be_asked_gets_the_fallback_and_how_to_allow_it() {
+    let (_server, client) = in_process(ASK_ALWAYS, TestClient::new(Elicitation::Unsupported)).await;
+    let result = call(&client, "Echo", json!({"text": "go"})).await;
+    assert!(is_error(&result));
+    let message = text(&result);
+    assert!(
+        message.contains("[tools.Echo] execution = \"auto\""),
+        "{message}"
+    );
+    assert!(
+        message.contains("approval_fallback = \"allow\""),
+        "{message}"
+    );
+    client.cancel().await.unwrap();
+
+    let allow = format!("approval_fallback = \"allow\"\n{ASK_ALWAYS}");
+    let (_server, client) = in_process(&allow, TestClient::new(Elicitation::Unsupported)).await;
+    assert_eq!(
+        text(&call(&client, "Echo", json!({"text": "go"})).await),
+        "go"
+    );
+    client.cancel().await.unwrap();
+}
+
+async fn modern_client(config: &str, asker: TestClient) -> crate::common::Client {
+    let server = test_server(config);
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        let running = server.serve(server_io).await.expect("server start");
+        running.waiting().await.ok();
+    });
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    serve_client_with_lifecycle(asker, client_io, lifecycle)
+        .await
+        .expect("discover")
+}
+
+#[tokio::test]
+async fn mrtr_input_required_round_trips_for_execution_and_result() {
+    let config = "[tools.Echo]\nexecution = \"ask-always\"\nresult = \"ask-always\"\n";
+    let asker = TestClient::new(Elicitation::Accept(json!({"approve": true})));
+    let client = modern_client(config, asker.clone()).await;
+    let result = call(&client, "Echo", json!({"text": "modern"})).await;
+    assert_eq!(text(&result), "modern");
+    let questions = asker.asked();
+    assert_eq!(questions.len(), 2, "{questions:?}");
+    assert!(
+        questions[0].starts_with("Allow `Echo` to run"),
+        "{}",
+        questions[0]
+    );
+    assert!(
+        questions[1].starts_with("Release this result of `Echo`"),
+        "{}",
+        questions[1]
+    );
+    client.cancel().await.unwrap();
+
+    let refuser = TestClient::new(Elicitation::Accept(
+        json!({"approve": false, "reason": "no"}),
+    ));
+    let client = modern_client(ASK_ALWAYS, refuser).await;
+    let result = call(&client, "Echo", json!({"text": "modern"})).await;
+    assert_eq!(text(&result), "The user rejected this call of `Echo`: no");
+    client.cancel().await.unwrap();
+}

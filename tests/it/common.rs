@@ -1,0 +1,397 @@
+//! The test harness: the real binary over stdio with rmcp's client, the server in process over a
+//! duplex pipe (for tool groups registered only by the tests), raw JSON-RPC lines for the
+//! protocol's rough edges, and golden files.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use synapse_mcp::config::Config;
+use synapse_mcp::server::Server;
+use synapse_mcp::tools::{
+    Annotations, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
+};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+pub(crate) type Client = RunningService<RoleClient, TestClient>;
+
+/// How the test client answers elicitation requests.
+#[derive(Clone, Debug)]
+pub(crate) enum Elicitation {
+    /// The client does not declare elicitation.
+    Unsupported,
+    /// Accept with this form content.
+    Accept(Value),
+    Decline,
+}
+
+/// A client that records what it is asked and notified.
+#[derive(Clone)]
+pub(crate) struct TestClient {
+    elicitation: Elicitation,
+    asked: Arc<Mutex<Vec<String>>>,
+    notifications: Arc<Mutex<Vec<String>>>,
+}
+
+impl TestClient {
+    pub(crate) fn new(elicitation: Elicitation) -> Self {
+        Self {
+            elicitation,
+            asked: Arc::default(),
+            notifications: Arc::default(),
+        }
+    }
+
+    pub(crate) fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+
+    pub(crate) fn notifications(&self) -> Vec<String> {
+        self.notifications.lock().unwrap().clone()
+    }
+
+    fn note(&self, what: String) {
+        self.notifications.lock().unwrap().push(what);
+    }
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = match self.elicitation {
+            Elicitation::Unsupported => ClientCapabilities::default(),
+            _ => ClientCapabilities::builder().enable_elicitation().build(),
+        };
+        ClientConfig::new(capabilities, Implementation::new("synapse-tests", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            self.asked.lock().unwrap().push(message);
+        }
+        Ok(match &self.elicitation {
+            Elicitation::Accept(content) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(content.clone())
+            }
+            Elicitation::Decline | Elicitation::Unsupported => {
+                ElicitResult::new(ElicitationAction::Decline)
+            }
+        })
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.note("tools/list_changed".to_owned());
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.note(format!("resources/updated {}", params.uri));
+    }
+}
+
+pub(crate) fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_synapse-mcp")
+}
+
+/// The real binary over stdio, with extra arguments, its stderr forwarded to the test's.
+pub(crate) async fn spawn_binary(args: &[&str], client: TestClient) -> Client {
+    let mut command = Command::new(binary());
+    command
+        .args(args)
+        .arg("--log-level")
+        .arg("warn")
+        .kill_on_drop(true);
+    let transport = TokioChildProcess::new(command).expect("spawn synapse-mcp");
+    client.serve(transport).await.expect("initialize")
+}
+
+/// The server in process with the tests' own `test` group, configured by a TOML text.
+pub(crate) async fn in_process(config_toml: &str, client: TestClient) -> (Server, Client) {
+    let server = test_server(config_toml);
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    let serving = server.clone();
+    tokio::spawn(async move {
+        let running = serving.serve(server_io).await.expect("server start");
+        running.waiting().await.ok();
+    });
+    let client = client.serve(client_io).await.expect("initialize");
+    (server, client)
+}
+
+/// A server with the `test` group registered and enabled.
+pub(crate) fn test_server(config_toml: &str) -> Server {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("config.toml");
+    std::fs::write(&path, config_toml).unwrap();
+    let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from([
+        "synapse-mcp",
+        "--config",
+        path.to_str().unwrap(),
+    ]);
+    let config = Config::load(&cli).unwrap();
+    let server = Server::new(&config).unwrap();
+    server
+        .executor()
+        .register_group(test_group(), true)
+        .unwrap();
+    server
+}
+
+/// Tools that exist only in the tests: `Echo` returns its text, `Repeat` a long text,
+/// `Explode` panics.
+pub(crate) fn test_group() -> ToolGroup {
+    ToolGroup {
+        name: "test".to_owned(),
+        tools: vec![
+            Arc::new(Echo::new()),
+            Arc::new(Repeat::new()),
+            Arc::new(Explode::new()),
+        ],
+        rule_prompt: RulePrompt::Computed(Arc::new(|names: &[&str]| {
+            format!("Test tools on: {}.", names.join(", "))
+        })),
+        rules: vec![synapse_mcp::rules::SkillRule::new(
+            "Testing",
+            "How the test tools behave",
+            "# Testing\nEcho echoes.",
+        )],
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct EchoArguments {
+    /// The text to return.
+    text: Value,
+}
+
+struct Echo(ToolDefinition);
+
+impl Echo {
+    fn new() -> Self {
+        Self(ToolDefinition::new::<EchoArguments>(
+            "Echo",
+            "Returns `text`.",
+            Annotations::default(),
+        ))
+    }
+}
+
+impl Tool for Echo {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments: EchoArguments =
+                synapse_mcp::tools::parse_arguments("Echo", call.arguments)?;
+            Ok(match arguments.text {
+                Value::String(text) => ToolOutput::Text(text),
+                other => ToolOutput::Structured(other),
+            })
+        })
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct RepeatArguments {
+    /// What to repeat.
+    unit: String,
+    /// How many times.
+    times: usize,
+}
+
+struct Repeat(ToolDefinition);
+
+impl Repeat {
+    fn new() -> Self {
+        Self(ToolDefinition::new::<RepeatArguments>(
+            "Repeat",
+            "Returns `unit` repeated `times` times.",
+            Annotations::default(),
+        ))
+    }
+}
+
+impl Tool for Repeat {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments: RepeatArguments =
+                synapse_mcp::tools::parse_arguments("Repeat", call.arguments)?;
+            Ok(ToolOutput::Text(arguments.unit.repeat(arguments.times)))
+        })
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Nothing {}
+
+struct Explode(ToolDefinition);
+
+impl Explode {
+    fn new() -> Self {
+        Self(ToolDefinition::new::<Nothing>(
+            "Explode",
+            "Panics.",
+            Annotations::default(),
+        ))
+    }
+}
+
+impl Tool for Explode {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn execute<'a>(&'a self, _call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move { panic!("boom") })
+    }
+}
+
+/// Calls a tool and returns its result (tool errors included).
+pub(crate) async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|error| panic!("{tool} failed at the protocol level: {error}"))
+}
+
+/// The text of a result's single text block.
+pub(crate) fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
+        .collect()
+}
+
+pub(crate) fn is_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+}
+
+/// Compares `actual` with a golden JSON file; `UPDATE_GOLDEN=1` rewrites the file instead.
+pub(crate) fn assert_golden(relative: &str, actual: &Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
+    let rendered = serde_json::to_string_pretty(actual).unwrap() + "\n";
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, rendered).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_GOLDEN=1", path.display()));
+    pretty_assertions::assert_eq!(
+        expected,
+        rendered,
+        "{} drifted: run with UPDATE_GOLDEN=1 if intended",
+        path.display()
+    );
+}
+
+/// The binary driven by raw JSON-RPC lines, for inputs a well-behaved client never sends.
+pub(crate) struct RawSession {
+    /// Holds the process; it is killed when the session is dropped.
+    _child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl RawSession {
+    pub(crate) fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(binary())
+            .args(args)
+            .arg("--log-level")
+            .arg("error")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn synapse-mcp");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self {
+            _child: child,
+            stdin,
+            stdout,
+        }
+    }
+
+    /// Starts a session and completes the `initialize` handshake.
+    pub(crate) async fn initialized(args: &[&str]) -> Self {
+        let mut session = Self::start(args);
+        session
+            .send(
+                &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"}}}),
+            )
+            .await;
+        session.response(0).await;
+        session
+            .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        session
+    }
+
+    pub(crate) async fn send(&mut self, message: &Value) {
+        self.send_bytes(format!("{message}\n").as_bytes()).await;
+    }
+
+    pub(crate) async fn send_bytes(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// Reads lines until the response with this id; every line must be JSON-RPC.
+    pub(crate) async fn response(&mut self, id: i64) -> Value {
+        tokio::time::timeout(Duration::from_mins(1), async {
+            loop {
+                let mut line = String::new();
+                let read = self.stdout.read_line(&mut line).await.unwrap();
+                assert!(
+                    read > 0,
+                    "the server closed stdout while waiting for id {id}"
+                );
+                let message: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|_| panic!("stdout carried a non-JSON line: {line}"));
+                assert_eq!(message["jsonrpc"], "2.0", "not JSON-RPC: {line}");
+                if message["id"] == json!(id) {
+                    return message;
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no response for id {id}"))
+    }
+
+    /// A `tools/call` and its response.
+    pub(crate) async fn call(&mut self, id: i64, tool: &str, arguments: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}))
+            .await;
+        self.response(id).await
+    }
+}

@@ -1,0 +1,13 @@
+//! The one integration test binary: the server driven the way MCP clients drive it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that cannot go on should fail loudly, at the line that failed"
+)]
+
+mod approval;
+mod bad_input;
+mod common;
+mod executor;
+mod schemas;
+mod stdio;

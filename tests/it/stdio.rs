@@ -1,0 +1,392 @@
+//! The built binary over stdio with rmcp's client: the vars tools, references, eviction,
+//! resources, prompts, and a sessionless 2026-07-28 call.
+
+use pretty_assertions::assert_eq;
+use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams, ResourceContents};
+use serde_json::{Value, json};
+
+use crate::common::{
+    Elicitation, RawSession, TestClient, assert_golden, call, is_error, spawn_binary, text,
+};
+
+async fn client() -> crate::common::Client {
+    spawn_binary(&[], TestClient::new(Elicitation::Unsupported)).await
+}
+
+fn structured(result: &rmcp::model::CallToolResult) -> Value {
+    result
+        .structured_content
+        .clone()
+        .expect("structured content")
+}
+
+#[tokio::test]
+async fn initialize_names_the_server_and_lists_the_tools() {
+    let client = client().await;
+    let info = client.peer_info().expect("server info");
+    let server = info.server_info.clone().expect("serverInfo");
+    assert_eq!(server.name, "synapse-mcp");
+    assert_eq!(server.version, env!("CARGO_PKG_VERSION"));
+    let instructions = info.instructions.clone().unwrap_or_default();
+    assert!(
+        instructions.contains("| `Rule/Agent/VarRef` |"),
+        "{instructions}"
+    );
+    let tools = client.list_all_tools().await.unwrap();
+    assert_golden(
+        "tests/golden/tools_list.json",
+        &serde_json::to_value(&tools).unwrap(),
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn write_then_read_in_windows_by_characters() {
+    let client = client().await;
+    let written = call(&client, "WriteVar", json!({"name": "greeting", "value": "héllo wörld 😀!", "desc": "a greeting", "tags": ["demo"]})).await;
+    assert_eq!(
+        structured(&written),
+        json!({"name": "greeting", "created": true, "length": 14})
+    );
+    let window = call(
+        &client,
+        "ReadVar",
+        json!({"name": "greeting", "start": 6, "length": 5}),
+    )
+    .await;
+    assert_eq!(
+        text(&window),
+        "[Variable `greeting`: characters 6–11 of 14; more remains: ReadVar {\"name\": \"greeting\", \"start\": 11}]\nwörld"
+    );
+    let rest = call(&client, "ReadVar", json!({"name": "greeting", "start": 11})).await;
+    assert_eq!(
+        text(&rest),
+        "[Variable `greeting`: characters 11–14 of 14; nothing more remains]\n 😀!"
+    );
+    let updated = call(
+        &client,
+        "WriteVar",
+        json!({"name": "greeting", "value": {"json": true}}),
+    )
+    .await;
+    assert_eq!(structured(&updated)["created"], json!(false));
+    let whole = call(&client, "ReadVar", json!({"name": "greeting"})).await;
+    assert_eq!(
+        text(&whole),
+        "[Variable `greeting`: whole value, 13 characters]\n{\"json\":true}"
+    );
+    let missing = call(&client, "ReadVar", json!({"name": "nope"})).await;
+    assert!(is_error(&missing));
+    assert!(
+        text(&missing).contains("`nope` not found"),
+        "{}",
+        text(&missing)
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn list_vars_filters_by_type_tag_and_search() {
+    let client = client().await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "alpha", "value": "1", "desc": "First note", "tags": ["notes"]}),
+    )
+    .await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "beta", "value": "2", "tags": ["other"]}),
+    )
+    .await;
+    let names = |result: &rmcp::model::CallToolResult| -> Vec<String> {
+        structured(result)["variables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|variable| variable["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let rules = call(&client, "ListVars", json!({"filter": {"type": "RULE"}})).await;
+    assert_eq!(names(&rules), ["Rule/Agent/TODO", "Rule/Agent/VarRef"]);
+    let tagged = call(&client, "ListVars", json!({"filter": {"tag": "notes"}})).await;
+    assert_eq!(names(&tagged), ["alpha"]);
+    let searched = call(&client, "ListVars", json!({"filter": {"search": "FIRST"}})).await;
+    assert_eq!(names(&searched), ["alpha"]);
+    let added = call(&client, "ListVars", json!({"filter": {"type": "LLMAdd"}})).await;
+    assert_eq!(names(&added), ["alpha", "beta"]);
+    assert!(
+        !text(&added).contains("\"value\""),
+        "ListVars must never show values"
+    );
+    let bad = call(&client, "ListVars", json!({"filter": {"type": "Bogus"}})).await;
+    assert!(is_error(&bad), "{}", text(&bad));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn remove_vars_refuses_rules_and_reports_missing_names() {
+    let client = client().await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "scratch", "value": "x"}),
+    )
+    .await;
+    let removed = call(
+        &client,
+        "RemoveVars",
+        json!({"names": ["scratch", "Rule/Agent/VarRef", "ghost"]}),
+    )
+    .await;
+    assert_eq!(
+        structured(&removed),
+        json!({
+            "removed": ["scratch"],
+            "refused": ["Rule/Agent/VarRef"],
+            "missing": ["ghost"],
+            "note": "rule variables cannot be removed: Rule/Agent/VarRef; no such variables: ghost"
+        })
+    );
+    let rule = call(
+        &client,
+        "ReadVar",
+        json!({"name": "Rule/Agent/VarRef", "length": 30}),
+    )
+    .await;
+    assert!(text(&rule).contains("# $VAR_REF"), "{}", text(&rule));
+    let overwrite = call(
+        &client,
+        "WriteVar",
+        json!({"name": "Rule/Agent/VarRef", "value": "x"}),
+    )
+    .await;
+    assert!(is_error(&overwrite));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn references_are_resolved_in_any_argument_and_errors_name_them() {
+    let client = client().await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "x", "value": "0123456789"}),
+    )
+    .await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "doc", "value": {"a": 1}}),
+    )
+    .await;
+    // Stored through the escape, so each holds a literal reference to the other.
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "loop1", "value": "$$VAR_REF{{loop2}}"}),
+    )
+    .await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "loop2", "value": "$$VAR_REF{{loop1}}"}),
+    )
+    .await;
+    // The reference is resolved before WriteVar runs, so the slice is what gets stored.
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "y", "value": "[$VAR_REF{{x:2:5}}] $$VAR_REF{{x}}"}),
+    )
+    .await;
+    let read = call(&client, "ReadVar", json!({"name": "y"})).await;
+    assert_eq!(
+        text(&read),
+        "[Variable `y`: whole value, 21 characters]\n[23456] $VAR_REF{{x}}"
+    );
+    let cases = [
+        ("$VAR_REF{{ghost}}", "variable `ghost` not found"),
+        (
+            "$VAR_REF{{loop1}}",
+            "circular variable reference detected (loop1 → loop2 → loop1)",
+        ),
+        (
+            "$VAR_REF{{doc:0:2}}",
+            "cannot slice non-string variable `doc`",
+        ),
+        ("$VAR_REF{{x:1}}", "malformed reference $VAR_REF{{x:1}}"),
+    ];
+    for (reference, expected) in cases {
+        let result = call(
+            &client,
+            "WriteVar",
+            json!({"name": "z", "value": {"nested": [reference]}}),
+        )
+        .await;
+        assert!(is_error(&result), "{reference} should fail");
+        let message = text(&result);
+        assert!(
+            message.contains(reference),
+            "{message} should name {reference}"
+        );
+        assert!(
+            message.contains(expected),
+            "{message} should say {expected}"
+        );
+    }
+    let nothing = call(&client, "ReadVar", json!({"name": "z"})).await;
+    assert!(
+        is_error(&nothing),
+        "a failed reference must not run the tool"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn capacity_evicts_the_least_recently_visited_but_never_kept_rules() {
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("config.toml");
+    // Two rule variables plus three of ours fill a capacity of five.
+    std::fs::write(&config, "capacity = 5\n").unwrap();
+    let client = spawn_binary(
+        &["--config", config.to_str().unwrap()],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
+    for name in ["a", "b", "c"] {
+        call(&client, "WriteVar", json!({"name": name, "value": name})).await;
+    }
+    call(&client, "ReadVar", json!({"name": "a"})).await;
+    let written = call(&client, "WriteVar", json!({"name": "d", "value": "d"})).await;
+    assert_eq!(structured(&written)["evicted"], json!(["b"]));
+    let written = call(&client, "WriteVar", json!({"name": "e", "value": "e"})).await;
+    assert_eq!(structured(&written)["evicted"], json!(["c"]));
+    let listed = call(&client, "ListVars", json!({})).await;
+    let listed = structured(&listed);
+    let names: Vec<&str> = listed["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|variable| variable["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["Rule/Agent/TODO", "Rule/Agent/VarRef", "a", "d", "e"]
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn rules_and_variables_are_resources() {
+    let client = client().await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "my note", "value": "hello"}),
+    )
+    .await;
+    let resources = client.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = resources
+        .iter()
+        .map(|resource| resource.uri.as_str())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "rule://Agent/VarRef",
+            "rule://Agent/TODO",
+            "var://Rule/Agent/TODO",
+            "var://Rule/Agent/VarRef",
+            "var://my%20note"
+        ]
+    );
+    let templates = client.list_all_resource_templates().await.unwrap();
+    let templates: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
+    assert_eq!(templates, ["var://{name}", "rule://{group}/{rule}"]);
+    let rule = client
+        .read_resource(ReadResourceRequestParams::new("rule://Agent/VarRef"))
+        .await
+        .unwrap();
+    let ResourceContents::TextResourceContents {
+        text, mime_type, ..
+    } = &rule.contents[0]
+    else {
+        panic!("text expected")
+    };
+    assert!(text.starts_with("# $VAR_REF"));
+    assert_eq!(mime_type.as_deref(), Some("text/markdown"));
+    let variable = client
+        .read_resource(ReadResourceRequestParams::new("var://my%20note"))
+        .await
+        .unwrap();
+    let ResourceContents::TextResourceContents { text, .. } = &variable.contents[0] else {
+        panic!("text expected")
+    };
+    assert_eq!(text, "hello");
+    let missing = client
+        .read_resource(ReadResourceRequestParams::new("var://nope"))
+        .await
+        .unwrap_err();
+    assert!(missing.to_string().contains("var://nope"), "{missing}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_tool_rules_prompt_matches_the_instructions() {
+    let client = client().await;
+    let prompts = client.list_all_prompts().await.unwrap();
+    assert_eq!(
+        prompts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+        ["tool-rules"]
+    );
+    let prompt = client
+        .get_prompt(GetPromptRequestParams::new("tool-rules"))
+        .await
+        .unwrap();
+    let message = serde_json::to_value(&prompt.messages[0]).unwrap();
+    let instructions = client.peer_info().unwrap().instructions.clone().unwrap();
+    assert_eq!(message["content"]["text"], json!(instructions));
+    assert!(instructions.contains("## vars"), "{instructions}");
+    assert!(
+        client
+            .get_prompt(GetPromptRequestParams::new("nope"))
+            .await
+            .is_err()
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_sessionless_2026_07_28_call_is_answered() {
+    let mut session = RawSession::start(&[]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    session
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "_meta": meta, "name": "WriteVar", "arguments": {"name": "k", "value": "v"}}}),
+        )
+        .await;
+    let written = session.response(1).await;
+    assert_eq!(
+        written["result"]["structuredContent"]["created"],
+        json!(true),
+        "{written}"
+    );
+    assert_eq!(written["result"]["resultType"], json!("complete"));
+    session
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "_meta": meta, "name": "ReadVar", "arguments": {"name": "k"}}}),
+        )
+        .await;
+    let read = session.response(2).await;
+    assert_eq!(
+        read["result"]["content"][0]["text"],
+        json!("[Variable `k`: whole value, 1 characters]\nv")
+    );
+}
