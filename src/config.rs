@@ -67,13 +67,14 @@ pub enum Command {
 }
 
 impl Cli {
-    /// The tracing filter: `--log-level`, else `-v`/`-vv`, else `RUST_LOG`, else `info`.
+    /// The tracing filter: `--log-level`, else `-v`/`-vv`, else `RUST_LOG`, else our own `info`
+    /// with the SDK's chatter at `warn`.
     pub fn log_filter(&self) -> String {
         if let Some(level) = &self.log_level {
             return level.clone();
         }
         match self.verbose {
-            0 => std::env::var("RUST_LOG").unwrap_or_else(|_| "info".to_owned()),
+            0 => std::env::var("RUST_LOG").unwrap_or_else(|_| "synapse_mcp=info,warn".to_owned()),
             1 => "debug".to_owned(),
             _ => "trace".to_owned(),
         }

@@ -70,6 +70,10 @@ const CLOSING: &str = "}}";
 /// of variables, outermost to innermost, that resolves.
 pub const MAX_DEPTH: usize = 64;
 
+/// Most bytes that references may insert into one call's arguments. A handful of variables
+/// that each reference the next one twice would otherwise expand to gigabytes.
+pub const MAX_RESOLVED_BYTES: usize = 256 << 20;
+
 /// Longest reference text, in characters, quoted whole in an error.
 const QUOTE_LIMIT: usize = 80;
 
@@ -101,6 +105,11 @@ pub enum Error {
         "malformed reference {reference}: {reason}; write $VAR_REF{{{{name}}}} or $VAR_REF{{{{name:start:length}}}}, or $$VAR_REF{{{{ for the literal text"
     )]
     Malformed { reference: String, reason: String },
+    /// Expanding the references would produce more than [`MAX_RESOLVED_BYTES`].
+    #[error(
+        "{reference}: the references in these arguments expand to more than {limit} bytes; pass fewer or smaller slices, or let the tool read the variable itself"
+    )]
+    TooLarge { reference: String, limit: usize },
 }
 
 /// Explains a refused chain: a cycle when the last name already appears
@@ -281,9 +290,26 @@ pub fn resolve_str<'a>(text: &'a str, lookup: &mut dyn Lookup) -> Result<Cow<'a,
     if !contains_reference(text) {
         return Ok(Cow::Borrowed(text));
     }
+    let mut budget = MAX_RESOLVED_BYTES;
+    resolve_within(text, lookup, &mut budget)
+}
+
+fn resolve_within<'a>(
+    text: &'a str,
+    lookup: &mut dyn Lookup,
+    budget: &mut usize,
+) -> Result<Cow<'a, str>, Error> {
+    if !contains_reference(text) {
+        return Ok(Cow::Borrowed(text));
+    }
     let segments = parse(text)?;
     let mut resolved = String::with_capacity(text.len());
-    resolve_segments(&mut resolved, &segments, lookup, &mut Vec::new())?;
+    let mut expansion = Expansion {
+        lookup,
+        chain: Vec::new(),
+        budget,
+    };
+    expansion.segments(&mut resolved, &segments)?;
     Ok(Cow::Owned(resolved))
 }
 
@@ -292,10 +318,11 @@ pub fn resolve_str<'a>(text: &'a str, lookup: &mut dyn Lookup) -> Result<Cow<'a,
 /// the first error, in document order.
 pub fn resolve_value(value: &mut Value, lookup: &mut dyn Lookup) -> Result<(), Error> {
     let mut pending = vec![value];
+    let mut budget = MAX_RESOLVED_BYTES;
     while let Some(current) = pending.pop() {
         match current {
             Value::String(text) => {
-                if let Cow::Owned(resolved) = resolve_str(text, lookup)? {
+                if let Cow::Owned(resolved) = resolve_within(text, lookup, &mut budget)? {
                     *text = resolved;
                 }
             }
@@ -321,59 +348,67 @@ pub fn slice_chars(text: &str, start: usize, length: usize) -> &str {
     &rest[..end]
 }
 
-/// Appends the resolution of `segments` to `out`. `chain` holds the variables
-/// being expanded around these segments.
-fn resolve_segments(
-    out: &mut String,
-    segments: &[Segment<'_>],
-    lookup: &mut dyn Lookup,
-    chain: &mut Vec<String>,
-) -> Result<(), Error> {
-    for segment in segments {
-        match segment {
-            Segment::Literal(text) => out.push_str(text),
-            Segment::Variable { reference, source } => {
-                expand(out, reference, source, lookup, chain)?;
-            }
-        }
-    }
-    Ok(())
+/// One resolution in progress: where values come from, the variables being expanded (the
+/// chain, outermost first) and how many bytes references may still insert.
+struct Expansion<'l, 'b> {
+    lookup: &'l mut dyn Lookup,
+    chain: Vec<String>,
+    budget: &'b mut usize,
 }
 
-/// Appends the resolved text of one reference to `out`.
-fn expand(
-    out: &mut String,
-    reference: &Reference,
-    source: &str,
-    lookup: &mut dyn Lookup,
-    chain: &mut Vec<String>,
-) -> Result<(), Error> {
-    check_chain(reference, source, chain)?;
-    let Some((value, kind)) = lookup.lookup(&reference.name) else {
-        return Err(Error::NotFound {
-            reference: source.to_owned(),
-            name: reference.name.clone(),
-        });
-    };
-    let text = match reference.slice {
-        None => &*value,
-        Some(_) if kind == ValueKind::Json => {
-            return Err(Error::SliceNonString {
+impl Expansion<'_, '_> {
+    /// Appends the resolution of `segments` to `out`.
+    fn segments(&mut self, out: &mut String, segments: &[Segment<'_>]) -> Result<(), Error> {
+        for segment in segments {
+            match segment {
+                Segment::Literal(text) => out.push_str(text),
+                Segment::Variable { reference, source } => self.expand(out, reference, source)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the resolved text of one reference to `out`.
+    fn expand(
+        &mut self,
+        out: &mut String,
+        reference: &Reference,
+        source: &str,
+    ) -> Result<(), Error> {
+        check_chain(reference, source, &self.chain)?;
+        let Some((value, kind)) = self.lookup.lookup(&reference.name) else {
+            return Err(Error::NotFound {
                 reference: source.to_owned(),
                 name: reference.name.clone(),
             });
+        };
+        let text = match reference.slice {
+            None => &*value,
+            Some(_) if kind == ValueKind::Json => {
+                return Err(Error::SliceNonString {
+                    reference: source.to_owned(),
+                    name: reference.name.clone(),
+                });
+            }
+            Some(slice) => slice_chars(&value, slice.start, slice.length),
+        };
+        *self.budget = self
+            .budget
+            .checked_sub(text.len())
+            .ok_or_else(|| Error::TooLarge {
+                reference: source.to_owned(),
+                limit: MAX_RESOLVED_BYTES,
+            })?;
+        if !contains_reference(text) {
+            out.push_str(text);
+            return Ok(());
         }
-        Some(slice) => slice_chars(&value, slice.start, slice.length),
-    };
-    if !contains_reference(text) {
-        out.push_str(text);
-        return Ok(());
+        let segments = parse(text)?;
+        self.chain.push(reference.name.clone());
+        let result = self.segments(out, &segments);
+        self.chain.pop();
+        result
     }
-    let segments = parse(text)?;
-    chain.push(reference.name.clone());
-    let result = resolve_segments(out, &segments, lookup, chain);
-    chain.pop();
-    result
 }
 
 /// Refuses a reference to a variable already being expanded, or one that
@@ -627,6 +662,20 @@ mod tests {
         store.insert("data", r#"{"a":[1,2]}"#, ValueKind::Json);
         let resolved = resolve("data=$VAR_REF{{data}}", &mut store).unwrap();
         assert_eq!(resolved, r#"data={"a":[1,2]}"#);
+    }
+
+    #[test]
+    fn references_that_double_at_every_level_stop_at_the_size_limit() {
+        let mut store = Store::with(&[("a0", &"x".repeat(1 << 20))]);
+        for level in 1..40 {
+            let previous = format!("$VAR_REF{{{{a{}}}}}", level - 1);
+            store.insert(&format!("a{level}"), &previous.repeat(2), ValueKind::Text);
+        }
+        let error = resolve("$VAR_REF{{a39}}", &mut store).unwrap_err();
+        let Error::TooLarge { limit, .. } = error else {
+            panic!("{error:?}")
+        };
+        assert_eq!(limit, MAX_RESOLVED_BYTES);
     }
 
     #[test]

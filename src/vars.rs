@@ -721,7 +721,7 @@ impl VariableSystem {
             if !seen.insert(name.as_str()) {
                 continue;
             }
-            let bucket = match self
+            let report = match self
                 .variables
                 .get(name.as_str())
                 .map(|found| found.var_type)
@@ -733,7 +733,7 @@ impl VariableSystem {
                     &mut outcome.removed
                 }
             };
-            bucket.push(name.clone());
+            report.push(name.clone());
         }
         outcome
     }

@@ -312,10 +312,7 @@ fn write_var(call: &ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     let arguments: WriteVarArguments = parse_arguments("WriteVar", call.arguments.clone())?;
     vars::validate_name(&arguments.name).map_err(ToolError::invalid)?;
     let name = arguments.name;
-    let value = arguments.value.map(|value| match value {
-        Value::String(text) => (text, ValueKind::Text),
-        other => (other.to_string(), ValueKind::Json),
-    });
+    let value = arguments.value.map(vars::encode_value);
     let existing = call.workspace.peek(&name);
     let outcome = match existing {
         Some(variable) if variable.var_type == VarType::Rule => {
