@@ -95,7 +95,7 @@ impl Server {
     /// Serves one MCP session over stdin/stdout until the client closes it.
     pub async fn serve_stdio(self) -> Result<(), Error> {
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve(rmcp::transport::io::stdio_pipes())
             .await
             .map_err(|error| Error::Start(error.to_string()))?;
         let reason = running

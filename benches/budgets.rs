@@ -1,0 +1,206 @@
+//! In-process benchmarks for DESIGN.md's budgets that this code owns so far:
+//! `$VAR_REF` resolution throughput over large arguments (≥ 300 MB/s) and variable writes with
+//! eviction at capacity 100,000 (≥ 1,000,000 per second). Criterion measures; afterwards each
+//! figure is printed beside its budget. Run with `cargo bench --bench budgets`.
+#![allow(
+    clippy::print_stdout,
+    reason = "a benchmark reports its figures on stdout"
+)]
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use criterion::{BatchSize, Criterion, Throughput};
+use serde_json::{Value, json};
+use synapse_mcp::refs;
+use synapse_mcp::vars::{NewVariable, SystemClock, ValueKind, VarType, VariableSystem};
+
+const MEGABYTE: usize = 1 << 20;
+
+fn lookup_of(
+    system: &mut VariableSystem,
+) -> impl FnMut(&str) -> Option<(Arc<str>, ValueKind)> + '_ {
+    |name: &str| system.resolve_reference(name)
+}
+
+/// Eight megabytes of prose with no reference at all: the common case, a pure scan.
+fn plain_arguments() -> Value {
+    json!({ "text": "lorem ipsum dolor sit amet, ".repeat(8 * MEGABYTE / 28) })
+}
+
+/// Eight megabytes of prose with a reference every 64 KB, each pulling in a 1 KB slice.
+fn referencing_arguments() -> Value {
+    let chunk = "consectetur adipiscing elit ".repeat(64 * 1024 / 28);
+    let mut text = String::new();
+    for _ in 0..128 {
+        text.push_str(&chunk);
+        text.push_str("$VAR_REF{{page:100:1000}}");
+    }
+    json!({ "text": text })
+}
+
+/// Ten thousand small strings in nested objects, one in a hundred with a reference.
+fn many_small_arguments() -> Value {
+    let items: Vec<Value> = (0..10_000)
+        .map(|index| {
+            let text = if index % 100 == 0 {
+                "see $VAR_REF{{page:0:200}}".to_owned()
+            } else {
+                format!("item number {index} of the list")
+            };
+            json!({ "id": index, "text": text, "tags": ["a", "b"] })
+        })
+        .collect();
+    json!({ "items": items })
+}
+
+fn text_bytes(value: &Value) -> u64 {
+    match value {
+        Value::String(text) => text.len() as u64,
+        Value::Array(items) => items.iter().map(text_bytes).sum(),
+        Value::Object(members) => members.values().map(text_bytes).sum(),
+        _ => 0,
+    }
+}
+
+fn bench_references(criterion: &mut Criterion) {
+    let mut system = VariableSystem::new(1000, Arc::new(SystemClock::new()));
+    system.insert(NewVariable::text(
+        "page",
+        "x".repeat(64 * 1024),
+        VarType::LlmAdd,
+    ));
+    let mut group = criterion.benchmark_group("refs");
+    for (name, arguments) in [
+        ("plain_8mb", plain_arguments()),
+        ("referencing_8mb", referencing_arguments()),
+        ("many_small", many_small_arguments()),
+    ] {
+        group.throughput(Throughput::Bytes(text_bytes(&arguments)));
+        group.bench_function(name, |bencher| {
+            bencher.iter_batched_ref(
+                || arguments.clone(),
+                |arguments| refs::resolve_value(arguments, &mut lookup_of(&mut system)),
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    group.finish();
+}
+
+const WRITES_PER_ITERATION: u64 = 10_000;
+
+fn bench_writes(criterion: &mut Criterion) {
+    let mut system = VariableSystem::new(100_000, Arc::new(SystemClock::new()));
+    for index in 0..100_000 {
+        system.insert(NewVariable::text(
+            format!("seed-{index}"),
+            "value",
+            VarType::LlmAdd,
+        ));
+    }
+    let mut next = 0_u64;
+    let mut group = criterion.benchmark_group("vars");
+    group.throughput(Throughput::Elements(WRITES_PER_ITERATION));
+    group.bench_function("writes_at_capacity_100k", |bencher| {
+        bencher.iter(|| {
+            for _ in 0..WRITES_PER_ITERATION {
+                next += 1;
+                let outcome = system.insert(NewVariable::text(
+                    format!("v{next}"),
+                    "a short value",
+                    VarType::ToolCallResult,
+                ));
+                black_box(outcome);
+            }
+        });
+    });
+    group.finish();
+}
+
+/// Criterion's mean estimate for one benchmark, in nanoseconds per iteration.
+fn mean_nanoseconds(group: &str, function: &str) -> Option<f64> {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"),
+        PathBuf::from,
+    );
+    let path = target
+        .join("criterion")
+        .join(group)
+        .join(function)
+        .join("new/estimates.json");
+    let estimates: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    estimates["mean"]["point_estimate"].as_f64()
+}
+
+fn report() {
+    println!(
+        "\n{:<40} {:>18} {:>18}  verdict",
+        "figure", "measured", "budget"
+    );
+    let per_second = |group: &str, function: &str, units: f64| {
+        mean_nanoseconds(group, function).map(|nanoseconds| units / (nanoseconds / 1e9))
+    };
+    let cases = [
+        (
+            "refs/plain_8mb",
+            per_second("refs", "plain_8mb", text_bytes(&plain_arguments()) as f64),
+            300e6,
+            "B/s",
+        ),
+        (
+            "refs/referencing_8mb",
+            per_second(
+                "refs",
+                "referencing_8mb",
+                text_bytes(&referencing_arguments()) as f64,
+            ),
+            300e6,
+            "B/s",
+        ),
+        (
+            "refs/many_small",
+            per_second(
+                "refs",
+                "many_small",
+                text_bytes(&many_small_arguments()) as f64,
+            ),
+            300e6,
+            "B/s",
+        ),
+        (
+            "vars/writes_at_capacity_100k",
+            per_second(
+                "vars",
+                "writes_at_capacity_100k",
+                WRITES_PER_ITERATION as f64,
+            ),
+            1e6,
+            "/s",
+        ),
+    ];
+    for (figure, measured, budget, unit) in cases {
+        match measured {
+            Some(measured) => println!(
+                "{figure:<40} {:>16.1}M{unit:<1} {:>16.1}M{unit:<1}  {}",
+                measured / 1e6,
+                budget / 1e6,
+                if measured >= budget { "met" } else { "MISSED" }
+            ),
+            None => println!(
+                "{figure:<40} {:>18} {:>16.1}M{unit}  (not run)",
+                "-",
+                budget / 1e6
+            ),
+        }
+    }
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    bench_references(&mut criterion);
+    bench_writes(&mut criterion);
+    criterion.final_summary();
+    report();
+}
