@@ -6,6 +6,10 @@
     clippy::print_stdout,
     reason = "a benchmark reports its figures on stdout"
 )]
+#![allow(
+    clippy::cast_precision_loss,
+    reason = "byte and element counts far below 2^52"
+)]
 
 use std::hint::black_box;
 use std::path::PathBuf;
