@@ -9,6 +9,7 @@ mod notifications;
 mod prompts;
 mod resources;
 mod tools;
+pub mod transport;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,7 +96,10 @@ impl Server {
     /// Serves one MCP session over stdin/stdout until the client closes it.
     pub async fn serve_stdio(self) -> Result<(), Error> {
         let running = self
-            .serve(rmcp::transport::io::stdio_pipes())
+            .serve({
+                let (reader, writer) = rmcp::transport::io::stdio_pipes();
+                transport::LineTransport::new(reader, writer)
+            })
             .await
             .map_err(|error| Error::Start(error.to_string()))?;
         let reason = running

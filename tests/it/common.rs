@@ -367,6 +367,11 @@ impl RawSession {
 
     /// Reads lines until the response with this id; every line must be JSON-RPC.
     pub(crate) async fn response(&mut self, id: i64) -> Value {
+        self.response_to(&json!(id)).await
+    }
+
+    /// Reads lines until the response with this id (a number or a string).
+    pub(crate) async fn response_to(&mut self, id: &Value) -> Value {
         tokio::time::timeout(Duration::from_mins(1), async {
             loop {
                 let mut line = String::new();
@@ -378,7 +383,7 @@ impl RawSession {
                 let message: Value = serde_json::from_str(&line)
                     .unwrap_or_else(|_| panic!("stdout carried a non-JSON line: {line}"));
                 assert_eq!(message["jsonrpc"], "2.0", "not JSON-RPC: {line}");
-                if message["id"] == json!(id) {
+                if &message["id"] == id {
                     return message;
                 }
             }
