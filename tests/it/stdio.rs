@@ -390,3 +390,48 @@ async fn a_sessionless_2026_07_28_call_is_answered() {
         json!("[Variable `k`: whole value, 1 characters]\nv")
     );
 }
+
+#[test]
+fn the_command_line_explains_itself_and_names_bad_config_files() {
+    let help = std::process::Command::new(crate::common::binary())
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    let help = String::from_utf8(help.stdout).unwrap();
+    for expected in [
+        "--skills <DIR>",
+        "--data-dir <DIR>",
+        "--workspace <NAME>",
+        "--config <FILE>",
+        "--log-level <LEVEL>",
+        "Examples:",
+    ] {
+        assert!(help.contains(expected), "--help lacks {expected}:\n{help}");
+    }
+    let version = std::process::Command::new(crate::common::binary())
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(version.stdout).unwrap(),
+        format!("synapse-mcp {}\n", env!("CARGO_PKG_VERSION"))
+    );
+
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("bad.toml");
+    std::fs::write(&config, "capacity = \"lots\"\n").unwrap();
+    let failed = std::process::Command::new(crate::common::binary())
+        .arg("--config")
+        .arg(&config)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!failed.status.success());
+    assert!(failed.stdout.is_empty(), "stdout is the protocol channel");
+    let message = String::from_utf8(failed.stderr).unwrap();
+    assert!(
+        message.contains("bad.toml") && message.contains("capacity"),
+        "{message}"
+    );
+}
