@@ -19,18 +19,114 @@ pub const GROUP: &str = "vars";
 
 /// The group with its four tools and its rule prompt.
 pub fn group() -> ToolGroup {
+    let read_only = Annotations {
+        read_only: true,
+        idempotent: true,
+        ..Annotations::default()
+    };
+    let tools = vec![
+        VarsTool {
+            definition: ToolDefinition::new::<ReadVarArguments>("ReadVar", READ_VAR, read_only),
+            run: read_var,
+            always_listed: true,
+            pages_itself: true,
+        },
+        VarsTool {
+            definition: ToolDefinition::new::<ListVarsArguments>("ListVars", LIST_VARS, read_only)
+                .with_output::<ListVarsOutput>(),
+            run: list_vars,
+            always_listed: true,
+            pages_itself: false,
+        },
+        VarsTool {
+            definition: ToolDefinition::new::<WriteVarArguments>(
+                "WriteVar",
+                WRITE_VAR,
+                Annotations {
+                    idempotent: true,
+                    ..Annotations::default()
+                },
+            )
+            .with_output::<WriteVarOutput>(),
+            run: write_var,
+            always_listed: false,
+            pages_itself: false,
+        },
+        VarsTool {
+            definition: ToolDefinition::new::<RemoveVarsArguments>(
+                "RemoveVars",
+                REMOVE_VARS,
+                Annotations {
+                    destructive: true,
+                    idempotent: true,
+                    ..Annotations::default()
+                },
+            )
+            .with_output::<RemoveVarsOutput>(),
+            run: remove_vars,
+            always_listed: false,
+            pages_itself: false,
+        },
+    ];
     ToolGroup {
         name: GROUP.to_owned(),
-        tools: vec![
-            Arc::new(ReadVar::new()),
-            Arc::new(ListVars::new()),
-            Arc::new(WriteVar::new()),
-            Arc::new(RemoveVars::new()),
-        ],
+        tools: tools
+            .into_iter()
+            .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
+            .collect(),
         rule_prompt: RulePrompt::Static(
             include_str!("../../skills/synapse-workspace/rules/vars-group.md").to_owned(),
         ),
         rules: Vec::new(),
+    }
+}
+
+const READ_VAR: &str = "Read a stored variable's value, whole or a window of it (by characters). \
+    Use it to read the rest of a truncated tool result (the truncation hint names the variable \
+    and the window), or to read a rule such as `Rule/Agent/VarRef`. The answer starts with a \
+    line giving the window, the total length and whether more remains.";
+
+const LIST_VARS: &str = "List stored variables with their metadata (name, length, type, \
+    description, tags, times) — never their values; read values with ReadVar. Filter by `type` \
+    (RULE, ToolCallResult, ToolCallArgs, MessageCache, LLMAdd, USER_ADD), `tag`, or `search` text.";
+
+const WRITE_VAR: &str = "Create or update a variable: store notes, intermediate results or a \
+    document you build across calls, then pass it to any tool with $VAR_REF{{name}}. Updating \
+    keeps fields you leave out. Rule variables (RULE) are read-only.";
+
+const REMOVE_VARS: &str = "Delete variables by name. Rule variables (RULE) cannot be removed; \
+    the answer lists what was removed, refused and not found.";
+
+/// One variable tool: synchronous work on the workspace, never cached as a variable itself (so
+/// reading a variable never creates another one).
+struct VarsTool {
+    definition: ToolDefinition,
+    run: fn(ToolCall<'_>) -> Result<ToolOutput, ToolError>,
+    /// Listed whenever any group is enabled (`ReadVar`, `ListVars`).
+    always_listed: bool,
+    /// Pages its own output (`ReadVar`), so the executor never truncates it.
+    pages_itself: bool,
+}
+
+impl Tool for VarsTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        ready((self.run)(call))
+    }
+
+    fn skip_truncation(&self) -> bool {
+        self.pages_itself
+    }
+
+    fn caches_result(&self) -> bool {
+        false
+    }
+
+    fn always_listed(&self) -> bool {
+        self.always_listed
     }
 }
 
@@ -45,49 +141,8 @@ pub struct ReadVarArguments {
     pub length: Option<usize>,
 }
 
-pub struct ReadVar(ToolDefinition);
-
-impl ReadVar {
-    fn new() -> Self {
-        Self(ToolDefinition::new::<ReadVarArguments>(
-            "ReadVar",
-            "Read a stored variable's value, whole or a window of it (by characters). Use it to \
-             read the rest of a truncated tool result (the truncation hint names the variable and \
-             the window), or to read a rule such as `Rule/Agent/VarRef`. The answer starts with a \
-             line giving the window, the total length and whether more remains.",
-            Annotations {
-                read_only: true,
-                idempotent: true,
-                ..Annotations::default()
-            },
-        ))
-    }
-}
-
-impl Tool for ReadVar {
-    fn definition(&self) -> &ToolDefinition {
-        &self.0
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        ready(read_var(&call))
-    }
-
-    fn skip_truncation(&self) -> bool {
-        true
-    }
-
-    fn caches_result(&self) -> bool {
-        false
-    }
-
-    fn always_listed(&self) -> bool {
-        true
-    }
-}
-
-fn read_var(call: &ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: ReadVarArguments = parse_arguments("ReadVar", call.arguments.clone())?;
+fn read_var(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: ReadVarArguments = parse_arguments("ReadVar", call.arguments)?;
     let start = arguments.start.unwrap_or(0);
     let length = arguments.length.or(call.output_limit);
     let chunk = call
@@ -185,48 +240,8 @@ pub struct ListVarsOutput {
     pub capacity: usize,
 }
 
-pub struct ListVars(ToolDefinition);
-
-impl ListVars {
-    fn new() -> Self {
-        Self(
-            ToolDefinition::new::<ListVarsArguments>(
-                "ListVars",
-                "List stored variables with their metadata (name, length, type, description, \
-                 tags, times) — never their values; read values with ReadVar. Filter by `type` \
-                 (RULE, ToolCallResult, ToolCallArgs, MessageCache, LLMAdd, USER_ADD), `tag`, or \
-                 `search` text.",
-                Annotations {
-                    read_only: true,
-                    idempotent: true,
-                    ..Annotations::default()
-                },
-            )
-            .with_output::<ListVarsOutput>(),
-        )
-    }
-}
-
-impl Tool for ListVars {
-    fn definition(&self) -> &ToolDefinition {
-        &self.0
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        ready(list_vars(&call))
-    }
-
-    fn caches_result(&self) -> bool {
-        false
-    }
-
-    fn always_listed(&self) -> bool {
-        true
-    }
-}
-
-fn list_vars(call: &ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: ListVarsArguments = parse_arguments("ListVars", call.arguments.clone())?;
+fn list_vars(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: ListVarsArguments = parse_arguments("ListVars", call.arguments)?;
     let filter = arguments.filter.unwrap_or_default();
     let filter = ListFilter {
         var_type: filter.var_type,
@@ -274,42 +289,8 @@ pub struct WriteVarOutput {
     pub evicted: Vec<String>,
 }
 
-pub struct WriteVar(ToolDefinition);
-
-impl WriteVar {
-    fn new() -> Self {
-        Self(
-            ToolDefinition::new::<WriteVarArguments>(
-                "WriteVar",
-                "Create or update a variable: store notes, intermediate results or a document you \
-                 build across calls, then pass it to any tool with $VAR_REF{{name}}. Updating \
-                 keeps fields you leave out. Rule variables (RULE) are read-only.",
-                Annotations {
-                    idempotent: true,
-                    ..Annotations::default()
-                },
-            )
-            .with_output::<WriteVarOutput>(),
-        )
-    }
-}
-
-impl Tool for WriteVar {
-    fn definition(&self) -> &ToolDefinition {
-        &self.0
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        ready(write_var(&call))
-    }
-
-    fn caches_result(&self) -> bool {
-        false
-    }
-}
-
-fn write_var(call: &ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: WriteVarArguments = parse_arguments("WriteVar", call.arguments.clone())?;
+fn write_var(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: WriteVarArguments = parse_arguments("WriteVar", call.arguments)?;
     vars::validate_name(&arguments.name).map_err(ToolError::invalid)?;
     let name = arguments.name;
     let value = arguments.value.map(vars::encode_value);
@@ -377,42 +358,8 @@ pub struct RemoveVarsOutput {
     pub note: Option<String>,
 }
 
-pub struct RemoveVars(ToolDefinition);
-
-impl RemoveVars {
-    fn new() -> Self {
-        Self(
-            ToolDefinition::new::<RemoveVarsArguments>(
-                "RemoveVars",
-                "Delete variables by name. Rule variables (RULE) cannot be removed; the answer \
-                 lists what was removed, refused and not found.",
-                Annotations {
-                    destructive: true,
-                    idempotent: true,
-                    ..Annotations::default()
-                },
-            )
-            .with_output::<RemoveVarsOutput>(),
-        )
-    }
-}
-
-impl Tool for RemoveVars {
-    fn definition(&self) -> &ToolDefinition {
-        &self.0
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        ready(remove_vars(&call))
-    }
-
-    fn caches_result(&self) -> bool {
-        false
-    }
-}
-
-fn remove_vars(call: &ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: RemoveVarsArguments = parse_arguments("RemoveVars", call.arguments.clone())?;
+fn remove_vars(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: RemoveVarsArguments = parse_arguments("RemoveVars", call.arguments)?;
     let outcome = call.workspace.remove(&arguments.names);
     let mut notes = Vec::new();
     if !outcome.refused.is_empty() {

@@ -279,6 +279,12 @@ pub(crate) async fn call(client: &Client, tool: &str, arguments: Value) -> CallT
         .unwrap_or_else(|error| panic!("{tool} failed at the protocol level: {error}"))
 }
 
+/// The names of the tools the client sees, in the server's order.
+pub(crate) async fn tool_names(client: &Client) -> Vec<String> {
+    let tools = client.list_all_tools().await.unwrap();
+    tools.iter().map(|tool| tool.name.to_string()).collect()
+}
+
 /// The text of a result's single text block.
 pub(crate) fn text(result: &CallToolResult) -> String {
     result

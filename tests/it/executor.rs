@@ -8,7 +8,7 @@ use pretty_assertions::assert_eq;
 use rmcp::model::{CallToolRequestParams, SubscribeRequestParams};
 use serde_json::json;
 
-use crate::common::{Elicitation, TestClient, call, in_process, is_error, text};
+use crate::common::{Elicitation, TestClient, call, in_process, is_error, text, tool_names};
 
 #[tokio::test]
 async fn a_reference_in_any_argument_receives_the_slice() {
@@ -207,13 +207,7 @@ async fn group_rules_become_variables_resources_and_instructions() {
 async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
     let observer = TestClient::new(Elicitation::Unsupported);
     let (server, client) = in_process("", observer.clone()).await;
-    let before: Vec<String> = client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let before = tool_names(&client).await;
     assert_eq!(
         before,
         [
@@ -228,13 +222,7 @@ async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
     );
     let registry = server.executor().registry();
     registry.set_group_enabled("vars", false).unwrap();
-    let after: Vec<String> = client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let after = tool_names(&client).await;
     assert_eq!(
         after,
         ["Echo", "Explode", "ListVars", "ReadVar", "Repeat"],
