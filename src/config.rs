@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use clap::{Parser, Subcommand};
 use serde::Deserialize;
 
+use crate::store::Location;
 use crate::tools::{ExecutorSettings, Fallback, Policy, ToolOverride};
 use crate::vars::VariableSystem;
 
@@ -49,6 +50,10 @@ pub struct Cli {
     /// The workspace whose variables and approvals this server uses.
     #[arg(long, value_name = "NAME", default_value = "default", global = true)]
     pub workspace: String,
+    /// Where workspaces are stored: `memory` (nothing is kept) or `sqlite://PATH`
+    /// (default: `DATA_DIR/synapse.db`).
+    #[arg(long, value_name = "STORE", global = true)]
+    pub store: Option<String>,
     /// A TOML configuration file (groups, per-tool policies, capacity, output limit).
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
@@ -92,6 +97,8 @@ pub enum Error {
     Parse { path: PathBuf, message: String },
     #[error("invalid config file {path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    #[error("{0}")]
+    Store(String),
 }
 
 /// The configuration file (TOML); every field is optional.
@@ -114,6 +121,8 @@ pub struct FileConfig {
     /// Skill folders, used when no `--skills` is given.
     #[serde(default)]
     pub skills: Vec<PathBuf>,
+    /// Caps the store's database file, in bytes; writes past it fail as on a full disk.
+    pub store_max_bytes: Option<u64>,
 }
 
 /// Settings of one tool.
@@ -134,6 +143,8 @@ pub struct ToolConfig {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub workspace: String,
+    pub store: Location,
+    pub store_max_bytes: Option<u64>,
     pub data_dir: Option<PathBuf>,
     pub skills: Vec<PathBuf>,
     pub capacity: usize,
@@ -193,6 +204,8 @@ impl Config {
         let defaults = ExecutorSettings::default();
         Self {
             workspace,
+            store: Location::Memory,
+            store_max_bytes: file.store_max_bytes,
             data_dir,
             skills,
             capacity: file.capacity.unwrap_or(VariableSystem::DEFAULT_CAPACITY),

@@ -28,15 +28,20 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use crate::config::Config;
 use crate::groups;
 use crate::rules::{self, AGENT_GROUP};
-use crate::tools::{Executor, Registry, RegistryError, RulePrompt, ToolGroup};
+use crate::store::{Location, SqliteOptions, SqliteStore};
+use crate::tools::{Executor, RegisterError, Registry, RulePrompt, ToolGroup};
 use crate::vars::SystemClock;
-use crate::workspace::Workspace;
+use crate::workspace::{self, Workspace};
 
 /// Why the server could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("cannot register tool groups: {0}")]
-    Registry(#[from] RegistryError),
+    Registry(#[from] RegisterError),
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    #[error(transparent)]
+    Workspace(#[from] workspace::Error),
     #[error("MCP session failed to start: {0}")]
     Start(String),
     #[error("MCP session ended with an error: {0}")]
@@ -58,11 +63,20 @@ struct Inner {
 impl Server {
     /// A server with the built-in groups, configured by `config`.
     pub fn new(config: &Config) -> Result<Self, Error> {
-        let workspace = Arc::new(Workspace::new(
-            config.workspace.clone(),
-            config.capacity,
-            Arc::new(SystemClock::new()),
-        ));
+        let clock = Arc::new(SystemClock::new());
+        let workspace = match &config.store {
+            Location::Memory => {
+                Workspace::in_memory(config.workspace.clone(), config.capacity, clock)
+            }
+            Location::Sqlite(path) => {
+                let options = SqliteOptions {
+                    max_bytes: config.store_max_bytes,
+                };
+                let store = SqliteStore::open(path, options)?;
+                Workspace::open(config.workspace.clone(), config.capacity, clock, store)?
+            }
+        };
+        let workspace = Arc::new(workspace);
         let executor = Executor::new(
             Arc::new(Registry::default()),
             workspace,
@@ -195,7 +209,7 @@ impl ServerHandler for Server {
     ) -> Result<ListResourcesResult, ErrorData> {
         Ok(ListResourcesResult::with_all_items(resources::list(
             self.executor(),
-        )))
+        )?))
     }
 
     async fn list_resource_templates(

@@ -32,6 +32,18 @@ pub use executor::{
     Outcome, PendingInput, ToolOverride, panic_message,
 };
 pub use registry::{Registry, RegistryError};
+
+/// Why a group could not be registered.
+#[derive(Debug, thiserror::Error)]
+pub enum RegisterError {
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error("cannot store the rules of group `{group}`: {source}")]
+    Rules {
+        group: String,
+        source: crate::workspace::Error,
+    },
+}
 pub use truncate::truncate_content;
 
 /// What a tool returns: text for the model, or structured data (formatted as compact JSON unless

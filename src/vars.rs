@@ -294,6 +294,40 @@ impl NewVariable {
     }
 }
 
+/// Every field of a variable as it was stored, for [`VariableSystem::restore`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RestoredVariable {
+    pub name: String,
+    pub value: Arc<str>,
+    pub kind: ValueKind,
+    pub desc: Option<String>,
+    pub var_type: VarType,
+    pub tags: Vec<String>,
+    pub keep: bool,
+    pub created: Timestamp,
+    pub updated: Timestamp,
+    pub last_visited: Timestamp,
+    pub reference_count: u64,
+}
+
+impl From<&Variable> for RestoredVariable {
+    fn from(variable: &Variable) -> Self {
+        Self {
+            name: variable.name.to_string(),
+            value: Arc::clone(&variable.value),
+            kind: variable.kind,
+            desc: variable.desc.clone(),
+            var_type: variable.var_type,
+            tags: variable.tags.clone(),
+            keep: variable.keep,
+            created: variable.created,
+            updated: variable.updated,
+            last_visited: variable.last_visited,
+            reference_count: variable.reference_count,
+        }
+    }
+}
+
 /// A partial update of an existing variable; `None` leaves a field unchanged.
 #[derive(Debug, Clone, Default)]
 pub struct VariablePatch {
@@ -738,6 +772,43 @@ impl VariableSystem {
         outcome
     }
 
+    /// Puts a variable in place exactly as given, timestamps and counts included, replacing any
+    /// variable of that name. Used to load a workspace from the store and to apply changes made
+    /// by another process; it does not evict (call [`Self::evict`] afterwards).
+    pub fn restore(&mut self, variable: RestoredVariable) {
+        let name: Arc<str> = Arc::from(variable.name.as_str());
+        self.discard(&name);
+        let restored = Variable {
+            char_count: variable.value.chars().count(),
+            name: Arc::clone(&name),
+            value: variable.value,
+            kind: variable.kind,
+            desc: variable.desc,
+            var_type: variable.var_type,
+            tags: variable.tags,
+            keep: variable.keep,
+            created: variable.created,
+            updated: variable.updated,
+            last_visited: variable.last_visited,
+            reference_count: variable.reference_count,
+        };
+        if !restored.keep {
+            self.eviction_index.insert(EvictionKey::of(&restored));
+        }
+        self.variables.insert(name, Box::new(restored));
+    }
+
+    /// Removes a variable whatever its type (a removal made by another process, or a write
+    /// undone); returns whether it existed.
+    pub fn forget(&mut self, name: &str) -> bool {
+        self.discard(name)
+    }
+
+    /// Evicts while the store is over capacity; returns the evicted names.
+    pub fn evict(&mut self) -> Vec<Arc<str>> {
+        self.evict_over_capacity(None)
+    }
+
     /// Every variable, in no particular order. Does not count as a visit.
     pub fn iter(&self) -> impl Iterator<Item = &Variable> {
         self.variables.values().map(|variable| &**variable)
@@ -754,12 +825,15 @@ impl VariableSystem {
     }
 
     /// Removes a variable from the map and the eviction index.
-    fn discard(&mut self, name: &str) {
-        if let Some(variable) = self.variables.remove(name)
-            && !variable.keep
-        {
+    /// Removes a variable and its eviction key; returns whether it existed.
+    fn discard(&mut self, name: &str) -> bool {
+        let Some(variable) = self.variables.remove(name) else {
+            return false;
+        };
+        if !variable.keep {
             self.eviction_index.remove(&EvictionKey::of(&variable));
         }
+        true
     }
 
     /// Evicts the oldest evictable variables, other than `protected`, until the store fits its

@@ -1,6 +1,12 @@
-//! A workspace: the variables, and the `ask-once` approvals remembered for them, that one or more
-//! sessions share. Every mutation goes through here so that subscribers (the `var://` resources)
-//! hear about it.
+//! A workspace: the variables, and the `ask-once` approvals remembered for them, that sessions
+//! share. Every mutation goes through here, so that it is made durable before it is
+//! acknowledged and subscribers (the `var://` resources) hear about it.
+//!
+//! With a store, each mutation is applied in memory, committed as one transaction, and undone
+//! in memory (from the stored rows) when the commit fails, so a failed write changes nothing.
+//! Reads first catch up with changes other processes made (one cheap sequence read when there
+//! are none). Reads also move `last_visited`; those visits are written in batches, not one
+//! transaction per read, and at the end.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -9,10 +15,25 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::refs;
+use crate::store::{self, Batch, Store, Visit};
 use crate::vars::{
-    self, Chunk, Clock, ListFilter, NewVariable, RemoveOutcome, Variable, VariablePatch,
-    VariableSystem, WriteOutcome,
+    self, Chunk, Clock, ListFilter, NewVariable, RemoveOutcome, RestoredVariable, Variable,
+    VariablePatch, VariableSystem, WriteOutcome,
 };
+
+/// Visits waiting to be written before a batch goes out.
+const VISIT_BATCH: usize = 64;
+
+/// Why a workspace operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Variable(#[from] vars::Error),
+    #[error(transparent)]
+    Reference(#[from] refs::Error),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}
 
 /// A change that subscribers may care about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,66 +48,131 @@ pub enum Change {
 pub enum VariableEvent {
     Created,
     Updated,
-    /// Removed, by a call or by eviction.
+    /// Removed, by a call, by eviction, or by another process.
     Removed,
+}
+
+struct State {
+    system: VariableSystem,
+    /// The store's change sequence this process has caught up with.
+    seen: u64,
+    /// Variables read since visits were last written.
+    visited: HashSet<Arc<str>>,
 }
 
 pub struct Workspace {
     name: String,
-    variables: Mutex<VariableSystem>,
+    state: Mutex<State>,
     approvals: Mutex<HashSet<String>>,
+    store: Option<Arc<dyn Store>>,
     changes: broadcast::Sender<Change>,
 }
 
 impl Workspace {
-    pub fn new(name: impl Into<String>, capacity: usize, clock: Arc<dyn Clock>) -> Self {
+    /// A workspace that lives in memory only.
+    pub fn in_memory(name: impl Into<String>, capacity: usize, clock: Arc<dyn Clock>) -> Self {
         let (changes, _) = broadcast::channel(1024);
         Self {
             name: name.into(),
-            variables: Mutex::new(VariableSystem::new(capacity, clock)),
+            state: Mutex::new(State {
+                system: VariableSystem::new(capacity, clock),
+                seen: 0,
+                visited: HashSet::new(),
+            }),
             approvals: Mutex::default(),
+            store: None,
             changes,
         }
+    }
+
+    /// Opens a durable workspace: loads what the store holds, then evicts (durably) whatever a
+    /// smaller capacity no longer allows.
+    pub fn open(
+        name: impl Into<String>,
+        capacity: usize,
+        clock: Arc<dyn Clock>,
+        store: Arc<dyn Store>,
+    ) -> Result<Self, Error> {
+        let mut workspace = Self::in_memory(name, capacity, clock);
+        let loaded = store.load(&workspace.name)?;
+        {
+            let state = workspace
+                .state
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner);
+            for variable in loaded.variables {
+                state.system.restore(variable);
+            }
+            state.seen = loaded.sequence;
+        }
+        workspace.store = Some(store);
+        let mut state = workspace.lock();
+        let evicted = state.system.evict();
+        workspace.persist(&mut state, &[], &names_of(&evicted))?;
+        drop(state);
+        Ok(workspace)
     }
 
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// Where the workspace is stored, if anywhere.
+    pub fn store(&self) -> Option<&Arc<dyn Store>> {
+        self.store.as_ref()
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.changes.subscribe()
     }
 
-    /// Creates or replaces a variable.
-    pub fn insert(&self, variable: NewVariable) -> WriteOutcome {
+    /// Creates or replaces a variable, durably.
+    pub fn insert(&self, variable: NewVariable) -> Result<WriteOutcome, Error> {
         let name: Arc<str> = Arc::from(variable.name.as_str());
-        let outcome = self.variables().insert(variable);
+        let mut state = self.synced()?;
+        let outcome = state.system.insert(variable);
+        self.persist_write(&mut state, &name, &outcome)?;
+        drop(state);
         self.announce_write(name, &outcome);
-        outcome
-    }
-
-    pub fn update(&self, name: &str, patch: VariablePatch) -> Result<WriteOutcome, vars::Error> {
-        let outcome = self.variables().update(name, patch)?;
-        self.announce_write(Arc::from(name), &outcome);
         Ok(outcome)
     }
 
-    pub fn remove(&self, names: &[String]) -> RemoveOutcome {
-        let outcome = self.variables().remove(names);
+    /// Changes fields of an existing variable, durably.
+    pub fn update(&self, name: &str, patch: VariablePatch) -> Result<WriteOutcome, Error> {
+        let mut state = self.synced()?;
+        let outcome = state.system.update(name, patch)?;
+        let name: Arc<str> = Arc::from(name);
+        self.persist_write(&mut state, &name, &outcome)?;
+        drop(state);
+        self.announce_write(name, &outcome);
+        Ok(outcome)
+    }
+
+    /// Removes variables (never rules), durably.
+    pub fn remove(&self, names: &[String]) -> Result<RemoveOutcome, Error> {
+        let mut state = self.synced()?;
+        let outcome = state.system.remove(names);
+        self.persist(&mut state, &[], &outcome.removed)?;
+        drop(state);
         for name in &outcome.removed {
             self.announce(Arc::from(name.as_str()), VariableEvent::Removed);
         }
-        outcome
+        Ok(outcome)
     }
 
     /// A copy of the variable, counted as a visit.
-    pub fn get(&self, name: &str) -> Option<Variable> {
-        self.variables().get(name).cloned()
+    pub fn get(&self, name: &str) -> Result<Option<Variable>, Error> {
+        let mut state = self.synced()?;
+        let found = state.system.get(name).cloned();
+        if let Some(variable) = &found {
+            self.visited(&mut state, &variable.name);
+        }
+        Ok(found)
     }
 
-    /// A copy of the variable, not counted as a visit.
+    /// A copy of the variable as this process last saw it, not counted as a visit.
     pub fn peek(&self, name: &str) -> Option<Variable> {
-        self.variables().peek(name).cloned()
+        self.lock().system.peek(name).cloned()
     }
 
     pub fn read_chunk(
@@ -94,32 +180,220 @@ impl Workspace {
         name: &str,
         start: usize,
         length: Option<usize>,
-    ) -> Result<Chunk, vars::Error> {
-        self.variables().read_chunk(name, start, length)
+    ) -> Result<Chunk, Error> {
+        let mut state = self.synced()?;
+        let chunk = state.system.read_chunk(name, start, length)?;
+        self.visited(&mut state, &Arc::from(name));
+        Ok(chunk)
     }
 
-    pub fn list(&self, filter: &ListFilter) -> Vec<Variable> {
-        self.variables().list(filter).into_iter().cloned().collect()
+    pub fn list(&self, filter: &ListFilter) -> Result<Vec<Variable>, Error> {
+        let state = self.synced()?;
+        Ok(state.system.list(filter).into_iter().cloned().collect())
     }
 
     /// Resolves every `$VAR_REF{{…}}` in a tool's arguments, in place.
-    pub fn resolve_references(&self, arguments: &mut Value) -> Result<(), refs::Error> {
-        let mut variables = self.variables();
-        let mut lookup = |name: &str| variables.resolve_reference(name);
-        refs::resolve_value(arguments, &mut lookup)
+    pub fn resolve_references(&self, arguments: &mut Value) -> Result<(), Error> {
+        if !contains_reference(arguments) {
+            return Ok(());
+        }
+        let mut state = self.synced()?;
+        let mut used = Vec::new();
+        let resolved = {
+            let system = &mut state.system;
+            let mut lookup = |name: &str| {
+                let found = system.resolve_reference(name);
+                if found.is_some() {
+                    used.push(Arc::<str>::from(name));
+                }
+                found
+            };
+            refs::resolve_value(arguments, &mut lookup)
+        };
+        for name in &used {
+            self.visited(&mut state, name);
+        }
+        Ok(resolved?)
     }
 
-    /// Runs `f` with the variable system locked; for callers that need several steps at once.
-    pub fn with_variables<T>(&self, f: impl FnOnce(&mut VariableSystem) -> T) -> T {
-        f(&mut self.variables())
+    /// Runs `f` with the variable system, after catching up with other processes.
+    pub fn with_variables<T>(&self, f: impl FnOnce(&VariableSystem) -> T) -> Result<T, Error> {
+        let state = self.synced()?;
+        Ok(f(&state.system))
     }
 
     pub fn is_approved(&self, key: &str) -> bool {
-        self.approvals().contains(key)
+        if self.approvals().contains(key) {
+            return true;
+        }
+        let Some(store) = &self.store else {
+            return false;
+        };
+        match store.is_approved(&self.name, key) {
+            Ok(approved) => approved,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read remembered approvals; asking again");
+                false
+            }
+        }
     }
 
     pub fn remember_approval(&self, key: String) {
+        if let Some(store) = &self.store
+            && let Err(error) = store.remember_approval(&self.name, &key)
+        {
+            tracing::warn!(%error, "cannot store an approval; it holds until the server stops");
+        }
         self.approvals().insert(key);
+    }
+
+    /// Writes pending visits (`last_visited`, reference counts).
+    pub fn flush_visits(&self) {
+        let mut state = self.lock();
+        self.write_visits(&mut state);
+    }
+
+    fn visited(&self, state: &mut State, name: &Arc<str>) {
+        if self.store.is_none() {
+            return;
+        }
+        state.visited.insert(Arc::clone(name));
+        if state.visited.len() >= VISIT_BATCH {
+            self.write_visits(state);
+        }
+    }
+
+    fn write_visits(&self, state: &mut State) {
+        let Some(store) = &self.store else { return };
+        let visits: Vec<Visit> = state
+            .visited
+            .drain()
+            .filter_map(|name| state.system.peek(&name))
+            .map(|variable| Visit {
+                name: variable.name.to_string(),
+                last_visited: variable.last_visited,
+                reference_count: variable.reference_count,
+            })
+            .collect();
+        if visits.is_empty() {
+            return;
+        }
+        if let Err(error) = store.record_visits(&self.name, &visits) {
+            tracing::warn!(%error, "cannot record variable visits");
+        }
+    }
+
+    /// The state, caught up with changes committed by other processes.
+    fn synced(&self) -> Result<MutexGuard<'_, State>, Error> {
+        let mut state = self.lock();
+        let Some(store) = &self.store else {
+            return Ok(state);
+        };
+        if store.sequence(&self.name)? == state.seen {
+            return Ok(state);
+        }
+        let changes = store.changes(&self.name, state.seen)?;
+        let mut events = Vec::new();
+        if changes.complete {
+            let kept: HashSet<&str> = changes.written.iter().map(|v| v.name.as_str()).collect();
+            let gone: Vec<String> = state
+                .system
+                .iter()
+                .map(|variable| variable.name.to_string())
+                .filter(|name| !kept.contains(name.as_str()))
+                .collect();
+            events.extend(
+                gone.into_iter()
+                    .filter(|name| state.system.forget(name))
+                    .map(|name| (name, VariableEvent::Removed)),
+            );
+        }
+        for name in changes.removed {
+            if state.system.forget(&name) {
+                events.push((name, VariableEvent::Removed));
+            }
+        }
+        for variable in changes.written {
+            let event = if state.system.peek(&variable.name).is_some() {
+                VariableEvent::Updated
+            } else {
+                VariableEvent::Created
+            };
+            events.push((variable.name.clone(), event));
+            state.system.restore(variable);
+        }
+        state.seen = changes.sequence;
+        let evicted = state.system.evict();
+        self.persist(&mut state, &[], &names_of(&evicted))?;
+        events.extend(
+            evicted
+                .iter()
+                .map(|name| (name.to_string(), VariableEvent::Removed)),
+        );
+        for (name, event) in events {
+            self.announce(Arc::from(name.as_str()), event);
+        }
+        Ok(state)
+    }
+
+    fn persist_write(
+        &self,
+        state: &mut State,
+        name: &Arc<str>,
+        outcome: &WriteOutcome,
+    ) -> Result<(), Error> {
+        self.persist(state, &[name.to_string()], &names_of(&outcome.evicted))
+    }
+
+    /// Commits what changed in memory; on failure, puts the stored rows back in memory.
+    fn persist(
+        &self,
+        state: &mut State,
+        written: &[String],
+        removed: &[String],
+    ) -> Result<(), Error> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let batch = Batch {
+            written: written
+                .iter()
+                .filter_map(|name| state.system.peek(name))
+                .map(RestoredVariable::from)
+                .collect(),
+            removed: removed.to_vec(),
+        };
+        if batch.is_empty() {
+            return Ok(());
+        }
+        match store.commit(&self.name, &batch) {
+            Ok(commit) => {
+                if commit.before == state.seen {
+                    state.seen = commit.after;
+                }
+                Ok(())
+            }
+            Err(error) => {
+                self.undo(state, written.iter().chain(removed));
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Restores variables from the store after a failed commit.
+    fn undo<'a>(&self, state: &mut State, names: impl Iterator<Item = &'a String>) {
+        let Some(store) = &self.store else { return };
+        for name in names {
+            match store.variable(&self.name, name) {
+                Ok(Some(stored)) => state.system.restore(stored),
+                Ok(None) => {
+                    state.system.forget(name);
+                }
+                Err(error) => {
+                    tracing::error!(%error, %name, "cannot restore a variable after a failed write");
+                }
+            }
+        }
     }
 
     fn announce_write(&self, name: Arc<str>, outcome: &WriteOutcome) {
@@ -141,10 +415,8 @@ impl Workspace {
         }
     }
 
-    fn variables(&self) -> MutexGuard<'_, VariableSystem> {
-        self.variables
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn approvals(&self) -> MutexGuard<'_, HashSet<String>> {
@@ -152,4 +424,28 @@ impl Workspace {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        self.flush_visits();
+    }
+}
+
+fn names_of(names: &[Arc<str>]) -> Vec<String> {
+    names.iter().map(ToString::to_string).collect()
+}
+
+/// Whether any string in the arguments could hold a reference (so plain calls skip the lock).
+fn contains_reference(value: &Value) -> bool {
+    let mut pending = vec![value];
+    while let Some(current) = pending.pop() {
+        match current {
+            Value::String(text) if refs::contains_reference(text) => return true,
+            Value::Array(items) => pending.extend(items),
+            Value::Object(members) => pending.extend(members.values()),
+            _ => {}
+        }
+    }
+    false
 }

@@ -248,14 +248,17 @@ fn list_vars(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
         tag: filter.tag,
         search: filter.search,
     };
-    let (variables, capacity) = call.workspace.with_variables(|system| {
-        let found: Vec<VariableInfo> = system
-            .list(&filter)
-            .into_iter()
-            .map(VariableInfo::from)
-            .collect();
-        (found, system.capacity())
-    });
+    let (variables, capacity) = call
+        .workspace
+        .with_variables(|system| {
+            let found: Vec<VariableInfo> = system
+                .list(&filter)
+                .into_iter()
+                .map(VariableInfo::from)
+                .collect();
+            (found, system.capacity())
+        })
+        .map_err(ToolError::invalid)?;
     structured(&ListVarsOutput {
         count: variables.len(),
         variables,
@@ -314,15 +317,17 @@ fn write_var(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
         }
         None => {
             let (value, kind) = value.unwrap_or((String::new(), ValueKind::Text));
-            call.workspace.insert(NewVariable {
-                name: name.clone(),
-                value,
-                kind,
-                var_type: VarType::LlmAdd,
-                desc: arguments.desc,
-                tags: arguments.tags.unwrap_or_default(),
-                keep: false,
-            })
+            call.workspace
+                .insert(NewVariable {
+                    name: name.clone(),
+                    value,
+                    kind,
+                    var_type: VarType::LlmAdd,
+                    desc: arguments.desc,
+                    tags: arguments.tags.unwrap_or_default(),
+                    keep: false,
+                })
+                .map_err(ToolError::invalid)?
         }
     };
     let length = call
@@ -360,7 +365,10 @@ pub struct RemoveVarsOutput {
 
 fn remove_vars(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     let arguments: RemoveVarsArguments = parse_arguments("RemoveVars", call.arguments)?;
-    let outcome = call.workspace.remove(&arguments.names);
+    let outcome = call
+        .workspace
+        .remove(&arguments.names)
+        .map_err(ToolError::invalid)?;
     let mut notes = Vec::new();
     if !outcome.refused.is_empty() {
         notes.push(format!(

@@ -78,3 +78,9 @@ pub(super) fn prompt_not_found(name: &str, known: &[&str]) -> ErrorData {
         Some(json!({ "prompt": name })),
     )
 }
+
+/// The store failed while serving a resource: logged, and reported as an internal error.
+pub(super) fn workspace_failed(error: &crate::workspace::Error) -> ErrorData {
+    tracing::error!(%error, "workspace failed");
+    ErrorData::internal_error(error.to_string(), None)
+}

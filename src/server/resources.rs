@@ -25,7 +25,7 @@ pub(super) fn templates() -> Vec<ResourceTemplate> {
     ]
 }
 
-pub(super) fn list(executor: &Executor) -> Vec<Resource> {
+pub(super) fn list(executor: &Executor) -> Result<Vec<Resource>, ErrorData> {
     let mut resources = Vec::new();
     for group in executor.registry().groups() {
         for rule in &group.rules {
@@ -39,7 +39,11 @@ pub(super) fn list(executor: &Executor) -> Vec<Resource> {
             );
         }
     }
-    for variable in executor.workspace().list(&ListFilter::default()) {
+    let variables = executor
+        .workspace()
+        .list(&ListFilter::default())
+        .map_err(|error| errors::workspace_failed(&error))?;
+    for variable in variables {
         let mut resource = Resource::new(var_uri(&variable.name), variable.name.to_string())
             .with_mime_type("text/plain")
             .with_size(variable.value.len() as u64);
@@ -48,7 +52,7 @@ pub(super) fn list(executor: &Executor) -> Vec<Resource> {
         }
         resources.push(resource);
     }
-    resources
+    Ok(resources)
 }
 
 pub(super) fn read(executor: &Executor, uri: &str) -> Result<ReadResourceResult, ErrorData> {
@@ -64,7 +68,11 @@ pub(super) fn read(executor: &Executor, uri: &str) -> Result<ReadResourceResult,
         let name = percent_decode(encoded).ok_or_else(|| {
             errors::resource_not_found(uri, "the name is not valid percent-encoded UTF-8")
         })?;
-        let variable = executor.workspace().get(&name).ok_or_else(|| {
+        let found = executor
+            .workspace()
+            .get(&name)
+            .map_err(|error| errors::workspace_failed(&error))?;
+        let variable = found.ok_or_else(|| {
             errors::resource_not_found(uri, "no such variable; ListVars shows them")
         })?;
         let contents =

@@ -3,6 +3,7 @@
 //! arguments as variables → truncation hint → result gate.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -15,7 +16,7 @@ use super::{
     Answer, ApprovalQuestion, Asking, Fallback, Permission, Policy, Registry, Stage, Tool,
     ToolCall, ToolError, ToolOutput, truncate_content,
 };
-use super::{RegistryError, ToolGroup};
+use super::{RegisterError, ToolGroup};
 use crate::rules::{self, Section, SkillRule};
 use crate::vars::{NewVariable, ValueKind, VarType};
 use crate::workspace::Workspace;
@@ -187,7 +188,7 @@ impl Executor {
     }
 
     /// Registers a group and stores its declared rules as pinned `RULE` variables.
-    pub fn register_group(&self, group: ToolGroup, enabled: bool) -> Result<(), RegistryError> {
+    pub fn register_group(&self, group: ToolGroup, enabled: bool) -> Result<(), RegisterError> {
         for rule in &group.rules {
             let mut variable = NewVariable::text(
                 rules::variable_name(&group.name, &rule.name),
@@ -196,9 +197,14 @@ impl Executor {
             );
             variable.desc = Some(rules::variable_description(&group.name, rule));
             variable.keep = true;
-            self.workspace.insert(variable);
+            self.workspace
+                .insert(variable)
+                .map_err(|source| RegisterError::Rules {
+                    group: group.name.clone(),
+                    source,
+                })?;
         }
-        self.registry.register(group, enabled)
+        Ok(self.registry.register(group, enabled)?)
     }
 
     /// The tool-rules text for the enabled groups (server `instructions`, prompt `tool-rules`).
@@ -311,20 +317,34 @@ impl Executor {
     ) -> ExecuteResult {
         let formatted = tool.format_for_llm(&output, arguments);
         let truncation = truncate(tool, &formatted, arguments, limit);
+        let mut cache_failure = None;
         let (cache_var_result, cache_var_args) = if tool.caches_result() {
-            let (result, args) = self.cache(&tool.definition().name, &formatted, arguments);
-            (Some(result), Some(args))
+            match self.cache(&tool.definition().name, &formatted, arguments) {
+                Ok((result, args)) => (Some(result), Some(args)),
+                Err(error) => {
+                    tracing::error!(%error, "cannot cache a tool result");
+                    cache_failure = Some(error);
+                    (None, None)
+                }
+            }
         } else {
             (None, None)
         };
         let is_truncated = truncation.is_some();
-        let final_text = match truncation {
+        let mut final_text = match truncation {
             None => formatted.clone(),
             Some(cut) => {
                 let hint = truncation_hint(&cut, &formatted, cache_var_result.as_deref());
                 format!("{}\n\n{hint}", cut.text)
             }
         };
+        if let Some(error) = cache_failure {
+            write!(
+                final_text,
+                "\n\n[This result could not be stored as a variable: {error}]"
+            )
+            .ok();
+        }
         ExecuteResult {
             status: ExecuteStatus::Success,
             structured: tool.definition().output_schema.is_some()
@@ -364,8 +384,10 @@ impl Executor {
             Gate::Pass => Outcome::Finished(result),
             Gate::Reject(reason) => {
                 // A rejected result must not stay readable through ReadVar or $VAR_REF.
-                if let Some(variable) = &result.cache_var_result {
-                    self.workspace.remove(std::slice::from_ref(variable));
+                if let Some(variable) = &result.cache_var_result
+                    && let Err(error) = self.workspace.remove(std::slice::from_ref(variable))
+                {
+                    tracing::error!(%error, %variable, "cannot drop a rejected result");
                 }
                 let rejected = ExecuteResult::rejected(ExecuteStatus::ResultRejected, name, reason);
                 Outcome::Finished(rejected)
@@ -491,7 +513,12 @@ impl Executor {
     }
 
     /// Stores the formatted result and the arguments as `{tool}_{nodeId}_result` / `_args`.
-    fn cache(&self, tool: &str, formatted: &str, arguments: &Value) -> (String, String) {
+    fn cache(
+        &self,
+        tool: &str,
+        formatted: &str,
+        arguments: &Value,
+    ) -> Result<(String, String), crate::workspace::Error> {
         let node = uuid::Uuid::new_v4().simple().to_string();
         let node = &node[..8];
         let result_name = format!("{tool}_{node}_result");
@@ -503,9 +530,9 @@ impl Executor {
         args.kind = ValueKind::Json;
         args.desc = Some(format!("Arguments of the {tool} call {node}"));
         args.tags = vec![tool.to_owned()];
-        self.workspace.insert(args);
-        self.workspace.insert(result);
-        (result_name, args_name)
+        self.workspace.insert(args)?;
+        self.workspace.insert(result)?;
+        Ok((result_name, args_name))
     }
 }
 

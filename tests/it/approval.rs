@@ -51,7 +51,8 @@ async fn a_rejection_carries_the_users_reason_to_the_model() {
         .list(&synapse_mcp::vars::ListFilter {
             tag: Some("Echo".into()),
             ..Default::default()
-        });
+        })
+        .unwrap();
     assert!(
         cached.is_empty(),
         "a rejected call runs nothing and caches nothing"
@@ -106,7 +107,8 @@ async fn a_rejected_result_is_withheld_and_not_left_in_a_variable() {
         .list(&synapse_mcp::vars::ListFilter {
             var_type: Some(synapse_mcp::vars::VarType::ToolCallResult),
             ..Default::default()
-        });
+        })
+        .unwrap();
     assert!(results.is_empty(), "{results:?}");
     client.cancel().await.unwrap();
 }

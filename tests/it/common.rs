@@ -141,6 +141,8 @@ pub(crate) fn test_server(config_toml: &str) -> Server {
     std::fs::write(&path, config_toml).unwrap();
     let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from([
         "synapse-mcp",
+        "--store",
+        "memory",
         "--config",
         path.to_str().unwrap(),
     ]);
@@ -327,7 +329,14 @@ pub(crate) struct RawSession {
 
 impl RawSession {
     pub(crate) fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(binary())
+        let mut command = Command::new(binary());
+        if !args
+            .iter()
+            .any(|arg| *arg == "--store" || *arg == "--data-dir")
+        {
+            command.args(["--store", "memory"]);
+        }
+        let mut child = command
             .args(args)
             .arg("--log-level")
             .arg("error")

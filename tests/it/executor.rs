@@ -152,6 +152,7 @@ async fn variable_tools_do_not_cache_their_own_results() {
         .executor()
         .workspace()
         .list(&synapse_mcp::vars::ListFilter::default())
+        .unwrap()
         .iter()
         .map(|variable| variable.name.to_string())
         .filter(|name| !name.starts_with("Rule/"))

@@ -1,0 +1,190 @@
+//! Durable workspaces: where variables and ask-once approvals live between runs and between
+//! processes. The in-memory variable system stays the fast path; the store is written before a
+//! mutation is acknowledged, and read at start and whenever another process has changed the
+//! workspace.
+//!
+//! How two processes share a workspace: every committed change bumps the workspace's change
+//! sequence and stamps the rows it wrote (and the removals it made) with the new sequence. A
+//! process remembers the last sequence it has seen; before serving a read it compares it with
+//! the stored one (one indexed point read) and, when they differ, applies the rows and removals
+//! stamped after it. Writes are transactions that begin `IMMEDIATE`, so two writers queue on the
+//! database lock instead of failing, and no acknowledged write is lost. Two writes to the same
+//! variable: the later one wins, whole.
+//!
+//! Long values (64 characters or more) are stored once, in a value pool keyed by their SHA-256,
+//! so caching the same large tool result twice costs one copy.
+
+mod sqlite;
+
+pub use sqlite::{Diagnosis, SCHEMA_VERSION, SqliteOptions, SqliteStore};
+
+use std::path::{Path, PathBuf};
+
+use crate::vars::RestoredVariable;
+
+/// Why the store failed. Each message names the database file.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot open the store at {path}: {message}")]
+    Open { path: PathBuf, message: String },
+    #[error(
+        "the store at {path} has schema version {found}, newer than this synapse-mcp supports ({supported}); upgrade synapse-mcp, or point --data-dir at another folder"
+    )]
+    NewerSchema {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+    #[error("the store at {path} failed: {message}")]
+    Database { path: PathBuf, message: String },
+    #[error("workspace `{name}` does not exist in {path}")]
+    UnknownWorkspace { name: String, path: PathBuf },
+}
+
+/// What a workspace holds at one point in its change sequence.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Loaded {
+    pub variables: Vec<RestoredVariable>,
+    pub sequence: u64,
+}
+
+/// The changes made to a workspace after a given sequence.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Changes {
+    pub written: Vec<RestoredVariable>,
+    pub removed: Vec<String>,
+    pub sequence: u64,
+    /// `written` is the whole workspace (the process was too far behind for a delta): every
+    /// variable not in it is gone.
+    pub complete: bool,
+}
+
+/// One durable write: variables written and removed together, or nothing at all.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Batch {
+    pub written: Vec<RestoredVariable>,
+    pub removed: Vec<String>,
+}
+
+impl Batch {
+    pub fn is_empty(&self) -> bool {
+        self.written.is_empty() && self.removed.is_empty()
+    }
+}
+
+/// The sequence before and after a commit: when `before` is the sequence a process had seen,
+/// nothing else happened in between and it may move straight to `after`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Commit {
+    pub before: u64,
+    pub after: u64,
+}
+
+/// A read that only refreshes `last_visited` and `reference_count`: not a change other
+/// processes need to hear about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Visit {
+    pub name: String,
+    pub last_visited: crate::vars::Timestamp,
+    pub reference_count: u64,
+}
+
+/// A workspace as `workspace list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceSummary {
+    pub name: String,
+    pub variables: u64,
+    pub approvals: u64,
+    pub sequence: u64,
+}
+
+/// The durable side of workspaces. SQLite is the embedded implementation; a server backend can
+/// stand behind the same trait.
+pub trait Store: Send + Sync {
+    /// Where the data lives, for messages (`/path/to/synapse.db`).
+    fn location(&self) -> &Path;
+    /// Everything a workspace holds; creates the workspace when it is new.
+    fn load(&self, workspace: &str) -> Result<Loaded, Error>;
+    /// The workspace's current change sequence: a cheap read, made before serving reads.
+    fn sequence(&self, workspace: &str) -> Result<u64, Error>;
+    /// The rows written and removed after `since`.
+    fn changes(&self, workspace: &str, since: u64) -> Result<Changes, Error>;
+    /// Writes a batch durably, as one transaction.
+    fn commit(&self, workspace: &str, batch: &Batch) -> Result<Commit, Error>;
+    /// Records reads (best effort, not a change).
+    fn record_visits(&self, workspace: &str, visits: &[Visit]) -> Result<(), Error>;
+    /// One variable as stored, to undo an in-memory write whose commit failed.
+    fn variable(&self, workspace: &str, name: &str) -> Result<Option<RestoredVariable>, Error>;
+    fn is_approved(&self, workspace: &str, key: &str) -> Result<bool, Error>;
+    fn remember_approval(&self, workspace: &str, key: &str) -> Result<(), Error>;
+    fn approvals(&self, workspace: &str) -> Result<Vec<String>, Error>;
+    fn workspaces(&self) -> Result<Vec<WorkspaceSummary>, Error>;
+    /// Deletes a workspace and everything in it; `false` when there was none.
+    fn delete_workspace(&self, workspace: &str) -> Result<bool, Error>;
+}
+
+/// Where the store lives, from `--store` and `--data-dir`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// Nothing is written; everything is gone when the process ends.
+    Memory,
+    Sqlite(PathBuf),
+}
+
+impl Location {
+    /// `--store memory`, `--store sqlite://PATH`, else `DATA_DIR/synapse.db`, else
+    /// `$XDG_DATA_HOME/synapse-mcp/synapse.db` or `~/.local/share/synapse-mcp/synapse.db`.
+    pub fn resolve(store: Option<&str>, data_dir: Option<&Path>) -> Result<Self, String> {
+        match store {
+            Some("memory") => return Ok(Self::Memory),
+            Some(other) => {
+                let path = other.strip_prefix("sqlite://").ok_or_else(|| {
+                    format!("unknown --store `{other}`: use `memory` or `sqlite://PATH`")
+                })?;
+                return Ok(Self::Sqlite(PathBuf::from(path)));
+            }
+            None => {}
+        }
+        let directory = match data_dir {
+            Some(directory) => directory.to_owned(),
+            None => default_data_dir().ok_or_else(|| {
+                "cannot find a data folder: set XDG_DATA_HOME or HOME, or pass --data-dir"
+                    .to_owned()
+            })?,
+        };
+        Ok(Self::Sqlite(directory.join("synapse.db")))
+    }
+}
+
+fn default_data_dir() -> Option<PathBuf> {
+    let xdg = std::env::var_os("XDG_DATA_HOME").filter(|value| !value.is_empty());
+    let base = match xdg {
+        Some(xdg) => PathBuf::from(xdg),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".local/share"),
+    };
+    Some(base.join("synapse-mcp"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn locations_come_from_store_then_data_dir() {
+        assert_eq!(
+            Location::resolve(Some("memory"), None),
+            Ok(Location::Memory)
+        );
+        assert_eq!(
+            Location::resolve(Some("sqlite:///tmp/x.db"), Some(Path::new("/ignored"))),
+            Ok(Location::Sqlite(PathBuf::from("/tmp/x.db")))
+        );
+        assert_eq!(
+            Location::resolve(None, Some(Path::new("/data"))),
+            Ok(Location::Sqlite(PathBuf::from("/data/synapse.db")))
+        );
+        let unknown = Location::resolve(Some("postgres://x"), None).unwrap_err();
+        assert!(unknown.contains("postgres://x"), "{unknown}");
+    }
+}
