@@ -47,9 +47,9 @@ pub struct Cli {
     /// Where the store keeps its data (default: $XDG_DATA_HOME/synapse-mcp).
     #[arg(long, value_name = "DIR", global = true)]
     pub data_dir: Option<PathBuf>,
-    /// The workspace whose variables and approvals this server uses.
-    #[arg(long, value_name = "NAME", default_value = "default", global = true)]
-    pub workspace: String,
+    /// The workspace whose variables and approvals this server uses (default `default`).
+    #[arg(long, value_name = "NAME", global = true)]
+    pub workspace: Option<String>,
     /// Where workspaces are stored: `memory` (nothing is kept) or `sqlite://PATH`
     /// (default: `DATA_DIR/synapse.db`).
     #[arg(long, value_name = "STORE", global = true)]
@@ -69,6 +69,38 @@ pub struct Cli {
 pub enum Command {
     /// Serve MCP over stdio (the default).
     Serve,
+    /// List, export, import or delete stored workspaces.
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
+    /// Check the store: its path, schema version, sizes and integrity.
+    Doctor,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum WorkspaceCommand {
+    /// List the workspaces in the store.
+    List,
+    /// Write a workspace as JSON (schemas/workspace-export.json) to stdout or a file.
+    Export {
+        /// The workspace to export.
+        name: String,
+        /// Write to this file instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Restore a workspace from an export, under `--workspace` or the name it was exported as.
+    Import {
+        /// The export file.
+        file: PathBuf,
+        /// Replace the workspace if it already holds anything.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Delete a workspace and everything in it.
+    Delete {
+        /// The workspace to delete.
+        name: String,
+    },
 }
 
 impl Cli {
@@ -175,12 +207,14 @@ impl Config {
         if skills.is_empty() {
             skills.clone_from(&file.skills);
         }
-        Ok(Self::from_parts(
-            &file,
-            cli.workspace.clone(),
-            cli.data_dir.clone(),
-            skills,
-        ))
+        let workspace = cli
+            .workspace
+            .clone()
+            .unwrap_or_else(|| "default".to_owned());
+        let mut config = Self::from_parts(&file, workspace, cli.data_dir.clone(), skills);
+        config.store = Location::resolve(cli.store.as_deref(), cli.data_dir.as_deref())
+            .map_err(Error::Store)?;
+        Ok(config)
     }
 
     fn from_parts(

@@ -31,6 +31,7 @@
 
 pub mod config;
 pub mod groups;
+pub mod maintenance;
 pub mod refs;
 pub mod rules;
 pub mod server;
@@ -39,13 +40,29 @@ pub mod tools;
 pub mod vars;
 pub mod workspace;
 
-/// Serves MCP over stdio with the given configuration until the client disconnects.
-pub async fn run(cli: &config::Cli, config: &config::Config) -> Result<(), server::Error> {
+/// Why `run` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Server(#[from] server::Error),
+    #[error(transparent)]
+    Maintenance(#[from] maintenance::Error),
+}
+
+/// Serves MCP over stdio until the client disconnects, or runs a maintenance subcommand.
+pub async fn run(cli: &config::Cli, config: &config::Config) -> Result<(), Error> {
+    let mut stdout = std::io::stdout().lock();
     match &cli.command {
         None | Some(config::Command::Serve) => {
+            drop(stdout);
             let server = server::Server::new(config)?;
             tracing::info!("{}", server.readiness_line());
-            server.serve_stdio().await
+            server.serve_stdio().await?;
         }
+        Some(config::Command::Workspace(command)) => {
+            maintenance::workspace(config, command, cli.workspace.as_deref(), &mut stdout)?;
+        }
+        Some(config::Command::Doctor) => maintenance::doctor(config, &mut stdout)?,
     }
+    Ok(())
 }

@@ -14,6 +14,7 @@
 //! Long values (64 characters or more) are stored once, in a value pool keyed by their SHA-256,
 //! so caching the same large tool result twice costs one copy.
 
+pub mod export;
 mod sqlite;
 
 pub use sqlite::{Diagnosis, SCHEMA_VERSION, SqliteOptions, SqliteStore};

@@ -124,7 +124,9 @@ impl FromStr for VarType {
 
 /// Whether a value was written as text or as a JSON-encoded non-string
 /// (object, array, number, boolean or null).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ValueKind {
     Text,

@@ -109,7 +109,8 @@ pub(crate) fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_synapse-mcp")
 }
 
-/// The real binary over stdio, with extra arguments, its stderr forwarded to the test's.
+/// The real binary over stdio, with extra arguments, its stderr forwarded to the test's. Unless
+/// the arguments name a store or a data folder, it keeps its workspace in memory.
 pub(crate) async fn spawn_binary(args: &[&str], client: TestClient) -> Client {
     let mut command = Command::new(binary());
     command
@@ -117,6 +118,12 @@ pub(crate) async fn spawn_binary(args: &[&str], client: TestClient) -> Client {
         .arg("--log-level")
         .arg("warn")
         .kill_on_drop(true);
+    if !args
+        .iter()
+        .any(|arg| *arg == "--store" || *arg == "--data-dir")
+    {
+        command.args(["--store", "memory"]);
+    }
     let transport = TokioChildProcess::new(command).expect("spawn synapse-mcp");
     client.serve(transport).await.expect("initialize")
 }
@@ -319,10 +326,15 @@ pub(crate) fn assert_golden(relative: &str, actual: &Value) {
     );
 }
 
+/// A path inside the repository.
+pub(crate) fn manifest(relative: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
 /// The binary driven by raw JSON-RPC lines, for inputs a well-behaved client never sends.
 pub(crate) struct RawSession {
     /// Holds the process; it is killed when the session is dropped.
-    _child: Child,
+    child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
 }
@@ -348,7 +360,7 @@ impl RawSession {
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Self {
-            _child: child,
+            child,
             stdin,
             stdout,
         }
@@ -369,6 +381,11 @@ impl RawSession {
             .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;
         session
+    }
+
+    /// The process and its two pipes, for tests that write and read at the same time.
+    pub(crate) fn split(self) -> (Child, ChildStdin, BufReader<ChildStdout>) {
+        (self.child, self.stdin, self.stdout)
     }
 
     pub(crate) async fn send(&mut self, message: &Value) {

@@ -11,3 +11,4 @@ mod common;
 mod executor;
 mod schemas;
 mod stdio;
+mod store;

@@ -38,3 +38,12 @@ fn the_config_file_schema_matches_the_published_file() {
         &serde_json::to_value(schema).unwrap(),
     );
 }
+
+#[test]
+fn the_workspace_export_schema_matches_the_published_file() {
+    let schema = schemars::schema_for!(synapse_mcp::store::export::WorkspaceExport);
+    assert_golden(
+        "schemas/workspace-export.json",
+        &serde_json::to_value(schema).unwrap(),
+    );
+}

@@ -1,0 +1,198 @@
+//! The maintenance subcommands, which run instead of serving: `workspace list|export|import|
+//! delete` and `doctor`. They print reports for a person (stdout is not an MCP channel here).
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::config::{Config, WorkspaceCommand};
+use crate::store::export::{self, WorkspaceExport};
+use crate::store::{self, Location, SCHEMA_VERSION, SqliteOptions, SqliteStore, Store};
+use crate::vars::{Clock, SystemClock};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the store is `memory`: there is nothing stored to manage; drop --store memory")]
+    MemoryStore,
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    #[error("cannot write the report: {0}")]
+    Output(#[from] std::io::Error),
+    #[error("cannot read {path}: {message}")]
+    ReadExport { path: String, message: String },
+    #[error(
+        "workspace `{name}` already holds {count} variables; pass --replace to overwrite it, or --workspace NAME to import under another name"
+    )]
+    WouldOverwrite { name: String, count: u64 },
+    #[error("cannot write {path}: {source}")]
+    WriteExport {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("the store at {path} failed its integrity check: {problems}")]
+    Damaged { path: String, problems: String },
+}
+
+fn open(config: &Config) -> Result<Arc<SqliteStore>, Error> {
+    match &config.store {
+        Location::Memory => Err(Error::MemoryStore),
+        Location::Sqlite(path) => Ok(SqliteStore::open(
+            path,
+            SqliteOptions {
+                max_bytes: config.store_max_bytes,
+            },
+        )?),
+    }
+}
+
+/// Runs a `workspace` subcommand. `chosen_workspace` is `--workspace` when it was given.
+pub fn workspace(
+    config: &Config,
+    command: &WorkspaceCommand,
+    chosen_workspace: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let store = open(config)?;
+    match command {
+        WorkspaceCommand::List => list(store.as_ref(), out),
+        WorkspaceCommand::Export { name, output } => {
+            let exported = export::export(store.as_ref(), name, SystemClock::new().now())?;
+            let mut json =
+                serde_json::to_string_pretty(&exported).map_err(std::io::Error::other)?;
+            json.push('\n');
+            match output {
+                Some(path) => std::fs::write(path, json).map_err(|source| Error::WriteExport {
+                    path: path.display().to_string(),
+                    source,
+                }),
+                None => Ok(out.write_all(json.as_bytes())?),
+            }
+        }
+        WorkspaceCommand::Import { file, replace } => {
+            import(store.as_ref(), file, chosen_workspace, *replace, out)
+        }
+        WorkspaceCommand::Delete { name } => {
+            if !store.delete_workspace(name)? {
+                return Err(store::Error::UnknownWorkspace {
+                    name: name.clone(),
+                    path: store.location().to_owned(),
+                }
+                .into());
+            }
+            writeln!(
+                out,
+                "deleted workspace `{name}` from {}",
+                store.location().display()
+            )?;
+            Ok(())
+        }
+    }
+}
+
+fn list(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
+    let workspaces = store.workspaces()?;
+    writeln!(
+        out,
+        "{:<24} {:>10} {:>10} {:>10}",
+        "workspace", "variables", "approvals", "changes"
+    )?;
+    for summary in &workspaces {
+        writeln!(
+            out,
+            "{:<24} {:>10} {:>10} {:>10}",
+            summary.name, summary.variables, summary.approvals, summary.sequence
+        )?;
+    }
+    writeln!(
+        out,
+        "{} workspaces in {}",
+        workspaces.len(),
+        store.location().display()
+    )?;
+    Ok(())
+}
+
+fn import(
+    store: &dyn Store,
+    file: &Path,
+    chosen: Option<&str>,
+    replace: bool,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let unreadable = |message: String| Error::ReadExport {
+        path: file.display().to_string(),
+        message,
+    };
+    let text = std::fs::read_to_string(file).map_err(|error| unreadable(error.to_string()))?;
+    let exported: WorkspaceExport =
+        serde_json::from_str(&text).map_err(|error| unreadable(error.to_string()))?;
+    if exported.format != export::FORMAT {
+        return Err(unreadable(format!(
+            "`format` is `{}`, not `{}`",
+            exported.format,
+            export::FORMAT
+        )));
+    }
+    let name = chosen.unwrap_or(&exported.workspace).to_owned();
+    let existing = store
+        .workspaces()?
+        .into_iter()
+        .find(|summary| summary.name == name);
+    if let Some(existing) =
+        existing.filter(|summary| summary.variables > 0 || summary.approvals > 0)
+    {
+        if !replace {
+            return Err(Error::WouldOverwrite {
+                name,
+                count: existing.variables,
+            });
+        }
+        store.delete_workspace(&name)?;
+    }
+    let count = export::import(store, &name, exported)?;
+    writeln!(
+        out,
+        "imported {count} variables into workspace `{name}` in {}",
+        store.location().display()
+    )?;
+    Ok(())
+}
+
+/// `synapse-mcp doctor`: where the store is, its schema, sizes, workspaces and integrity.
+pub fn doctor(config: &Config, out: &mut dyn Write) -> Result<(), Error> {
+    let store = open(config)?;
+    let diagnosis = store.doctor()?;
+    let file_size = std::fs::metadata(&diagnosis.path).map_or(0, |metadata| metadata.len());
+    writeln!(out, "store:           {}", diagnosis.path.display())?;
+    writeln!(
+        out,
+        "schema version:  {} (this build: {SCHEMA_VERSION})",
+        diagnosis.schema_version
+    )?;
+    writeln!(
+        out,
+        "file size:       {file_size} bytes ({} pages of {} bytes)",
+        diagnosis.page_count, diagnosis.page_size
+    )?;
+    writeln!(
+        out,
+        "value pool:      {} values, {} bytes",
+        diagnosis.pooled_values, diagnosis.pooled_bytes
+    )?;
+    for summary in store.workspaces()? {
+        writeln!(
+            out,
+            "workspace:       {} ({} variables, {} approvals)",
+            summary.name, summary.variables, summary.approvals
+        )?;
+    }
+    let problems = diagnosis.integrity.join("; ");
+    writeln!(out, "integrity:       {problems}")?;
+    if problems != "ok" {
+        return Err(Error::Damaged {
+            path: diagnosis.path.display().to_string(),
+            problems,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,432 @@
+//! Durable workspaces through the real binary and a temporary data folder: restarts, SIGKILL in
+//! the middle of a burst, two processes on one workspace, eviction, export/import, and the ways
+//! a store can be broken.
+
+use std::path::Path;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+use crate::common::{
+    Elicitation, RawSession, TestClient, binary, call, is_error, spawn_binary, text,
+};
+
+fn data_args(directory: &Path) -> Vec<String> {
+    vec!["--data-dir".to_owned(), directory.display().to_string()]
+}
+
+async fn durable_client(directory: &Path, extra: &[&str]) -> crate::common::Client {
+    let mut args = data_args(directory);
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    spawn_binary(&args, TestClient::new(Elicitation::Unsupported)).await
+}
+
+fn variable_names(listed: &rmcp::model::CallToolResult) -> Vec<String> {
+    listed.structured_content.as_ref().unwrap()["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|variable| variable["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Runs the binary as a command (not a server) and returns stdout, stderr and success.
+fn run_command(args: &[&str]) -> (String, String, bool) {
+    let output = std::process::Command::new(binary())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+        output.status.success(),
+    )
+}
+
+#[tokio::test]
+async fn values_survive_a_restart() {
+    let directory = tempfile::tempdir().unwrap();
+    let client = durable_client(directory.path(), &[]).await;
+    let long = "long value ".repeat(100);
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "kept", "value": long, "desc": "d", "tags": ["t"]}),
+    )
+    .await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "json", "value": {"a": [1, 2]}}),
+    )
+    .await;
+    client.cancel().await.unwrap();
+
+    let client = durable_client(directory.path(), &[]).await;
+    let read = call(&client, "ReadVar", json!({"name": "kept", "length": 20})).await;
+    assert!(
+        text(&read).ends_with("\nlong value long valu"),
+        "{}",
+        text(&read)
+    );
+    let listed = call(&client, "ListVars", json!({"filter": {"tag": "t"}})).await;
+    assert_eq!(
+        listed.structured_content.as_ref().unwrap()["variables"][0]["desc"],
+        json!("d")
+    );
+    let whole = call(&client, "ReadVar", json!({"name": "json"})).await;
+    assert!(text(&whole).ends_with("\n{\"a\":[1,2]}"));
+    let sliced = call(
+        &client,
+        "WriteVar",
+        json!({"name": "s", "value": "$VAR_REF{{json:0:2}}"}),
+    )
+    .await;
+    assert!(is_error(&sliced), "the JSON kind survives the restart too");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn every_acknowledged_write_survives_sigkill_in_a_burst() {
+    let directory = tempfile::tempdir().unwrap();
+    let args = data_args(directory.path());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (mut child, mut stdin, mut stdout) = RawSession::initialized(&args).await.split();
+    let writer = tokio::spawn(async move {
+        for index in 0..1_000 {
+            let request = json!({"jsonrpc": "2.0", "id": 1_000 + index, "method": "tools/call",
+                "params": {"name": "WriteVar", "arguments": {"name": format!("burst-{index}"), "value": format!("value {index}")}}});
+            if stdin
+                .write_all(format!("{request}\n").as_bytes())
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let mut acknowledged = Vec::new();
+    let mut line = String::new();
+    while acknowledged.len() < 300 {
+        line.clear();
+        assert!(
+            stdout.read_line(&mut line).await.unwrap() > 0,
+            "the server stopped early"
+        );
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["result"]["isError"] == json!(false) {
+            acknowledged.push(message["id"].as_i64().unwrap() - 1_000);
+        }
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    writer.await.unwrap();
+
+    let client = durable_client(directory.path(), &[]).await;
+    let listed = call(&client, "ListVars", json!({"filter": {"search": "burst-"}})).await;
+    let stored = variable_names(&listed);
+    let missing: Vec<i64> = acknowledged
+        .iter()
+        .copied()
+        .filter(|index| !stored.contains(&format!("burst-{index}")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "acknowledged but lost after SIGKILL: {missing:?}"
+    );
+    assert!(stored.len() >= acknowledged.len());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn two_processes_on_one_workspace_see_each_other_and_lose_nothing() {
+    let directory = tempfile::tempdir().unwrap();
+    let first = durable_client(directory.path(), &[]).await;
+    let second = durable_client(directory.path(), &[]).await;
+    call(
+        &first,
+        "WriteVar",
+        json!({"name": "from-first", "value": "1"}),
+    )
+    .await;
+    let seen = call(&second, "ReadVar", json!({"name": "from-first"})).await;
+    assert!(
+        text(&seen).ends_with("\n1"),
+        "a write by one is visible to the other's next read"
+    );
+
+    let write_many = |client: &crate::common::Client, prefix: &'static str| {
+        let client = client.peer().clone();
+        async move {
+            for index in 0..50 {
+                let arguments = json!({"name": format!("{prefix}-{index}"), "value": index})
+                    .as_object()
+                    .cloned()
+                    .unwrap();
+                let request =
+                    rmcp::model::CallToolRequestParams::new("WriteVar").with_arguments(arguments);
+                let result = client.call_tool(request).await.unwrap();
+                assert_ne!(result.is_error, Some(true));
+                let shared = json!({"name": "shared", "value": format!("{prefix} {index}")})
+                    .as_object()
+                    .cloned()
+                    .unwrap();
+                client
+                    .call_tool(
+                        rmcp::model::CallToolRequestParams::new("WriteVar").with_arguments(shared),
+                    )
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    tokio::join!(write_many(&first, "a"), write_many(&second, "b"));
+
+    for client in [&first, &second] {
+        let listed = call(client, "ListVars", json!({"filter": {"type": "LLMAdd"}})).await;
+        let names = variable_names(&listed);
+        assert_eq!(names.len(), 102, "{names:?}");
+        for index in 0..50 {
+            assert!(names.contains(&format!("a-{index}")) && names.contains(&format!("b-{index}")));
+        }
+        let shared = call(client, "ReadVar", json!({"name": "shared"})).await;
+        assert!(
+            text(&shared).ends_with(" 49"),
+            "the last write wins: {}",
+            text(&shared)
+        );
+    }
+    first.cancel().await.unwrap();
+    second.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn eviction_is_reflected_after_a_restart() {
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("config.toml");
+    std::fs::write(&config, "capacity = 5\n").unwrap();
+    let config = config.display().to_string();
+    let client = durable_client(directory.path(), &["--config", &config]).await;
+    for name in ["a", "b", "c", "d", "e"] {
+        call(&client, "WriteVar", json!({"name": name, "value": name})).await;
+    }
+    let before = variable_names(&call(&client, "ListVars", json!({})).await);
+    assert_eq!(
+        before,
+        ["Rule/Agent/TODO", "Rule/Agent/VarRef", "c", "d", "e"]
+    );
+    client.cancel().await.unwrap();
+
+    let client = durable_client(directory.path(), &["--config", &config]).await;
+    let after = variable_names(&call(&client, "ListVars", json!({})).await);
+    assert_eq!(after, before);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn export_delete_import_restores_the_workspace_byte_for_byte() {
+    let directory = tempfile::tempdir().unwrap();
+    let client = durable_client(directory.path(), &[]).await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "unicode", "value": "héllo 😀 \u{0} \"quoted\"\n", "tags": ["x"]}),
+    )
+    .await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "pooled", "value": "p".repeat(5_000)}),
+    )
+    .await;
+    client.cancel().await.unwrap();
+
+    let data = directory.path().display().to_string();
+    let first = directory.path().join("first.json");
+    let (_, stderr, ok) = run_command(&[
+        "workspace",
+        "export",
+        "default",
+        "--output",
+        first.to_str().unwrap(),
+        "--data-dir",
+        &data,
+    ]);
+    assert!(ok, "{stderr}");
+    let (out, stderr, ok) = run_command(&["workspace", "delete", "default", "--data-dir", &data]);
+    assert!(
+        ok && out.contains("deleted workspace `default`"),
+        "{out}{stderr}"
+    );
+    let (out, _, _) = run_command(&["workspace", "list", "--data-dir", &data]);
+    assert!(out.contains("0 workspaces"), "{out}");
+    let (out, stderr, ok) = run_command(&[
+        "workspace",
+        "import",
+        first.to_str().unwrap(),
+        "--data-dir",
+        &data,
+    ]);
+    assert!(ok && out.contains("imported 4 variables"), "{out}{stderr}");
+    let (_, stderr, refused) = run_command(&[
+        "workspace",
+        "import",
+        first.to_str().unwrap(),
+        "--data-dir",
+        &data,
+    ]);
+    assert!(!refused && stderr.contains("--replace"), "{stderr}");
+
+    let second = directory.path().join("second.json");
+    run_command(&[
+        "workspace",
+        "export",
+        "default",
+        "--output",
+        second.to_str().unwrap(),
+        "--data-dir",
+        &data,
+    ]);
+    let strip = |path: &Path| {
+        let mut export: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        export.as_object_mut().unwrap().remove("exportedAt");
+        export
+    };
+    assert_eq!(strip(&first), strip(&second));
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(crate::common::manifest("schemas/workspace-export.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(schema["title"], json!("WorkspaceExport"));
+
+    let client = durable_client(directory.path(), &[]).await;
+    let read = call(&client, "ReadVar", json!({"name": "unicode"})).await;
+    assert!(text(&read).ends_with("\nhéllo 😀 \u{0} \"quoted\"\n"));
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn doctor_reports_the_store_and_its_integrity() {
+    let directory = tempfile::tempdir().unwrap();
+    let data = directory.path().display().to_string();
+    let (out, stderr, ok) = run_command(&["doctor", "--data-dir", &data]);
+    assert!(ok, "{stderr}");
+    assert!(
+        out.contains(&format!("store:           {data}/synapse.db")),
+        "{out}"
+    );
+    assert!(out.contains("schema version:  1 (this build: 1)"), "{out}");
+    assert!(out.contains("integrity:       ok"), "{out}");
+    let (_, stderr, ok) = run_command(&["doctor", "--store", "memory"]);
+    assert!(!ok && stderr.contains("memory"), "{stderr}");
+}
+
+#[test]
+fn broken_stores_are_refused_at_start_with_the_reason() {
+    let directory = tempfile::tempdir().unwrap();
+    let blocker = directory.path().join("a-file");
+    std::fs::write(&blocker, "").unwrap();
+    let unwritable = blocker.join("data").display().to_string();
+    let (out, stderr, ok) = run_command(&["--data-dir", &unwritable]);
+    assert!(!ok && out.is_empty(), "no silent fallback to memory");
+    assert!(stderr.contains(&unwritable), "{stderr}");
+
+    let corrupt = directory.path().join("corrupt");
+    std::fs::create_dir(&corrupt).unwrap();
+    std::fs::write(
+        corrupt.join("synapse.db"),
+        "this is not a database at all, just text ".repeat(200),
+    )
+    .unwrap();
+    let (_, stderr, ok) = run_command(&["--data-dir", corrupt.to_str().unwrap()]);
+    assert!(
+        !ok && stderr.contains("not a database") && stderr.contains("corrupt/synapse.db"),
+        "{stderr}"
+    );
+
+    let newer = directory.path().join("newer");
+    std::fs::create_dir(&newer).unwrap();
+    let connection = rusqlite::Connection::open(newer.join("synapse.db")).unwrap();
+    connection
+        .execute_batch("CREATE TABLE future (x); PRAGMA user_version = 99;")
+        .unwrap();
+    drop(connection);
+    let (_, stderr, ok) = run_command(&["--data-dir", newer.to_str().unwrap()]);
+    assert!(!ok && stderr.contains("schema version 99"), "{stderr}");
+    let (_, _, ok) = run_command(&["doctor", "--data-dir", newer.to_str().unwrap()]);
+    assert!(!ok);
+    let still: i64 = rusqlite::Connection::open(newer.join("synapse.db"))
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(still, 99, "a newer database is never rewritten");
+}
+
+#[tokio::test]
+async fn a_full_store_gives_a_tool_error_and_keeps_what_was_stored() {
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("config.toml");
+    std::fs::write(&config, "store_max_bytes = 262144\n").unwrap();
+    let config = config.display().to_string();
+    let client = durable_client(directory.path(), &["--config", &config]).await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "before", "value": "safe"}),
+    )
+    .await;
+    let mut failure = None;
+    for index in 0..100 {
+        let value: String = (0..20_000)
+            .map(|offset| char::from(b'a' + u8::try_from((index * 7 + offset) % 26).unwrap()))
+            .collect();
+        let result = call(
+            &client,
+            "WriteVar",
+            json!({"name": format!("filler-{index}"), "value": value}),
+        )
+        .await;
+        if is_error(&result) {
+            failure = Some((index, text(&result)));
+            break;
+        }
+    }
+    let (index, message) = failure.expect("the store never filled up");
+    assert!(
+        message.contains("full") && message.contains("synapse.db"),
+        "{message}"
+    );
+    let missing = call(
+        &client,
+        "ReadVar",
+        json!({"name": format!("filler-{index}")}),
+    )
+    .await;
+    assert!(
+        is_error(&missing),
+        "a failed write leaves nothing behind in memory"
+    );
+    let before = call(&client, "ReadVar", json!({"name": "before"})).await;
+    assert!(text(&before).ends_with("\nsafe"));
+    client.cancel().await.unwrap();
+
+    let client = durable_client(directory.path(), &["--config", &config]).await;
+    let names = variable_names(
+        &call(
+            &client,
+            "ListVars",
+            json!({"filter": {"search": "filler-"}}),
+        )
+        .await,
+    );
+    assert_eq!(
+        names.len(),
+        usize::try_from(index).unwrap(),
+        "what was acknowledged is still there"
+    );
+    client.cancel().await.unwrap();
+}
