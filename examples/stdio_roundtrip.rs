@@ -1,4 +1,5 @@
-//! Measures `ReadVar` round trips over stdio against the real binary, the way a client sees them:
+//! Measures `ReadVar` and `WriteVar` round trips over stdio against the real binary, with the
+//! memory store and with the SQLite store, the way a client sees them:
 //! one JSON-RPC line out, one line back, sequentially. The same driver then measures a bare
 //! stdio echo loop (this example re-run with `--serve-echo`), the floor that pipes and process
 //! switches set on this machine. Prints time to the `initialize` answer, the percentiles beside
@@ -16,7 +17,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
@@ -83,7 +84,8 @@ impl Figures {
     }
 }
 
-fn measure(mut command: Command, round_trips: usize) -> anyhow::Result<Figures> {
+/// Starts `command`, completes the handshake and writes the 1 KB variable `kb`.
+fn start(mut command: Command) -> anyhow::Result<(Child, Driver, Duration)> {
     let started = Instant::now();
     let mut child = command
         .stdin(Stdio::piped())
@@ -109,19 +111,50 @@ fn measure(mut command: Command, round_trips: usize) -> anyhow::Result<Figures> 
     driver.request(&format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"WriteVar","arguments":{{"name":"kb","value":"{value}"}}}}}}"#
     ))?;
-    for _ in 0..1_000 {
-        driver.request(READ)?;
+    Ok((child, driver, to_initialize))
+}
+
+/// Times `round_trips` requests made by `request(index)`, after a warm-up.
+fn measure(
+    driver: &mut Driver,
+    to_initialize: Duration,
+    round_trips: usize,
+    request: impl Fn(usize) -> String,
+) -> anyhow::Result<Figures> {
+    for index in 0..1_000 {
+        driver.request(&request(index))?;
     }
     let mut samples = (0..round_trips)
-        .map(|_| driver.request(READ))
+        .map(|index| driver.request(&request(index)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     samples.sort();
-    child.kill()?;
-    child.wait()?;
     Ok(Figures {
         to_initialize,
         samples,
     })
+}
+
+fn read_request(_index: usize) -> String {
+    READ.to_owned()
+}
+
+/// A 1 KB write to one of 500 names, so the workspace stays under its capacity.
+fn write_request(index: usize) -> String {
+    let value = "y".repeat(1024);
+    format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"WriteVar","arguments":{{"name":"w{}","value":"{value}"}}}}}}"#,
+        index % 500
+    )
+}
+
+/// Measures reads then writes against one server command.
+fn measure_server(command: Command, round_trips: usize) -> anyhow::Result<(Figures, Figures)> {
+    let (mut child, mut driver, to_initialize) = start(command)?;
+    let reads = measure(&mut driver, to_initialize, round_trips, read_request)?;
+    let writes = measure(&mut driver, to_initialize, round_trips, write_request)?;
+    child.kill()?;
+    child.wait()?;
+    Ok((reads, writes))
 }
 
 /// The floor: answer every request line with an empty result, nothing else.
@@ -146,40 +179,62 @@ fn main() -> anyhow::Result<()> {
     }
     let round_trips: usize = args.next().map_or(Ok(20_000), |text| text.parse())?;
     let server = args.next().map_or_else(default_server, PathBuf::from);
-    let mut command = Command::new(&server);
-    command.args(["--log-level", "error"]);
-    let synapse = measure(command, round_trips)
-        .map_err(|error| anyhow::anyhow!("{}: {error}", server.display()))?;
+    let data = std::env::temp_dir().join(format!("synapse-roundtrip-{}", std::process::id()));
+    let server_command = |store: &[&str]| {
+        let mut command = Command::new(&server);
+        command.args(["--log-level", "error"]).args(store);
+        command
+    };
+    let (memory_reads, memory_writes) =
+        measure_server(server_command(&["--store", "memory"]), round_trips)?;
+    let data_arg = data.display().to_string();
+    let (durable_reads, durable_writes) =
+        measure_server(server_command(&["--data-dir", &data_arg]), round_trips)?;
+    std::fs::remove_dir_all(&data).ok();
     let mut echo = Command::new(std::env::current_exe()?);
     echo.arg("--serve-echo");
-    let floor = measure(echo, round_trips)?;
+    let (mut echo_child, mut echo_driver, echo_start) = start(echo)?;
+    let floor = measure(&mut echo_driver, echo_start, round_trips, read_request)?;
+    echo_child.kill()?;
 
     println!("server: {}", server.display());
     println!(
-        "start → initialize answered: {:.1} ms",
-        synapse.to_initialize.as_secs_f64() * 1e3
+        "start → initialize answered: {:.1} ms (memory store), {:.1} ms (SQLite store)",
+        memory_reads.to_initialize.as_secs_f64() * 1e3,
+        durable_reads.to_initialize.as_secs_f64() * 1e3
     );
-    println!("ReadVar of a 1 KB variable, {round_trips} sequential round trips (µs):");
-    println!("        synapse-mcp   echo floor   ratio   budget");
-    for (label, fraction, budget) in [
-        ("p50", 0.5, Some(60.0)),
-        ("p90", 0.9, None),
-        ("p99", 0.99, Some(250.0)),
-        ("max", 1.0, None),
-    ] {
-        let measured = synapse.percentile(fraction);
-        let base = floor.percentile(fraction);
-        let verdict = budget.map_or(String::new(), |budget: f64| {
+    println!("{round_trips} sequential round trips of 1 KB values, µs (ratio: to the echo floor):");
+    println!(
+        "  {:<26} {:>8} {:>8} {:>8} {:>9}   budget",
+        "", "p50", "p90", "p99", "p50 ratio"
+    );
+    let rows = [
+        ("echo floor", &floor, None),
+        ("ReadVar, memory store", &memory_reads, Some((60.0, 250.0))),
+        ("ReadVar, SQLite store", &durable_reads, Some((60.0, 250.0))),
+        ("WriteVar, memory store", &memory_writes, None),
+        ("WriteVar, SQLite store", &durable_writes, None),
+    ];
+    for (label, figures, budget) in rows {
+        let verdict = budget.map_or(String::new(), |(p50, p99): (f64, f64)| {
+            let met = figures.percentile(0.5) <= p50 && figures.percentile(0.99) <= p99;
             format!(
-                "≤ {budget:.0} µs {}",
-                if measured <= budget { "met" } else { "MISSED" }
+                "p50 ≤ {p50:.0}, p99 ≤ {p99:.0}: {}",
+                if met { "met" } else { "MISSED" }
             )
         });
         println!(
-            "  {label}  {measured:>11.1} {base:>12.1} {:>7.2}×   {verdict}",
-            measured / base
+            "  {label:<26} {:>8.1} {:>8.1} {:>8.1} {:>8.2}×   {verdict}",
+            figures.percentile(0.5),
+            figures.percentile(0.9),
+            figures.percentile(0.99),
+            figures.percentile(0.5) / floor.percentile(0.5)
         );
     }
+    println!(
+        "  durable reads vs memory reads, p50: {:+.0}% (issue 3: within +20%)",
+        (durable_reads.percentile(0.5) / memory_reads.percentile(0.5) - 1.0) * 100.0
+    );
     Ok(())
 }
 

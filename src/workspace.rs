@@ -183,7 +183,13 @@ impl Workspace {
     ) -> Result<Chunk, Error> {
         let mut state = self.synced()?;
         let chunk = state.system.read_chunk(name, start, length)?;
-        self.visited(&mut state, &Arc::from(name));
+        if let Some(shared) = state
+            .system
+            .peek(name)
+            .map(|variable| Arc::clone(&variable.name))
+        {
+            self.visited(&mut state, &shared);
+        }
         Ok(chunk)
     }
 

@@ -42,6 +42,15 @@ pub struct SqliteOptions {
 pub struct SqliteStore {
     path: PathBuf,
     connection: Mutex<Connection>,
+    /// Workspace sequences known since the last `PRAGMA data_version` seen: while no other
+    /// connection commits, the version stays put and a sequence check reads no table.
+    known: Mutex<KnownSequences>,
+}
+
+#[derive(Default)]
+struct KnownSequences {
+    data_version: i64,
+    sequences: std::collections::HashMap<String, u64>,
 }
 
 impl SqliteStore {
@@ -75,6 +84,7 @@ impl SqliteStore {
         Ok(Arc::new(Self {
             path: path.to_owned(),
             connection: Mutex::new(connection),
+            known: Mutex::default(),
         }))
     }
 
@@ -451,7 +461,19 @@ impl Store for SqliteStore {
 
     fn sequence(&self, workspace: &str) -> Result<u64, Error> {
         let connection = self.connection();
-        connection
+        let data_version: i64 = connection
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+            .map_err(|error| self.failed(&error))?;
+        let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+        if known.data_version != data_version {
+            known.data_version = data_version;
+            known.sequences.clear();
+        }
+        if let Some(sequence) = known.sequences.get(workspace) {
+            return Ok(*sequence);
+        }
+        let sequence = connection
             .prepare_cached("SELECT sequence FROM workspaces WHERE name = ?1")
             .and_then(|mut statement| {
                 statement
@@ -459,7 +481,9 @@ impl Store for SqliteStore {
                     .optional()
             })
             .map(|sequence| sequence.map_or(0, |sequence| u64::try_from(sequence).unwrap_or(0)))
-            .map_err(|error| self.failed(&error))
+            .map_err(|error| self.failed(&error))?;
+        known.sequences.insert(workspace.to_owned(), sequence);
+        Ok(sequence)
     }
 
     fn changes(&self, workspace: &str, since: u64) -> Result<Changes, Error> {
@@ -494,7 +518,7 @@ impl Store for SqliteStore {
     }
 
     fn commit(&self, workspace: &str, batch: &Batch) -> Result<Commit, Error> {
-        self.write(|transaction| {
+        let commit = self.write(|transaction| {
             ensure_workspace(transaction, workspace)?;
             let (before, _) = sequence_of(transaction, workspace)?;
             let after = before + 1;
@@ -519,7 +543,15 @@ impl Store for SqliteStore {
                 .execute(params![workspace, stamp])?;
             prune_removals(transaction, workspace, after)?;
             Ok(Commit { before, after })
-        })
+        })?;
+        // This connection's own commits leave `data_version` alone, so the new sequence is
+        // recorded here; a commit by another connection clears the whole record.
+        self.known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .sequences
+            .insert(workspace.to_owned(), commit.after);
+        Ok(commit)
     }
 
     fn record_visits(&self, workspace: &str, visits: &[Visit]) -> Result<(), Error> {

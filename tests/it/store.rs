@@ -92,7 +92,12 @@ async fn values_survive_a_restart() {
 #[tokio::test]
 async fn every_acknowledged_write_survives_sigkill_in_a_burst() {
     let directory = tempfile::tempdir().unwrap();
-    let args = data_args(directory.path());
+    // Room for the whole burst: with the default capacity of 1,000, the last writes would
+    // evict the first (by design), and an eviction is not a lost write.
+    let config = directory.path().join("config.toml");
+    std::fs::write(&config, "capacity = 2000\n").unwrap();
+    let mut args = data_args(directory.path());
+    args.extend(["--config".to_owned(), config.display().to_string()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (mut child, mut stdin, mut stdout) = RawSession::initialized(&args).await.split();
     let writer = tokio::spawn(async move {
@@ -125,7 +130,8 @@ async fn every_acknowledged_write_survives_sigkill_in_a_burst() {
     child.wait().await.unwrap();
     writer.await.unwrap();
 
-    let client = durable_client(directory.path(), &[]).await;
+    let config = config.display().to_string();
+    let client = durable_client(directory.path(), &["--config", &config]).await;
     let listed = call(&client, "ListVars", json!({"filter": {"search": "burst-"}})).await;
     let stored = variable_names(&listed);
     let missing: Vec<i64> = acknowledged
