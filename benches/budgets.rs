@@ -18,7 +18,9 @@ use std::sync::Arc;
 use criterion::{BatchSize, Criterion, Throughput};
 use serde_json::{Value, json};
 use synapse_mcp::refs;
+use synapse_mcp::store::{SqliteOptions, SqliteStore};
 use synapse_mcp::vars::{NewVariable, SystemClock, ValueKind, VarType, VariableSystem};
+use synapse_mcp::workspace::Workspace;
 
 const MEGABYTE: usize = 1 << 20;
 
@@ -184,6 +186,20 @@ fn report() {
             "/s",
         ),
     ];
+    let nanoseconds = |function: &str| mean_nanoseconds("workspace", function).unwrap_or(f64::NAN);
+    let (read_memory, read_sqlite) = (nanoseconds("read_1kb_memory"), nanoseconds("read_1kb_sqlite"));
+    let (write_memory, write_sqlite) = (nanoseconds("write_1kb_memory"), nanoseconds("write_1kb_sqlite"));
+    println!(
+        "workspace read of 1 KB: {:.2} µs memory, {:.2} µs SQLite (+{:.2} µs per read)",
+        read_memory / 1e3,
+        read_sqlite / 1e3,
+        (read_sqlite - read_memory) / 1e3
+    );
+    println!(
+        "workspace write of 1 KB: {:.2} µs memory, {:.2} µs SQLite (a durable commit)",
+        write_memory / 1e3,
+        write_sqlite / 1e3
+    );
     for (figure, measured, budget, unit) in cases {
         match measured {
             Some(measured) => println!(
@@ -201,10 +217,43 @@ fn report() {
     }
 }
 
+/// The store's cost seen from a workspace: a 1 KB read and a 1 KB write, in memory and on SQLite.
+fn bench_store(criterion: &mut Criterion) {
+    let directory = std::env::temp_dir().join(format!("synapse-bench-{}", std::process::id()));
+    let store = SqliteStore::open(&directory.join("synapse.db"), SqliteOptions::default())
+        .expect("a store in the temporary folder");
+    let workspaces = [
+        ("memory", Workspace::in_memory("bench", 1000, Arc::new(SystemClock::new()))),
+        (
+            "sqlite",
+            Workspace::open("bench", 1000, Arc::new(SystemClock::new()), store).expect("open"),
+        ),
+    ];
+    let mut group = criterion.benchmark_group("workspace");
+    for (label, workspace) in &workspaces {
+        workspace.insert(NewVariable::text("kb", "x".repeat(1024), VarType::LlmAdd)).expect("write");
+        group.bench_function(format!("read_1kb_{label}"), |bencher| {
+            bencher.iter(|| black_box(workspace.read_chunk("kb", 0, None)));
+        });
+        let mut next = 0_u32;
+        group.bench_function(format!("write_1kb_{label}"), |bencher| {
+            bencher.iter(|| {
+                next = (next + 1) % 500;
+                let variable = NewVariable::text(format!("w{next}"), "y".repeat(1024), VarType::LlmAdd);
+                black_box(workspace.insert(variable))
+            });
+        });
+    }
+    group.finish();
+    drop(workspaces);
+    std::fs::remove_dir_all(&directory).ok();
+}
+
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     bench_references(&mut criterion);
     bench_writes(&mut criterion);
+    bench_store(&mut criterion);
     criterion.final_summary();
     report();
 }

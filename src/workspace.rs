@@ -22,7 +22,7 @@ use crate::vars::{
 };
 
 /// Visits waiting to be written before a batch goes out.
-const VISIT_BATCH: usize = 64;
+const VISIT_BATCH: usize = 512;
 
 /// Why a workspace operation failed.
 #[derive(Debug, thiserror::Error)]
