@@ -10,6 +10,10 @@
     clippy::cast_precision_loss,
     reason = "byte and element counts far below 2^52"
 )]
+#![allow(
+    clippy::expect_used,
+    reason = "a benchmark that cannot set up should stop at once"
+)]
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -187,8 +191,14 @@ fn report() {
         ),
     ];
     let nanoseconds = |function: &str| mean_nanoseconds("workspace", function).unwrap_or(f64::NAN);
-    let (read_memory, read_sqlite) = (nanoseconds("read_1kb_memory"), nanoseconds("read_1kb_sqlite"));
-    let (write_memory, write_sqlite) = (nanoseconds("write_1kb_memory"), nanoseconds("write_1kb_sqlite"));
+    let (read_memory, read_sqlite) = (
+        nanoseconds("read_1kb_memory"),
+        nanoseconds("read_1kb_sqlite"),
+    );
+    let (write_memory, write_sqlite) = (
+        nanoseconds("write_1kb_memory"),
+        nanoseconds("write_1kb_sqlite"),
+    );
     println!(
         "workspace read of 1 KB: {:.2} µs memory, {:.2} µs SQLite (+{:.2} µs per read)",
         read_memory / 1e3,
@@ -223,7 +233,10 @@ fn bench_store(criterion: &mut Criterion) {
     let store = SqliteStore::open(&directory.join("synapse.db"), SqliteOptions::default())
         .expect("a store in the temporary folder");
     let workspaces = [
-        ("memory", Workspace::in_memory("bench", 1000, Arc::new(SystemClock::new()))),
+        (
+            "memory",
+            Workspace::in_memory("bench", 1000, Arc::new(SystemClock::new())),
+        ),
         (
             "sqlite",
             Workspace::open("bench", 1000, Arc::new(SystemClock::new()), store).expect("open"),
@@ -231,7 +244,9 @@ fn bench_store(criterion: &mut Criterion) {
     ];
     let mut group = criterion.benchmark_group("workspace");
     for (label, workspace) in &workspaces {
-        workspace.insert(NewVariable::text("kb", "x".repeat(1024), VarType::LlmAdd)).expect("write");
+        workspace
+            .insert(NewVariable::text("kb", "x".repeat(1024), VarType::LlmAdd))
+            .expect("write");
         group.bench_function(format!("read_1kb_{label}"), |bencher| {
             bencher.iter(|| black_box(workspace.read_chunk("kb", 0, None)));
         });
@@ -239,7 +254,8 @@ fn bench_store(criterion: &mut Criterion) {
         group.bench_function(format!("write_1kb_{label}"), |bencher| {
             bencher.iter(|| {
                 next = (next + 1) % 500;
-                let variable = NewVariable::text(format!("w{next}"), "y".repeat(1024), VarType::LlmAdd);
+                let variable =
+                    NewVariable::text(format!("w{next}"), "y".repeat(1024), VarType::LlmAdd);
                 black_box(workspace.insert(variable))
             });
         });
