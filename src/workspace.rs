@@ -128,13 +128,30 @@ impl Workspace {
 
     /// Creates or replaces a variable, durably.
     pub fn insert(&self, variable: NewVariable) -> Result<WriteOutcome, Error> {
-        let name: Arc<str> = Arc::from(variable.name.as_str());
+        let mut outcomes = self.insert_all(vec![variable])?;
+        Ok(outcomes.pop().unwrap_or_default())
+    }
+
+    /// Creates or replaces several variables in one durable commit (a tool's cached result and
+    /// arguments).
+    pub fn insert_all(&self, variables: Vec<NewVariable>) -> Result<Vec<WriteOutcome>, Error> {
         let mut state = self.synced()?;
-        let outcome = state.system.insert(variable);
-        self.persist_write(&mut state, &name, &outcome)?;
+        let mut written = Vec::with_capacity(variables.len());
+        let mut outcomes = Vec::with_capacity(variables.len());
+        for variable in variables {
+            written.push(Arc::<str>::from(variable.name.as_str()));
+            outcomes.push(state.system.insert(variable));
+        }
+        let removed: Vec<Arc<str>> = outcomes
+            .iter()
+            .flat_map(|outcome| outcome.evicted.iter().cloned())
+            .collect();
+        self.persist(&mut state, &names_of(&written), &names_of(&removed))?;
         drop(state);
-        self.announce_write(name, &outcome);
-        Ok(outcome)
+        for (name, outcome) in written.into_iter().zip(&outcomes) {
+            self.announce_write(name, outcome);
+        }
+        Ok(outcomes)
     }
 
     /// Changes fields of an existing variable, durably.

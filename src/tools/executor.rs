@@ -530,8 +530,7 @@ impl Executor {
         args.kind = ValueKind::Json;
         args.desc = Some(format!("Arguments of the {tool} call {node}"));
         args.tags = vec![tool.to_owned()];
-        self.workspace.insert(args)?;
-        self.workspace.insert(result)?;
+        self.workspace.insert_all(vec![args, result])?;
         Ok((result_name, args_name))
     }
 }
