@@ -32,6 +32,7 @@
 pub mod config;
 pub mod groups;
 pub mod maintenance;
+pub mod plans;
 pub mod refs;
 pub mod rules;
 pub mod server;

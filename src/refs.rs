@@ -53,6 +53,8 @@
 //! reference expanded, and the JSON tree is walked with an explicit stack, so
 //! arbitrarily deep arguments cannot overflow the call stack.
 
+pub mod dagger;
+
 use std::borrow::Cow;
 use std::sync::Arc;
 

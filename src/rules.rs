@@ -70,6 +70,12 @@ pub fn agent_rules() -> Vec<SkillRule> {
             include_str!("../skills/synapse-workspace/rules/TODO.md"),
         )
         .when("When a task has several steps to plan and track"),
+        SkillRule::new(
+            "Plans",
+            "The state document, † references, _outputPath with || and &&, RunPlan and reusable plans",
+            include_str!("../skills/synapse-workspace/rules/Plans.md"),
+        )
+        .when("Before chaining calls whose outputs feed each other, or storing results in state"),
     ]
 }
 

@@ -91,6 +91,8 @@ impl Server {
         executor.register_group(agent, true)?;
         let vars_enabled = config.group_enabled(groups::vars::GROUP, true);
         executor.register_group(groups::vars::group(), vars_enabled)?;
+        let plans_enabled = config.group_enabled(groups::plans::GROUP, true);
+        executor.register_group(groups::plans::group(), plans_enabled)?;
         for tool in &config.disabled_tools {
             executor.registry().set_tool_enabled(tool, false);
         }

@@ -119,6 +119,15 @@ pub trait Store: Send + Sync {
     fn is_approved(&self, workspace: &str, key: &str) -> Result<bool, Error>;
     fn remember_approval(&self, workspace: &str, key: &str) -> Result<(), Error>;
     fn approvals(&self, workspace: &str) -> Result<Vec<String>, Error>;
+    /// The plans' state document (an empty object when nothing was written).
+    fn state(&self, workspace: &str) -> Result<serde_json::Value, Error>;
+    /// Changes the state document in one transaction; `change` may refuse (its message comes
+    /// back in the inner `Err`, and nothing is written).
+    fn update_state(
+        &self,
+        workspace: &str,
+        change: &mut dyn FnMut(&mut serde_json::Value) -> Result<(), String>,
+    ) -> Result<Result<serde_json::Value, String>, Error>;
     fn workspaces(&self) -> Result<Vec<WorkspaceSummary>, Error>;
     /// Deletes a workspace and everything in it; `false` when there was none.
     fn delete_workspace(&self, workspace: &str) -> Result<bool, Error>;

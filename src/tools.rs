@@ -13,6 +13,9 @@
 mod approval;
 mod definition;
 mod executor;
+mod outputs;
+
+pub(crate) use outputs::OUTPUT_PATH_ARGUMENT;
 mod registry;
 mod truncate;
 
@@ -78,6 +81,17 @@ pub struct ToolCall<'a> {
     /// The output limit in force for this call (`None`: no truncation). Tools that page their
     /// own output (`ReadVar`) use it as their default page size.
     pub output_limit: Option<usize>,
+    /// The executor, for tools that run other tools (`RunPlan`).
+    pub executor: &'a Executor,
+    /// How to ask the user, when the session can be asked while the call runs.
+    pub asker: Option<&'a dyn Asker>,
+    /// Where to report progress, when the client asked for it.
+    pub progress: Option<&'a dyn Progress>,
+}
+
+/// Receives progress of a long-running tool (`notifications/progress`).
+pub trait Progress: Send + Sync {
+    fn report(&self, done: usize, total: usize, message: String) -> BoxFuture<'_, ()>;
 }
 
 /// The seed's `declaredReturnType`: tells the model what the result looks like.
@@ -140,6 +154,12 @@ pub trait Tool: Send + Sync {
     /// Listed whenever any group is enabled, even when its own group is not (`ReadVar`,
     /// `ListVars`).
     fn always_listed(&self) -> bool {
+        false
+    }
+
+    /// `true` leaves `†` references in the arguments for the tool to resolve later (`RunPlan`,
+    /// whose steps refer to results that do not exist yet).
+    fn defers_references(&self) -> bool {
         false
     }
 }

@@ -42,6 +42,8 @@ pub enum Change {
         name: Arc<str>,
         event: VariableEvent,
     },
+    /// The state document was written.
+    State,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +66,8 @@ pub struct Workspace {
     name: String,
     state: Mutex<State>,
     approvals: Mutex<HashSet<String>>,
+    /// The state document when there is no store (with one, it is read and written through).
+    state_document: Mutex<Value>,
     store: Option<Arc<dyn Store>>,
     changes: broadcast::Sender<Change>,
 }
@@ -80,6 +84,7 @@ impl Workspace {
                 visited: HashSet::new(),
             }),
             approvals: Mutex::default(),
+            state_document: Mutex::new(Value::Object(serde_json::Map::new())),
             store: None,
             changes,
         }
@@ -268,6 +273,43 @@ impl Workspace {
             tracing::warn!(%error, "cannot store an approval; it holds until the server stops");
         }
         self.approvals().insert(key);
+    }
+
+    /// The plans' state document.
+    pub fn state(&self) -> Result<Value, Error> {
+        match &self.store {
+            Some(store) => Ok(store.state(&self.name)?),
+            None => Ok(self
+                .state_document
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()),
+        }
+    }
+
+    /// Changes the state document atomically; `change` may refuse with a message, and then
+    /// nothing is written. Returns the document as written.
+    pub fn update_state(
+        &self,
+        mut change: impl FnMut(&mut Value) -> Result<(), String>,
+    ) -> Result<Result<Value, String>, Error> {
+        let outcome = if let Some(store) = &self.store {
+            store.update_state(&self.name, &mut change)?
+        } else {
+            let mut document = self
+                .state_document
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let mut changed = document.clone();
+            change(&mut changed).map(|()| {
+                document.clone_from(&changed);
+                changed
+            })
+        };
+        if outcome.is_ok() && self.changes.receiver_count() > 0 {
+            self.changes.send(Change::State).ok();
+        }
+        Ok(outcome)
     }
 
     /// Writes pending visits (`last_visited`, reference counts).

@@ -46,9 +46,24 @@ async fn forward(
         burst.push(change);
     }
     let mut list_changed = false;
-    for Change::Variable { name, event } in burst {
-        let uri = var_uri(&name);
-        list_changed |= event != VariableEvent::Updated;
+    let mut updated = Vec::new();
+    for change in burst {
+        match change {
+            Change::Variable { name, event } => {
+                list_changed |= event != VariableEvent::Updated;
+                updated.push(var_uri(&name));
+            }
+            // Every state:// subscription may have changed; readers see the new document.
+            Change::State => updated.extend(
+                server
+                    .subscriptions()
+                    .iter()
+                    .filter(|uri| uri.starts_with("state://"))
+                    .cloned(),
+            ),
+        }
+    }
+    for uri in updated {
         let subscribed = server.subscriptions().contains(&uri);
         if subscribed
             && peer

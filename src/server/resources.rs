@@ -8,17 +8,22 @@ use rmcp::ErrorData;
 use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
 
 use super::errors;
+use crate::plans::path::Path;
 use crate::tools::Executor;
 use crate::vars::ListFilter;
 
 const VAR_SCHEME: &str = "var://";
 const RULE_SCHEME: &str = "rule://";
+const STATE_SCHEME: &str = "state://";
 
 pub(super) fn templates() -> Vec<ResourceTemplate> {
     vec![
         ResourceTemplate::new("var://{name}", "variable")
             .with_description("A variable's value (names percent-encoded)")
             .with_mime_type("text/plain"),
+        ResourceTemplate::new("state://{path}", "state")
+            .with_description("The plans' state document at a dot path (`state://` for all of it)")
+            .with_mime_type("application/json"),
         ResourceTemplate::new("rule://{group}/{rule}", "rule")
             .with_description("A skill rule declared by a tool group")
             .with_mime_type("text/markdown"),
@@ -79,22 +84,44 @@ pub(super) fn read(executor: &Executor, uri: &str) -> Result<ReadResourceResult,
             ResourceContents::text(variable.value.to_string(), uri).with_mime_type("text/plain");
         return Ok(ReadResourceResult::new(vec![contents]));
     }
+    if let Some(path) = uri.strip_prefix(STATE_SCHEME) {
+        return read_state(executor, uri, path);
+    }
     Err(errors::resource_not_found(
         uri,
-        "synapse-mcp serves var:// and rule:// URIs",
+        "synapse-mcp serves var://, rule:// and state:// URIs",
     ))
 }
 
 /// Subscriptions are accepted for any `var://` or `rule://` URI, even before the variable exists.
 pub(super) fn check_subscribable(_executor: &Executor, uri: &str) -> Result<(), ErrorData> {
-    if uri.starts_with(VAR_SCHEME) || uri.starts_with(RULE_SCHEME) {
+    if uri.starts_with(VAR_SCHEME) || uri.starts_with(RULE_SCHEME) || uri.starts_with(STATE_SCHEME)
+    {
         Ok(())
     } else {
         Err(errors::resource_not_found(
             uri,
-            "only var:// and rule:// resources can be subscribed to",
+            "only var://, rule:// and state:// resources can be subscribed to",
         ))
     }
+}
+
+fn read_state(executor: &Executor, uri: &str, path: &str) -> Result<ReadResourceResult, ErrorData> {
+    let document = executor
+        .workspace()
+        .state()
+        .map_err(|error| errors::workspace_failed(&error))?;
+    let path = if path.is_empty() {
+        Path::root()
+    } else {
+        Path::parse(path).map_err(|error| errors::resource_not_found(uri, &error.to_string()))?
+    };
+    let value = path
+        .get(&document)
+        .ok_or_else(|| errors::resource_not_found(uri, "the state has nothing at this path"))?;
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    let contents = ResourceContents::text(text, uri).with_mime_type("application/json");
+    Ok(ReadResourceResult::new(vec![contents]))
 }
 
 pub(super) fn var_uri(name: &str) -> String {

@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 
 use super::approval::{Elicitor, answers_from_responses, is_inline_session};
 use super::errors;
-use crate::tools::{Asking, CallRequest, Executor, OUTPUT_LIMIT_ARGUMENT, Tool};
+use crate::tools::{
+    Asking, CallRequest, Executor, OUTPUT_LIMIT_ARGUMENT, OUTPUT_PATH_ARGUMENT, Progress, Tool,
+};
 
 /// Every enabled tool, as clients see it.
 pub(super) fn list(executor: &Executor) -> Vec<WireTool> {
@@ -40,6 +42,19 @@ pub(super) fn wire_tool(tool: &dyn Tool) -> WireTool {
                                     whole result is stored in a variable); 0 or -1 shows everything. Default: \
                                     the server's output limit."
                 }),
+        );
+    }
+    if tool.caches_result()
+        && let Some(Value::Object(properties)) = schema.get_mut("properties")
+        && !properties.contains_key(OUTPUT_PATH_ARGUMENT)
+    {
+        properties.insert(
+            OUTPUT_PATH_ARGUMENT.to_owned(),
+            json!({
+                "type": "string",
+                "pattern": "^†",
+                "description": "Where to store the result: \"†state.<path>\" or \"†var.<name>\"; \"A || B\" stores a success in A and an error (as data) in B; \"A && B\" stores it in both."
+            }),
         );
     }
     let annotations = ToolAnnotations::new()
@@ -78,6 +93,13 @@ pub(super) async fn call(
         (false, true) => Asking::Direct(&elicitor),
         (_, false) => Asking::Unavailable,
     };
+    let progress = context
+        .meta
+        .get_progress_token()
+        .map(|token| ProgressReporter {
+            peer: context.peer.clone(),
+            token,
+        });
     let name = request.name.to_string();
     let call = CallRequest {
         tool: &name,
@@ -85,6 +107,8 @@ pub(super) async fn call(
         asking,
         resume: request.request_state,
         cancellation: context.ct.clone(),
+        plan: None,
+        progress: progress.as_ref().map(|reporter| reporter as &dyn Progress),
     };
     let outcome = AssertUnwindSafe(executor.execute(call))
         .catch_unwind()
@@ -92,5 +116,31 @@ pub(super) async fn call(
     match outcome {
         Ok(outcome) => errors::tool_response(&name, outcome),
         Err(panic) => Err(errors::panicked(&name, panic.as_ref())),
+    }
+}
+
+/// Sends `notifications/progress` for the token the client gave.
+struct ProgressReporter {
+    peer: rmcp::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+}
+
+impl Progress for ProgressReporter {
+    fn report(
+        &self,
+        done: usize,
+        total: usize,
+        message: String,
+    ) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(async move {
+            #[expect(clippy::cast_precision_loss, reason = "step counts far below 2^52")]
+            let params =
+                rmcp::model::ProgressNotificationParam::new(self.token.clone(), done as f64)
+                    .with_total(total as f64)
+                    .with_message(message);
+            if let Err(error) = self.peer.notify_progress(params).await {
+                tracing::debug!(%error, "cannot send progress");
+            }
+        })
     }
 }

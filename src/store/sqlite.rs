@@ -15,9 +15,12 @@ use super::{Batch, Changes, Commit, Error, Loaded, Store, Visit, WorkspaceSummar
 use crate::vars::{RestoredVariable, Timestamp, ValueKind, VarType};
 
 /// The schema this build writes; `PRAGMA user_version` holds a database's.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_workspaces.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_workspaces.sql"),
+    include_str!("migrations/0002_state.sql"),
+];
 
 /// Values this long (in characters) or longer go to the value pool.
 const POOLED_CHARS: usize = 64;
@@ -432,6 +435,26 @@ fn prune_removals(
         .map(drop)
 }
 
+fn read_state(
+    transaction: &Transaction<'_>,
+    workspace: &str,
+) -> rusqlite::Result<serde_json::Value> {
+    let text: Option<String> = transaction
+        .prepare_cached("SELECT document FROM state WHERE workspace = ?1")?
+        .query_row(params![workspace], |row| row.get(0))
+        .optional()?;
+    match text {
+        None => Ok(serde_json::Value::Object(serde_json::Map::new())),
+        Some(text) => serde_json::from_str(&text).map_err(|error| {
+            rusqlite::Error::FromSqlConversionFailure(
+                0,
+                rusqlite::types::Type::Text,
+                Box::new(error),
+            )
+        }),
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     bytes
@@ -634,6 +657,30 @@ impl Store for SqliteStore {
                 })
             })?;
             rows.collect()
+        })
+    }
+
+    fn state(&self, workspace: &str) -> Result<serde_json::Value, Error> {
+        self.read(|transaction| read_state(transaction, workspace))
+    }
+
+    fn update_state(
+        &self,
+        workspace: &str,
+        change: &mut dyn FnMut(&mut serde_json::Value) -> Result<(), String>,
+    ) -> Result<Result<serde_json::Value, String>, Error> {
+        self.write(|transaction| {
+            ensure_workspace(transaction, workspace)?;
+            let mut document = read_state(transaction, workspace)?;
+            if let Err(refusal) = change(&mut document) {
+                return Ok(Err(refusal));
+            }
+            transaction
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO state (workspace, document) VALUES (?1, ?2)",
+                )?
+                .execute(params![workspace, document.to_string()])?;
+            Ok(Ok(document))
         })
     }
 

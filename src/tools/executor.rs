@@ -12,11 +12,15 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::approval::argument_shape;
+use super::outputs;
 use super::{
-    Answer, ApprovalQuestion, Asking, Fallback, Permission, Policy, Registry, Stage, Tool,
-    ToolCall, ToolError, ToolOutput, truncate_content,
+    Answer, ApprovalQuestion, Asking, Fallback, Permission, Policy, Progress, Registry, Stage,
+    Tool, ToolCall, ToolError, ToolOutput, truncate_content,
 };
 use super::{RegisterError, ToolGroup};
+use crate::plans::output::OutputPath;
+use crate::plans::scope::{PlanScope, ReferenceContext};
+use crate::refs::dagger;
 use crate::rules::{self, Section, SkillRule};
 use crate::vars::{NewVariable, ValueKind, VarType};
 use crate::workspace::Workspace;
@@ -65,6 +69,10 @@ pub struct CallRequest<'a> {
     /// The MRTR `requestState` of a retried call.
     pub resume: Option<String>,
     pub cancellation: CancellationToken,
+    /// The plan this call is a step of, whose inputs and step results `†` references read.
+    pub plan: Option<&'a PlanScope>,
+    /// Where a long-running tool reports progress, when the client asked for it.
+    pub progress: Option<&'a dyn Progress>,
 }
 
 /// The seed's `ToolExecuteStatus`.
@@ -91,10 +99,14 @@ pub struct ExecuteResult {
     pub cache_var_args: Option<String>,
     /// Whether the tool declares an output schema, so `data` is sent as structured content.
     pub structured: bool,
+    /// Paths the result was written to (`_outputPath`).
+    pub written: Vec<String>,
+    /// Where the result goes once the result gate lets it through.
+    pub(super) output_path: Option<OutputPath>,
 }
 
 impl ExecuteResult {
-    fn failed(status: ExecuteStatus, error: ToolError) -> Self {
+    pub(super) fn failed(status: ExecuteStatus, error: ToolError) -> Self {
         Self {
             status,
             final_text: error.to_string(),
@@ -106,6 +118,8 @@ impl ExecuteResult {
             cache_var_result: None,
             cache_var_args: None,
             structured: false,
+            written: Vec::new(),
+            output_path: None,
         }
     }
 
@@ -272,9 +286,17 @@ impl Executor {
         let name = tool.definition().name.as_str();
         let mut arguments = Value::Object(request.arguments.unwrap_or_default());
         let limit = self.output_limit(tool, &mut arguments)?;
+        let output_path = outputs::take_output_path(tool, &mut arguments)?;
         self.workspace
             .resolve_references(&mut arguments)
             .map_err(ToolError::invalid)?;
+        if !tool.defers_references() {
+            let mut context = ReferenceContext {
+                workspace: &self.workspace,
+                plan: request.plan,
+            };
+            dagger::resolve_value(&mut arguments, &mut context).map_err(ToolError::invalid)?;
+        }
         let permission = self.permission(tool);
         let question = || execution_question(name, &arguments);
         match self
@@ -296,14 +318,36 @@ impl Executor {
             }
             Gate::Ask(question) => return Ok(self.defer(question, Pending::Execution)),
         }
+        let asker = match request.asking {
+            Asking::Direct(asker) => Some(asker),
+            Asking::Deferred(_) | Asking::Unavailable => None,
+        };
         let call = ToolCall {
             arguments: arguments.clone(),
             workspace: &self.workspace,
             cancellation: request.cancellation.clone(),
             output_limit: limit,
+            executor: self,
+            asker,
+            progress: request.progress,
         };
-        let output = run_guarded(tool, call, &request.cancellation).await?;
-        let result = self.shape_result(tool, output, &arguments, limit);
+        let output = match run_guarded(tool, call, &request.cancellation).await {
+            Ok(output) => output,
+            Err(error) => {
+                let caught = output_path.filter(OutputPath::catches_failure);
+                let Some(output_path) = caught else {
+                    return Err(error);
+                };
+                return Ok(Outcome::Finished(outputs::failure_as_data(
+                    &self.workspace,
+                    name,
+                    &output_path,
+                    &error,
+                )));
+            }
+        };
+        let mut result = self.shape_result(tool, output, &arguments, limit);
+        result.output_path = output_path;
         Ok(self.result_gate(tool, result, &request.asking).await)
     }
 
@@ -357,6 +401,8 @@ impl Executor {
             is_truncated,
             cache_var_result,
             cache_var_args,
+            written: Vec::new(),
+            output_path: None,
         }
     }
 
@@ -381,7 +427,7 @@ impl Executor {
             .gate(name, Stage::Result, policy, &shape, question, asking)
             .await
         {
-            Gate::Pass => Outcome::Finished(result),
+            Gate::Pass => Outcome::Finished(outputs::deliver(&self.workspace, result)),
             Gate::Reject(reason) => {
                 // A rejected result must not stay readable through ReadVar or $VAR_REF.
                 if let Some(variable) = &result.cache_var_result

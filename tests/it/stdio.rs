@@ -109,7 +109,10 @@ async fn list_vars_filters_by_type_tag_and_search() {
             .collect()
     };
     let rules = call(&client, "ListVars", json!({"filter": {"type": "RULE"}})).await;
-    assert_eq!(names(&rules), ["Rule/Agent/TODO", "Rule/Agent/VarRef"]);
+    assert_eq!(
+        names(&rules),
+        ["Rule/Agent/Plans", "Rule/Agent/TODO", "Rule/Agent/VarRef"]
+    );
     let tagged = call(&client, "ListVars", json!({"filter": {"tag": "notes"}})).await;
     assert_eq!(names(&tagged), ["alpha"]);
     let searched = call(&client, "ListVars", json!({"filter": {"search": "FIRST"}})).await;
@@ -248,8 +251,8 @@ async fn references_are_resolved_in_any_argument_and_errors_name_them() {
 async fn capacity_evicts_the_least_recently_visited_but_never_kept_rules() {
     let directory = tempfile::tempdir().unwrap();
     let config = directory.path().join("config.toml");
-    // Two rule variables plus three of ours fill a capacity of five.
-    std::fs::write(&config, "capacity = 5\n").unwrap();
+    // Three rule variables plus three of ours fill a capacity of six.
+    std::fs::write(&config, "capacity = 6\n").unwrap();
     let client = spawn_binary(
         &["--config", config.to_str().unwrap()],
         TestClient::new(Elicitation::Unsupported),
@@ -273,7 +276,14 @@ async fn capacity_evicts_the_least_recently_visited_but_never_kept_rules() {
         .collect();
     assert_eq!(
         names,
-        ["Rule/Agent/TODO", "Rule/Agent/VarRef", "a", "d", "e"]
+        [
+            "Rule/Agent/Plans",
+            "Rule/Agent/TODO",
+            "Rule/Agent/VarRef",
+            "a",
+            "d",
+            "e"
+        ]
     );
     client.cancel().await.unwrap();
 }
@@ -297,6 +307,8 @@ async fn rules_and_variables_are_resources() {
         [
             "rule://Agent/VarRef",
             "rule://Agent/TODO",
+            "rule://Agent/Plans",
+            "var://Rule/Agent/Plans",
             "var://Rule/Agent/TODO",
             "var://Rule/Agent/VarRef",
             "var://my%20note"
@@ -304,7 +316,10 @@ async fn rules_and_variables_are_resources() {
     );
     let templates = client.list_all_resource_templates().await.unwrap();
     let templates: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
-    assert_eq!(templates, ["var://{name}", "rule://{group}/{rule}"]);
+    assert_eq!(
+        templates,
+        ["var://{name}", "state://{path}", "rule://{group}/{rule}"]
+    );
     let rule = client
         .read_resource(ReadResourceRequestParams::new("rule://Agent/VarRef"))
         .await

@@ -213,7 +213,7 @@ async fn two_processes_on_one_workspace_see_each_other_and_lose_nothing() {
 async fn eviction_is_reflected_after_a_restart() {
     let directory = tempfile::tempdir().unwrap();
     let config = directory.path().join("config.toml");
-    std::fs::write(&config, "capacity = 5\n").unwrap();
+    std::fs::write(&config, "capacity = 6\n").unwrap();
     let config = config.display().to_string();
     let client = durable_client(directory.path(), &["--config", &config]).await;
     for name in ["a", "b", "c", "d", "e"] {
@@ -222,7 +222,14 @@ async fn eviction_is_reflected_after_a_restart() {
     let before = variable_names(&call(&client, "ListVars", json!({})).await);
     assert_eq!(
         before,
-        ["Rule/Agent/TODO", "Rule/Agent/VarRef", "c", "d", "e"]
+        [
+            "Rule/Agent/Plans",
+            "Rule/Agent/TODO",
+            "Rule/Agent/VarRef",
+            "c",
+            "d",
+            "e"
+        ]
     );
     client.cancel().await.unwrap();
 
@@ -276,7 +283,7 @@ async fn export_delete_import_restores_the_workspace_byte_for_byte() {
         "--data-dir",
         &data,
     ]);
-    assert!(ok && out.contains("imported 4 variables"), "{out}{stderr}");
+    assert!(ok && out.contains("imported 5 variables"), "{out}{stderr}");
     let (_, stderr, refused) = run_command(&[
         "workspace",
         "import",
@@ -325,7 +332,7 @@ fn doctor_reports_the_store_and_its_integrity() {
         out.contains(&format!("store:           {data}/synapse.db")),
         "{out}"
     );
-    assert!(out.contains("schema version:  1 (this build: 1)"), "{out}");
+    assert!(out.contains("schema version:  2 (this build: 2)"), "{out}");
     assert!(out.contains("integrity:       ok"), "{out}");
     let (_, stderr, ok) = run_command(&["doctor", "--store", "memory"]);
     assert!(!ok && stderr.contains("memory"), "{stderr}");

@@ -1,0 +1,330 @@
+//! The `plans` group (seed 003): `ReadState` and `WriteState` over the workspace's state
+//! document, and `RunPlan`, which validates a whole graph of tool calls and runs it.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{ready, structured};
+use crate::plans::path::Path;
+use crate::plans::plan::{self, World};
+use crate::plans::run::{self, StateChange, StepStatus, StepTrace};
+use crate::plans::scope::PlanScope;
+use crate::tools::{
+    Annotations, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
+    parse_arguments,
+};
+
+pub const GROUP: &str = "plans";
+
+/// Steps run at once when a plan does not say.
+const DEFAULT_PARALLEL: usize = 4;
+
+pub fn group() -> ToolGroup {
+    ToolGroup {
+        name: GROUP.to_owned(),
+        tools: vec![
+            Arc::new(ReadState::new()),
+            Arc::new(WriteState::new()),
+            Arc::new(RunPlan::new()),
+        ],
+        rule_prompt: RulePrompt::Static(
+            include_str!("../../skills/synapse-workspace/rules/plans-group.md").to_owned(),
+        ),
+        rules: Vec::new(),
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadStateArguments {
+    /// Dot path into the state document (`user.summary`, `items.0.name`); leave it out for the whole document.
+    pub path: Option<String>,
+    /// First character of the value's JSON text to read (for large values). Default 0.
+    pub start: Option<usize>,
+    /// How many characters to read. Default: up to the output limit.
+    pub length: Option<usize>,
+}
+
+pub struct ReadState(ToolDefinition);
+
+impl ReadState {
+    fn new() -> Self {
+        Self(ToolDefinition::new::<ReadStateArguments>(
+            "ReadState",
+            "Read the workspace's state document, whole or at a dot path (`user.summary`, `items.0`). The state is where `_outputPath` writes results and what `†state.<path>` references read. Large values come in windows, like ReadVar.",
+            Annotations {
+                read_only: true,
+                idempotent: true,
+                ..Annotations::default()
+            },
+        ))
+    }
+}
+
+impl Tool for ReadState {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        ready(read_state(call))
+    }
+
+    fn skip_truncation(&self) -> bool {
+        true
+    }
+
+    fn caches_result(&self) -> bool {
+        false
+    }
+}
+
+fn read_state(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: ReadStateArguments = parse_arguments("ReadState", call.arguments)?;
+    let document = call.workspace.state().map_err(ToolError::invalid)?;
+    let path = match arguments.path.as_deref() {
+        None | Some("") => Path::root(),
+        Some(text) => Path::parse(text).map_err(ToolError::invalid)?,
+    };
+    let value = path.get(&document).ok_or_else(|| {
+        ToolError::invalid(format!(
+            "the state has nothing at `{path}`; ReadState without a path shows the whole document"
+        ))
+    })?;
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    let total = text.chars().count();
+    let start = arguments.start.unwrap_or(0).min(total);
+    let length = arguments.length.or(call.output_limit).unwrap_or(total);
+    let window: String = text.chars().skip(start).take(length).collect();
+    let end = start + window.chars().count();
+    let shown = if path.is_root() {
+        "state".to_owned()
+    } else {
+        format!("state `{path}`")
+    };
+    let header = if end < total {
+        format!(
+            "[{shown}: characters {start}–{end} of {total}; more remains: ReadState {{\"path\": \"{path}\", \"start\": {end}}}]"
+        )
+    } else {
+        format!("[{shown}: characters {start}–{end} of {total}]")
+    };
+    Ok(ToolOutput::Text(format!("{header}\n{window}")))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteStateArguments {
+    /// Dot path to write (`user.summary`, `items.2`); missing objects on the way are created, an array index may append at the end.
+    pub path: String,
+    /// The value: any JSON.
+    pub value: Value,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WriteStateOutput {
+    pub path: String,
+    /// The value now at the path.
+    pub value: Value,
+}
+
+pub struct WriteState(ToolDefinition);
+
+impl WriteState {
+    fn new() -> Self {
+        Self(
+            ToolDefinition::new::<WriteStateArguments>(
+                "WriteState",
+                "Write a JSON value into the workspace's state document at a dot path. Plans and `_outputPath` write here too; `†state.<path>` in any tool's arguments reads it back.",
+                Annotations { idempotent: true, ..Annotations::default() },
+            )
+            .with_output::<WriteStateOutput>(),
+        )
+    }
+}
+
+impl Tool for WriteState {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        ready(write_state(call))
+    }
+
+    fn caches_result(&self) -> bool {
+        false
+    }
+}
+
+fn write_state(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: WriteStateArguments = parse_arguments("WriteState", call.arguments)?;
+    let path = Path::parse(&arguments.path).map_err(ToolError::invalid)?;
+    let value = arguments.value;
+    call.workspace
+        .update_state(|document| {
+            path.set(document, value.clone())
+                .map_err(|error| error.to_string())
+        })
+        .map_err(ToolError::invalid)?
+        .map_err(ToolError::Invalid)?;
+    structured(&WriteStateOutput {
+        path: path.to_string(),
+        value,
+    })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunPlanArguments {
+    /// The steps: objects `{"id": "…", "_tool": "ToolName", …the tool's arguments, "_outputPath": "†state.…"}`. Arguments may refer to earlier results with `†steps.<id>.<path>`, `†state.<path>`, `†input.<path>` or `†var.<name>`.
+    pub steps: Option<Vec<Value>>,
+    /// A whole plan `{"steps": […], "input": {…}}`, as an object or as JSON text — for example `"$VAR_REF{{myPlan}}"` to run a plan stored with `WriteVar`.
+    pub plan: Option<Value>,
+    /// Inputs the steps read with `†input.<path>`.
+    pub input: Option<Value>,
+    /// Only validate and return the execution order; run nothing.
+    #[serde(rename = "dryRun")]
+    pub dry_run: Option<bool>,
+    /// Most steps running at once (default 4).
+    #[serde(rename = "maxParallel")]
+    pub max_parallel: Option<usize>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunPlanOutput {
+    /// Every step succeeded (or, for a dry run, the plan is valid).
+    pub ok: bool,
+    /// The execution order: each inner list may run at the same time.
+    pub order: Vec<Vec<String>>,
+    /// Per step: status, timing, written paths, the variable holding its result.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepTrace>,
+    /// What the plan changed in the state document.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub state_diff: Vec<StateChange>,
+}
+
+pub struct RunPlan(ToolDefinition);
+
+impl RunPlan {
+    fn new() -> Self {
+        Self(
+            ToolDefinition::new::<RunPlanArguments>(
+                "RunPlan",
+                "Run several tool calls as one declarative plan: steps linked by `†steps.<id>` / `†state.<path>` references are validated together (unknown tools or steps, dangling references, cycles and bad arguments are all reported at once), then run in dependency order with independent steps in parallel. Use it when a task needs three or more calls whose outputs feed each other; `dryRun` shows the order without running. Returns a trace per step and the state changes.",
+                Annotations::default(),
+            )
+            .with_output::<RunPlanOutput>(),
+        )
+    }
+}
+
+impl Tool for RunPlan {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(run_plan(call))
+    }
+
+    fn defers_references(&self) -> bool {
+        true
+    }
+}
+
+async fn run_plan(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: RunPlanArguments = parse_arguments("RunPlan", call.arguments.clone())?;
+    let (steps, input) = plan_parts(arguments.steps, arguments.plan, arguments.input)?;
+    let steps = plan::parse(&steps).map_err(|problems| invalid_plan(&problems))?;
+    let state_before = call.workspace.state().map_err(ToolError::invalid)?;
+    let world = Catalog {
+        call: &call,
+        state: state_before.clone(),
+    };
+    let order =
+        plan::validate(&steps, &input, &world).map_err(|problems| invalid_plan(&problems))?;
+    if arguments.dry_run.unwrap_or(false) {
+        return structured(&RunPlanOutput {
+            ok: true,
+            order,
+            steps: Vec::new(),
+            state_diff: Vec::new(),
+        });
+    }
+    let dependencies = plan::dependency_sets(&steps, &input, &world);
+    let scope = PlanScope::new(input);
+    let parallel = arguments.max_parallel.unwrap_or(DEFAULT_PARALLEL);
+    let traces = run::run(&call, &steps, &dependencies, &scope, parallel).await;
+    let state_after = call.workspace.state().map_err(ToolError::invalid)?;
+    structured(&RunPlanOutput {
+        ok: traces
+            .iter()
+            .all(|trace| trace.status == StepStatus::Success),
+        order,
+        steps: traces,
+        state_diff: run::state_diff(&state_before, &state_after),
+    })
+}
+
+/// The steps and input, from `steps`/`input` or from a whole `plan` (object or JSON text).
+fn plan_parts(
+    steps: Option<Vec<Value>>,
+    plan: Option<Value>,
+    input: Option<Value>,
+) -> Result<(Vec<Value>, Value), ToolError> {
+    let empty = || Value::Object(Map::new());
+    let Some(plan) = plan else {
+        let steps =
+            steps.ok_or_else(|| ToolError::invalid("RunPlan needs `steps` (or a whole `plan`)"))?;
+        return Ok((steps, input.unwrap_or_else(empty)));
+    };
+    let plan = match plan {
+        Value::String(text) => serde_json::from_str(&text)
+            .map_err(|error| ToolError::invalid(format!("`plan` is text but not JSON: {error}")))?,
+        other => other,
+    };
+    let steps = match plan.get("steps") {
+        Some(Value::Array(steps)) => steps.clone(),
+        _ => return Err(ToolError::invalid("`plan` must hold a `steps` array")),
+    };
+    let input = input
+        .or_else(|| plan.get("input").cloned())
+        .unwrap_or_else(empty);
+    Ok((steps, input))
+}
+
+fn invalid_plan(problems: &[String]) -> ToolError {
+    ToolError::Invalid(format!(
+        "the plan is not valid ({} problems):\n- {}",
+        problems.len(),
+        problems.join("\n- ")
+    ))
+}
+
+/// Validation's view of the server: enabled tools, the state, the variables.
+struct Catalog<'a> {
+    call: &'a ToolCall<'a>,
+    state: Value,
+}
+
+impl World for Catalog<'_> {
+    fn tool_schema(&self, name: &str) -> Option<Map<String, Value>> {
+        let tool = self.call.executor.registry().find(name)?;
+        Some(tool.definition().input_schema.as_ref().clone())
+    }
+
+    fn state(&self) -> &Value {
+        &self.state
+    }
+
+    fn variable_exists(&self, name: &str) -> bool {
+        self.call.workspace.peek(name).is_some()
+    }
+}

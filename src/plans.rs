@@ -1,0 +1,8 @@
+//! Plans (seed 003): the state document, dot paths into JSON, `_outputPath` targets, and
+//! declarative multi-step plans whose edges are `†` references to earlier steps' outputs.
+
+pub mod output;
+pub mod path;
+pub mod plan;
+pub mod run;
+pub mod scope;

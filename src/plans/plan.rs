@@ -1,0 +1,374 @@
+//! A plan: steps `{id, _tool, …arguments, _outputPath?}` whose edges are `†` references to
+//! earlier steps' results (`†steps.<id>`) or to the state paths earlier steps write. Validation
+//! looks at the whole plan before anything runs and reports every problem at once: unknown tools
+//! and step ids, references to paths nothing writes, cycles, and literal arguments that break
+//! the tool's schema.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{Map, Value};
+
+use super::output::{OutputPath, Target};
+use super::path::Path;
+use crate::refs::dagger::{self, Kind, Piece};
+
+/// One step, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub id: String,
+    pub tool: String,
+    /// The tool's own arguments (without `id`, `_tool` and `_outputPath`).
+    pub arguments: Map<String, Value>,
+    pub output_path: Option<(String, OutputPath)>,
+}
+
+/// What validation needs to know about the world outside the plan.
+pub trait World {
+    /// The input schema of an enabled tool.
+    fn tool_schema(&self, name: &str) -> Option<Map<String, Value>>;
+    fn state(&self) -> &Value;
+    fn variable_exists(&self, name: &str) -> bool;
+}
+
+/// Steps in dependency order: each inner list can run together once the ones before it are done.
+pub type Order = Vec<Vec<String>>;
+
+/// Parses the steps; every malformed step is reported.
+pub fn parse(steps: &[Value]) -> Result<Vec<Step>, Vec<String>> {
+    let mut parsed = Vec::new();
+    let mut problems = Vec::new();
+    for (index, step) in steps.iter().enumerate() {
+        match parse_step(step) {
+            Ok(step) => parsed.push(step),
+            Err(problem) => problems.push(format!("step {}: {problem}", index + 1)),
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for step in &parsed {
+        if !seen.insert(step.id.as_str()) {
+            problems.push(format!(
+                "step id `{}` is used twice; ids must be unique",
+                step.id
+            ));
+        }
+    }
+    if steps.is_empty() {
+        problems.push("the plan has no steps".to_owned());
+    }
+    if problems.is_empty() {
+        Ok(parsed)
+    } else {
+        Err(problems)
+    }
+}
+
+fn parse_step(step: &Value) -> Result<Step, String> {
+    let Value::Object(members) = step else {
+        return Err("a step must be an object {\"id\": …, \"_tool\": …, …arguments}".to_owned());
+    };
+    let mut arguments = members.clone();
+    let id = match arguments.remove("id") {
+        Some(Value::String(id)) if !id.is_empty() && !id.contains('.') => id,
+        Some(other) => {
+            return Err(format!(
+                "`id` must be a non-empty string without dots, not {other}"
+            ));
+        }
+        None => return Err("missing `id`".to_owned()),
+    };
+    let Some(Value::String(tool)) = arguments.remove("_tool") else {
+        return Err(format!(
+            "step `{id}` has no `_tool` naming the tool to call"
+        ));
+    };
+    let output_path = match arguments.remove("_outputPath") {
+        None => None,
+        Some(Value::String(text)) => {
+            let parsed =
+                OutputPath::parse(&text).map_err(|problem| format!("step `{id}`: {problem}"))?;
+            Some((text, parsed))
+        }
+        Some(other) => {
+            return Err(format!(
+                "step `{id}`: `_outputPath` must be a string, not {other}"
+            ));
+        }
+    };
+    Ok(Step {
+        id,
+        tool,
+        arguments,
+        output_path,
+    })
+}
+
+/// Checks the whole plan; returns the order to run it in, or every problem found.
+pub fn validate(steps: &[Step], input: &Value, world: &dyn World) -> Result<Order, Vec<String>> {
+    let mut problems = Vec::new();
+    let index_of: HashMap<&str, usize> = steps
+        .iter()
+        .enumerate()
+        .map(|(index, step)| (step.id.as_str(), index))
+        .collect();
+    let mut dependencies: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); steps.len()];
+    for (index, step) in steps.iter().enumerate() {
+        match world.tool_schema(&step.tool) {
+            None => problems.push(format!(
+                "step `{}`: unknown tool `{}`; tools/list shows the available tools",
+                step.id, step.tool
+            )),
+            Some(schema) => check_arguments(step, &schema, &mut problems),
+        }
+        for reference in references(
+            &Value::Object(step.arguments.clone()),
+            &step.id,
+            &mut problems,
+        ) {
+            let found = dependencies_of(&reference, steps, &index_of, input, world);
+            match found {
+                Ok(writers) => dependencies[index]
+                    .extend(writers.into_iter().filter(|&writer| writer != index)),
+                Err(problem) => problems.push(format!("step `{}`: {problem}", step.id)),
+            }
+        }
+    }
+    match order(steps, &dependencies) {
+        Ok(order) if problems.is_empty() => Ok(order),
+        Ok(_) => Err(problems),
+        Err(cycle) => {
+            problems.push(format!("steps {cycle} depend on each other in a cycle; break it so one of them can run first"));
+            Err(problems)
+        }
+    }
+}
+
+/// Every `†` reference in a step's arguments.
+fn references(
+    arguments: &Value,
+    step: &str,
+    problems: &mut Vec<String>,
+) -> Vec<dagger::DaggerReference> {
+    let mut found = Vec::new();
+    let mut pending = vec![arguments];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::String(text) if dagger::contains_reference(text) => match dagger::parse(text) {
+                Ok(pieces) => found.extend(pieces.into_iter().filter_map(|piece| match piece {
+                    Piece::Reference(reference) => Some(reference),
+                    Piece::Text(_) => None,
+                })),
+                Err(error) => problems.push(format!("step `{step}`: {error}")),
+            },
+            Value::Array(items) => pending.extend(items),
+            Value::Object(members) => pending.extend(members.values()),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// The steps a reference waits for, or why it can never be satisfied.
+fn dependencies_of(
+    reference: &dagger::DaggerReference,
+    steps: &[Step],
+    index_of: &HashMap<&str, usize>,
+    input: &Value,
+    world: &dyn World,
+) -> Result<Vec<usize>, String> {
+    let source = &reference.source;
+    match reference.kind {
+        Kind::Steps => {
+            let id = reference
+                .path
+                .first()
+                .ok_or_else(|| format!("{source} names no step; write †steps.<id>"))?;
+            index_of
+                .get(id.as_str())
+                .map(|index| vec![*index])
+                .ok_or_else(|| format!("{source} refers to unknown step `{id}`"))
+        }
+        Kind::Input => {
+            let path = Path::parse(&reference.path.join("."))
+                .map_err(|error| format!("{source}: {error}"))?;
+            path.get(input).map(|_| Vec::new()).ok_or_else(|| {
+                format!("{source}: the plan's input has no `{path}`; pass it in `input`")
+            })
+        }
+        Kind::State => {
+            let path = if reference.path.is_empty() {
+                Path::root()
+            } else {
+                Path::parse(&reference.path.join("."))
+                    .map_err(|error| format!("{source}: {error}"))?
+            };
+            let writers = writers_of(
+                steps,
+                |target| matches!(target, Target::State(written) if written.overlaps(&path)),
+            );
+            if writers.is_empty() && path.get(world.state()).is_none() {
+                return Err(format!(
+                    "{source}: no step writes it and the state has nothing there (a dangling reference)"
+                ));
+            }
+            Ok(writers)
+        }
+        Kind::Var => {
+            let name = reference
+                .path
+                .first()
+                .ok_or_else(|| format!("{source} names no variable; write †var.<name>"))?;
+            let writers = writers_of(
+                steps,
+                |target| matches!(target, Target::Variable(written) if written == name),
+            );
+            if writers.is_empty() && !world.variable_exists(name) {
+                return Err(format!(
+                    "{source}: no variable `{name}` and no step writes one"
+                ));
+            }
+            Ok(writers)
+        }
+    }
+}
+
+fn writers_of(steps: &[Step], writes: impl Fn(&Target) -> bool) -> Vec<usize> {
+    steps
+        .iter()
+        .enumerate()
+        .filter(|(_, step)| {
+            step.output_path
+                .as_ref()
+                .is_some_and(|(_, output)| output.targets().into_iter().any(&writes))
+        })
+        .map(|(index, _)| index)
+        .collect()
+}
+
+/// Literal arguments against the tool's schema: required properties present, no unknown ones
+/// where the schema forbids them, and the declared JSON types of literal (non-reference) values.
+fn check_arguments(step: &Step, schema: &Map<String, Value>, problems: &mut Vec<String>) {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    for required in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        if !step.arguments.contains_key(required) {
+            problems.push(format!(
+                "step `{}`: `{}` needs argument `{required}`",
+                step.id, step.tool
+            ));
+        }
+    }
+    let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+    for (name, value) in &step.arguments {
+        let declared = properties.and_then(|properties| properties.get(name));
+        match declared {
+            None if closed && !name.starts_with('_') => {
+                problems.push(format!(
+                    "step `{}`: `{}` has no argument `{name}`",
+                    step.id, step.tool
+                ));
+            }
+            Some(property) if !is_reference(value) && !type_matches(property, value) => {
+                problems.push(format!(
+                    "step `{}`: argument `{name}` of `{}` must be {}, not {}",
+                    step.id,
+                    step.tool,
+                    property
+                        .get("type")
+                        .map_or_else(|| "?".to_owned(), ToString::to_string),
+                    super::path::describe(value)
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+fn is_reference(value: &Value) -> bool {
+    value.as_str().is_some_and(|text| {
+        dagger::contains_reference(text) || crate::refs::contains_reference(text)
+    })
+}
+
+fn type_matches(property: &Value, value: &Value) -> bool {
+    let accepts = |kind: &str| match kind {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        _ => true,
+    };
+    match property.get("type") {
+        Some(Value::String(kind)) => accepts(kind),
+        Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).any(accepts),
+        _ => true,
+    }
+}
+
+/// Kahn's algorithm by levels; on a cycle, the ids left over.
+fn order(steps: &[Step], dependencies: &[BTreeSet<usize>]) -> Result<Order, String> {
+    let mut remaining: Vec<BTreeSet<usize>> = dependencies.to_vec();
+    let mut done = vec![false; steps.len()];
+    let mut levels = Vec::new();
+    loop {
+        let ready: Vec<usize> = (0..steps.len())
+            .filter(|&index| !done[index] && remaining[index].is_empty())
+            .collect();
+        if ready.is_empty() {
+            break;
+        }
+        for &index in &ready {
+            done[index] = true;
+        }
+        for waiting in &mut remaining {
+            waiting.retain(|dependency| !ready.contains(dependency));
+        }
+        levels.push(ready.iter().map(|&index| steps[index].id.clone()).collect());
+    }
+    let stuck: Vec<&str> = (0..steps.len())
+        .filter(|&index| !done[index])
+        .map(|index| steps[index].id.as_str())
+        .collect();
+    if stuck.is_empty() {
+        Ok(levels)
+    } else {
+        Err(stuck
+            .iter()
+            .map(|id| format!("`{id}`"))
+            .collect::<Vec<_>>()
+            .join(", "))
+    }
+}
+
+/// Each step's dependencies, by index, for the runner.
+pub fn dependency_sets(steps: &[Step], input: &Value, world: &dyn World) -> Vec<BTreeSet<usize>> {
+    let index_of: HashMap<&str, usize> = steps
+        .iter()
+        .enumerate()
+        .map(|(index, step)| (step.id.as_str(), index))
+        .collect();
+    steps
+        .iter()
+        .enumerate()
+        .map(|(index, step)| {
+            let mut ignored = Vec::new();
+            references(
+                &Value::Object(step.arguments.clone()),
+                &step.id,
+                &mut ignored,
+            )
+            .iter()
+            .filter_map(|reference| dependencies_of(reference, steps, &index_of, input, world).ok())
+            .flatten()
+            .filter(|&writer| writer != index)
+            .collect()
+        })
+        .collect()
+}
