@@ -30,6 +30,7 @@ pub fn group() -> ToolGroup {
             run: read_var,
             always_listed: true,
             pages_itself: true,
+            keeps_daggers: false,
         },
         VarsTool {
             definition: ToolDefinition::new::<ListVarsArguments>("ListVars", LIST_VARS, read_only)
@@ -37,6 +38,7 @@ pub fn group() -> ToolGroup {
             run: list_vars,
             always_listed: true,
             pages_itself: false,
+            keeps_daggers: false,
         },
         VarsTool {
             definition: ToolDefinition::new::<WriteVarArguments>(
@@ -51,6 +53,7 @@ pub fn group() -> ToolGroup {
             run: write_var,
             always_listed: false,
             pages_itself: false,
+            keeps_daggers: true,
         },
         VarsTool {
             definition: ToolDefinition::new::<RemoveVarsArguments>(
@@ -66,6 +69,7 @@ pub fn group() -> ToolGroup {
             run: remove_vars,
             always_listed: false,
             pages_itself: false,
+            keeps_daggers: false,
         },
     ];
     ToolGroup {
@@ -92,7 +96,8 @@ const LIST_VARS: &str = "List stored variables with their metadata (name, length
 
 const WRITE_VAR: &str = "Create or update a variable: store notes, intermediate results or a \
     document you build across calls, then pass it to any tool with $VAR_REF{{name}}. Updating \
-    keeps fields you leave out. Rule variables (RULE) are read-only.";
+    keeps fields you leave out. Rule variables (RULE) are read-only. `$VAR_REF` references are \
+    resolved, `†` references are stored as written (so a stored plan keeps them for RunPlan).";
 
 const REMOVE_VARS: &str = "Delete variables by name. Rule variables (RULE) cannot be removed; \
     the answer lists what was removed, refused and not found.";
@@ -106,6 +111,9 @@ struct VarsTool {
     always_listed: bool,
     /// Pages its own output (`ReadVar`), so the executor never truncates it.
     pages_itself: bool,
+    /// Stores `†` references as written instead of resolving them (`WriteVar`, so that a plan
+    /// template keeps its `†input` and `†steps` references for `RunPlan`).
+    keeps_daggers: bool,
 }
 
 impl Tool for VarsTool {
@@ -127,6 +135,10 @@ impl Tool for VarsTool {
 
     fn always_listed(&self) -> bool {
         self.always_listed
+    }
+
+    fn defers_references(&self) -> bool {
+        self.keeps_daggers
     }
 }
 

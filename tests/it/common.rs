@@ -171,6 +171,8 @@ pub(crate) fn test_group() -> ToolGroup {
             Arc::new(Echo::new()),
             Arc::new(Repeat::new()),
             Arc::new(Explode::new()),
+            Arc::new(Fail::new()),
+            Arc::new(Wait::new()),
         ],
         rule_prompt: RulePrompt::Computed(Arc::new(|names: &[&str]| {
             format!("Test tools on: {}.", names.join(", "))
@@ -274,6 +276,71 @@ impl Tool for Explode {
 
     fn execute<'a>(&'a self, _call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move { panic!("boom") })
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct FailArguments {
+    /// The error to fail with.
+    message: String,
+}
+
+struct Fail(ToolDefinition);
+
+impl Fail {
+    fn new() -> Self {
+        Self(ToolDefinition::new::<FailArguments>(
+            "Fail",
+            "Fails with `message`.",
+            Annotations::default(),
+        ))
+    }
+}
+
+impl Tool for Fail {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments: FailArguments =
+                synapse_mcp::tools::parse_arguments("Fail", call.arguments)?;
+            Err(ToolError::Invalid(arguments.message))
+        })
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct WaitArguments {
+    /// How long to wait, in milliseconds.
+    millis: u64,
+}
+
+struct Wait(ToolDefinition);
+
+impl Wait {
+    fn new() -> Self {
+        Self(ToolDefinition::new::<WaitArguments>(
+            "Wait",
+            "Waits, then returns how long it waited.",
+            Annotations::default(),
+        ))
+    }
+}
+
+impl Tool for Wait {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments: WaitArguments =
+                synapse_mcp::tools::parse_arguments("Wait", call.arguments)?;
+            tokio::time::sleep(Duration::from_millis(arguments.millis)).await;
+            Ok(ToolOutput::Structured(json!({"waited": arguments.millis})))
+        })
     }
 }
 

@@ -194,7 +194,7 @@ async fn group_rules_become_variables_resources_and_instructions() {
     );
     let rules = server.executor().tool_rules();
     assert!(
-        rules.contains("## test\n\nTest tools on: Echo, Repeat, Explode.\n"),
+        rules.contains("## test\n\nTest tools on: Echo, Repeat, Explode, Fail, Wait.\n"),
         "{rules}"
     );
     assert!(
@@ -214,10 +214,12 @@ async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
         [
             "Echo",
             "Explode",
+            "Fail",
             "ListVars",
             "ReadVar",
             "RemoveVars",
             "Repeat",
+            "Wait",
             "WriteVar"
         ]
     );
@@ -226,7 +228,9 @@ async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
     let after = tool_names(&client).await;
     assert_eq!(
         after,
-        ["Echo", "Explode", "ListVars", "ReadVar", "Repeat"],
+        [
+            "Echo", "Explode", "Fail", "ListVars", "ReadVar", "Repeat", "Wait"
+        ],
         "ReadVar and ListVars stay while any group is on"
     );
     registry.set_group_enabled("test", false).unwrap();

@@ -9,6 +9,7 @@ mod approval;
 mod bad_input;
 mod common;
 mod executor;
+mod plans;
 mod schemas;
 mod stdio;
 mod store;

@@ -1,0 +1,258 @@
+//! Plans through the protocol (seed 003): the state document, `†` references, `_outputPath`
+//! with `||` and `&&`, and `RunPlan` — validation, order, parallel steps, failures.
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::common::{Elicitation, TestClient, call, in_process, is_error, text};
+
+fn structured(result: &rmcp::model::CallToolResult) -> Value {
+    result
+        .structured_content
+        .clone()
+        .unwrap_or_else(|| panic!("no structured content: {}", text(result)))
+}
+
+async fn state(client: &crate::common::Client, path: &str) -> String {
+    let read = call(client, "ReadState", json!({"path": path})).await;
+    assert!(!is_error(&read), "{}", text(&read));
+    text(&read).split_once('\n').unwrap().1.to_owned()
+}
+
+#[tokio::test]
+async fn output_path_on_a_plain_call_writes_state_and_typed_references_read_it() {
+    let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
+    let written = call(
+        &client,
+        "Echo",
+        json!({"text": {"name": "Ada", "tags": ["x"]}, "_outputPath": "†state.user"}),
+    )
+    .await;
+    assert!(
+        text(&written).ends_with("[Written to †state.user]"),
+        "{}",
+        text(&written)
+    );
+    call(&client, "WriteState", json!({"path": "count", "value": 42})).await;
+    let typed = call(&client, "Echo", json!({"text": {"who": "†state.user", "n": "†state.count", "line": "†state.user.name is †state.count"}})).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&text(&typed)).unwrap(),
+        json!({"who": {"name": "Ada", "tags": ["x"]}, "n": 42, "line": "Ada is 42"})
+    );
+    let fanned = call(
+        &client,
+        "Echo",
+        json!({"text": "both", "_outputPath": "†state.a.b && †var.copy"}),
+    )
+    .await;
+    assert!(
+        text(&fanned).ends_with("[Written to †state.a.b, †var.copy]"),
+        "{}",
+        text(&fanned)
+    );
+    assert_eq!(state(&client, "a.b").await, "\"both\"");
+    let copy = call(&client, "ReadVar", json!({"name": "copy"})).await;
+    assert!(text(&copy).ends_with("\nboth"));
+    let spliced = call(&client, "Echo", json!({"text": "user: †state.user"})).await;
+    assert!(
+        is_error(&spliced) && text(&spliced).contains("cannot be spliced"),
+        "{}",
+        text(&spliced)
+    );
+    let outside = call(&client, "Echo", json!({"text": "†input.x"})).await;
+    assert!(
+        text(&outside).contains("only available inside RunPlan"),
+        "{}",
+        text(&outside)
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_branch_writes_a_failure_as_data_and_the_call_succeeds() {
+    let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
+    let result = call(&client, "Fail", json!({"message": "no such user", "_outputPath": "†state.user.verified || †state.user.failed"})).await;
+    assert!(!is_error(&result), "{}", text(&result));
+    assert!(
+        text(&result).contains("written to †state.user.failed as data: no such user"),
+        "{}",
+        text(&result)
+    );
+    assert_eq!(
+        state(&client, "user").await,
+        "{\n  \"failed\": \"no such user\"\n}"
+    );
+    let plain = call(
+        &client,
+        "Fail",
+        json!({"message": "boom", "_outputPath": "†state.x"}),
+    )
+    .await;
+    assert!(is_error(&plain), "without || a failure stays a failure");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_three_step_plan_chains_outputs_and_fans_out() {
+    let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "greeting", "value": "hello"}),
+    )
+    .await;
+    let plan = json!({
+        "input": {"who": "Ada", "times": 2},
+        "steps": [
+            {"id": "first", "_tool": "Echo", "text": "†var.greeting †input.who", "_outputPath": "†state.first"},
+            {"id": "second", "_tool": "Repeat", "unit": "†state.first|", "times": "†input.times", "_outputPath": "†state.second"},
+            {"id": "third", "_tool": "Echo", "text": {"from": "†steps.second"}, "_outputPath": "†state.report.a && †state.report.b"}
+        ]
+    });
+    let result = call(&client, "RunPlan", plan).await;
+    let output = structured(&result);
+    assert_eq!(output["ok"], json!(true), "{output}");
+    assert_eq!(output["order"], json!([["first"], ["second"], ["third"]]));
+    let statuses: Vec<&str> = output["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["success", "success", "success"]);
+    assert_eq!(
+        output["steps"][2]["written"],
+        json!(["†state.report.a", "†state.report.b"])
+    );
+    assert!(
+        output["steps"][0]["resultVariable"]
+            .as_str()
+            .unwrap()
+            .starts_with("Echo_")
+    );
+    assert_eq!(state(&client, "second").await, "\"hello Ada|hello Ada|\"");
+    assert_eq!(
+        state(&client, "report.b").await,
+        "{\n  \"from\": \"hello Ada|hello Ada|\"\n}"
+    );
+    let diff_paths: Vec<&str> = output["stateDiff"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(diff_paths, ["first", "report", "second"]);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn validation_lists_every_problem_before_anything_runs() {
+    let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
+    let plan = json!({"steps": [
+        {"id": "a", "_tool": "Echo", "text": "†steps.b", "_outputPath": "†state.a"},
+        {"id": "b", "_tool": "Echo", "text": "†state.a", "_outputPath": "†state.b"},
+        {"id": "c", "_tool": "Echo", "text": "†state.nothing.here"},
+        {"id": "d", "_tool": "NoSuchTool"},
+        {"id": "e", "_tool": "Repeat", "unit": 5, "times": 1},
+        {"id": "f", "_tool": "Echo", "text": "†steps.ghost"}
+    ]});
+    let result = call(&client, "RunPlan", plan).await;
+    assert!(is_error(&result));
+    let message = text(&result);
+    for expected in [
+        "the plan is not valid (5 problems)",
+        "step `c`: †state.nothing.here: no step writes it and the state has nothing there (a dangling reference)",
+        "step `d`: unknown tool `NoSuchTool`",
+        "step `e`: argument `unit` of `Repeat` must be \"string\", not a number",
+        "step `f`: †steps.ghost refers to unknown step `ghost`",
+        "steps `a`, `b` depend on each other in a cycle",
+    ] {
+        assert!(
+            message.contains(expected),
+            "missing «{expected}» in:\n{message}"
+        );
+    }
+    let state_after = call(&client, "ReadState", json!({})).await;
+    assert!(
+        text(&state_after).ends_with("\n{}"),
+        "nothing ran: {}",
+        text(&state_after)
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_dry_run_returns_the_order_and_runs_nothing() {
+    let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
+    let plan = json!({"dryRun": true, "steps": [
+        {"id": "late", "_tool": "Echo", "text": "†steps.early"},
+        {"id": "early", "_tool": "Echo", "text": "x", "_outputPath": "†state.early"},
+        {"id": "alone", "_tool": "Echo", "text": "y"}
+    ]});
+    let output = structured(&call(&client, "RunPlan", plan).await);
+    assert_eq!(
+        output,
+        json!({"ok": true, "order": [["early", "alone"], ["late"]]})
+    );
+    let state_after = call(&client, "ReadState", json!({})).await;
+    assert!(text(&state_after).ends_with("\n{}"));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn independent_steps_run_at_the_same_time_and_failures_stop_only_their_dependants() {
+    let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
+    let plan = json!({"steps": [
+        {"id": "slow1", "_tool": "Wait", "millis": 150},
+        {"id": "slow2", "_tool": "Wait", "millis": 150},
+        {"id": "broken", "_tool": "Fail", "message": "down"},
+        {"id": "needs-broken", "_tool": "Echo", "text": "†steps.broken"},
+        {"id": "caught", "_tool": "Fail", "message": "handled", "_outputPath": "†state.ok || †state.err"},
+        {"id": "after-caught", "_tool": "Echo", "text": "got: †state.err"}
+    ]});
+    let output = structured(&call(&client, "RunPlan", plan).await);
+    let steps = output["steps"].as_array().unwrap();
+    let by_id = |id: &str| {
+        steps
+            .iter()
+            .find(|step| step["id"] == json!(id))
+            .unwrap()
+            .clone()
+    };
+    let (first, second) = (by_id("slow1"), by_id("slow2"));
+    let overlap = first["startedMicros"].as_u64() < second["finishedMicros"].as_u64()
+        && second["startedMicros"].as_u64() < first["finishedMicros"].as_u64();
+    assert!(
+        overlap,
+        "independent steps should overlap: {first} {second}"
+    );
+    assert_eq!(by_id("broken")["status"], json!("error"));
+    assert_eq!(by_id("needs-broken")["status"], json!("skipped"));
+    assert_eq!(by_id("caught")["status"], json!("success"));
+    assert_eq!(by_id("after-caught")["status"], json!("success"));
+    assert_eq!(output["ok"], json!(false));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_plan_stored_in_a_variable_runs_with_new_input() {
+    let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
+    let plan = json!({"steps": [{"id": "say", "_tool": "Echo", "text": "hi †input.name", "_outputPath": "†state.said"}]});
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "plans/greet", "value": plan}),
+    )
+    .await;
+    let output = structured(
+        &call(
+            &client,
+            "RunPlan",
+            json!({"plan": "$VAR_REF{{plans/greet}}", "input": {"name": "Grace"}}),
+        )
+        .await,
+    );
+    assert_eq!(output["ok"], json!(true), "{output}");
+    assert_eq!(state(&client, "said").await, "\"hi Grace\"");
+    client.cancel().await.unwrap();
+}
