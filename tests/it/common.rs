@@ -96,6 +96,18 @@ impl ClientHandler for TestClient {
         self.note("tools/list_changed".to_owned());
     }
 
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.note(format!(
+            "progress {} {}",
+            params.progress,
+            params.message.unwrap_or_default()
+        ));
+    }
+
     async fn on_resource_updated(
         &self,
         params: rmcp::model::ResourceUpdatedNotificationParam,
@@ -173,6 +185,7 @@ pub(crate) fn test_group() -> ToolGroup {
             Arc::new(Explode::new()),
             Arc::new(Fail::new()),
             Arc::new(Wait::new()),
+            Arc::new(Pinned::new()),
         ],
         rule_prompt: RulePrompt::Computed(Arc::new(|names: &[&str]| {
             format!("Test tools on: {}.", names.join(", "))
@@ -340,6 +353,37 @@ impl Tool for Wait {
                 synapse_mcp::tools::parse_arguments("Wait", call.arguments)?;
             tokio::time::sleep(Duration::from_millis(arguments.millis)).await;
             Ok(ToolOutput::Structured(json!({"waited": arguments.millis})))
+        })
+    }
+}
+
+/// Echo with its `_outputPath` pinned by `const` in its schema.
+struct Pinned(ToolDefinition);
+
+impl Pinned {
+    fn new() -> Self {
+        let mut definition = ToolDefinition::new::<EchoArguments>(
+            "Pinned",
+            "Echoes into †state.pinned.",
+            Annotations::default(),
+        );
+        let mut schema = definition.input_schema.as_ref().clone();
+        schema["properties"]["_outputPath"] = json!({"type": "string", "const": "†state.pinned"});
+        definition.input_schema = Arc::new(schema);
+        Self(definition)
+    }
+}
+
+impl Tool for Pinned {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments: EchoArguments =
+                synapse_mcp::tools::parse_arguments("Pinned", call.arguments)?;
+            Ok(ToolOutput::Structured(arguments.text))
         })
     }
 }

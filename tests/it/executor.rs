@@ -194,7 +194,7 @@ async fn group_rules_become_variables_resources_and_instructions() {
     );
     let rules = server.executor().tool_rules();
     assert!(
-        rules.contains("## test\n\nTest tools on: Echo, Repeat, Explode, Fail, Wait.\n"),
+        rules.contains("## test\n\nTest tools on: Echo, Repeat, Explode, Fail, Wait, Pinned.\n"),
         "{rules}"
     );
     assert!(
@@ -216,6 +216,7 @@ async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
             "Explode",
             "Fail",
             "ListVars",
+            "Pinned",
             "ReadVar",
             "RemoveVars",
             "Repeat",
@@ -266,7 +267,7 @@ async fn subscribers_hear_when_a_variable_changes() {
     client.cancel().await.unwrap();
 }
 
-async fn wait_for(client: &TestClient, notification: &str) {
+pub(crate) async fn wait_for(client: &TestClient, notification: &str) {
     for _ in 0..200 {
         if client
             .notifications()

@@ -256,3 +256,54 @@ async fn a_plan_stored_in_a_variable_runs_with_new_input() {
     assert_eq!(state(&client, "said").await, "\"hi Grace\"");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_schema_pinned_output_path_wins() {
+    let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
+    let result = call(
+        &client,
+        "Pinned",
+        json!({"text": 7, "_outputPath": "†state.elsewhere"}),
+    )
+    .await;
+    assert!(
+        text(&result).ends_with("[Written to †state.pinned]"),
+        "{}",
+        text(&result)
+    );
+    assert_eq!(state(&client, "pinned").await, "7");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+#[expect(
+    deprecated,
+    reason = "resources/subscribe is how initialize-era clients subscribe"
+)]
+async fn plans_report_progress_and_state_subscribers_hear_of_writes() {
+    let observer = TestClient::new(Elicitation::Unsupported);
+    let (_server, client) = in_process("", observer.clone()).await;
+    client
+        .subscribe(rmcp::model::SubscribeRequestParams::new("state://report"))
+        .await
+        .unwrap();
+    let arguments = json!({"steps": [
+        {"id": "one", "_tool": "Echo", "text": "1", "_outputPath": "†state.report.one"},
+        {"id": "two", "_tool": "Echo", "text": "2"}
+    ]});
+    let mut request = rmcp::model::CallToolRequestParams::new("RunPlan")
+        .with_arguments(arguments.as_object().cloned().unwrap());
+    request.meta = Some(rmcp::model::RequestMetaObject::with_progress_token(
+        rmcp::model::ProgressToken(rmcp::model::NumberOrString::String("plan-1".into())),
+    ));
+    let result = client.call_tool(request).await.unwrap();
+    assert_eq!(structured(&result)["ok"], json!(true));
+    crate::executor::wait_for(&observer, "resources/updated state://report").await;
+    let progress: Vec<String> = observer
+        .notifications()
+        .into_iter()
+        .filter(|seen| seen.starts_with("progress"))
+        .collect();
+    assert_eq!(progress.len(), 2, "{progress:?}");
+    client.cancel().await.unwrap();
+}
