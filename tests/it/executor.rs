@@ -230,7 +230,7 @@ async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
     assert_eq!(
         after,
         [
-            "Echo", "Explode", "Fail", "ListVars", "ReadVar", "Repeat", "Wait"
+            "Echo", "Explode", "Fail", "ListVars", "Pinned", "ReadVar", "Repeat", "Wait"
         ],
         "ReadVar and ListVars stay while any group is on"
     );
