@@ -190,6 +190,10 @@ fn report() {
             "/s",
         ),
     ];
+    for (label, function) in [("plan validation", "validate_1000_steps"), ("plan execution", "run_1000_steps")] {
+        let per_step = mean_nanoseconds("plans", function).unwrap_or(f64::NAN) / PLAN_STEPS as f64;
+        println!("{label} of a {PLAN_STEPS}-step plan: {:.1} µs per step", per_step / 1e3);
+    }
     let nanoseconds = |function: &str| mean_nanoseconds("workspace", function).unwrap_or(f64::NAN);
     let (read_memory, read_sqlite) = (
         nanoseconds("read_1kb_memory"),
@@ -265,11 +269,49 @@ fn bench_store(criterion: &mut Criterion) {
     std::fs::remove_dir_all(&directory).ok();
 }
 
+/// A 1,000-step plan of cheap steps (`WriteState`), each reading the previous step's result:
+/// validation alone (`dryRun`) and a full run through the executor.
+fn bench_plans(criterion: &mut Criterion) {
+    let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from(["synapse-mcp", "--store", "memory"]);
+    let config = synapse_mcp::config::Config::load(&cli).expect("config");
+    let server = synapse_mcp::server::Server::new(&config).expect("server");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let steps: Vec<Value> = (0..PLAN_STEPS)
+        .map(|index| {
+            let value = if index == 0 { json!(0) } else { json!(format!("†steps.s{}", index - 1)) };
+            json!({"id": format!("s{index}"), "_tool": "WriteState", "path": format!("chain.s{index}"), "value": value})
+        })
+        .collect();
+    let mut group = criterion.benchmark_group("plans");
+    group.sample_size(10);
+    for (label, dry_run) in [("validate_1000_steps", true), ("run_1000_steps", false)] {
+        let arguments = json!({"steps": steps, "dryRun": dry_run, "_outputLimit": 200});
+        group.bench_function(label, |bencher| {
+            bencher.iter(|| {
+                let request = synapse_mcp::tools::CallRequest {
+                    tool: "RunPlan",
+                    arguments: arguments.as_object().cloned(),
+                    asking: synapse_mcp::tools::Asking::Unavailable,
+                    resume: None,
+                    cancellation: tokio_util::sync::CancellationToken::new(),
+                    plan: None,
+                    progress: None,
+                };
+                black_box(runtime.block_on(server.executor().execute(request)))
+            });
+        });
+    }
+    group.finish();
+}
+
+const PLAN_STEPS: usize = 1_000;
+
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     bench_references(&mut criterion);
     bench_writes(&mut criterion);
     bench_store(&mut criterion);
+    bench_plans(&mut criterion);
     criterion.final_summary();
     report();
 }
