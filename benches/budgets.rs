@@ -190,9 +190,15 @@ fn report() {
             "/s",
         ),
     ];
-    for (label, function) in [("plan validation", "validate_1000_steps"), ("plan execution", "run_1000_steps")] {
+    for (label, function) in [
+        ("plan validation", "validate_1000_steps"),
+        ("plan execution", "run_1000_steps"),
+    ] {
         let per_step = mean_nanoseconds("plans", function).unwrap_or(f64::NAN) / PLAN_STEPS as f64;
-        println!("{label} of a {PLAN_STEPS}-step plan: {:.1} µs per step", per_step / 1e3);
+        println!(
+            "{label} of a {PLAN_STEPS}-step plan: {:.1} µs per step",
+            per_step / 1e3
+        );
     }
     let nanoseconds = |function: &str| mean_nanoseconds("workspace", function).unwrap_or(f64::NAN);
     let (read_memory, read_sqlite) = (
@@ -272,13 +278,20 @@ fn bench_store(criterion: &mut Criterion) {
 /// A 1,000-step plan of cheap steps (`WriteState`), each reading the previous step's result:
 /// validation alone (`dryRun`) and a full run through the executor.
 fn bench_plans(criterion: &mut Criterion) {
-    let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from(["synapse-mcp", "--store", "memory"]);
+    let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from([
+        "synapse-mcp",
+        "--store",
+        "memory",
+    ]);
     let config = synapse_mcp::config::Config::load(&cli).expect("config");
     let server = synapse_mcp::server::Server::new(&config).expect("server");
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let steps: Vec<Value> = (0..PLAN_STEPS)
         .map(|index| {
-            let value = if index == 0 { json!(0) } else { json!(format!("†steps.s{}", index - 1)) };
+            let value = if index == 0 { json!(0) } else { json!(format!("†steps.s{}.path", index - 1)) };
             json!({"id": format!("s{index}"), "_tool": "WriteState", "path": format!("chain.s{index}"), "value": value})
         })
         .collect();

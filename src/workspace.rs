@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+use crate::plans::path::Path;
 use crate::refs;
 use crate::store::{self, Batch, Store, Visit};
 use crate::vars::{
@@ -287,24 +288,34 @@ impl Workspace {
         }
     }
 
-    /// Changes the state document atomically; `change` may refuse with a message, and then
-    /// nothing is written. Returns the document as written.
-    pub fn update_state(
-        &self,
-        mut change: impl FnMut(&mut Value) -> Result<(), String>,
-    ) -> Result<Result<Value, String>, Error> {
+    /// The state document's value at a path, if any (without copying the rest of it when the
+    /// state lives in memory).
+    pub fn state_at(&self, path: &Path) -> Result<Option<Value>, Error> {
+        if self.store.is_some() {
+            return Ok(path.get(&self.state()?).cloned());
+        }
+        let document = self
+            .state_document
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok(path.get(&document).cloned())
+    }
+
+    /// Writes a value into the state document at a path, atomically: a refused write (a
+    /// scalar in the way, a gap in an array) changes nothing and comes back as the inner `Err`.
+    pub fn write_state(&self, path: &Path, value: &Value) -> Result<Result<(), String>, Error> {
+        let mut set = |document: &mut Value| {
+            path.set(document, value.clone())
+                .map_err(|error| error.to_string())
+        };
         let outcome = if let Some(store) = &self.store {
-            store.update_state(&self.name, &mut change)?
+            store.update_state(&self.name, &mut set)?.map(drop)
         } else {
-            let mut document = self
+            // A refused `Path::set` leaves the document as it was, so no copy is needed.
+            set(&mut self
                 .state_document
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let mut changed = document.clone();
-            change(&mut changed).map(|()| {
-                document.clone_from(&changed);
-                changed
-            })
+                .unwrap_or_else(PoisonError::into_inner))
         };
         if outcome.is_ok() && self.changes.receiver_count() > 0 {
             self.changes.send(Change::State).ok();

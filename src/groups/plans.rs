@@ -166,10 +166,7 @@ fn write_state(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     let path = Path::parse(&arguments.path).map_err(ToolError::invalid)?;
     let value = arguments.value;
     call.workspace
-        .update_state(|document| {
-            path.set(document, value.clone())
-                .map_err(|error| error.to_string())
-        })
+        .write_state(&path, &value)
         .map_err(ToolError::invalid)?
         .map_err(ToolError::Invalid)?;
     structured(&WriteStateOutput {

@@ -117,10 +117,7 @@ pub fn write(
         match target {
             Target::State(path) => {
                 workspace
-                    .update_state(|document| {
-                        path.set(document, value.clone())
-                            .map_err(|error| error.to_string())
-                    })
+                    .write_state(path, value)
                     .map_err(|error| error.to_string())??;
             }
             Target::Variable(name) => {

@@ -52,8 +52,14 @@ impl Context for ReferenceContext<'_> {
     fn read(&mut self, kind: Kind, path: &[String]) -> Result<Option<Value>, String> {
         match kind {
             Kind::State => {
-                let state = self.workspace.state().map_err(|error| error.to_string())?;
-                Ok(follow(&state, path))
+                let path = if path.is_empty() {
+                    Path::root()
+                } else {
+                    Path::parse(&path.join(".")).map_err(|error| error.to_string())?
+                };
+                self.workspace
+                    .state_at(&path)
+                    .map_err(|error| error.to_string())
             }
             Kind::Input => {
                 let plan = self.plan.ok_or("†input is only available inside RunPlan")?;
