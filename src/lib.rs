@@ -34,6 +34,7 @@ pub mod groups;
 pub mod refs;
 pub mod rules;
 pub mod server;
+pub mod skills;
 pub mod tools;
 pub mod vars;
 pub mod workspace;
