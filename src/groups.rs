@@ -1,6 +1,7 @@
 //! The tool groups synapse-mcp offers. Each tool is a thin adapter: decode the arguments, call
 //! the domain module, shape the answer. The executor in `tools` does everything around it.
 
+pub mod skills;
 pub mod vars;
 
 use futures::future::BoxFuture;

@@ -39,13 +39,45 @@ pub mod tools;
 pub mod vars;
 pub mod workspace;
 
-/// Serves MCP over stdio with the given configuration until the client disconnects.
-pub async fn run(cli: &config::Cli, config: &config::Config) -> Result<(), server::Error> {
+/// Serves MCP over stdio with the given configuration until the client disconnects, or runs
+/// the subcommand given.
+pub async fn run(
+    cli: &config::Cli,
+    config: &config::Config,
+) -> Result<std::process::ExitCode, server::Error> {
     match &cli.command {
         None | Some(config::Command::Serve) => {
             let server = server::Server::new(config)?;
             tracing::info!("{}", server.readiness_line());
-            server.serve_stdio().await
+            server.serve_stdio().await?;
+            Ok(std::process::ExitCode::SUCCESS)
         }
+        Some(config::Command::Skills(config::SkillsCommand::Check { dirs, strict })) => {
+            Ok(check_skills(config, dirs, *strict))
+        }
+    }
+}
+
+/// `skills check`: the report goes to stdout, since this command does not serve MCP.
+#[expect(
+    clippy::print_stdout,
+    reason = "`skills check` prints its report; it never serves MCP, so stdout is free"
+)]
+fn check_skills(
+    config: &config::Config,
+    dirs: &[std::path::PathBuf],
+    strict: bool,
+) -> std::process::ExitCode {
+    let roots = if dirs.is_empty() {
+        config.skill_roots()
+    } else {
+        skills::discover::roots(dirs, false, None, std::path::Path::new("."))
+    };
+    let (report, failed) = skills::check::report(&roots, strict);
+    print!("{report}");
+    if failed {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
     }
 }

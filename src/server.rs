@@ -8,6 +8,7 @@ mod errors;
 mod notifications;
 mod prompts;
 mod resources;
+mod skills;
 mod tools;
 pub mod transport;
 
@@ -16,9 +17,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
+    GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
     Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ListSkillsResult, ListToolsResult, PaginatedRequestParams, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
     ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool as WireTool,
     UnsubscribeRequestParams,
 };
@@ -28,6 +31,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use crate::config::Config;
 use crate::groups;
 use crate::rules::{self, AGENT_GROUP};
+use crate::skills::Library;
 use crate::tools::{Executor, Registry, RegistryError, RulePrompt, ToolGroup};
 use crate::vars::SystemClock;
 use crate::workspace::Workspace;
@@ -51,6 +55,7 @@ pub struct Server {
 
 struct Inner {
     executor: Executor,
+    library: Arc<Library>,
     subscriptions: Mutex<HashSet<String>>,
     notifications_started: AtomicBool,
 }
@@ -77,12 +82,16 @@ impl Server {
         executor.register_group(agent, true)?;
         let vars_enabled = config.group_enabled(groups::vars::GROUP, true);
         executor.register_group(groups::vars::group(), vars_enabled)?;
+        let library = Arc::new(Library::load(&config.skill_roots()));
+        let skills_enabled = config.group_enabled(groups::skills::GROUP, true);
+        executor.register_group(groups::skills::group(library.clone()), skills_enabled)?;
         for tool in &config.disabled_tools {
             executor.registry().set_tool_enabled(tool, false);
         }
         Ok(Self {
             inner: Arc::new(Inner {
                 executor,
+                library,
                 subscriptions: Mutex::default(),
                 notifications_started: AtomicBool::new(false),
             }),
@@ -93,8 +102,15 @@ impl Server {
         &self.inner.executor
     }
 
+    pub fn library(&self) -> &Arc<Library> {
+        &self.inner.library
+    }
+
     /// Serves one MCP session over stdin/stdout until the client closes it.
     pub async fn serve_stdio(self) -> Result<(), Error> {
+        // The search index reads every body; build it beside the session, never before it.
+        let library = self.library().clone();
+        std::thread::spawn(move || library.warm_up());
         let running = self
             .serve({
                 let (reader, writer) = rmcp::transport::io::stdio_pipes();
@@ -119,12 +135,19 @@ impl Server {
             .filter(|group| !group.tools.is_empty())
             .map(|group| group.name.clone())
             .collect();
+        let library = self.library();
+        let skipped = library
+            .diagnostics()
+            .iter()
+            .filter(|diagnostic| diagnostic.level == crate::skills::validate::Level::Fatal)
+            .count();
         format!(
-            "synapse-mcp {} ready on stdio: workspace `{}`, groups [{}], {} tools",
+            "synapse-mcp {} ready on stdio: workspace `{}`, groups [{}], {} tools, {} skills ({skipped} skipped; `synapse-mcp skills check` explains)",
             env!("CARGO_PKG_VERSION"),
             self.executor().workspace().name(),
             groups.join(", "),
-            registry.enabled_tools().len()
+            registry.enabled_tools().len(),
+            library.skills().len(),
         )
     }
 
@@ -139,6 +162,7 @@ impl Server {
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
+            .enable_completions()
             .enable_prompts()
             .enable_prompts_list_changed()
             .enable_resources()
@@ -146,6 +170,7 @@ impl ServerHandler for Server {
             .enable_resources_list_changed()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_skills_with_directory_read()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
@@ -195,6 +220,7 @@ impl ServerHandler for Server {
     ) -> Result<ListResourcesResult, ErrorData> {
         Ok(ListResourcesResult::with_all_items(resources::list(
             self.executor(),
+            self.library(),
         )))
     }
 
@@ -213,7 +239,7 @@ impl ServerHandler for Server {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        resources::read(self.executor(), &request.uri).map(Into::into)
+        resources::read(self.executor(), self.library(), &request.uri).map(Into::into)
     }
 
     async fn subscribe(
@@ -240,7 +266,9 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(prompts::list()))
+        Ok(ListPromptsResult::with_all_items(prompts::list(
+            self.library(),
+        )))
     }
 
     async fn get_prompt(
@@ -248,6 +276,45 @@ impl ServerHandler for Server {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        prompts::get(self.executor(), &request.name).map(Into::into)
+        prompts::get(self.executor(), self.library(), &request.name).map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let values = skills::complete(self.library(), &request);
+        let info =
+            CompletionInfo::new(values).map_err(|error| ErrorData::internal_error(error, None))?;
+        Ok(CompleteResult::new(info))
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let cursor = request
+            .as_ref()
+            .and_then(|request| request.cursor.as_deref());
+        skills::list_skills(self.library(), cursor)
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        skills::get_skill(self.library(), &request.uri).map(GetSkillResult::new)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        skills::read_directory(self.library(), &request.uri)
+            .map(ReadResourceDirectoryResult::with_all_items)
     }
 }

@@ -13,6 +13,7 @@
 //! Nothing here knows MCP.
 
 pub mod catalog;
+pub mod check;
 pub mod discover;
 pub mod files;
 pub mod frontmatter;
@@ -31,6 +32,9 @@ use self::discover::Root;
 use self::files::{FileError, Location, PathProblem};
 use self::frontmatter::Frontmatter;
 use self::validate::{Diagnostic, Fields};
+
+/// The name the skill file is always served under (SEP-2640 URIs end in it).
+pub const SKILL_MD: &str = "SKILL.md";
 
 /// What went wrong with a request for a skill or one of its files.
 #[derive(Debug, thiserror::Error)]
@@ -146,8 +150,13 @@ impl Skill {
         })
     }
 
+    /// Reads a cleaned path; `SKILL.md` always names the skill file, even a `skill.md`.
     fn read(&self, relative: &str) -> Result<Vec<u8>, FileError> {
-        self.location.read(relative)
+        if relative == SKILL_MD {
+            self.location.read(self.file_name)
+        } else {
+            self.location.read(relative)
+        }
     }
 
     fn file_error(&self, path: &str, error: FileError) -> Error {
@@ -164,16 +173,29 @@ impl Skill {
         }
     }
 
-    /// Every file of the skill, relative and sorted (SKILL.md included).
+    /// Every file of the skill, relative and sorted; the skill file is always `SKILL.md`.
     pub fn files(&self) -> Vec<String> {
-        self.location.files()
+        let mut files: Vec<String> = self
+            .location
+            .files()
+            .into_iter()
+            .map(|file| {
+                if file == self.file_name {
+                    SKILL_MD.to_owned()
+                } else {
+                    file
+                }
+            })
+            .collect();
+        files.sort();
+        files
     }
 
     /// The other files (what `<skill_resources>` lists).
     pub fn resources(&self) -> Vec<String> {
         self.files()
             .into_iter()
-            .filter(|file| file != self.file_name)
+            .filter(|file| file != SKILL_MD)
             .collect()
     }
 

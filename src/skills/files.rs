@@ -140,12 +140,16 @@ impl Location {
         let mut children = match self {
             Self::Bundled(directory) => bundled_children(directory, relative)?,
             Self::Disk(folder) => {
+                let root = std::fs::canonicalize(folder).map_err(|source| FileError::Io {
+                    path: folder.clone(),
+                    source,
+                })?;
                 let path = if relative.is_empty() {
-                    folder.clone()
+                    root.clone()
                 } else {
                     confined(folder, relative)?
                 };
-                disk_children(&path)?
+                disk_children(&root, &path)?
             }
         };
         children.sort_by(|left, right| left.name.cmp(&right.name));
@@ -189,7 +193,7 @@ fn disk_files(root: &Path, folder: &Path, depth: usize, files: &mut Vec<String>)
             continue;
         };
         if !resolved.starts_with(root) {
-            tracing::warn!(path = %entry.path().display(), "skipping a symlink that leaves the skill folder");
+            tracing::debug!(path = %entry.path().display(), "skipping a symlink that leaves the skill folder");
             continue;
         }
         if resolved.is_dir() {
@@ -202,7 +206,7 @@ fn disk_files(root: &Path, folder: &Path, depth: usize, files: &mut Vec<String>)
     }
 }
 
-fn disk_children(path: &Path) -> Result<Vec<Child>, FileError> {
+fn disk_children(root: &Path, path: &Path) -> Result<Vec<Child>, FileError> {
     if !path.is_dir() {
         return Err(FileError::Missing);
     }
@@ -216,7 +220,9 @@ fn disk_children(path: &Path) -> Result<Vec<Child>, FileError> {
         let Ok(metadata) = std::fs::metadata(entry.path()) else {
             continue;
         };
-        if !skipped(&name) {
+        let inside =
+            std::fs::canonicalize(entry.path()).is_ok_and(|resolved| resolved.starts_with(root));
+        if inside && !skipped(&name) {
             children.push(Child {
                 name,
                 directory: metadata.is_dir(),

@@ -145,8 +145,11 @@ fn parse_yaml(yaml: &str, yaml_line: usize) -> Result<Frontmatter, YamlError> {
     }
 }
 
+/// The message alone: its first line, without the position relative to the YAML slice (the
+/// diagnostic gives the line of the file instead).
 fn first_line(text: &str) -> String {
-    text.lines().next().unwrap_or_default().trim().to_owned()
+    let line = text.lines().next().unwrap_or_default().trim();
+    line.split(" at line ").next().unwrap_or(line).to_owned()
 }
 
 /// Quotes the value of every top-level `key: value` line whose plain value holds `: `.

@@ -59,13 +59,36 @@ impl Diagnostic {
     }
 }
 
+impl Diagnostic {
+    /// One line: `file:line: level [rule] `field`: message`. In lenient mode a violation of the
+    /// specification is only a warning.
+    pub fn render(&self, strict: bool) -> String {
+        Rendered(self, strict).to_string()
+    }
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let level = match self.level {
-            Level::Warning => "warning",
-            Level::Error => "error",
+        Rendered(self, true).fmt(formatter)
+    }
+}
+
+struct Rendered<'a>(&'a Diagnostic, bool);
+
+impl fmt::Display for Rendered<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self(diagnostic, strict) = self;
+        let level = match diagnostic.level {
+            Level::Error if *strict => "error",
+            Level::Warning | Level::Error => "warning",
             Level::Fatal => "error (skipped)",
         };
+        diagnostic.write(formatter, level)
+    }
+}
+
+impl Diagnostic {
+    fn write(&self, formatter: &mut fmt::Formatter<'_>, level: &str) -> fmt::Result {
         write!(formatter, "{}", self.file.display())?;
         if let Some(line) = self.line {
             write!(formatter, ":{line}")?;

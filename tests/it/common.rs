@@ -109,10 +109,17 @@ pub(crate) fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_synapse-mcp")
 }
 
+/// A home folder without skills, so that the default skill roots (the bundled skills, then
+/// `~/.synapse/skills`, `~/.agents/skills`, `~/.claude/skills`) do not depend on the machine.
+pub(crate) fn quiet_home() -> &'static str {
+    env!("CARGO_TARGET_TMPDIR")
+}
+
 /// The real binary over stdio, with extra arguments, its stderr forwarded to the test's.
 pub(crate) async fn spawn_binary(args: &[&str], client: TestClient) -> Client {
     let mut command = Command::new(binary());
     command
+        .env("HOME", quiet_home())
         .args(args)
         .arg("--log-level")
         .arg("warn")
@@ -328,6 +335,7 @@ pub(crate) struct RawSession {
 impl RawSession {
     pub(crate) fn start(args: &[&str]) -> Self {
         let mut child = Command::new(binary())
+            .env("HOME", quiet_home())
             .args(args)
             .arg("--log-level")
             .arg("error")

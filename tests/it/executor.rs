@@ -217,6 +217,9 @@ async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
             "ReadVar",
             "RemoveVars",
             "Repeat",
+            "SkillLoad",
+            "SkillReadFile",
+            "SkillSearch",
             "WriteVar"
         ]
     );
@@ -225,15 +228,25 @@ async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
     let after = tool_names(&client).await;
     assert_eq!(
         after,
-        ["Echo", "Explode", "ListVars", "ReadVar", "Repeat"],
+        [
+            "Echo",
+            "Explode",
+            "ListVars",
+            "ReadVar",
+            "Repeat",
+            "SkillLoad",
+            "SkillReadFile",
+            "SkillSearch"
+        ],
         "ReadVar and ListVars stay while any group is on"
     );
     registry.set_group_enabled("test", false).unwrap();
+    registry.set_group_enabled("skills", false).unwrap();
     assert!(client.list_all_tools().await.unwrap().is_empty());
     let unknown = registry.set_group_enabled("nope", true).unwrap_err();
     assert_eq!(
         unknown.to_string(),
-        "unknown tool group `nope`; known groups: Agent, vars, test"
+        "unknown tool group `nope`; known groups: Agent, vars, skills, test"
     );
     wait_for(&observer, "tools/list_changed").await;
     client.cancel().await.unwrap();

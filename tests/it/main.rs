@@ -10,4 +10,5 @@ mod bad_input;
 mod common;
 mod executor;
 mod schemas;
+mod skills;
 mod stdio;

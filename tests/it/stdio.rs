@@ -295,6 +295,7 @@ async fn rules_and_variables_are_resources() {
     assert_eq!(
         uris,
         [
+            "skill://synapse-workspace/SKILL.md",
             "rule://Agent/VarRef",
             "rule://Agent/TODO",
             "var://Rule/Agent/TODO",
@@ -304,7 +305,15 @@ async fn rules_and_variables_are_resources() {
     );
     let templates = client.list_all_resource_templates().await.unwrap();
     let templates: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
-    assert_eq!(templates, ["var://{name}", "rule://{group}/{rule}"]);
+    assert_eq!(
+        templates,
+        [
+            "skill://{name}/SKILL.md",
+            "skill://{name}/{path}",
+            "var://{name}",
+            "rule://{group}/{rule}"
+        ]
+    );
     let rule = client
         .read_resource(ReadResourceRequestParams::new("rule://Agent/VarRef"))
         .await
@@ -339,7 +348,7 @@ async fn the_tool_rules_prompt_matches_the_instructions() {
     let prompts = client.list_all_prompts().await.unwrap();
     assert_eq!(
         prompts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
-        ["tool-rules"]
+        ["tool-rules", "skill-synapse-workspace"]
     );
     let prompt = client
         .get_prompt(GetPromptRequestParams::new("tool-rules"))
