@@ -17,6 +17,8 @@ use sha2::{Digest, Sha256};
 
 use crate::common::{Client, Elicitation, TestClient, call, is_error, spawn_binary, text};
 
+mod catalog;
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
