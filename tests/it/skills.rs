@@ -447,3 +447,38 @@ async fn every_skill_is_a_prompt() {
     );
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_bundled_skills_are_served_and_found_by_default() {
+    let client = spawn_binary(&[], TestClient::new(Elicitation::Unsupported)).await;
+    let cases = [
+        ("a tool result was truncated", "passing-large-values"),
+        ("create a new skill with a SKILL.md", "writing-skills"),
+        ("variables and references", "synapse-workspace"),
+    ];
+    for (query, best) in cases {
+        let found = search(&client, json!({"query": query})).await;
+        assert_eq!(
+            found.first().map(String::as_str),
+            Some(best),
+            "{query}: {found:?}"
+        );
+    }
+    let checklist = call(
+        &client,
+        "SkillReadFile",
+        json!({"name": "writing-skills", "path": "references/checklist.md"}),
+    )
+    .await;
+    assert!(
+        text(&checklist).contains("# Skill checklist"),
+        "{}",
+        text(&checklist)
+    );
+    let loaded = text(&call(&client, "SkillLoad", json!({"name": "writing-skills"})).await);
+    assert!(
+        loaded.contains("Skill folder: (bundled in synapse-mcp) skills/writing-skills"),
+        "{loaded}"
+    );
+    client.cancel().await.unwrap();
+}

@@ -295,7 +295,9 @@ async fn rules_and_variables_are_resources() {
     assert_eq!(
         uris,
         [
+            "skill://passing-large-values/SKILL.md",
             "skill://synapse-workspace/SKILL.md",
+            "skill://writing-skills/SKILL.md",
             "rule://Agent/VarRef",
             "rule://Agent/TODO",
             "var://Rule/Agent/TODO",
@@ -348,7 +350,12 @@ async fn the_tool_rules_prompt_matches_the_instructions() {
     let prompts = client.list_all_prompts().await.unwrap();
     assert_eq!(
         prompts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
-        ["tool-rules", "skill-synapse-workspace"]
+        [
+            "tool-rules",
+            "skill-passing-large-values",
+            "skill-synapse-workspace",
+            "skill-writing-skills"
+        ]
     );
     let prompt = client
         .get_prompt(GetPromptRequestParams::new("tool-rules"))
