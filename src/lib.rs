@@ -6,11 +6,13 @@
 //!   place where results and errors take their wire form.
 //! - [`tools`]: the `Tool` trait, tool groups, the registry, approval policies and the executor
 //!   pipeline of seed 001.
-//! - [`groups`]: the tool groups on offer (`vars`), thin adapters over the domain modules.
+//! - [`groups`]: the tool groups on offer (`vars`, `skills`), thin adapters over the domain
+//!   modules.
 //! - [`workspace`]: the variables and approvals a session works in; every mutation passes here.
 //! - Domain modules, which know nothing of MCP: [`vars`] (the capacity-bounded variable system of
 //!   seed 000), [`refs`] (`$VAR_REF` resolution), [`rules`] (skill rules and the tool-rules
-//!   text).
+//!   text), [`skills`] (the Agent Skills library of seed 004: discovery, frontmatter,
+//!   validation, `index.json`, search, files).
 //!
 //! # The path of a `tools/call`
 //! ```text
