@@ -32,6 +32,7 @@ use crate::config::Config;
 use crate::groups;
 use crate::rules::{self, AGENT_GROUP};
 use crate::skills::Library;
+use crate::skills::shelf::Shelf;
 use crate::tools::{Executor, Registry, RegistryError, RulePrompt, ToolGroup};
 use crate::vars::SystemClock;
 use crate::workspace::Workspace;
@@ -55,7 +56,7 @@ pub struct Server {
 
 struct Inner {
     executor: Executor,
-    library: Arc<Library>,
+    shelf: Arc<Shelf>,
     subscriptions: Mutex<HashSet<String>>,
     notifications_started: AtomicBool,
 }
@@ -82,16 +83,16 @@ impl Server {
         executor.register_group(agent, true)?;
         let vars_enabled = config.group_enabled(groups::vars::GROUP, true);
         executor.register_group(groups::vars::group(), vars_enabled)?;
-        let library = Arc::new(Library::load(&config.skill_roots()));
+        let shelf = Arc::new(Shelf::load(config.skill_roots()));
         let skills_enabled = config.group_enabled(groups::skills::GROUP, true);
-        executor.register_group(groups::skills::group(library.clone()), skills_enabled)?;
+        executor.register_group(groups::skills::group(shelf.clone()), skills_enabled)?;
         for tool in &config.disabled_tools {
             executor.registry().set_tool_enabled(tool, false);
         }
         Ok(Self {
             inner: Arc::new(Inner {
                 executor,
-                library,
+                shelf,
                 subscriptions: Mutex::default(),
                 notifications_started: AtomicBool::new(false),
             }),
@@ -102,14 +103,15 @@ impl Server {
         &self.inner.executor
     }
 
-    pub fn library(&self) -> &Arc<Library> {
-        &self.inner.library
+    /// The skill library as it is now (a saved skill replaces it).
+    pub fn library(&self) -> Arc<Library> {
+        self.inner.shelf.library()
     }
 
     /// Serves one MCP session over stdin/stdout until the client closes it.
     pub async fn serve_stdio(self) -> Result<(), Error> {
         // The search index reads every body; build it beside the session, never before it.
-        let library = self.library().clone();
+        let library = self.library();
         std::thread::spawn(move || library.warm_up());
         let running = self
             .serve({
@@ -220,7 +222,7 @@ impl ServerHandler for Server {
     ) -> Result<ListResourcesResult, ErrorData> {
         Ok(ListResourcesResult::with_all_items(resources::list(
             self.executor(),
-            self.library(),
+            &self.library(),
         )))
     }
 
@@ -239,7 +241,7 @@ impl ServerHandler for Server {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        resources::read(self.executor(), self.library(), &request.uri).map(Into::into)
+        resources::read(self.executor(), &self.library(), &request.uri).map(Into::into)
     }
 
     async fn subscribe(
@@ -267,7 +269,7 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         Ok(ListPromptsResult::with_all_items(prompts::list(
-            self.library(),
+            &self.library(),
         )))
     }
 
@@ -276,7 +278,7 @@ impl ServerHandler for Server {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        prompts::get(self.executor(), self.library(), &request.name).map(Into::into)
+        prompts::get(self.executor(), &self.library(), &request.name).map(Into::into)
     }
 
     async fn complete(
@@ -284,7 +286,7 @@ impl ServerHandler for Server {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let values = skills::complete(self.library(), &request);
+        let values = skills::complete(&self.library(), &request);
         let info =
             CompletionInfo::new(values).map_err(|error| ErrorData::internal_error(error, None))?;
         Ok(CompleteResult::new(info))
@@ -298,7 +300,7 @@ impl ServerHandler for Server {
         let cursor = request
             .as_ref()
             .and_then(|request| request.cursor.as_deref());
-        skills::list_skills(self.library(), cursor)
+        skills::list_skills(&self.library(), cursor)
     }
 
     async fn get_skill(
@@ -306,7 +308,7 @@ impl ServerHandler for Server {
         request: GetSkillRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, ErrorData> {
-        skills::get_skill(self.library(), &request.uri).map(GetSkillResult::new)
+        skills::get_skill(&self.library(), &request.uri).map(GetSkillResult::new)
     }
 
     async fn read_resource_directory(
@@ -314,7 +316,7 @@ impl ServerHandler for Server {
         request: ReadResourceDirectoryRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, ErrorData> {
-        skills::read_directory(self.library(), &request.uri)
+        skills::read_directory(&self.library(), &request.uri)
             .map(ReadResourceDirectoryResult::with_all_items)
     }
 }

@@ -18,7 +18,9 @@ pub mod discover;
 pub mod files;
 pub mod frontmatter;
 pub mod index_file;
+pub mod save;
 pub mod search;
+pub mod shelf;
 pub mod validate;
 
 use std::collections::HashMap;
@@ -53,7 +55,11 @@ pub enum Error {
     },
     #[error("skill `{skill}` has no folder `{path}`")]
     UnknownFolder { skill: String, path: String },
-    #[error("cannot read {path}: {source}")]
+    #[error("skill `{name}` is not valid: {problems}")]
+    Invalid { name: String, problems: String },
+    #[error("cannot save into `{root}`: the writable skills folders are {known}")]
+    UnknownRoot { root: String, known: String },
+    #[error("cannot read or write {path}: {source}")]
     Io {
         path: PathBuf,
         source: std::io::Error,

@@ -1,6 +1,8 @@
-//! The `skills` group (seed 004): `SkillSearch`, `SkillLoad`, `SkillReadFile` — thin adapters
-//! over [`crate::skills::Library`]. Loads are remembered per server, so a second load of the
-//! same skill says so instead of repeating the body.
+//! The `skills` group (seed 004): `SkillSearch`, `SkillLoad`, `SkillReadFile`, `SkillSave`
+//! (in `skills/save.rs`) — thin adapters over [`crate::skills`]. Loads are remembered per
+//! server, so a second load of the same skill says so instead of repeating the body.
+
+pub mod save;
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -12,24 +14,35 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{ready, structured};
-use crate::skills::{Library, Skill};
+use crate::skills::Skill;
+use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
-    parse_arguments,
+    Annotations, Permission, Policy, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError,
+    ToolGroup, ToolOutput, parse_arguments,
 };
 
 pub const GROUP: &str = "skills";
 
-/// What the three tools share: the library and the names loaded so far.
+/// What the tools share: the library and the names loaded so far.
 pub struct Shared {
-    library: Arc<Library>,
+    shelf: Arc<Shelf>,
     loaded: Mutex<HashSet<String>>,
 }
 
+impl Shared {
+    /// A saved skill has new instructions: its next load is not "already loaded".
+    fn forget(&self, name: &str) {
+        self.loaded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name);
+    }
+}
+
 /// The group with its tools and its rule prompt.
-pub fn group(library: Arc<Library>) -> ToolGroup {
+pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
     let shared = Arc::new(Shared {
-        library,
+        shelf,
         loaded: Mutex::default(),
     });
     let read_only = Annotations {
@@ -58,6 +71,19 @@ pub fn group(library: Arc<Library>) -> ToolGroup {
                 ToolDefinition::new::<LoadArguments>("SkillLoad", SKILL_LOAD, read_only),
                 load,
                 Kind::Load,
+            ),
+            tool(
+                ToolDefinition::new::<save::SaveArguments>(
+                    "SkillSave",
+                    save::DESCRIPTION,
+                    Annotations {
+                        idempotent: true,
+                        ..Annotations::default()
+                    },
+                )
+                .with_output::<save::SaveOutput>(),
+                save::run,
+                Kind::Save,
             ),
             tool(
                 ToolDefinition::new::<ReadFileArguments>(
@@ -97,6 +123,7 @@ enum Kind {
     Search,
     Load,
     ReadFile,
+    Save,
 }
 
 type Run = fn(&Shared, ToolCall<'_>) -> Result<ToolOutput, ToolError>;
@@ -111,6 +138,18 @@ struct SkillsTool {
 impl Tool for SkillsTool {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    /// Saving writes to disk: ask once per argument shape unless the configuration says
+    /// otherwise.
+    fn permission(&self) -> Permission {
+        match self.kind {
+            Kind::Save => Permission {
+                execution: Policy::AskOnce,
+                result: Policy::Auto,
+            },
+            _ => Permission::default(),
+        }
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
@@ -177,7 +216,10 @@ fn search(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> 
     }
     let limit = arguments.max_results.unwrap_or(5).clamp(1, 50);
     let tags = arguments.tags.unwrap_or_default();
-    let hits = shared.library.search(&arguments.query, &tags, limit);
+    let hits = shared
+        .shelf
+        .library()
+        .search(&arguments.query, &tags, limit);
     let matched_skills = hits
         .into_iter()
         .map(|hit| MatchedSkill {
@@ -229,10 +271,8 @@ pub struct LoadArguments {
 
 fn load(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     let arguments: LoadArguments = parse_arguments("SkillLoad", call.arguments)?;
-    let skill = shared
-        .library
-        .get(&arguments.name)
-        .map_err(ToolError::invalid)?;
+    let library = shared.shelf.library();
+    let skill = library.get(&arguments.name).map_err(ToolError::invalid)?;
     let first = shared
         .loaded
         .lock()
@@ -287,10 +327,8 @@ pub struct ReadFileArguments {
 
 fn read_file(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     let arguments: ReadFileArguments = parse_arguments("SkillReadFile", call.arguments)?;
-    let skill = shared
-        .library
-        .get(&arguments.name)
-        .map_err(ToolError::invalid)?;
+    let library = shared.shelf.library();
+    let skill = library.get(&arguments.name).map_err(ToolError::invalid)?;
     let bytes = skill
         .read_file(&arguments.path)
         .map_err(|error| match error {

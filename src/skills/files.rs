@@ -22,6 +22,8 @@ pub enum PathProblem {
     Encoded,
     #[error("it resolves outside the skill folder (through a symlink)")]
     LeavesFolder,
+    #[error("SKILL.md is written from `body`, and hidden files are not allowed")]
+    Reserved,
 }
 
 /// A path relative to a skill folder, checked and normalised to `a/b/c`.

@@ -96,6 +96,14 @@ impl ClientHandler for TestClient {
         self.note("tools/list_changed".to_owned());
     }
 
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.note("resources/list_changed".to_owned());
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.note("prompts/list_changed".to_owned());
+    }
+
     async fn on_resource_updated(
         &self,
         params: rmcp::model::ResourceUpdatedNotificationParam,
@@ -413,4 +421,22 @@ impl RawSession {
             .await;
         self.response(id).await
     }
+}
+
+/// Waits (up to five seconds) until the client has been sent this notification.
+pub(crate) async fn wait_for(client: &TestClient, notification: &str) {
+    for _ in 0..200 {
+        if client
+            .notifications()
+            .iter()
+            .any(|seen| seen == notification)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!(
+        "never notified of {notification}; saw {:?}",
+        client.notifications()
+    );
 }

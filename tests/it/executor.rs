@@ -2,13 +2,13 @@
 //! process: references in a tool's arguments, truncation with its hint, result caching,
 //! `_outputLimit`, panics, and the notifications the registry and workspace send.
 
-use std::time::Duration;
-
 use pretty_assertions::assert_eq;
 use rmcp::model::{CallToolRequestParams, SubscribeRequestParams};
 use serde_json::json;
 
-use crate::common::{Elicitation, TestClient, call, in_process, is_error, text, tool_names};
+use crate::common::{
+    Elicitation, TestClient, call, in_process, is_error, text, tool_names, wait_for,
+};
 
 #[tokio::test]
 async fn a_reference_in_any_argument_receives_the_slice() {
@@ -219,6 +219,7 @@ async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
             "Repeat",
             "SkillLoad",
             "SkillReadFile",
+            "SkillSave",
             "SkillSearch",
             "WriteVar"
         ]
@@ -236,6 +237,7 @@ async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
             "Repeat",
             "SkillLoad",
             "SkillReadFile",
+            "SkillSave",
             "SkillSearch"
         ],
         "ReadVar and ListVars stay while any group is on"
@@ -272,21 +274,4 @@ async fn subscribers_hear_when_a_variable_changes() {
     .await;
     wait_for(&observer, "resources/updated var://watched").await;
     client.cancel().await.unwrap();
-}
-
-async fn wait_for(client: &TestClient, notification: &str) {
-    for _ in 0..200 {
-        if client
-            .notifications()
-            .iter()
-            .any(|seen| seen == notification)
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!(
-        "never notified of {notification}; saw {:?}",
-        client.notifications()
-    );
 }

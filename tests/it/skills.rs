@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::common::{Client, Elicitation, TestClient, call, is_error, spawn_binary, text};
 
 mod catalog;
+mod save;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
