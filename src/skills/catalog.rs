@@ -2,7 +2,7 @@
 //! when the root's `index.json` still matches the file's size and modification time), checks
 //! it, and resolves name collisions (the earlier root wins, and the loser is reported).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::BufReader;
 use std::path::Path;
 use std::time::SystemTime;
@@ -148,7 +148,7 @@ fn from_entry(entry: &Entry, candidate: &Candidate) -> Skill {
         &entry.frontmatter,
         &candidate.folder_name,
         &candidate.skill_file(),
-        &std::collections::BTreeMap::default(),
+        &BTreeMap::default(),
     );
     let location = Location::Disk(candidate.folder.clone());
     Skill::new(
@@ -168,35 +168,7 @@ pub fn parse(
     file: &Path,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<(String, Fields, Frontmatter)> {
-    let text = frontmatter::normalise(text);
-    let split = match frontmatter::split(&text) {
-        Ok(split) => split,
-        Err(error) => {
-            diagnostics.push(
-                Diagnostic::new(Level::Fatal, file, "frontmatter", error.to_string())
-                    .at(Some(1), None),
-            );
-            return None;
-        }
-    };
-    let parsed = match frontmatter::parse(&split) {
-        Ok(parsed) => parsed,
-        Err(error) => {
-            let message = format!("the YAML cannot be parsed: {}", error.message);
-            diagnostics
-                .push(Diagnostic::new(Level::Fatal, file, "yaml", message).at(error.line, None));
-            return None;
-        }
-    };
-    for (line, key) in &parsed.recovered {
-        let message =
-            "the value holds `: ` and must be quoted; it was read as quoted text".to_owned();
-        diagnostics.push(
-            Diagnostic::new(Level::Error, file, "yaml-unquoted-colon", message)
-                .at(Some(*line), Some(key)),
-        );
-    }
-    let lines = validate::key_lines(split.yaml, split.yaml_line);
+    let (parsed, lines) = read_yaml(text, file, diagnostics)?;
     let (fields, found) = validate::check(&parsed.frontmatter, folder_name, file, &lines);
     let fatal = found
         .iter()
@@ -211,6 +183,44 @@ pub fn parse(
         .filter(|name| validate::valid_name(name))
         .unwrap_or_else(|| folder_name.to_owned());
     Some((name, fields, parsed.frontmatter))
+}
+
+/// The frontmatter and the line of each top-level key; `None` (with a fatal diagnostic) when
+/// there is no frontmatter or its YAML cannot be parsed even leniently.
+fn read_yaml(
+    text: &str,
+    file: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<(frontmatter::Parsed, BTreeMap<String, usize>)> {
+    let text = frontmatter::normalise(text);
+    let split = frontmatter::split(&text)
+        .map_err(|error| {
+            let message = error.to_string();
+            diagnostics.push(
+                Diagnostic::new(Level::Fatal, file, "frontmatter", message).at(Some(1), None),
+            );
+        })
+        .ok()?;
+    let parsed = frontmatter::parse(&split)
+        .map_err(|error| {
+            let message = format!("the YAML cannot be parsed: {}", error.message);
+            diagnostics
+                .push(Diagnostic::new(Level::Fatal, file, "yaml", message).at(error.line, None));
+        })
+        .ok()?;
+    for (line, key) in &parsed.recovered {
+        let message = "the value holds `: ` and must be quoted; it was read as quoted text";
+        diagnostics.push(
+            Diagnostic::new(
+                Level::Error,
+                file,
+                "yaml-unquoted-colon",
+                message.to_owned(),
+            )
+            .at(Some(*line), Some(key)),
+        );
+    }
+    Some((parsed, validate::key_lines(split.yaml, split.yaml_line)))
 }
 
 /// The index entry of a skill on disk.

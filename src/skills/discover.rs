@@ -136,9 +136,22 @@ fn visit(
     if depth >= MAX_DEPTH {
         return;
     }
+    for path in sub_folders(canonical_root, folder, diagnostics) {
+        visit(canonical_root, &path, depth + 1, found, diagnostics);
+    }
+}
+
+/// The folders inside `folder` worth visiting: not hidden, not `node_modules`, and not a
+/// symlink that leaves the root (reported).
+fn sub_folders(
+    canonical_root: &Path,
+    folder: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(folder) else {
-        return;
+        return Vec::new();
     };
+    let mut folders = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
@@ -152,7 +165,9 @@ fn visit(
         if !resolved.is_dir() {
             continue;
         }
-        if !resolved.starts_with(canonical_root) {
+        if resolved.starts_with(canonical_root) {
+            folders.push(path);
+        } else {
             let message = format!(
                 "symlink to {} leaves the skills folder; refused",
                 resolved.display()
@@ -163,10 +178,9 @@ fn visit(
                 "symlink-leaves-root",
                 message,
             ));
-            continue;
         }
-        visit(canonical_root, &path, depth + 1, found, diagnostics);
     }
+    folders
 }
 
 /// `SKILL.md` (preferred) or `skill.md`, when it is a file that stays inside the root.

@@ -199,36 +199,24 @@ fn write(
     let stamp = index_file::nanos(SystemTime::now());
     let staging = parent.join(format!(".{name}.saving-{}-{stamp}", std::process::id()));
     let created = !folder.exists();
-    if !created {
-        copy_tree(folder, &staging).map_err(io(folder))?;
-        if let Some(old) = old_file.filter(|old| *old != SKILL_MD) {
-            std::fs::remove_file(staging.join(old)).map_err(io(&staging))?;
+    let backup = stage(folder, &staging, text, files, old_file).and_then(|()| {
+        if created {
+            return Ok(None);
         }
-    }
-    std::fs::create_dir_all(&staging).map_err(io(&staging))?;
-    std::fs::write(staging.join(SKILL_MD), text).map_err(io(&staging))?;
-    for (relative, contents) in files {
-        let path = staging.join(relative);
-        if let Some(directory) = path.parent() {
-            std::fs::create_dir_all(directory).map_err(io(directory))?;
-        }
-        std::fs::write(&path, contents).map_err(io(&path))?;
-    }
-    let backup = if created {
-        None
-    } else {
+        let backup = parent.join(".backups").join(format!("{name}-{stamp}"));
         let backups = parent.join(".backups");
         std::fs::create_dir_all(&backups).map_err(io(&backups))?;
-        let backup = backups.join(format!("{name}-{stamp}"));
         std::fs::rename(folder, &backup).map_err(io(folder))?;
-        Some(backup)
-    };
+        Ok(Some(backup))
+    });
+    let backup = backup.inspect_err(|_| discard(&staging))?;
     if let Err(source) = std::fs::rename(&staging, folder) {
         if let Some(backup) = &backup
             && let Err(error) = std::fs::rename(backup, folder)
         {
             tracing::error!(%error, backup = %backup.display(), "cannot restore the previous version");
         }
+        discard(&staging);
         return Err(Error::Io {
             path: folder.to_owned(),
             source,
@@ -239,6 +227,42 @@ fn write(
         created,
         backup,
     })
+}
+
+/// The new folder, complete, beside the old one: a copy of the old folder (without a
+/// lower-case `skill.md`, which `SKILL.md` replaces), the new SKILL.md and the given files.
+fn stage(
+    folder: &Path,
+    staging: &Path,
+    text: &str,
+    files: &[(String, &str)],
+    old_file: Option<&str>,
+) -> Result<(), Error> {
+    if folder.exists() {
+        copy_tree(folder, staging).map_err(io(folder))?;
+        if let Some(old) = old_file.filter(|old| *old != SKILL_MD) {
+            std::fs::remove_file(staging.join(old)).map_err(io(staging))?;
+        }
+    }
+    std::fs::create_dir_all(staging).map_err(io(staging))?;
+    std::fs::write(staging.join(SKILL_MD), text).map_err(io(staging))?;
+    for (relative, contents) in files {
+        let path = staging.join(relative);
+        if let Some(directory) = path.parent() {
+            std::fs::create_dir_all(directory).map_err(io(directory))?;
+        }
+        std::fs::write(&path, contents).map_err(io(&path))?;
+    }
+    Ok(())
+}
+
+/// Removes a staging folder that will not be used.
+fn discard(staging: &Path) {
+    if staging.exists()
+        && let Err(error) = std::fs::remove_dir_all(staging)
+    {
+        tracing::warn!(%error, staging = %staging.display(), "cannot remove a staging folder");
+    }
 }
 
 /// Copies a folder; symlinks are kept as symlinks (they are checked when read, never followed

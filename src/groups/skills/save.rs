@@ -62,7 +62,9 @@ pub(super) fn run(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, Too
             Error::Io { .. } => ToolError::Internal(error.to_string()),
             other => ToolError::invalid(other),
         })?;
-    shared.shelf.reload();
+    let library = shared.shelf.reload();
+    // The new library's search index is built beside the session, as at start-up.
+    std::thread::spawn(move || library.warm_up());
     shared.forget(&request.name);
     structured(&SaveOutput {
         name: request.name,
