@@ -76,12 +76,35 @@ const WORDS: [&str; 48] = [
     "changelog",
 ];
 
+fn mix(seed: usize, position: usize) -> usize {
+    seed.wrapping_mul(2_654_435_761)
+        .wrapping_add(position.wrapping_mul(40_503))
+        >> 7
+}
+
 fn word(seed: usize, position: usize) -> &'static str {
-    WORDS[(seed
-        .wrapping_mul(2_654_435_761)
-        .wrapping_add(position * 40_503)
-        >> 7)
-        % WORDS.len()]
+    WORDS[mix(seed, position) % WORDS.len()]
+}
+
+const SYLLABLES: [&str; 24] = [
+    "ka", "lo", "mi", "ren", "tu", "vas", "no", "pel", "dri", "sto", "gan", "fe", "qua", "zin",
+    "bor", "tel", "ash", "umb", "cor", "ix", "ya", "hep", "ond", "ral",
+];
+
+/// A body word: one of about 8,000 pseudo-words, common ones far more often (roughly Zipf), as
+/// in real text; one in eight is a topic word.
+fn body_word(seed: usize, position: usize) -> String {
+    let draw = mix(seed, position);
+    if draw.is_multiple_of(8) {
+        return word(seed, position + 1000).to_owned();
+    }
+    let rank = (draw % 8000) * (draw % 8000) / 8000;
+    format!(
+        "{}{}{}",
+        SYLLABLES[rank % 24],
+        SYLLABLES[rank / 24 % 24],
+        SYLLABLES[rank / 576 % 24]
+    )
 }
 
 fn generate(root: &Path, count: usize) -> anyhow::Result<()> {
@@ -92,8 +115,8 @@ fn generate(root: &Path, count: usize) -> anyhow::Result<()> {
         let topic: Vec<&str> = (3..9).map(|position| word(number, position)).collect();
         let mut body = format!("# {}\n\n## Steps\n\n", topic.join(" "));
         for line in 0..12 {
-            let words: Vec<&str> = (0..10)
-                .map(|position| word(number + line, position))
+            let words: Vec<String> = (0..10)
+                .map(|position| body_word(number * 31 + line, position))
                 .collect();
             writeln!(body, "{}. {}.", line + 1, words.join(" "))?;
         }
@@ -198,7 +221,9 @@ struct Session {
 }
 
 impl Session {
-    fn start(server: &Path, root: &Path) -> anyhow::Result<(Self, Duration)> {
+    /// Starts the server; returns the time to the `initialize` answer and to the first answer
+    /// that needs the catalog (`prompts/list`, one prompt per skill).
+    fn start(server: &Path, root: &Path) -> anyhow::Result<(Self, Duration, Duration)> {
         let started = Instant::now();
         let mut child = Command::new(server)
             .args([
@@ -218,9 +243,10 @@ impl Session {
         );
         let mut session = Self { child, output };
         session.request(INITIALIZE)?;
-        let elapsed = started.elapsed();
+        let initialized = started.elapsed();
         session.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)?;
-        Ok((session, elapsed))
+        session.request(r#"{"jsonrpc":"2.0","id":1,"method":"prompts/list"}"#)?;
+        Ok((session, initialized, started.elapsed()))
     }
 
     fn send(&mut self, line: &str) -> anyhow::Result<()> {
@@ -264,12 +290,17 @@ impl Drop for Session {
 
 fn over_stdio(server: &Path, root: &Path, count: usize) -> anyhow::Result<()> {
     std::fs::remove_file(root.join("index.json"))?;
-    let (_, cold) = Session::start(server, root)?;
-    let (mut session, warm) = Session::start(server, root)?;
+    let (_, cold, cold_ready) = Session::start(server, root)?;
+    let (mut session, warm, warm_ready) = Session::start(server, root)?;
     println!(
         "start → initialize answered, {count} skills: cold {} (budget ≤ 150 ms) · warm {} (budget ≤ 50 ms)",
         milliseconds(cold),
         milliseconds(warm)
+    );
+    println!(
+        "start → catalog served (first prompts/list answered): cold {} · warm {}",
+        milliseconds(cold_ready),
+        milliseconds(warm_ready)
     );
     let call = |id: usize, tool: &str, arguments: &str| {
         format!(

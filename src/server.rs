@@ -83,7 +83,9 @@ impl Server {
         executor.register_group(agent, true)?;
         let vars_enabled = config.group_enabled(groups::vars::GROUP, true);
         executor.register_group(groups::vars::group(), vars_enabled)?;
-        let shelf = Arc::new(Shelf::load(config.skill_roots()));
+        // The catalog loads beside the session: `initialize` never waits for 10,000 SKILL.md
+        // files; the first request that needs the skills does.
+        let shelf = Shelf::load_in_background(config.skill_roots());
         let skills_enabled = config.group_enabled(groups::skills::GROUP, true);
         executor.register_group(groups::skills::group(shelf.clone()), skills_enabled)?;
         for tool in &config.disabled_tools {
@@ -110,9 +112,6 @@ impl Server {
 
     /// Serves one MCP session over stdin/stdout until the client closes it.
     pub async fn serve_stdio(self) -> Result<(), Error> {
-        // The search index reads every body; build it beside the session, never before it.
-        let library = self.library();
-        std::thread::spawn(move || library.warm_up());
         let running = self
             .serve({
                 let (reader, writer) = rmcp::transport::io::stdio_pipes();
@@ -137,19 +136,12 @@ impl Server {
             .filter(|group| !group.tools.is_empty())
             .map(|group| group.name.clone())
             .collect();
-        let library = self.library();
-        let skipped = library
-            .diagnostics()
-            .iter()
-            .filter(|diagnostic| diagnostic.level == crate::skills::validate::Level::Fatal)
-            .count();
         format!(
-            "synapse-mcp {} ready on stdio: workspace `{}`, groups [{}], {} tools, {} skills ({skipped} skipped; `synapse-mcp skills check` explains)",
+            "synapse-mcp {} ready on stdio: workspace `{}`, groups [{}], {} tools",
             env!("CARGO_PKG_VERSION"),
             self.executor().workspace().name(),
             groups.join(", "),
             registry.enabled_tools().len(),
-            library.skills().len(),
         )
     }
 

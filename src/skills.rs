@@ -296,7 +296,13 @@ impl PartialEq for Skill {
 impl Library {
     /// Scans the roots (reusing and refreshing their `index.json`).
     pub fn load(roots: &[Root]) -> Self {
-        Self::from_catalog(catalog::build(roots, true))
+        let catalog = catalog::build(roots, true);
+        for diagnostic in &catalog.diagnostics {
+            if diagnostic.level == validate::Level::Fatal || diagnostic.rule == "root-missing" {
+                tracing::warn!("{diagnostic}");
+            }
+        }
+        Self::from_catalog(catalog)
     }
 
     pub fn from_catalog(catalog: catalog::Catalog) -> Self {

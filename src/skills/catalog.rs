@@ -88,30 +88,29 @@ fn on_disk(root: &Path, use_index: bool, diagnostics: &mut Vec<Diagnostic>) -> V
         .map(|entry| (entry.path.as_str(), entry))
         .collect();
     let mut skills = Vec::new();
+    let mut entries = Vec::new();
     for candidate in &candidates {
-        let file = candidate.skill_file();
-        let Ok(metadata) = std::fs::metadata(&file) else {
-            continue;
-        };
-        let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
         let path = candidate.folder.display().to_string();
         let reused = known.get(path.as_str()).filter(|entry| {
-            entry.size == metadata.len()
-                && entry.modified_ns == index_file::nanos(modified)
+            entry.size == candidate.size
+                && entry.modified_ns == index_file::nanos(candidate.modified)
                 && entry.skill_file == candidate.file_name
         });
         let skill = match reused {
             Some(entry) => Some(from_entry(entry, candidate)),
-            None => read_candidate(candidate, &file, diagnostics),
+            None => read_candidate(candidate, &candidate.skill_file(), diagnostics),
         };
-        if let Some(mut skill) = skill {
-            skill.size = metadata.len();
-            skill.modified = Some(modified);
-            skills.push(skill);
+        let Some(mut skill) = skill else {
+            continue;
+        };
+        skill.size = candidate.size;
+        skill.modified = Some(candidate.modified);
+        if use_index {
+            entries.push(reused.map_or_else(|| entry(&skill), |&entry| entry.clone()));
         }
+        skills.push(skill);
     }
     if use_index {
-        let entries = skills.iter().map(entry).collect();
         index_file::write_if_changed(root, previous.as_ref(), entries, SystemTime::now());
     }
     skills

@@ -88,6 +88,9 @@ pub struct Candidate {
     /// `SKILL.md` or `skill.md`.
     pub file_name: &'static str,
     pub folder_name: String,
+    /// Size and modification time of the skill file, from the walk's one `lstat`.
+    pub size: u64,
+    pub modified: std::time::SystemTime,
 }
 
 impl Candidate {
@@ -121,7 +124,7 @@ fn visit(
     found: &mut Vec<Candidate>,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    if let Some(file_name) = skill_file_name(canonical_root, folder) {
+    if let Some((file_name, metadata)) = skill_file(canonical_root, folder) {
         let folder_name = folder
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
@@ -130,6 +133,10 @@ fn visit(
             folder: folder.to_owned(),
             file_name,
             folder_name,
+            size: metadata.len(),
+            modified: metadata
+                .modified()
+                .unwrap_or(std::time::SystemTime::UNIX_EPOCH),
         });
         return;
     }
@@ -159,6 +166,16 @@ fn sub_folders(
             continue;
         }
         let path = entry.path();
+        // A real folder met while walking down from the root is inside it; only a symlink
+        // needs resolving.
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => {
+                folders.push(path);
+                continue;
+            }
+            Ok(kind) if kind.is_symlink() => {}
+            _ => continue,
+        }
         let Ok(resolved) = std::fs::canonicalize(&path) else {
             continue;
         };
@@ -184,10 +201,18 @@ fn sub_folders(
 }
 
 /// `SKILL.md` (preferred) or `skill.md`, when it is a file that stays inside the root.
-fn skill_file_name(canonical_root: &Path, folder: &Path) -> Option<&'static str> {
-    ["SKILL.md", "skill.md"].into_iter().find(|name| {
-        std::fs::canonicalize(folder.join(name))
-            .is_ok_and(|resolved| resolved.is_file() && resolved.starts_with(canonical_root))
+/// One `lstat` for a plain file; only a symlink is resolved (and must stay inside the root).
+fn skill_file(canonical_root: &Path, folder: &Path) -> Option<(&'static str, std::fs::Metadata)> {
+    ["SKILL.md", "skill.md"].into_iter().find_map(|name| {
+        let path = folder.join(name);
+        let metadata = std::fs::symlink_metadata(&path).ok()?;
+        if metadata.is_file() {
+            return Some((name, metadata));
+        }
+        let resolved = std::fs::canonicalize(&path).ok()?;
+        let target = std::fs::metadata(&resolved).ok()?;
+        (metadata.is_symlink() && target.is_file() && resolved.starts_with(canonical_root))
+            .then_some((name, target))
     })
 }
 

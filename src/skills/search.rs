@@ -42,6 +42,10 @@ pub struct Index {
     stemmer: Stemmer,
     terms: HashMap<String, usize>,
     vocabulary: Vec<String>,
+    /// Term slots by (first character, length in characters): the fuzzy expansion looks only
+    /// at terms that keep the first letter (or swap the first two), which is where typos
+    /// rarely fall, instead of scanning the whole vocabulary.
+    by_start: HashMap<(char, usize), Vec<usize>>,
     postings: Vec<Vec<Posting>>,
     lengths: Vec<[u32; FIELDS]>,
     average_lengths: [f32; FIELDS],
@@ -64,6 +68,7 @@ impl Index {
             stemmer: Stemmer::create(Algorithm::English),
             terms: HashMap::new(),
             vocabulary: Vec::new(),
+            by_start: HashMap::new(),
             postings: Vec::new(),
             lengths: Vec::new(),
             average_lengths: [0.0; FIELDS],
@@ -104,6 +109,13 @@ impl Index {
             let slot = if let Some(&slot) = self.terms.get(&term) {
                 slot
             } else {
+                if let Some(first) = term.chars().next().filter(|first| !first.is_ascii_digit()) {
+                    let key = (first, term.chars().count());
+                    self.by_start
+                        .entry(key)
+                        .or_default()
+                        .push(self.vocabulary.len());
+                }
                 self.vocabulary.push(term.clone());
                 self.postings.push(Vec::new());
                 self.terms.insert(term, self.postings.len() - 1);
@@ -141,7 +153,15 @@ impl Index {
             .enumerate()
             .filter(|&(document, score)| score > 0.0 && keep(document))
             .collect();
-        ranked.sort_by(|left, right| right.1.total_cmp(&left.1).then(left.0.cmp(&right.0)));
+        let order = |left: &(usize, f32), right: &(usize, f32)| {
+            right.1.total_cmp(&left.1).then(left.0.cmp(&right.0))
+        };
+        // Only the best `limit` need sorting: select them first (linear), then sort those.
+        if limit > 0 && ranked.len() > limit {
+            ranked.select_nth_unstable_by(limit - 1, order);
+            ranked.truncate(limit);
+        }
+        ranked.sort_by(order);
         ranked.truncate(limit);
         ranked
     }
@@ -175,16 +195,19 @@ impl Index {
             4..=7 => 1,
             _ => 2,
         };
-        self.vocabulary
-            .iter()
-            .enumerate()
-            .filter(move |(_, candidate)| {
-                distance > 0
-                    && candidate.len().abs_diff(term.len()) <= distance
-                    && candidate.as_str() != term
-                    && strsim::osa_distance(candidate, term) <= distance
+        let mut starts: Vec<char> = term.chars().take(2).collect();
+        starts.dedup();
+        let keys = starts.into_iter().flat_map(move |first| {
+            (length.saturating_sub(distance)..=length + distance).map(move |size| (first, size))
+        });
+        keys.filter(move |_| distance > 0)
+            .filter_map(|key| self.by_start.get(&key))
+            .flatten()
+            .copied()
+            .filter(move |&slot| {
+                let candidate = self.vocabulary[slot].as_str();
+                candidate != term && strsim::osa_distance(candidate, term) <= distance
             })
-            .map(|(slot, _)| slot)
     }
 }
 

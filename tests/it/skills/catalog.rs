@@ -104,7 +104,10 @@ fn read_index(fixture: &Fixture) -> Value {
 #[tokio::test]
 async fn index_json_is_written_in_the_seed_format_and_reused_while_mtimes_match() {
     let fixture = Fixture::new();
-    fixture.client().await.cancel().await.unwrap();
+    let client = fixture.client().await;
+    // The scan runs beside the session; a request that needs the skills waits for it.
+    client.list_all_prompts().await.unwrap();
+    client.cancel().await.unwrap();
     let mut index = read_index(&fixture);
     assert_eq!(
         (
