@@ -19,6 +19,8 @@ pub struct Shelf {
     roots: Vec<Root>,
     current: Mutex<Option<Arc<Library>>>,
     loaded: Condvar,
+    /// Held through a rescan, so that of two saves the later scan (which sees both) wins.
+    rescanning: Mutex<()>,
     /// Counts rescans after the first, so that sessions can tell their clients the lists changed.
     revision: tokio::sync::watch::Sender<u64>,
 }
@@ -29,6 +31,7 @@ impl Shelf {
             roots,
             current: Mutex::new(None),
             loaded: Condvar::new(),
+            rescanning: Mutex::new(()),
             revision: tokio::sync::watch::Sender::new(0),
         }
     }
@@ -71,6 +74,10 @@ impl Shelf {
 
     /// Scans the roots again and serves the result from now on.
     pub fn reload(&self) -> Arc<Library> {
+        let _rescanning = self
+            .rescanning
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let library = self.install(scan(&self.roots));
         self.revision.send_modify(|revision| *revision += 1);
         library
