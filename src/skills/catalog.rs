@@ -82,21 +82,25 @@ fn bundled(diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
 fn on_disk(root: &Path, use_index: bool, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
     let candidates = discover::walk(root, diagnostics);
     let previous = use_index.then(|| index_file::read(root)).flatten();
-    let known: HashMap<&str, &Entry> = previous
-        .iter()
-        .flat_map(|index| &index.skills)
-        .map(|entry| (entry.path.as_str(), entry))
+    let generated_at = previous.as_ref().map(|index| index.generated_at.clone());
+    let mut known: HashMap<String, Entry> = previous
+        .into_iter()
+        .flat_map(|index| index.skills)
+        .map(|entry| (entry.path.clone(), entry))
         .collect();
+    let mut changed = generated_at.is_none();
     let mut skills = Vec::new();
     let mut entries = Vec::new();
     for candidate in &candidates {
-        let path = candidate.folder.display().to_string();
-        let reused = known.get(path.as_str()).filter(|entry| {
+        let previous_entry = known.remove(&candidate.folder.display().to_string());
+        let fresh = previous_entry.as_ref().is_some_and(|entry| {
             entry.size == candidate.size
                 && entry.modified_ns == index_file::nanos(candidate.modified)
                 && entry.skill_file == candidate.file_name
         });
-        let skill = match reused {
+        changed |= previous_entry.is_some() && !fresh;
+        let reused = previous_entry.filter(|_| fresh);
+        let skill = match &reused {
             Some(entry) => Some(from_entry(entry, candidate)),
             None => read_candidate(candidate, &candidate.skill_file(), diagnostics),
         };
@@ -105,13 +109,15 @@ fn on_disk(root: &Path, use_index: bool, diagnostics: &mut Vec<Diagnostic>) -> V
         };
         skill.size = candidate.size;
         skill.modified = Some(candidate.modified);
+        changed |= reused.is_none();
         if use_index {
-            entries.push(reused.map_or_else(|| entry(&skill), |&entry| entry.clone()));
+            entries.push(reused.unwrap_or_else(|| entry(&skill)));
         }
         skills.push(skill);
     }
-    if use_index {
-        index_file::write_if_changed(root, previous.as_ref(), entries, SystemTime::now());
+    // Entries left over are skills that are gone.
+    if use_index && (changed || !known.is_empty()) {
+        index_file::write(root, generated_at.as_deref(), entries, SystemTime::now());
     }
     skills
 }

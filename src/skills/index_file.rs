@@ -4,7 +4,7 @@
 //! `tools`, `scriptCount`, `path`, `hasSkillMd`, `lastModified`; `totalSkills`, `totalTools`,
 //! `generatedAt`, `updatedAt`). Each entry also keeps what a warm start needs so that it reads
 //! no SKILL.md: the file name, its size and exact modification time, and the frontmatter
-//! verbatim. The file is written atomically (temporary file, then rename) and only when it
+//! verbatim. The file is written atomically (temporary file, then rename), only when an entry
 //! changed; a root that cannot be written to is skipped silently.
 
 use std::path::Path;
@@ -83,24 +83,16 @@ pub fn read(root: &Path) -> Option<IndexFile> {
     }
 }
 
-/// Writes the index of a root when its entries changed. Failures (a read-only root) are logged
-/// at debug level and otherwise ignored: the index only makes starts faster.
-pub fn write_if_changed(
-    root: &Path,
-    previous: Option<&IndexFile>,
-    mut entries: Vec<Entry>,
-    now: SystemTime,
-) {
+/// Writes the index of a root (the caller knows its entries changed). Failures (a read-only
+/// root) are logged at debug level and otherwise ignored: the index only makes starts faster.
+pub fn write(root: &Path, generated_at: Option<&str>, mut entries: Vec<Entry>, now: SystemTime) {
     entries.sort_by(|left, right| left.path.cmp(&right.path));
-    if previous.is_some_and(|index| index.skills == entries) {
-        return;
-    }
     let total_tools = entries.iter().map(|entry| entry.tools.len()).sum();
     let index = IndexFile {
         version: FORMAT_VERSION.to_owned(),
         total_skills: entries.len(),
         total_tools,
-        generated_at: previous.map_or_else(|| timestamp(now), |index| index.generated_at.clone()),
+        generated_at: generated_at.map_or_else(|| timestamp(now), str::to_owned),
         updated_at: timestamp(now),
         skills: entries,
     };
@@ -160,29 +152,26 @@ mod tests {
     }
 
     #[test]
-    fn the_index_round_trips_and_is_rewritten_only_on_change() {
+    fn the_index_round_trips_and_keeps_its_generation_time() {
         let root = tempfile::tempdir().unwrap();
         let now = SystemTime::UNIX_EPOCH;
-        write_if_changed(root.path(), None, vec![entry("b"), entry("a")], now);
+        write(root.path(), None, vec![entry("b"), entry("a")], now);
         let index = read(root.path()).unwrap();
         assert_eq!(index.total_skills, 2);
         assert_eq!(index.total_tools, 2);
         assert_eq!(index.skills[0].name, "a");
         assert_eq!(index.generated_at, "1970-01-01T00:00:00.000Z");
         let later = now + std::time::Duration::from_mins(1);
-        write_if_changed(
+        write(
             root.path(),
-            Some(&index),
-            vec![entry("a"), entry("b")],
+            Some(&index.generated_at),
+            vec![entry("a")],
             later,
         );
-        assert_eq!(read(root.path()).unwrap().updated_at, index.updated_at);
-        write_if_changed(root.path(), Some(&index), vec![entry("a")], later);
         let changed = read(root.path()).unwrap();
-        assert_eq!(
-            (changed.total_skills, changed.generated_at),
-            (1, index.generated_at)
-        );
+        assert_eq!(changed.total_skills, 1);
+        assert_eq!(changed.generated_at, index.generated_at);
+        assert_eq!(changed.updated_at, "1970-01-01T00:01:00.000Z");
     }
 
     #[test]

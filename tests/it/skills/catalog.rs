@@ -153,6 +153,11 @@ async fn index_json_is_written_in_the_seed_format_and_reused_while_mtimes_match(
         text(&result)
     };
     assert!(description().await.contains("FROM THE INDEX"));
+    assert_eq!(
+        read_index(&fixture)["updatedAt"],
+        index["updatedAt"],
+        "a warm start with nothing changed does not rewrite index.json"
+    );
     // A changed SKILL.md (a new modification time) is read again.
     let file = fixture.root().join("csv-cleaner/SKILL.md");
     let contents = std::fs::read(&file).unwrap();
