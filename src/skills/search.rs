@@ -46,6 +46,8 @@ pub struct Index {
     /// at terms that keep the first letter (or swap the first two), which is where typos
     /// rarely fall, instead of scanning the whole vocabulary.
     by_start: HashMap<(char, usize), Vec<usize>>,
+    /// Lower-cased words already seen, by term slot, so that indexing stems each word once.
+    words: HashMap<String, usize>,
     postings: Vec<Vec<Posting>>,
     lengths: Vec<[u32; FIELDS]>,
     average_lengths: [f32; FIELDS],
@@ -69,6 +71,7 @@ impl Index {
             terms: HashMap::new(),
             vocabulary: Vec::new(),
             by_start: HashMap::new(),
+            words: HashMap::new(),
             postings: Vec::new(),
             lengths: Vec::new(),
             average_lengths: [0.0; FIELDS],
@@ -96,37 +99,54 @@ impl Index {
             &document.headings,
             &document.body,
         ];
-        let mut counts: HashMap<String, [u16; FIELDS]> = HashMap::new();
+        let mut counts: HashMap<usize, [u16; FIELDS]> = HashMap::new();
         let mut lengths = [0_u32; FIELDS];
+        let mut word = String::new();
         for (field, text) in fields.into_iter().enumerate() {
-            for token in tokens(&self.stemmer, text) {
+            for raw in text.split(|character: char| !character.is_alphanumeric()) {
+                if raw.is_empty() {
+                    continue;
+                }
+                word.clear();
+                word.extend(raw.chars().flat_map(char::to_lowercase));
+                let slot = self.slot_of(&word);
                 lengths[field] = lengths[field].saturating_add(1);
-                let entry = counts.entry(token).or_default();
+                let entry = counts.entry(slot).or_default();
                 entry[field] = entry[field].saturating_add(1);
             }
         }
-        for (term, frequencies) in counts {
-            let slot = if let Some(&slot) = self.terms.get(&term) {
-                slot
-            } else {
-                if let Some(first) = term.chars().next().filter(|first| !first.is_ascii_digit()) {
-                    let key = (first, term.chars().count());
-                    self.by_start
-                        .entry(key)
-                        .or_default()
-                        .push(self.vocabulary.len());
-                }
-                self.vocabulary.push(term.clone());
-                self.postings.push(Vec::new());
-                self.terms.insert(term, self.postings.len() - 1);
-                self.postings.len() - 1
-            };
+        for (slot, frequencies) in counts {
             self.postings[slot].push(Posting {
                 document: id,
                 frequencies,
             });
         }
         self.lengths.push(lengths);
+    }
+
+    /// The term slot of a lower-cased word; each distinct word is stemmed once.
+    fn slot_of(&mut self, word: &str) -> usize {
+        if let Some(&slot) = self.words.get(word) {
+            return slot;
+        }
+        let term = self.stemmer.stem(word).into_owned();
+        let slot = if let Some(&slot) = self.terms.get(&term) {
+            slot
+        } else {
+            if let Some(first) = term.chars().next().filter(|first| !first.is_ascii_digit()) {
+                let key = (first, term.chars().count());
+                self.by_start
+                    .entry(key)
+                    .or_default()
+                    .push(self.vocabulary.len());
+            }
+            self.vocabulary.push(term.clone());
+            self.postings.push(Vec::new());
+            self.terms.insert(term, self.postings.len() - 1);
+            self.postings.len() - 1
+        };
+        self.words.insert(word.to_owned(), slot);
+        slot
     }
 
     /// The best `limit` documents for a query among those `keep` accepts, best first.
