@@ -419,6 +419,30 @@ async fn skill_files_are_resources_with_directories_and_completion() {
         .await
         .unwrap();
     assert_eq!(completion.completion.values, ["pdf-tools"]);
+    let mut context = rmcp::model::CompletionContext::new();
+    context.arguments = Some(std::collections::HashMap::from([(
+        "name".to_owned(),
+        "pdf-tools".to_owned(),
+    )]));
+    let mut request = CompleteRequestParams::new(
+        Reference::for_resource("skill://{name}/{path}"),
+        ArgumentInfo::new("path", "ref"),
+    );
+    request.context = Some(context);
+    let paths = client.complete(request).await.unwrap();
+    assert_eq!(paths.completion.values, ["references/REFERENCE.md"]);
+    let references = client
+        .read_resource_directory(ReadResourceDirectoryRequestParams::new(
+            "skill://pdf-tools/references",
+        ))
+        .await
+        .unwrap();
+    let uris: Vec<&str> = references
+        .resources
+        .iter()
+        .map(|child| child.uri.as_str())
+        .collect();
+    assert_eq!(uris, ["skill://pdf-tools/references/REFERENCE.md"]);
     client.cancel().await.unwrap();
 }
 

@@ -192,3 +192,45 @@ async fn the_earlier_root_wins_a_name_collision_and_both_are_served() {
     );
     assert!(report.contains("(the earlier root wins)"), "{report}");
 }
+
+/// The binary started in `cwd`, which holds project skills.
+async fn in_project(cwd: &std::path::Path, args: &[&str]) -> crate::common::Client {
+    let mut command = tokio::process::Command::new(binary());
+    command
+        .current_dir(cwd)
+        .env("HOME", quiet_home())
+        .args(args)
+        .args(["--log-level", "warn"])
+        .kill_on_drop(true);
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    rmcp::ServiceExt::serve(TestClient::new(Elicitation::Unsupported), transport)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn project_skills_are_served_only_when_trusted_and_then_win() {
+    let fixture = Fixture::new();
+    let project = fixture.root().with_file_name("project");
+    let skill = project.join(".agents/skills/pdf-tools");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: pdf-tools\ndescription: The project's own pdf-tools.\n---\n",
+    )
+    .unwrap();
+    let root = fixture.root().display().to_string();
+    let description = |client: crate::common::Client| async move {
+        let listed = client.list_skills(None).await.unwrap().skills;
+        client.cancel().await.unwrap();
+        let pdf = listed
+            .into_iter()
+            .find(|skill| skill.name() == "pdf-tools")
+            .unwrap();
+        pdf.frontmatter.description
+    };
+    let untrusted = in_project(&project, &["--skills", &root]).await;
+    assert!(description(untrusted).await.starts_with("Merge, split"));
+    let trusted = in_project(&project, &["--skills", &root, "--trust-project"]).await;
+    assert_eq!(description(trusted).await, "The project's own pdf-tools.");
+}
