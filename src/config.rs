@@ -41,9 +41,14 @@ Logs go to stderr only; stdout carries the MCP protocol.";
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// A skills folder (repeatable); replaces the default skill roots.
+    /// A skills folder (repeatable); replaces the default skill roots (the bundled skills,
+    /// ~/.synapse/skills, ~/.agents/skills, ~/.claude/skills).
     #[arg(long = "skills", value_name = "DIR", global = true)]
     pub skills: Vec<PathBuf>,
+    /// Also serve the project's skills (./.agents/skills, ./.claude/skills), which win over
+    /// all others. Project skills are untrusted until you say so.
+    #[arg(long, global = true)]
+    pub trust_project: bool,
     /// Where the store keeps its data (default: $XDG_DATA_HOME/synapse-mcp).
     #[arg(long, value_name = "DIR", global = true)]
     pub data_dir: Option<PathBuf>,
@@ -74,6 +79,9 @@ pub enum Command {
     Workspace(WorkspaceCommand),
     /// Check the store: its path, schema version, sizes and integrity.
     Doctor,
+    /// Work with skill folders.
+    #[command(subcommand)]
+    Skills(SkillsCommand),
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -100,6 +108,20 @@ pub enum WorkspaceCommand {
     Delete {
         /// The workspace to delete.
         name: String,
+    },
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum SkillsCommand {
+    /// Check skills against the Agent Skills specification and print every finding. Exits
+    /// non-zero when a skill would be skipped, or, with --strict, on any violation.
+    Check {
+        /// Skill folders to check (default: the roots the server would use).
+        #[arg(value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Report every violation of the specification as an error.
+        #[arg(long)]
+        strict: bool,
     },
 }
 
@@ -179,6 +201,8 @@ pub struct Config {
     pub store_max_bytes: Option<u64>,
     pub data_dir: Option<PathBuf>,
     pub skills: Vec<PathBuf>,
+    /// Serve `./.agents/skills` and `./.claude/skills` too.
+    pub trust_project: bool,
     pub capacity: usize,
     pub groups: BTreeMap<String, bool>,
     pub disabled_tools: Vec<String>,
@@ -214,6 +238,7 @@ impl Config {
         let mut config = Self::from_parts(&file, workspace, cli.data_dir.clone(), skills);
         config.store = Location::resolve(cli.store.as_deref(), cli.data_dir.as_deref())
             .map_err(Error::Store)?;
+        config.trust_project = cli.trust_project;
         Ok(config)
     }
 
@@ -242,6 +267,7 @@ impl Config {
             store_max_bytes: file.store_max_bytes,
             data_dir,
             skills,
+            trust_project: false,
             capacity: file.capacity.unwrap_or(VariableSystem::DEFAULT_CAPACITY),
             groups: file.groups.clone(),
             disabled_tools: file
@@ -256,6 +282,13 @@ impl Config {
                 overrides,
             },
         }
+    }
+
+    /// The skill roots in priority order (see [`crate::skills::discover::roots`]).
+    pub fn skill_roots(&self) -> Vec<crate::skills::discover::Root> {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let home = std::env::home_dir();
+        crate::skills::discover::roots(&self.skills, self.trust_project, home.as_deref(), &cwd)
     }
 
     /// Whether a group is on: the file decides, else the group's own default.

@@ -6,11 +6,13 @@
 //!   place where results and errors take their wire form.
 //! - [`tools`]: the `Tool` trait, tool groups, the registry, approval policies and the executor
 //!   pipeline of seed 001.
-//! - [`groups`]: the tool groups on offer (`vars`), thin adapters over the domain modules.
+//! - [`groups`]: the tool groups on offer (`vars`, `skills`), thin adapters over the domain
+//!   modules.
 //! - [`workspace`]: the variables and approvals a session works in; every mutation passes here.
 //! - Domain modules, which know nothing of MCP: [`vars`] (the capacity-bounded variable system of
 //!   seed 000), [`refs`] (`$VAR_REF` resolution), [`rules`] (skill rules and the tool-rules
-//!   text).
+//!   text), [`skills`] (the Agent Skills library of seed 004: discovery, frontmatter,
+//!   validation, `index.json`, search, files).
 //!
 //! # The path of a `tools/call`
 //! ```text
@@ -36,6 +38,7 @@ pub mod plans;
 pub mod refs;
 pub mod rules;
 pub mod server;
+pub mod skills;
 pub mod store;
 pub mod tools;
 pub mod vars;
@@ -50,8 +53,11 @@ pub enum Error {
     Maintenance(#[from] maintenance::Error),
 }
 
-/// Serves MCP over stdio until the client disconnects, or runs a maintenance subcommand.
-pub async fn run(cli: &config::Cli, config: &config::Config) -> Result<(), Error> {
+/// Serves MCP over stdio until the client disconnects, or runs the subcommand given.
+pub async fn run(
+    cli: &config::Cli,
+    config: &config::Config,
+) -> Result<std::process::ExitCode, Error> {
     let mut stdout = std::io::stdout().lock();
     match &cli.command {
         None | Some(config::Command::Serve) => {
@@ -60,10 +66,38 @@ pub async fn run(cli: &config::Cli, config: &config::Config) -> Result<(), Error
             tracing::info!("{}", server.readiness_line());
             server.serve_stdio().await?;
         }
+        Some(config::Command::Skills(config::SkillsCommand::Check { dirs, strict })) => {
+            drop(stdout);
+            return Ok(check_skills(config, dirs, *strict));
+        }
         Some(config::Command::Workspace(command)) => {
             maintenance::workspace(config, command, cli.workspace.as_deref(), &mut stdout)?;
         }
         Some(config::Command::Doctor) => maintenance::doctor(config, &mut stdout)?,
     }
-    Ok(())
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `skills check`: the report goes to stdout, since this command does not serve MCP.
+#[expect(
+    clippy::print_stdout,
+    reason = "`skills check` prints its report; it never serves MCP, so stdout is free"
+)]
+fn check_skills(
+    config: &config::Config,
+    dirs: &[std::path::PathBuf],
+    strict: bool,
+) -> std::process::ExitCode {
+    let roots = if dirs.is_empty() {
+        config.skill_roots()
+    } else {
+        skills::discover::roots(dirs, false, None, std::path::Path::new("."))
+    };
+    let (report, failed) = skills::check::report(&roots, strict);
+    print!("{report}");
+    if failed {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
 }

@@ -4,7 +4,7 @@ use clap::Parser;
 use synapse_mcp::config::{Cli, Config};
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> anyhow::Result<std::process::ExitCode> {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(cli.log_filter()))
@@ -12,6 +12,5 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(false)
         .init();
     let config = Config::load(&cli)?;
-    synapse_mcp::run(&cli, &config).await?;
-    Ok(())
+    Ok(synapse_mcp::run(&cli, &config).await?)
 }

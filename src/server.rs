@@ -8,6 +8,7 @@ mod errors;
 mod notifications;
 mod prompts;
 mod resources;
+mod skills;
 mod tools;
 pub mod transport;
 
@@ -16,9 +17,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
+    GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
     Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ListSkillsResult, ListToolsResult, PaginatedRequestParams, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
     ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool as WireTool,
     UnsubscribeRequestParams,
 };
@@ -28,6 +31,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use crate::config::Config;
 use crate::groups;
 use crate::rules::{self, AGENT_GROUP};
+use crate::skills::Library;
+use crate::skills::shelf::Shelf;
 use crate::store::{Location, SqliteOptions, SqliteStore};
 use crate::tools::{Executor, RegisterError, Registry, RulePrompt, ToolGroup};
 use crate::vars::SystemClock;
@@ -56,6 +61,7 @@ pub struct Server {
 
 struct Inner {
     executor: Executor,
+    shelf: Arc<Shelf>,
     subscriptions: Mutex<HashSet<String>>,
     notifications_started: AtomicBool,
 }
@@ -93,12 +99,18 @@ impl Server {
         executor.register_group(groups::vars::group(), vars_enabled)?;
         let plans_enabled = config.group_enabled(groups::plans::GROUP, true);
         executor.register_group(groups::plans::group(), plans_enabled)?;
+        // The catalog loads beside the session: `initialize` never waits for 10,000 SKILL.md
+        // files; the first request that needs the skills does.
+        let shelf = Shelf::load_in_background(config.skill_roots());
+        let skills_enabled = config.group_enabled(groups::skills::GROUP, true);
+        executor.register_group(groups::skills::group(shelf.clone()), skills_enabled)?;
         for tool in &config.disabled_tools {
             executor.registry().set_tool_enabled(tool, false);
         }
         Ok(Self {
             inner: Arc::new(Inner {
                 executor,
+                shelf,
                 subscriptions: Mutex::default(),
                 notifications_started: AtomicBool::new(false),
             }),
@@ -107,6 +119,11 @@ impl Server {
 
     pub fn executor(&self) -> &Executor {
         &self.inner.executor
+    }
+
+    /// The skill library as it is now (a saved skill replaces it).
+    pub fn library(&self) -> Arc<Library> {
+        self.inner.shelf.library()
     }
 
     /// Serves one MCP session over stdin/stdout until the client closes it.
@@ -140,7 +157,7 @@ impl Server {
             env!("CARGO_PKG_VERSION"),
             self.executor().workspace().name(),
             groups.join(", "),
-            registry.enabled_tools().len()
+            registry.enabled_tools().len(),
         )
     }
 
@@ -155,6 +172,7 @@ impl Server {
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
+            .enable_completions()
             .enable_prompts()
             .enable_prompts_list_changed()
             .enable_resources()
@@ -162,6 +180,7 @@ impl ServerHandler for Server {
             .enable_resources_list_changed()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_skills_with_directory_read()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
@@ -211,6 +230,7 @@ impl ServerHandler for Server {
     ) -> Result<ListResourcesResult, ErrorData> {
         Ok(ListResourcesResult::with_all_items(resources::list(
             self.executor(),
+            &self.library(),
         )?))
     }
 
@@ -229,7 +249,7 @@ impl ServerHandler for Server {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        resources::read(self.executor(), &request.uri).map(Into::into)
+        resources::read(self.executor(), &self.library(), &request.uri).map(Into::into)
     }
 
     async fn subscribe(
@@ -256,7 +276,9 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(prompts::list()))
+        Ok(ListPromptsResult::with_all_items(prompts::list(
+            &self.library(),
+        )))
     }
 
     async fn get_prompt(
@@ -264,6 +286,45 @@ impl ServerHandler for Server {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        prompts::get(self.executor(), &request.name).map(Into::into)
+        prompts::get(self.executor(), &self.library(), &request.name).map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let values = skills::complete(&self.library(), &request);
+        let info =
+            CompletionInfo::new(values).map_err(|error| ErrorData::internal_error(error, None))?;
+        Ok(CompleteResult::new(info))
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let cursor = request
+            .as_ref()
+            .and_then(|request| request.cursor.as_deref());
+        skills::list_skills(&self.library(), cursor)
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        skills::get_skill(&self.library(), &request.uri).map(GetSkillResult::new)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        skills::read_directory(&self.library(), &request.uri)
+            .map(ReadResourceDirectoryResult::with_all_items)
     }
 }

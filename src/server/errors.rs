@@ -84,3 +84,32 @@ pub(super) fn workspace_failed(error: &crate::workspace::Error) -> ErrorData {
     tracing::error!(%error, "workspace failed");
     ErrorData::internal_error(error.to_string(), None)
 }
+
+/// A skill resource that cannot be served: unknown skill, file or refused path (the client can
+/// fix the URI), or an I/O failure (logged).
+pub(super) fn skill_resource_error(uri: &str, error: &crate::skills::Error) -> ErrorData {
+    use crate::skills::Error;
+    match error {
+        Error::Io { .. } | Error::Changed { .. } => {
+            tracing::error!(%uri, %error, "cannot serve a skill file");
+            ErrorData::internal_error(format!("cannot read `{uri}`"), None)
+        }
+        _ => resource_not_found(uri, &error.to_string()),
+    }
+}
+
+/// A `skills/get` or `resources/directory/read` URI that names no served skill or folder.
+pub(super) fn unknown_skill_uri(uri: &str, hint: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("no skill at `{uri}`: {hint}"),
+        Some(json!({ "uri": uri })),
+    )
+}
+
+/// A pagination cursor this server did not hand out.
+pub(super) fn bad_cursor(cursor: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("invalid cursor `{cursor}`: pass the nextCursor of the previous page"),
+        None,
+    )
+}

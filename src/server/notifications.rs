@@ -1,6 +1,7 @@
 //! Notifications the server sends on its own: `tools/list_changed` when the enabled tool set
-//! changes, `resources/updated` for subscribed variables, and `resources/list_changed` when
-//! variables appear or disappear (coalesced: one per burst of changes).
+//! changes, `resources/updated` for subscribed variables, `resources/list_changed` when
+//! variables appear or disappear (coalesced: one per burst of changes), and
+//! `resources/list_changed` with `prompts/list_changed` when a saved skill changes the library.
 
 use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::{Peer, RoleServer};
@@ -14,11 +15,19 @@ use crate::workspace::{Change, VariableEvent};
 pub(super) fn spawn_forwarder(server: Server, peer: Peer<RoleServer>) {
     let mut revisions = server.executor().registry().subscribe();
     let mut changes = server.executor().workspace().subscribe();
+    let mut skills = server.inner.shelf.subscribe();
     tokio::spawn(async move {
         loop {
             let delivered = tokio::select! {
                 revision = revisions.changed() => match revision {
                     Ok(()) => peer.notify_tool_list_changed().await.is_ok(),
+                    Err(_) => break,
+                },
+                revision = skills.changed() => match revision {
+                    Ok(()) => {
+                        peer.notify_resource_list_changed().await.is_ok()
+                            && peer.notify_prompt_list_changed().await.is_ok()
+                    }
                     Err(_) => break,
                 },
                 change = changes.recv() => match change {

@@ -1,30 +1,58 @@
-//! Prompts: `tool-rules`, the full tool-rules text (the same as the server instructions).
+//! Prompts: `tool-rules`, the full tool-rules text (the same as the server instructions), and
+//! one argument-less prompt per skill, `skill-{name}`, whose message is the skill's activation
+//! text (the body in `<skill_content>`).
 
 use rmcp::ErrorData;
 use rmcp::model::{GetPromptResult, Prompt, PromptMessage, Role};
 
 use super::errors;
+use crate::groups::skills::skill_content;
+use crate::skills::Library;
 use crate::tools::Executor;
 
 const TOOL_RULES: &str = "tool-rules";
+const SKILL_PREFIX: &str = "skill-";
 
-pub(super) fn list() -> Vec<Prompt> {
-    vec![Prompt::new(
+pub(super) fn list(library: &Library) -> Vec<Prompt> {
+    let mut prompts = vec![Prompt::new(
         TOOL_RULES,
         Some(
             "How to use this server's tools: variables, $VAR_REF references, output limits, approvals, and the index of on-demand rules",
         ),
         None,
-    )]
+    )];
+    prompts.extend(library.skills().iter().map(|skill| {
+        Prompt::new(
+            format!("{SKILL_PREFIX}{}", skill.name),
+            Some(skill.description.clone()),
+            None,
+        )
+    }));
+    prompts
 }
 
-pub(super) fn get(executor: &Executor, name: &str) -> Result<GetPromptResult, ErrorData> {
-    if name != TOOL_RULES {
-        return Err(errors::prompt_not_found(name, &[TOOL_RULES]));
+pub(super) fn get(
+    executor: &Executor,
+    library: &Library,
+    name: &str,
+) -> Result<GetPromptResult, ErrorData> {
+    if name == TOOL_RULES {
+        return Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+            Role::User,
+            executor.tool_rules(),
+        )])
+        .with_description("The synapse-mcp tool rules"));
     }
+    let skill = name
+        .strip_prefix(SKILL_PREFIX)
+        .and_then(|skill| library.find(skill))
+        .ok_or_else(|| errors::prompt_not_found(name, &[TOOL_RULES, "skill-{name}"]))?;
+    let body = skill
+        .body()
+        .map_err(|error| errors::skill_resource_error(name, &error))?;
     Ok(GetPromptResult::new(vec![PromptMessage::new_text(
         Role::User,
-        executor.tool_rules(),
+        skill_content(skill, &body),
     )])
-    .with_description("The synapse-mcp tool rules"))
+    .with_description(skill.description.clone()))
 }

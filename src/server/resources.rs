@@ -1,5 +1,5 @@
-//! Resources: `rule://{group}/{rule}` (a skill rule's markdown) and `var://{name}` (a variable's
-//! value). Variable names are percent-encoded in URIs where they hold characters outside
+//! Resources: `skill://{name}/{path}` (a skill's files, in `server/skills.rs`),
+//! `rule://{group}/{rule}` (a skill rule's markdown) and `var://{name}` (a variable's value). Variable names are percent-encoded in URIs where they hold characters outside
 //! `A-Z a-z 0-9 - . _ ~ /`.
 
 use std::fmt::Write as _;
@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 use rmcp::ErrorData;
 use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
 
-use super::errors;
+use super::{errors, skills};
 use crate::plans::path::Path;
+use crate::skills::Library;
 use crate::tools::Executor;
 use crate::vars::ListFilter;
 
@@ -17,7 +18,8 @@ const RULE_SCHEME: &str = "rule://";
 const STATE_SCHEME: &str = "state://";
 
 pub(super) fn templates() -> Vec<ResourceTemplate> {
-    vec![
+    let mut templates = skills::templates();
+    templates.extend([
         ResourceTemplate::new("var://{name}", "variable")
             .with_description("A variable's value (names percent-encoded)")
             .with_mime_type("text/plain"),
@@ -27,11 +29,12 @@ pub(super) fn templates() -> Vec<ResourceTemplate> {
         ResourceTemplate::new("rule://{group}/{rule}", "rule")
             .with_description("A skill rule declared by a tool group")
             .with_mime_type("text/markdown"),
-    ]
+    ]);
+    templates
 }
 
-pub(super) fn list(executor: &Executor) -> Result<Vec<Resource>, ErrorData> {
-    let mut resources = Vec::new();
+pub(super) fn list(executor: &Executor, library: &Library) -> Result<Vec<Resource>, ErrorData> {
+    let mut resources = skills::list(library);
     for group in executor.registry().groups() {
         for rule in &group.rules {
             resources.push(
@@ -60,7 +63,14 @@ pub(super) fn list(executor: &Executor) -> Result<Vec<Resource>, ErrorData> {
     Ok(resources)
 }
 
-pub(super) fn read(executor: &Executor, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+pub(super) fn read(
+    executor: &Executor,
+    library: &Library,
+    uri: &str,
+) -> Result<ReadResourceResult, ErrorData> {
+    if uri.starts_with(skills::SCHEME) {
+        return skills::read(library, uri);
+    }
     if let Some(path) = uri.strip_prefix(RULE_SCHEME) {
         let rule = path
             .split_once('/')
@@ -89,7 +99,7 @@ pub(super) fn read(executor: &Executor, uri: &str) -> Result<ReadResourceResult,
     }
     Err(errors::resource_not_found(
         uri,
-        "synapse-mcp serves var://, rule:// and state:// URIs",
+        "synapse-mcp serves skill://, var://, rule:// and state:// URIs",
     ))
 }
 
@@ -141,7 +151,7 @@ fn rule_uri(group: &str, rule: &str) -> String {
     format!("{RULE_SCHEME}{group}/{rule}")
 }
 
-fn percent_decode(text: &str) -> Option<String> {
+pub(super) fn percent_decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut decoded = Vec::with_capacity(bytes.len());
     let mut index = 0;

@@ -108,6 +108,14 @@ impl ClientHandler for TestClient {
         ));
     }
 
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.note("resources/list_changed".to_owned());
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.note("prompts/list_changed".to_owned());
+    }
+
     async fn on_resource_updated(
         &self,
         params: rmcp::model::ResourceUpdatedNotificationParam,
@@ -121,11 +129,18 @@ pub(crate) fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_synapse-mcp")
 }
 
+/// A home folder without skills, so that the default skill roots (the bundled skills, then
+/// `~/.synapse/skills`, `~/.agents/skills`, `~/.claude/skills`) do not depend on the machine.
+pub(crate) fn quiet_home() -> &'static str {
+    env!("CARGO_TARGET_TMPDIR")
+}
+
 /// The real binary over stdio, with extra arguments, its stderr forwarded to the test's. Unless
 /// the arguments name a store or a data folder, it keeps its workspace in memory.
 pub(crate) async fn spawn_binary(args: &[&str], client: TestClient) -> Client {
     let mut command = Command::new(binary());
     command
+        .env("HOME", quiet_home())
         .args(args)
         .arg("--log-level")
         .arg("warn")
@@ -460,6 +475,7 @@ impl RawSession {
             command.args(["--store", "memory"]);
         }
         let mut child = command
+            .env("HOME", quiet_home())
             .args(args)
             .arg("--log-level")
             .arg("error")
@@ -542,4 +558,22 @@ impl RawSession {
             .await;
         self.response(id).await
     }
+}
+
+/// Waits (up to five seconds) until the client has been sent this notification.
+pub(crate) async fn wait_for(client: &TestClient, notification: &str) {
+    for _ in 0..200 {
+        if client
+            .notifications()
+            .iter()
+            .any(|seen| seen == notification)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!(
+        "never notified of {notification}; saw {:?}",
+        client.notifications()
+    );
 }

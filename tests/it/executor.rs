@@ -2,13 +2,13 @@
 //! process: references in a tool's arguments, truncation with its hint, result caching,
 //! `_outputLimit`, panics, and the notifications the registry and workspace send.
 
-use std::time::Duration;
-
 use pretty_assertions::assert_eq;
 use rmcp::model::{CallToolRequestParams, SubscribeRequestParams};
 use serde_json::json;
 
-use crate::common::{Elicitation, TestClient, call, in_process, is_error, text, tool_names};
+use crate::common::{
+    Elicitation, TestClient, call, in_process, is_error, text, tool_names, wait_for,
+};
 
 #[tokio::test]
 async fn a_reference_in_any_argument_receives_the_slice() {
@@ -220,6 +220,10 @@ async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
             "ReadVar",
             "RemoveVars",
             "Repeat",
+            "SkillLoad",
+            "SkillReadFile",
+            "SkillSave",
+            "SkillSearch",
             "Wait",
             "WriteVar"
         ]
@@ -230,16 +234,28 @@ async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
     assert_eq!(
         after,
         [
-            "Echo", "Explode", "Fail", "ListVars", "Pinned", "ReadVar", "Repeat", "Wait"
+            "Echo",
+            "Explode",
+            "Fail",
+            "ListVars",
+            "Pinned",
+            "ReadVar",
+            "Repeat",
+            "SkillLoad",
+            "SkillReadFile",
+            "SkillSave",
+            "SkillSearch",
+            "Wait"
         ],
         "ReadVar and ListVars stay while any group is on"
     );
     registry.set_group_enabled("test", false).unwrap();
+    registry.set_group_enabled("skills", false).unwrap();
     assert!(client.list_all_tools().await.unwrap().is_empty());
     let unknown = registry.set_group_enabled("nope", true).unwrap_err();
     assert_eq!(
         unknown.to_string(),
-        "unknown tool group `nope`; known groups: Agent, vars, plans, test"
+        "unknown tool group `nope`; known groups: Agent, vars, plans, skills, test"
     );
     wait_for(&observer, "tools/list_changed").await;
     client.cancel().await.unwrap();
@@ -265,21 +281,4 @@ async fn subscribers_hear_when_a_variable_changes() {
     .await;
     wait_for(&observer, "resources/updated var://watched").await;
     client.cancel().await.unwrap();
-}
-
-pub(crate) async fn wait_for(client: &TestClient, notification: &str) {
-    for _ in 0..200 {
-        if client
-            .notifications()
-            .iter()
-            .any(|seen| seen == notification)
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!(
-        "never notified of {notification}; saw {:?}",
-        client.notifications()
-    );
 }

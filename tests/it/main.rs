@@ -11,5 +11,6 @@ mod common;
 mod executor;
 mod plans;
 mod schemas;
+mod skills;
 mod stdio;
 mod store;

@@ -298,7 +298,7 @@ async fn plans_report_progress_and_state_subscribers_hear_of_writes() {
     ));
     let result = client.call_tool(request).await.unwrap();
     assert_eq!(structured(&result)["ok"], json!(true));
-    crate::executor::wait_for(&observer, "resources/updated state://report").await;
+    crate::common::wait_for(&observer, "resources/updated state://report").await;
     let progress: Vec<String> = observer
         .notifications()
         .into_iter()

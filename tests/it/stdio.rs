@@ -305,6 +305,9 @@ async fn rules_and_variables_are_resources() {
     assert_eq!(
         uris,
         [
+            "skill://passing-large-values/SKILL.md",
+            "skill://synapse-workspace/SKILL.md",
+            "skill://writing-skills/SKILL.md",
             "rule://Agent/VarRef",
             "rule://Agent/TODO",
             "rule://Agent/Plans",
@@ -318,7 +321,13 @@ async fn rules_and_variables_are_resources() {
     let templates: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
     assert_eq!(
         templates,
-        ["var://{name}", "state://{path}", "rule://{group}/{rule}"]
+        [
+            "skill://{name}/SKILL.md",
+            "skill://{name}/{path}",
+            "var://{name}",
+            "state://{path}",
+            "rule://{group}/{rule}"
+        ]
     );
     let rule = client
         .read_resource(ReadResourceRequestParams::new("rule://Agent/VarRef"))
@@ -354,7 +363,12 @@ async fn the_tool_rules_prompt_matches_the_instructions() {
     let prompts = client.list_all_prompts().await.unwrap();
     assert_eq!(
         prompts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
-        ["tool-rules"]
+        [
+            "tool-rules",
+            "skill-passing-large-values",
+            "skill-synapse-workspace",
+            "skill-writing-skills"
+        ]
     );
     let prompt = client
         .get_prompt(GetPromptRequestParams::new("tool-rules"))

@@ -1,0 +1,371 @@
+//! The `skills` group (seed 004): `SkillSearch`, `SkillLoad`, `SkillReadFile`, `SkillSave`
+//! (in `skills/save.rs`) — thin adapters over [`crate::skills`]. Loads are remembered per
+//! server, so a second load of the same skill says so instead of repeating the body.
+
+pub mod save;
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{ready, structured};
+use crate::skills::Skill;
+use crate::skills::shelf::Shelf;
+use crate::tools::{
+    Annotations, Permission, Policy, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError,
+    ToolGroup, ToolOutput, parse_arguments,
+};
+
+pub const GROUP: &str = "skills";
+
+/// What the tools share: the library and the names loaded so far.
+pub struct Shared {
+    shelf: Arc<Shelf>,
+    loaded: Mutex<HashSet<String>>,
+}
+
+impl Shared {
+    /// A saved skill has new instructions: its next load is not "already loaded".
+    fn forget(&self, name: &str) {
+        self.loaded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name);
+    }
+}
+
+/// The group with its tools and its rule prompt.
+pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
+    let shared = Arc::new(Shared {
+        shelf,
+        loaded: Mutex::default(),
+    });
+    let read_only = Annotations {
+        read_only: true,
+        idempotent: true,
+        ..Annotations::default()
+    };
+    let tool = |definition, run, kind| -> Arc<dyn Tool> {
+        Arc::new(SkillsTool {
+            definition,
+            run,
+            kind,
+            shared: shared.clone(),
+        })
+    };
+    ToolGroup {
+        name: GROUP.to_owned(),
+        tools: vec![
+            tool(
+                ToolDefinition::new::<SearchArguments>("SkillSearch", SKILL_SEARCH, read_only)
+                    .with_output::<SearchOutput>(),
+                search,
+                Kind::Search,
+            ),
+            tool(
+                ToolDefinition::new::<LoadArguments>("SkillLoad", SKILL_LOAD, read_only),
+                load,
+                Kind::Load,
+            ),
+            tool(
+                ToolDefinition::new::<save::SaveArguments>(
+                    "SkillSave",
+                    save::DESCRIPTION,
+                    Annotations {
+                        idempotent: true,
+                        ..Annotations::default()
+                    },
+                )
+                .with_output::<save::SaveOutput>(),
+                save::run,
+                Kind::Save,
+            ),
+            tool(
+                ToolDefinition::new::<ReadFileArguments>(
+                    "SkillReadFile",
+                    SKILL_READ_FILE,
+                    read_only,
+                ),
+                read_file,
+                Kind::ReadFile,
+            ),
+        ],
+        rule_prompt: RulePrompt::Static(
+            include_str!("../../skills/synapse-workspace/rules/skills-group.md").to_owned(),
+        ),
+        rules: Vec::new(),
+    }
+}
+
+const SKILL_SEARCH: &str = "Search the skill library. ALWAYS call this before starting any \
+    non-trivial task (writing, analysing, converting, building, reviewing, planning): skills \
+    hold tested instructions for doing such tasks well. Describe the task in a few words; the \
+    answer ranks matching skills by relevance (words in names, descriptions and bodies, \
+    plurals and small typos included). Then SkillLoad the best match.";
+
+const SKILL_LOAD: &str = "Load a skill's instructions by name (from SkillSearch) and follow \
+    them. The answer wraps the SKILL.md body in <skill_content>, gives the skill's folder and \
+    lists its other files in <skill_resources> without their contents; read those with \
+    SkillReadFile when the instructions point to them. A skill already loaded in this session \
+    is not repeated unless `force` is true.";
+
+const SKILL_READ_FILE: &str = "Read one file of a skill (a reference, template or script \
+    source) by its path relative to the skill folder, as listed in <skill_resources>, whole or \
+    a window of it by characters. Paths that leave the skill folder are refused.";
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Search,
+    Load,
+    ReadFile,
+    Save,
+}
+
+type Run = fn(&Shared, ToolCall<'_>) -> Result<ToolOutput, ToolError>;
+
+struct SkillsTool {
+    definition: ToolDefinition,
+    run: Run,
+    kind: Kind,
+    shared: Arc<Shared>,
+}
+
+impl Tool for SkillsTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// Saving writes to disk: ask once per argument shape unless the configuration says
+    /// otherwise.
+    fn permission(&self) -> Permission {
+        match self.kind {
+            Kind::Save => Permission {
+                execution: Policy::AskOnce,
+                result: Policy::Auto,
+            },
+            _ => Permission::default(),
+        }
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        ready((self.run)(&self.shared, call))
+    }
+
+    fn format_for_llm(&self, output: &ToolOutput, _arguments: &Value) -> String {
+        match (self.kind, output) {
+            (Kind::Search, ToolOutput::Structured(value)) => search_text(value),
+            (_, ToolOutput::Text(text)) => text.clone(),
+            (_, ToolOutput::Structured(value)) => value.to_string(),
+        }
+    }
+
+    /// Skill bodies are instructions: keep them whole up to 40,000 characters (about 10,000
+    /// tokens, twice the size the specification recommends).
+    fn default_output_limit(&self) -> Option<usize> {
+        (self.kind == Kind::Load).then_some(40_000)
+    }
+
+    /// `SkillReadFile` pages the file itself, like `ReadVar`, and the file stays addressable,
+    /// so neither its pages are truncated again nor cached as variables.
+    fn skip_truncation(&self) -> bool {
+        self.kind == Kind::ReadFile
+    }
+
+    fn caches_result(&self) -> bool {
+        self.kind != Kind::ReadFile
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SearchArguments {
+    /// What the task is about, in a few words, e.g. "merge pdf files" or "clean csv data".
+    pub query: String,
+    /// How many skills to return at most (1–50, default 5).
+    pub max_results: Option<usize>,
+    /// Only skills carrying every one of these tags (case-insensitive).
+    pub tags: Option<Vec<String>>,
+}
+
+/// The seed's `skill search` answer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchOutput {
+    /// Best match first.
+    pub matched_skills: Vec<MatchedSkill>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MatchedSkill {
+    pub name: String,
+    pub description: String,
+    /// Relevance (BM25F); only the order between results is meaningful.
+    pub score: f64,
+}
+
+fn search(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: SearchArguments = parse_arguments("SkillSearch", call.arguments)?;
+    if arguments.query.trim().is_empty() {
+        return Err(ToolError::invalid(
+            "`query` is empty: describe the task in a few words",
+        ));
+    }
+    let limit = arguments.max_results.unwrap_or(5).clamp(1, 50);
+    let tags = arguments.tags.unwrap_or_default();
+    let hits = shared
+        .shelf
+        .library()
+        .search(&arguments.query, &tags, limit);
+    let matched_skills = hits
+        .into_iter()
+        .map(|hit| MatchedSkill {
+            name: hit.skill.name.clone(),
+            description: hit.skill.description.clone(),
+            score: (f64::from(hit.score) * 1000.0).round() / 1000.0,
+        })
+        .collect();
+    structured(&SearchOutput { matched_skills })
+}
+
+/// The JSON answer, then the seed's `<available-skills>` block for the model.
+fn search_text(value: &Value) -> String {
+    let matched = value["matched_skills"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    if matched.is_empty() {
+        return format!(
+            "{value}\n\nNo skill matches this query. Try other words, or go ahead without a skill."
+        );
+    }
+    let mut text = format!("{value}\n\n<available-skills>\n");
+    for skill in matched {
+        let name = escape(skill["name"].as_str().unwrap_or_default());
+        let description = escape(skill["description"].as_str().unwrap_or_default());
+        writeln!(text, "  <skill name=\"{name}\">{description}</skill>").ok();
+    }
+    text.push_str(
+        "</available-skills>\nLoad the skill that fits with SkillLoad {\"name\": \"…\"}.",
+    );
+    text
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoadArguments {
+    /// The skill's name, as `SkillSearch` returns it.
+    pub name: String,
+    /// Load it again even if it was already loaded in this session.
+    pub force: Option<bool>,
+}
+
+fn load(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: LoadArguments = parse_arguments("SkillLoad", call.arguments)?;
+    let library = shared.shelf.library();
+    let skill = library.get(&arguments.name).map_err(ToolError::invalid)?;
+    let first = shared
+        .loaded
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(skill.name.clone());
+    if !first && arguments.force != Some(true) {
+        return Ok(ToolOutput::Text(format!(
+            "Skill `{}` is already loaded in this session: follow the <skill_content> given earlier. \
+             Call SkillLoad with \"force\": true to get it again.",
+            skill.name
+        )));
+    }
+    let body = skill.body().map_err(internal)?;
+    Ok(ToolOutput::Text(skill_content(skill, &body)))
+}
+
+/// The activation text clients follow best (notes/agent-skills.md).
+pub fn skill_content(skill: &Skill, body: &str) -> String {
+    let body = body.trim_start_matches(['\n', ' ']).trim_end();
+    let mut text = format!("<skill_content name=\"{}\">\n{body}", skill.name);
+    write!(
+        text,
+        "\n\nSkill folder: {}\nRelative paths in this skill are relative to that folder; read them with SkillReadFile {{\"name\": \"{}\", \"path\": \"…\"}}.\n",
+        skill.location.display(),
+        skill.name
+    )
+    .ok();
+    let resources = skill.resources();
+    if !resources.is_empty() {
+        text.push_str("<skill_resources>\n");
+        for path in resources {
+            writeln!(text, "  <file>{}</file>", escape(&path)).ok();
+        }
+        text.push_str("</skill_resources>\n");
+    }
+    text.push_str("</skill_content>");
+    text
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFileArguments {
+    /// The skill's name.
+    pub name: String,
+    /// The file's path relative to the skill folder, e.g. `references/REFERENCE.md`.
+    pub path: String,
+    /// First character to read (0-based, in Unicode characters). Default 0.
+    pub start: Option<usize>,
+    /// How many characters to read. Default: up to the output limit.
+    pub length: Option<usize>,
+}
+
+fn read_file(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    let arguments: ReadFileArguments = parse_arguments("SkillReadFile", call.arguments)?;
+    let library = shared.shelf.library();
+    let skill = library.get(&arguments.name).map_err(ToolError::invalid)?;
+    let bytes = skill
+        .read_file(&arguments.path)
+        .map_err(|error| match error {
+            crate::skills::Error::Io { .. } => internal(error),
+            other => ToolError::invalid(other),
+        })?;
+    let Ok(text) = String::from_utf8(bytes) else {
+        return Err(ToolError::invalid(format!(
+            "`{}` of skill `{}` is a binary file; only text files can be read",
+            arguments.path, skill.name
+        )));
+    };
+    let start = arguments.start.unwrap_or(0);
+    let length = arguments.length.or(call.output_limit).unwrap_or(usize::MAX);
+    let total = text.chars().count();
+    let window: String = text.chars().skip(start).take(length).collect();
+    let end = (start + window.chars().count()).min(total);
+    let header = if end < total {
+        format!(
+            "[File `{}` of skill `{}`: characters {}–{end} of {total}; more remains: SkillReadFile {{\"name\": \"{}\", \"path\": \"{}\", \"start\": {end}}}]",
+            arguments.path,
+            skill.name,
+            start.min(total),
+            skill.name,
+            arguments.path
+        )
+    } else {
+        format!(
+            "[File `{}` of skill `{}`: characters {}–{end} of {total}; nothing more remains]",
+            arguments.path,
+            skill.name,
+            start.min(total)
+        )
+    };
+    Ok(ToolOutput::Text(format!("{header}\n{window}")))
+}
+
+fn internal(error: impl std::fmt::Display) -> ToolError {
+    ToolError::Internal(error.to_string())
+}

@@ -1,0 +1,404 @@
+//! The Agent Skills library (seed 004): folders holding a `SKILL.md`, discovered in the roots,
+//! checked against the specification, searched, and loaded progressively — the catalog
+//! (name + description) at start-up, a body on first load, other files on demand.
+//!
+//! - [`discover`]: the roots and the bounded walk; the bundled skills compiled in.
+//! - [`frontmatter`]: the splitter and the YAML parse, with the lenient recovery.
+//! - [`validate`]: typed fields, the spec's rules, diagnostics.
+//! - [`catalog`]: the start-up scan, `index.json` reuse, name collisions.
+//! - [`index_file`]: the seed's `index.json`.
+//! - [`search`]: BM25F with stemming and typo tolerance.
+//! - [`files`]: skill files on disk or bundled, and the path checks.
+//!
+//! Nothing here knows MCP.
+
+pub mod catalog;
+pub mod check;
+pub mod discover;
+pub mod files;
+pub mod frontmatter;
+pub mod index_file;
+pub mod save;
+pub mod search;
+pub mod shelf;
+pub mod validate;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
+
+use self::discover::Root;
+use self::files::{FileError, Location, PathProblem};
+use self::frontmatter::Frontmatter;
+use self::validate::{Diagnostic, Fields};
+
+/// The name the skill file is always served under (SEP-2640 URIs end in it).
+pub const SKILL_MD: &str = "SKILL.md";
+
+/// What went wrong with a request for a skill or one of its files.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("unknown skill `{name}`{suggestion}")]
+    UnknownSkill { name: String, suggestion: String },
+    #[error(
+        "path `{path}` is refused: {problem}; give a path relative to the skill folder, such as `references/REFERENCE.md`"
+    )]
+    BadPath { path: String, problem: PathProblem },
+    #[error("skill `{skill}` has no file `{path}`; its files are: {known}")]
+    UnknownFile {
+        skill: String,
+        path: String,
+        known: String,
+    },
+    #[error("skill `{skill}` has no folder `{path}`")]
+    UnknownFolder { skill: String, path: String },
+    #[error("skill `{name}` is not valid: {problems}")]
+    Invalid { name: String, problems: String },
+    #[error("cannot save into `{root}`: the writable skills folders are {known}")]
+    UnknownRoot { root: String, known: String },
+    #[error("cannot read or write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} no longer has valid frontmatter: {message}")]
+    Changed { path: String, message: String },
+}
+
+/// One skill of the catalog. The body and the file digests are read once, when first needed.
+#[derive(Debug)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    pub fields: Fields,
+    /// The frontmatter exactly as written (SEP-2640 `skills/list` serves it verbatim).
+    pub frontmatter: Frontmatter,
+    pub location: Location,
+    /// `SKILL.md` or `skill.md`.
+    pub file_name: &'static str,
+    pub size: u64,
+    pub modified: Option<SystemTime>,
+    body: OnceLock<Arc<str>>,
+    manifest: OnceLock<Arc<[FileDigest]>>,
+}
+
+/// One file of a skill with its SEP-2640 digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileDigest {
+    /// Relative to the skill folder, `/`-separated.
+    pub path: String,
+    /// `sha256:` and 64 lowercase hex digits.
+    pub digest: String,
+    pub size: u64,
+}
+
+impl Skill {
+    pub fn new(
+        name: String,
+        fields: Fields,
+        frontmatter: Frontmatter,
+        location: Location,
+        file_name: &'static str,
+    ) -> Self {
+        Self {
+            description: fields.description.clone().unwrap_or_default(),
+            name,
+            fields,
+            frontmatter,
+            location,
+            file_name,
+            size: 0,
+            modified: None,
+            body: OnceLock::new(),
+            manifest: OnceLock::new(),
+        }
+    }
+
+    /// The markdown after the frontmatter, read on first use and kept.
+    pub fn body(&self) -> Result<Arc<str>, Error> {
+        if let Some(body) = self.body.get() {
+            return Ok(body.clone());
+        }
+        let body: Arc<str> = Arc::from(self.read_body()?);
+        Ok(self.body.get_or_init(|| body).clone())
+    }
+
+    /// The body read afresh, without keeping it (the search index reads every body once).
+    pub fn read_body(&self) -> Result<String, Error> {
+        let bytes = self
+            .read(self.file_name)
+            .map_err(|error| self.file_error(self.file_name, error))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let text = frontmatter::normalise(&text);
+        let split = frontmatter::split(&text).map_err(|error| Error::Changed {
+            path: self.file_name.to_owned(),
+            message: error.to_string(),
+        })?;
+        Ok(split.body.to_owned())
+    }
+
+    /// A file of the skill by a client-given relative path.
+    pub fn read_file(&self, path: &str) -> Result<Vec<u8>, Error> {
+        let relative = files::clean_relative(path).map_err(|problem| Error::BadPath {
+            path: path.to_owned(),
+            problem,
+        })?;
+        self.read(&relative).map_err(|error| match error {
+            FileError::Missing => Error::UnknownFile {
+                skill: self.name.clone(),
+                path: path.to_owned(),
+                known: self.files().join(", "),
+            },
+            other => self.file_error(path, other),
+        })
+    }
+
+    /// Reads a cleaned path; `SKILL.md` always names the skill file, even a `skill.md`.
+    fn read(&self, relative: &str) -> Result<Vec<u8>, FileError> {
+        if relative == SKILL_MD {
+            self.location.read(self.file_name)
+        } else {
+            self.location.read(relative)
+        }
+    }
+
+    fn file_error(&self, path: &str, error: FileError) -> Error {
+        match error {
+            FileError::Refused(problem) => Error::BadPath {
+                path: path.to_owned(),
+                problem,
+            },
+            FileError::Io { path, source } => Error::Io { path, source },
+            FileError::Missing => Error::UnknownFolder {
+                skill: self.name.clone(),
+                path: path.to_owned(),
+            },
+        }
+    }
+
+    /// Every file of the skill, relative and sorted; the skill file is always `SKILL.md`.
+    pub fn files(&self) -> Vec<String> {
+        let mut files: Vec<String> = self
+            .location
+            .files()
+            .into_iter()
+            .map(|file| {
+                if file == self.file_name {
+                    SKILL_MD.to_owned()
+                } else {
+                    file
+                }
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// The other files (what `<skill_resources>` lists).
+    pub fn resources(&self) -> Vec<String> {
+        self.files()
+            .into_iter()
+            .filter(|file| file != SKILL_MD)
+            .collect()
+    }
+
+    /// The direct children of a folder of the skill (`""`: the skill folder).
+    pub fn children(&self, path: &str) -> Result<Vec<files::Child>, Error> {
+        let relative = if path.trim_matches('/').is_empty() {
+            String::new()
+        } else {
+            files::clean_relative(path).map_err(|problem| Error::BadPath {
+                path: path.to_owned(),
+                problem,
+            })?
+        };
+        self.location
+            .children(&relative)
+            .map_err(|error| self.file_error(path, error))
+    }
+
+    /// The script names in `scripts/` (their file names without extension).
+    pub fn scripts(&self) -> Vec<String> {
+        let Ok(children) = self.location.children("scripts") else {
+            return Vec::new();
+        };
+        children
+            .into_iter()
+            .filter(|child| !child.directory)
+            .map(|child| {
+                child
+                    .name
+                    .rsplit_once('.')
+                    .map_or(child.name.clone(), |(stem, _)| stem.to_owned())
+            })
+            .collect()
+    }
+
+    /// Every file with its digest, computed once.
+    pub fn manifest(&self) -> Result<Arc<[FileDigest]>, Error> {
+        if let Some(manifest) = self.manifest.get() {
+            return Ok(manifest.clone());
+        }
+        let mut digests = Vec::new();
+        for path in self.files() {
+            let bytes = self
+                .read(&path)
+                .map_err(|error| self.file_error(&path, error))?;
+            digests.push(FileDigest {
+                digest: sha256(&bytes),
+                size: bytes.len() as u64,
+                path,
+            });
+        }
+        let manifest: Arc<[FileDigest]> = digests.into();
+        Ok(self.manifest.get_or_init(|| manifest).clone())
+    }
+}
+
+/// `sha256:` and the lowercase hex digest of the bytes.
+pub fn sha256(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    let mut digest = String::with_capacity(71);
+    digest.push_str("sha256:");
+    for byte in hash {
+        digest.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
+        digest.push(char::from_digit(u32::from(byte & 15), 16).unwrap_or('0'));
+    }
+    digest
+}
+
+/// A search result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub skill: Arc<Skill>,
+    pub score: f32,
+}
+
+/// The catalog, its diagnostics and the search index (built on the first search, or by
+/// [`Library::warm_up`] in the background).
+#[derive(Debug)]
+pub struct Library {
+    skills: Vec<Arc<Skill>>,
+    by_name: HashMap<String, usize>,
+    diagnostics: Vec<Diagnostic>,
+    index: OnceLock<search::Index>,
+}
+
+impl PartialEq for Skill {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.location.display() == other.location.display()
+    }
+}
+
+impl Library {
+    /// Scans the roots (reusing and refreshing their `index.json`).
+    pub fn load(roots: &[Root]) -> Self {
+        let catalog = catalog::build(roots, true);
+        for diagnostic in &catalog.diagnostics {
+            if diagnostic.level == validate::Level::Fatal || diagnostic.rule == "root-missing" {
+                tracing::warn!("{diagnostic}");
+            }
+        }
+        Self::from_catalog(catalog)
+    }
+
+    pub fn from_catalog(catalog: catalog::Catalog) -> Self {
+        let skills: Vec<Arc<Skill>> = catalog.skills.into_iter().map(Arc::new).collect();
+        let by_name = skills
+            .iter()
+            .enumerate()
+            .map(|(position, skill)| (skill.name.clone(), position))
+            .collect();
+        Self {
+            skills,
+            by_name,
+            diagnostics: catalog.diagnostics,
+            index: OnceLock::new(),
+        }
+    }
+
+    /// The skills in root order, then path order.
+    pub fn skills(&self) -> &[Arc<Skill>] {
+        &self.skills
+    }
+
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    pub fn find(&self, name: &str) -> Option<&Arc<Skill>> {
+        self.by_name
+            .get(name)
+            .map(|&position| &self.skills[position])
+    }
+
+    /// A skill by name, or an error that suggests the closest names.
+    pub fn get(&self, name: &str) -> Result<&Arc<Skill>, Error> {
+        self.find(name).ok_or_else(|| Error::UnknownSkill {
+            name: name.to_owned(),
+            suggestion: self.suggestion(name),
+        })
+    }
+
+    fn suggestion(&self, name: &str) -> String {
+        let mut near: Vec<(usize, &str)> = self
+            .skills
+            .iter()
+            .map(|skill| (strsim::levenshtein(&skill.name, name), skill.name.as_str()))
+            .collect();
+        near.sort_unstable();
+        let closest: Vec<String> = near
+            .iter()
+            .take(3)
+            .map(|(_, name)| format!("`{name}`"))
+            .collect();
+        if closest.is_empty() {
+            "; no skills are installed".to_owned()
+        } else {
+            format!(
+                "; the closest names are {} (SkillSearch finds skills by topic)",
+                closest.join(", ")
+            )
+        }
+    }
+
+    /// Ranked skills for a query; with `tags`, only skills carrying every tag.
+    pub fn search(&self, query: &str, tags: &[String], limit: usize) -> Vec<Hit> {
+        let index = self.index();
+        let keep = |position: usize| {
+            let carried = &self.skills[position].fields.tags;
+            tags.iter()
+                .all(|tag| carried.iter().any(|has| has.eq_ignore_ascii_case(tag)))
+        };
+        index
+            .search(query, keep, limit)
+            .into_iter()
+            .map(|(position, score)| Hit {
+                skill: self.skills[position].clone(),
+                score,
+            })
+            .collect()
+    }
+
+    /// Builds the search index now (call it on a background thread after start-up).
+    pub fn warm_up(&self) {
+        self.index();
+    }
+
+    fn index(&self) -> &search::Index {
+        self.index.get_or_init(|| {
+            search::Index::build(self.skills.iter().map(|skill| {
+                let body = skill.read_body().unwrap_or_default();
+                search::Document {
+                    name: skill.name.replace('-', " "),
+                    description: format!("{} {}", skill.description, skill.fields.tags.join(" ")),
+                    headings: search::headings(&body),
+                    body,
+                }
+            }))
+        })
+    }
+}

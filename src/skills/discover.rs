@@ -1,0 +1,308 @@
+//! Where skills are found: the roots in priority order, and the bounded walk of one root.
+//!
+//! A skill is a folder holding `SKILL.md` (or `skill.md`) at most three levels below a root.
+//! `.git`, `node_modules` and hidden folders are skipped, the walk never descends into a skill,
+//! and a symlink that leaves the root is refused and reported.
+
+use std::path::{Path, PathBuf};
+
+use include_dir::{Dir, include_dir};
+
+use super::validate::{Diagnostic, Level};
+
+/// The `skills/` folder of this repository, compiled into the binary.
+pub static BUNDLED: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/skills");
+
+/// The deepest level below a root at which a skill folder is found.
+pub const MAX_DEPTH: usize = 3;
+
+/// What kind of root a folder is; bundled roots are never written to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootKind {
+    Bundled,
+    /// Named with `--skills` or in the config file.
+    Configured,
+    /// `~/.synapse/skills`, `~/.agents/skills`, `~/.claude/skills`.
+    User,
+    /// `./.agents/skills`, `./.claude/skills`, only with `--trust-project`.
+    Project,
+}
+
+/// One place skills come from. Earlier roots win name collisions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    pub kind: RootKind,
+    pub path: PathBuf,
+}
+
+/// The roots in priority order. Trusted project roots come first (a project overrides the
+/// user); then the configured folders, or, when none is configured, the bundled skills and the
+/// user folders that exist.
+pub fn roots(
+    configured: &[PathBuf],
+    trust_project: bool,
+    home: Option<&Path>,
+    cwd: &Path,
+) -> Vec<Root> {
+    let mut roots = Vec::new();
+    if trust_project {
+        for relative in [".agents/skills", ".claude/skills"] {
+            let path = cwd.join(relative);
+            if path.is_dir() {
+                roots.push(Root {
+                    kind: RootKind::Project,
+                    path,
+                });
+            }
+        }
+    }
+    if !configured.is_empty() {
+        roots.extend(configured.iter().map(|path| Root {
+            kind: RootKind::Configured,
+            path: path.clone(),
+        }));
+        return roots;
+    }
+    roots.push(Root {
+        kind: RootKind::Bundled,
+        path: PathBuf::from("(bundled)"),
+    });
+    if let Some(home) = home {
+        for relative in [".synapse/skills", ".agents/skills", ".claude/skills"] {
+            let path = home.join(relative);
+            if path.is_dir() {
+                roots.push(Root {
+                    kind: RootKind::User,
+                    path,
+                });
+            }
+        }
+    }
+    roots
+}
+
+/// A folder that holds a SKILL.md.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub folder: PathBuf,
+    /// `SKILL.md` or `skill.md`.
+    pub file_name: &'static str,
+    pub folder_name: String,
+    /// Size and modification time of the skill file, from the walk's one `lstat`.
+    pub size: u64,
+    pub modified: std::time::SystemTime,
+}
+
+impl Candidate {
+    pub fn skill_file(&self) -> PathBuf {
+        self.folder.join(self.file_name)
+    }
+}
+
+/// The skill folders of one root on disk, sorted by path.
+pub fn walk(root: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<Candidate> {
+    let Ok(canonical) = std::fs::canonicalize(root) else {
+        let message = "the skills folder does not exist or cannot be read".to_owned();
+        diagnostics.push(Diagnostic::new(
+            Level::Warning,
+            root,
+            "root-missing",
+            message,
+        ));
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    visit(&canonical, root, 0, &mut found, diagnostics);
+    found.sort_by(|left, right| left.folder.cmp(&right.folder));
+    found
+}
+
+fn visit(
+    canonical_root: &Path,
+    folder: &Path,
+    depth: usize,
+    found: &mut Vec<Candidate>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    if let Some((file_name, metadata)) = skill_file(canonical_root, folder) {
+        let folder_name = folder
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        found.push(Candidate {
+            folder: folder.to_owned(),
+            file_name,
+            folder_name,
+            size: metadata.len(),
+            modified: metadata
+                .modified()
+                .unwrap_or(std::time::SystemTime::UNIX_EPOCH),
+        });
+        return;
+    }
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    for path in sub_folders(canonical_root, folder, diagnostics) {
+        visit(canonical_root, &path, depth + 1, found, diagnostics);
+    }
+}
+
+/// The folders inside `folder` worth visiting: not hidden, not `node_modules`, and not a
+/// symlink that leaves the root (reported).
+fn sub_folders(
+    canonical_root: &Path,
+    folder: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    let mut folders = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name == "node_modules" {
+            continue;
+        }
+        let path = entry.path();
+        // A real folder met while walking down from the root is inside it; only a symlink
+        // needs resolving.
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => {
+                folders.push(path);
+                continue;
+            }
+            Ok(kind) if kind.is_symlink() => {}
+            _ => continue,
+        }
+        let Ok(resolved) = std::fs::canonicalize(&path) else {
+            continue;
+        };
+        if !resolved.is_dir() {
+            continue;
+        }
+        if resolved.starts_with(canonical_root) {
+            folders.push(path);
+        } else {
+            let message = format!(
+                "symlink to {} leaves the skills folder; refused",
+                resolved.display()
+            );
+            diagnostics.push(Diagnostic::new(
+                Level::Warning,
+                &path,
+                "symlink-leaves-root",
+                message,
+            ));
+        }
+    }
+    folders
+}
+
+/// `SKILL.md` (preferred) or `skill.md`, when it is a file that stays inside the root.
+/// One `lstat` for a plain file; only a symlink is resolved (and must stay inside the root).
+fn skill_file(canonical_root: &Path, folder: &Path) -> Option<(&'static str, std::fs::Metadata)> {
+    ["SKILL.md", "skill.md"].into_iter().find_map(|name| {
+        let path = folder.join(name);
+        let metadata = std::fs::symlink_metadata(&path).ok()?;
+        if metadata.is_file() {
+            return Some((name, metadata));
+        }
+        let resolved = std::fs::canonicalize(&path).ok()?;
+        let target = std::fs::metadata(&resolved).ok()?;
+        (metadata.is_symlink() && target.is_file() && resolved.starts_with(canonical_root))
+            .then_some((name, target))
+    })
+}
+
+/// The bundled skill folders (top level of `skills/`), sorted by name.
+pub fn bundled() -> Vec<&'static Dir<'static>> {
+    let mut folders: Vec<&'static Dir<'static>> = BUNDLED
+        .dirs()
+        .filter(|folder| folder.get_file(folder.path().join("SKILL.md")).is_some())
+        .collect();
+    folders.sort_by_key(|folder| folder.path());
+    folders
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn skill(root: &Path, relative: &str) {
+        let folder = root.join(relative);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("SKILL.md"), "---\n---\n").unwrap();
+    }
+
+    #[test]
+    fn the_walk_is_bounded_and_skips_hidden_and_vendored_folders() {
+        let root = tempfile::tempdir().unwrap();
+        for relative in [
+            "a",
+            "group/b",
+            "x/y/c",
+            "x/y/z/too-deep",
+            ".hidden/d",
+            ".git/e",
+            "node_modules/f",
+            "a/inner",
+        ] {
+            skill(root.path(), relative);
+        }
+        let mut diagnostics = Vec::new();
+        let names: Vec<String> = walk(root.path(), &mut diagnostics)
+            .into_iter()
+            .map(|candidate| candidate.folder_name)
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(diagnostics, []);
+    }
+
+    #[test]
+    fn lower_case_skill_md_is_accepted() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("a")).unwrap();
+        std::fs::write(root.path().join("a/skill.md"), "").unwrap();
+        let found = walk(root.path(), &mut Vec::new());
+        assert_eq!(found[0].file_name, "skill.md");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_leaving_the_root_is_refused_and_reported() {
+        let outside = tempfile::tempdir().unwrap();
+        skill(outside.path(), "evil");
+        let root = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path().join("evil"), root.path().join("evil")).unwrap();
+        let mut diagnostics = Vec::new();
+        assert_eq!(walk(root.path(), &mut diagnostics), []);
+        assert_eq!(diagnostics[0].rule, "symlink-leaves-root");
+    }
+
+    #[test]
+    fn configured_roots_replace_the_defaults() {
+        let cwd = tempfile::tempdir().unwrap();
+        let roots = roots(&[PathBuf::from("/s")], false, None, cwd.path());
+        assert_eq!(
+            roots,
+            [Root {
+                kind: RootKind::Configured,
+                path: "/s".into()
+            }]
+        );
+        let defaults = super::roots(&[], false, None, cwd.path());
+        assert_eq!(defaults[0].kind, RootKind::Bundled);
+    }
+
+    #[test]
+    fn the_bundled_skills_are_compiled_in() {
+        let names: Vec<String> = bundled()
+            .iter()
+            .map(|folder| folder.path().display().to_string())
+            .collect();
+        assert!(names.contains(&"synapse-workspace".to_owned()), "{names:?}");
+    }
+}

@@ -1,0 +1,184 @@
+//! `index.json`, the seed's skill index (seed 004 §4.4.2), kept in each writable root.
+//!
+//! The seed's fields come first (`name`, `title`, `description`, `version`, `tags`, `author`,
+//! `tools`, `scriptCount`, `path`, `hasSkillMd`, `lastModified`; `totalSkills`, `totalTools`,
+//! `generatedAt`, `updatedAt`). Each entry also keeps what a warm start needs so that it reads
+//! no SKILL.md: the file name, its size and exact modification time, and the frontmatter
+//! verbatim. The file is written atomically (temporary file, then rename), only when an entry
+//! changed; a root that cannot be written to is skipped silently.
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use super::frontmatter::Frontmatter;
+
+pub const FILE_NAME: &str = "index.json";
+const FORMAT_VERSION: &str = "1.0.0";
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexFile {
+    pub version: String,
+    pub skills: Vec<Entry>,
+    pub total_skills: usize,
+    pub total_tools: usize,
+    pub generated_at: String,
+    pub updated_at: String,
+}
+
+/// One skill.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// `skill:{name}:{script}` for every file in `scripts/`.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    pub script_count: usize,
+    /// The skill folder.
+    pub path: String,
+    pub has_skill_md: bool,
+    pub last_modified: String,
+    /// `SKILL.md` or `skill.md`.
+    pub skill_file: String,
+    /// Size of the SKILL.md in bytes.
+    pub size: u64,
+    /// Modification time of the SKILL.md in nanoseconds since the Unix epoch.
+    pub modified_ns: u128,
+    pub frontmatter: Frontmatter,
+}
+
+/// The nanoseconds since the epoch of a modification time.
+pub fn nanos(time: SystemTime) -> u128 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos())
+}
+
+/// A time as the seed writes it: RFC 3339 with milliseconds.
+pub fn timestamp(time: SystemTime) -> String {
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// The index of a root, when there is a readable one.
+pub fn read(root: &Path) -> Option<IndexFile> {
+    let path = root.join(FILE_NAME);
+    let text = std::fs::read_to_string(&path).ok()?;
+    match serde_json::from_str(&text) {
+        Ok(index) => Some(index),
+        Err(error) => {
+            tracing::debug!(path = %path.display(), %error, "ignoring an unreadable index.json");
+            None
+        }
+    }
+}
+
+/// Writes the index of a root (the caller knows its entries changed). Failures (a read-only
+/// root) are logged at debug level and otherwise ignored: the index only makes starts faster.
+pub fn write(root: &Path, generated_at: Option<&str>, mut entries: Vec<Entry>, now: SystemTime) {
+    entries.sort_by(|left, right| left.path.cmp(&right.path));
+    let total_tools = entries.iter().map(|entry| entry.tools.len()).sum();
+    let index = IndexFile {
+        version: FORMAT_VERSION.to_owned(),
+        total_skills: entries.len(),
+        total_tools,
+        generated_at: generated_at.map_or_else(|| timestamp(now), str::to_owned),
+        updated_at: timestamp(now),
+        skills: entries,
+    };
+    if let Err(error) = write_atomically(root, &index) {
+        tracing::debug!(root = %root.display(), %error, "index.json not written");
+    }
+}
+
+fn write_atomically(root: &Path, index: &IndexFile) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(index).map_err(std::io::Error::other)?;
+    let temporary = root.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+    std::fs::write(&temporary, text + "\n")?;
+    std::fs::rename(&temporary, root.join(FILE_NAME)).inspect_err(|_| {
+        if let Err(error) = std::fs::remove_file(&temporary) {
+            tracing::debug!(%error, "cannot remove the temporary index");
+        }
+    })
+}
+
+/// A title for a skill without one: its name in words, each capitalised.
+pub fn title_from_name(name: &str) -> String {
+    name.split('-')
+        .filter(|word| !word.is_empty())
+        .map(|word| {
+            let mut characters = word.chars();
+            characters.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(characters).collect()
+            })
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn entry(name: &str) -> Entry {
+        Entry {
+            name: name.to_owned(),
+            title: title_from_name(name),
+            description: "d".to_owned(),
+            version: None,
+            tags: Vec::new(),
+            author: None,
+            tools: vec![format!("skill:{name}:run")],
+            script_count: 1,
+            path: format!("/skills/{name}"),
+            has_skill_md: true,
+            last_modified: timestamp(SystemTime::UNIX_EPOCH),
+            skill_file: "SKILL.md".to_owned(),
+            size: 10,
+            modified_ns: 5,
+            frontmatter: Frontmatter::new(),
+        }
+    }
+
+    #[test]
+    fn the_index_round_trips_and_keeps_its_generation_time() {
+        let root = tempfile::tempdir().unwrap();
+        let now = SystemTime::UNIX_EPOCH;
+        write(root.path(), None, vec![entry("b"), entry("a")], now);
+        let index = read(root.path()).unwrap();
+        assert_eq!(index.total_skills, 2);
+        assert_eq!(index.total_tools, 2);
+        assert_eq!(index.skills[0].name, "a");
+        assert_eq!(index.generated_at, "1970-01-01T00:00:00.000Z");
+        let later = now + std::time::Duration::from_mins(1);
+        write(
+            root.path(),
+            Some(&index.generated_at),
+            vec![entry("a")],
+            later,
+        );
+        let changed = read(root.path()).unwrap();
+        assert_eq!(changed.total_skills, 1);
+        assert_eq!(changed.generated_at, index.generated_at);
+        assert_eq!(changed.updated_at, "1970-01-01T00:01:00.000Z");
+    }
+
+    #[test]
+    fn titles_come_from_names() {
+        assert_eq!(
+            title_from_name("code-quality-analyzer"),
+            "Code Quality Analyzer"
+        );
+    }
+}

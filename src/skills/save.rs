@@ -1,0 +1,336 @@
+//! Saving a skill (`SkillSave`): the new SKILL.md is rendered, parsed back and checked in
+//! strict mode before anything is written; the folder is built beside its final place (a copy
+//! of the old folder, when there is one, so files not named in the request are kept), then
+//! swapped in with renames. The previous version is kept in `.backups/` next to the skill
+//! (hidden, so never scanned as a skill).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use super::discover::{Root, RootKind};
+use super::files::{Location, clean_relative};
+use super::validate::Level;
+use super::{Error, Library, SKILL_MD, catalog, index_file};
+
+/// What to save.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Request {
+    pub name: String,
+    pub description: String,
+    pub body: String,
+    /// Other files by relative path, as text.
+    pub files: BTreeMap<String, String>,
+    /// The root to save a new skill into (default: the first writable one).
+    pub root: Option<PathBuf>,
+}
+
+/// What was saved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Saved {
+    pub folder: PathBuf,
+    pub created: bool,
+    /// Where the previous version went.
+    pub backup: Option<PathBuf>,
+}
+
+/// Checks and writes a skill. The caller reloads the library afterwards.
+pub fn save(library: &Library, roots: &[Root], request: &Request) -> Result<Saved, Error> {
+    let existing = library.find(&request.name);
+    let frontmatter = existing.map(|skill| &skill.frontmatter);
+    let text = render(request, frontmatter);
+    check(&request.name, &text)?;
+    let files = checked_files(&request.files)?;
+    let folder = match existing.map(|skill| &skill.location) {
+        Some(Location::Disk(folder)) => folder.clone(),
+        Some(Location::Bundled(_)) => {
+            return Err(invalid(
+                &request.name,
+                "is a bundled skill, which is read-only; save it under another name",
+            ));
+        }
+        None => target_root(roots, request.root.as_deref())?.join(&request.name),
+    };
+    write(
+        &folder,
+        &text,
+        &files,
+        existing.map(|skill| skill.file_name),
+    )
+}
+
+/// `name` and `description` first, then every other key the skill already had (as JSON, which
+/// YAML reads as flow style), then the body.
+fn render(request: &Request, frontmatter: Option<&super::frontmatter::Frontmatter>) -> String {
+    let quoted = |value: &Value| value.to_string();
+    let mut text = format!(
+        "---\nname: {}\ndescription: {}\n",
+        request.name,
+        quoted(&Value::String(request.description.clone()))
+    );
+    for (key, value) in frontmatter.into_iter().flatten() {
+        if key != "name" && key != "description" {
+            writeln!(text, "{key}: {}", quoted(value)).ok();
+        }
+    }
+    text.push_str("---\n\n");
+    text.push_str(request.body.trim());
+    text.push('\n');
+    text
+}
+
+fn invalid(name: &str, problem: &str) -> Error {
+    Error::Invalid {
+        name: name.to_owned(),
+        problems: problem.to_owned(),
+    }
+}
+
+/// The rendered SKILL.md must pass the strict check (warnings such as unknown keys are fine).
+fn check(name: &str, text: &str) -> Result<(), Error> {
+    let mut diagnostics = Vec::new();
+    let file = Path::new(name).join(SKILL_MD);
+    let parsed = catalog::parse(text, name, &file, &mut diagnostics);
+    let problems: Vec<String> = diagnostics
+        .iter()
+        .filter(|diagnostic| diagnostic.level >= Level::Error)
+        .map(|diagnostic| match &diagnostic.field {
+            Some(field) => format!("`{field}` {} [{}]", diagnostic.message, diagnostic.rule),
+            None => format!("{} [{}]", diagnostic.message, diagnostic.rule),
+        })
+        .collect();
+    if parsed.is_none() || !problems.is_empty() {
+        return Err(invalid(name, &problems.join("; ")));
+    }
+    Ok(())
+}
+
+fn checked_files(files: &BTreeMap<String, String>) -> Result<Vec<(String, &str)>, Error> {
+    let mut checked = Vec::new();
+    for (path, contents) in files {
+        let relative = clean_relative(path).map_err(|problem| Error::BadPath {
+            path: path.clone(),
+            problem,
+        })?;
+        if relative.eq_ignore_ascii_case(SKILL_MD) || relative.starts_with('.') {
+            return Err(Error::BadPath {
+                path: path.clone(),
+                problem: super::files::PathProblem::Reserved,
+            });
+        }
+        checked.push((relative, contents.as_str()));
+    }
+    Ok(checked)
+}
+
+/// The root a new skill goes to: the one asked for, or the first writable root on disk.
+fn target_root(roots: &[Root], asked: Option<&Path>) -> Result<PathBuf, Error> {
+    let on_disk: Vec<&Root> = roots
+        .iter()
+        .filter(|root| root.kind != RootKind::Bundled)
+        .collect();
+    let known = || {
+        let paths: Vec<String> = on_disk
+            .iter()
+            .map(|root| root.path.display().to_string())
+            .collect();
+        if paths.is_empty() {
+            "none; start the server with --skills DIR".to_owned()
+        } else {
+            paths.join(", ")
+        }
+    };
+    if let Some(asked) = asked {
+        let same = |root: &&&Root| {
+            std::fs::canonicalize(&root.path).ok() == std::fs::canonicalize(asked).ok()
+        };
+        return on_disk
+            .iter()
+            .find(same)
+            .map(|root| root.path.clone())
+            .ok_or_else(|| Error::UnknownRoot {
+                root: asked.display().to_string(),
+                known: known(),
+            });
+    }
+    on_disk
+        .iter()
+        .find(|root| writable(&root.path))
+        .map(|root| root.path.clone())
+        .ok_or_else(|| Error::UnknownRoot {
+            root: "(a writable skills folder)".to_owned(),
+            known: known(),
+        })
+}
+
+fn writable(folder: &Path) -> bool {
+    let probe = folder.join(format!(".synapse-write-test-{}", std::process::id()));
+    let created = std::fs::write(&probe, b"").is_ok();
+    if created && let Err(error) = std::fs::remove_file(&probe) {
+        tracing::debug!(%error, "cannot remove the write probe");
+    }
+    created
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Builds the new folder beside the old one, then swaps it in.
+fn write(
+    folder: &Path,
+    text: &str,
+    files: &[(String, &str)],
+    old_file: Option<&str>,
+) -> Result<Saved, Error> {
+    let parent = folder
+        .parent()
+        .ok_or_else(|| invalid("", "has no parent folder"))?;
+    let name = folder
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stamp = index_file::nanos(SystemTime::now());
+    let staging = parent.join(format!(".{name}.saving-{}-{stamp}", std::process::id()));
+    let created = !folder.exists();
+    let backup = stage(folder, &staging, text, files, old_file).and_then(|()| {
+        if created {
+            return Ok(None);
+        }
+        let backup = parent.join(".backups").join(format!("{name}-{stamp}"));
+        let backups = parent.join(".backups");
+        std::fs::create_dir_all(&backups).map_err(io(&backups))?;
+        std::fs::rename(folder, &backup).map_err(io(folder))?;
+        Ok(Some(backup))
+    });
+    let backup = backup.inspect_err(|_| discard(&staging))?;
+    if let Err(source) = std::fs::rename(&staging, folder) {
+        if let Some(backup) = &backup
+            && let Err(error) = std::fs::rename(backup, folder)
+        {
+            tracing::error!(%error, backup = %backup.display(), "cannot restore the previous version");
+        }
+        discard(&staging);
+        return Err(Error::Io {
+            path: folder.to_owned(),
+            source,
+        });
+    }
+    Ok(Saved {
+        folder: folder.to_owned(),
+        created,
+        backup,
+    })
+}
+
+/// The new folder, complete, beside the old one: a copy of the old folder (without a
+/// lower-case `skill.md`, which `SKILL.md` replaces), the new SKILL.md and the given files.
+fn stage(
+    folder: &Path,
+    staging: &Path,
+    text: &str,
+    files: &[(String, &str)],
+    old_file: Option<&str>,
+) -> Result<(), Error> {
+    if folder.exists() {
+        copy_tree(folder, staging).map_err(io(folder))?;
+        if let Some(old) = old_file.filter(|old| *old != SKILL_MD) {
+            std::fs::remove_file(staging.join(old)).map_err(io(staging))?;
+        }
+    }
+    std::fs::create_dir_all(staging).map_err(io(staging))?;
+    std::fs::write(staging.join(SKILL_MD), text).map_err(io(staging))?;
+    for (relative, contents) in files {
+        let path = staging.join(relative);
+        if let Some(directory) = path.parent() {
+            std::fs::create_dir_all(directory).map_err(io(directory))?;
+        }
+        std::fs::write(&path, contents).map_err(io(&path))?;
+    }
+    Ok(())
+}
+
+/// Removes a staging folder that will not be used.
+fn discard(staging: &Path) {
+    if staging.exists()
+        && let Err(error) = std::fs::remove_dir_all(staging)
+    {
+        tracing::warn!(%error, staging = %staging.display(), "cannot remove a staging folder");
+    }
+}
+
+/// Copies a folder; symlinks are kept as symlinks (they are checked when read, never followed
+/// here).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type()?;
+        if kind.is_symlink() {
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
+        } else if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn request(name: &str, description: &str) -> Request {
+        Request {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            body: "# Steps\n\n1. Do it.".to_owned(),
+            ..Request::default()
+        }
+    }
+
+    #[test]
+    fn rendering_quotes_the_description_and_keeps_other_keys() {
+        let mut frontmatter = super::super::frontmatter::Frontmatter::new();
+        frontmatter.insert("license".into(), Value::from("MIT"));
+        frontmatter.insert("metadata".into(), serde_json::json!({"owner": "x"}));
+        let text = render(&request("a", "Use when: \"quoted\""), Some(&frontmatter));
+        assert_eq!(
+            text,
+            "---\nname: a\ndescription: \"Use when: \\\"quoted\\\"\"\nlicense: \"MIT\"\nmetadata: {\"owner\":\"x\"}\n---\n\n# Steps\n\n1. Do it.\n"
+        );
+        check("a", &text).unwrap();
+    }
+
+    #[test]
+    fn strict_violations_are_refused_before_writing() {
+        let error = check("Bad Name", &render(&request("Bad Name", "d"), None)).unwrap_err();
+        assert!(error.to_string().contains("name-format"), "{error}");
+        let long = "d".repeat(1025);
+        let error = check("a", &render(&request("a", &long), None)).unwrap_err();
+        assert!(error.to_string().contains("description-length"), "{error}");
+        let empty = check("a", &render(&request("a", " "), None)).unwrap_err();
+        assert!(
+            empty.to_string().contains("description-required"),
+            "{empty}"
+        );
+    }
+
+    #[test]
+    fn file_paths_must_stay_inside_and_not_replace_skill_md() {
+        for bad in ["../x", "/etc/x", "SKILL.md", "skill.md", ".hidden"] {
+            let files = BTreeMap::from([(bad.to_owned(), String::new())]);
+            assert!(checked_files(&files).is_err(), "{bad}");
+        }
+    }
+}

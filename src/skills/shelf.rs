@@ -1,0 +1,118 @@
+//! The library as the server holds it: the current [`Library`] behind a lock, replaced whole
+//! when a skill is saved. The first scan may run on a background thread so that the session
+//! starts at once; whoever needs the library before it is ready waits for it. Readers take an
+//! `Arc` of the current library and never wait for a later rescan, which reuses `index.json`
+//! so that only a changed skill is read again.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Instant;
+
+use super::Library;
+use super::catalog::Catalog;
+use super::discover::Root;
+use super::validate::Level;
+
+/// The roots and the library scanned from them.
+#[derive(Debug)]
+pub struct Shelf {
+    roots: Vec<Root>,
+    current: Mutex<Option<Arc<Library>>>,
+    loaded: Condvar,
+    /// Held through a rescan, so that of two saves the later scan (which sees both) wins.
+    rescanning: Mutex<()>,
+    /// Counts rescans after the first, so that sessions can tell their clients the lists changed.
+    revision: tokio::sync::watch::Sender<u64>,
+}
+
+impl Shelf {
+    fn empty(roots: Vec<Root>) -> Self {
+        Self {
+            roots,
+            current: Mutex::new(None),
+            loaded: Condvar::new(),
+            rescanning: Mutex::new(()),
+            revision: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    /// Scans the roots now.
+    pub fn load(roots: Vec<Root>) -> Self {
+        let shelf = Self::empty(roots);
+        shelf.install(scan(&shelf.roots));
+        shelf
+    }
+
+    /// Scans the roots on a background thread, then builds the search index there too.
+    pub fn load_in_background(roots: Vec<Root>) -> Arc<Self> {
+        let shelf = Arc::new(Self::empty(roots));
+        let loading = shelf.clone();
+        std::thread::spawn(move || {
+            let library = loading.install(scan(&loading.roots));
+            library.warm_up();
+        });
+        shelf
+    }
+
+    pub fn roots(&self) -> &[Root] {
+        &self.roots
+    }
+
+    /// The library as it is now; waits for the first scan if it is still running.
+    pub fn library(&self) -> Arc<Library> {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(library) = current.as_ref() {
+                return library.clone();
+            }
+            current = self
+                .loaded
+                .wait(current)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Scans the roots again and serves the result from now on.
+    pub fn reload(&self) -> Arc<Library> {
+        let _rescanning = self
+            .rescanning
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let library = self.install(scan(&self.roots));
+        self.revision.send_modify(|revision| *revision += 1);
+        library
+    }
+
+    fn install(&self, library: Library) -> Arc<Library> {
+        let library = Arc::new(library);
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(library.clone());
+        self.loaded.notify_all();
+        library
+    }
+
+    /// Wakes up after every rescan that follows the first.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.revision.subscribe()
+    }
+}
+
+/// A scan that cannot leave waiting readers hanging: a panic yields an empty library.
+fn scan(roots: &[Root]) -> Library {
+    let started = Instant::now();
+    let library = std::panic::catch_unwind(AssertUnwindSafe(|| Library::load(roots)))
+        .unwrap_or_else(|_| {
+            tracing::error!("the skills scan failed; serving no skills");
+            Library::from_catalog(Catalog::default())
+        });
+    let skipped = library
+        .diagnostics()
+        .iter()
+        .filter(|diagnostic| diagnostic.level == Level::Fatal)
+        .count();
+    tracing::info!(
+        "{} skills ready in {:.1} ms ({skipped} skipped; `synapse-mcp skills check` explains)",
+        library.skills().len(),
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    library
+}

@@ -1,0 +1,236 @@
+//! The catalog from the outside: `synapse-mcp skills check` in both modes, `index.json` written
+//! into a writable root and reused on the next start, and name collisions between roots.
+
+use std::process::Command;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::{Fixture, fixtures};
+use crate::common::{Elicitation, TestClient, binary, call, quiet_home, spawn_binary, text};
+
+fn check(args: &[&str]) -> (String, bool) {
+    let output = Command::new(binary())
+        .env("HOME", quiet_home())
+        .args(["skills", "check"])
+        .args(args)
+        .output()
+        .unwrap();
+    let report = String::from_utf8(output.stdout).unwrap();
+    (report, output.status.success())
+}
+
+#[test]
+fn check_reports_every_finding_and_fails_by_mode() {
+    let fixture = Fixture::new();
+    let root = fixture.root();
+    let root = root.to_str().unwrap();
+    let (lenient, passed) = check(&[root]);
+    assert!(!passed, "skipped skills fail even the lenient check");
+    let line = |file: &str, rest: &str| format!("{root}/{file}{rest}");
+    for expected in [
+        line(
+            "api-docs/SKILL.md",
+            ":3: warning [yaml-unquoted-colon] `description`: the value holds `: ` and must be quoted; it was read as quoted text",
+        ),
+        line(
+            "broken-yaml/SKILL.md",
+            ":3: error (skipped) [yaml]: the YAML cannot be parsed: unclosed bracket '['",
+        ),
+        line(
+            "git-commits/SKILL.md",
+            ":7: warning [unknown-key] `model`: is not a key of the Agent Skills specification (kept, ignored)",
+        ),
+        line(
+            "mismatch-folder/SKILL.md",
+            ":2: warning [name-matches-folder] `name`: `other-name` must equal the folder name `mismatch-folder`",
+        ),
+        line(
+            "no-description/SKILL.md",
+            ": error (skipped) [description-required] `description`: is required: say what the skill does and when to use it",
+        ),
+        line("escaped", ": warning [symlink-leaves-root]: symlink to "),
+        "10 skills usable, 2 skipped, 0 errors, 4 warnings (lenient mode, 1 roots)".to_owned(),
+    ] {
+        assert!(
+            lenient.contains(&expected),
+            "missing {expected:?} in\n{lenient}"
+        );
+    }
+    assert!(
+        !lenient.contains("hidden-skill") && !lenient.contains("git-skill"),
+        "{lenient}"
+    );
+    let (strict, passed) = check(&[root, "--strict"]);
+    assert!(!passed);
+    assert!(
+        strict.contains(&line(
+            "mismatch-folder/SKILL.md",
+            ":2: error [name-matches-folder]"
+        )),
+        "{strict}"
+    );
+    assert!(
+        strict.contains(&line(
+            "api-docs/SKILL.md",
+            ":3: error [yaml-unquoted-colon]"
+        )),
+        "{strict}"
+    );
+    assert!(
+        strict.contains("10 skills usable, 2 skipped, 2 errors, 2 warnings (strict mode, 1 roots)"),
+        "{strict}"
+    );
+}
+
+#[test]
+fn the_bundled_skills_pass_the_strict_check() {
+    let bundled = concat!(env!("CARGO_MANIFEST_DIR"), "/skills");
+    let (report, passed) = check(&[bundled, "--strict"]);
+    assert!(passed, "{report}");
+    let (default_roots, passed) = check(&["--strict"]);
+    assert!(passed, "{default_roots}");
+    assert!(
+        default_roots.contains("0 errors, 0 warnings (strict mode, 1 roots)"),
+        "{default_roots}"
+    );
+}
+
+fn read_index(fixture: &Fixture) -> Value {
+    let text = std::fs::read_to_string(fixture.root().join("index.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[tokio::test]
+async fn index_json_is_written_in_the_seed_format_and_reused_while_mtimes_match() {
+    let fixture = Fixture::new();
+    let client = fixture.client().await;
+    // The scan runs beside the session; a request that needs the skills waits for it.
+    client.list_all_prompts().await.unwrap();
+    client.cancel().await.unwrap();
+    let mut index = read_index(&fixture);
+    assert_eq!(
+        (
+            index["version"].clone(),
+            index["totalSkills"].clone(),
+            index["totalTools"].clone()
+        ),
+        (json!("1.0.0"), json!(10), json!(1))
+    );
+    let pdf = index["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["name"] == "pdf-tools")
+        .unwrap()
+        .clone();
+    let path = fixture.root().join("pdf-tools").display().to_string();
+    for (key, value) in [
+        ("title", json!("Pdf Tools")),
+        ("version", json!("1.2.0")),
+        ("tags", json!(["pdf", "documents"])),
+        ("author", json!("Synapse Tests")),
+        ("tools", json!(["skill:pdf-tools:merge"])),
+        ("scriptCount", json!(1)),
+        ("path", json!(path)),
+        ("hasSkillMd", json!(true)),
+    ] {
+        assert_eq!(pdf[key], value, "{key}");
+    }
+    assert!(pdf["lastModified"].as_str().unwrap().ends_with('Z'));
+    // A warm start takes the catalog from the index: an edit of the index (not of SKILL.md)
+    // shows, which proves the SKILL.md was not read.
+    for entry in index["skills"].as_array_mut().unwrap() {
+        if entry["name"] == "csv-cleaner" {
+            entry["frontmatter"]["description"] = json!("FROM THE INDEX");
+        }
+    }
+    std::fs::write(fixture.root().join("index.json"), index.to_string()).unwrap();
+    let description = || async {
+        let client = fixture.client().await;
+        let result = call(&client, "SkillSearch", json!({"query": "csv cleaner"})).await;
+        client.cancel().await.unwrap();
+        text(&result)
+    };
+    assert!(description().await.contains("FROM THE INDEX"));
+    assert_eq!(
+        read_index(&fixture)["updatedAt"],
+        index["updatedAt"],
+        "a warm start with nothing changed does not rewrite index.json"
+    );
+    // A changed SKILL.md (a new modification time) is read again.
+    let file = fixture.root().join("csv-cleaner/SKILL.md");
+    let contents = std::fs::read(&file).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&file, contents).unwrap();
+    assert!(!description().await.contains("FROM THE INDEX"));
+}
+
+#[tokio::test]
+async fn the_earlier_root_wins_a_name_collision_and_both_are_served() {
+    let fixture = Fixture::new();
+    let extra = fixtures().join("skills-extra");
+    let mut args = fixture.args();
+    args.extend(["--skills".to_owned(), extra.display().to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let client = spawn_binary(&args, TestClient::new(Elicitation::Unsupported)).await;
+    let listed = client.list_skills(None).await.unwrap().skills;
+    let pdf = listed
+        .iter()
+        .find(|skill| skill.name() == "pdf-tools")
+        .unwrap();
+    assert!(
+        pdf.frontmatter.description.starts_with("Merge, split"),
+        "{pdf:?}"
+    );
+    assert!(listed.iter().any(|skill| skill.name() == "extra-skill"));
+    client.cancel().await.unwrap();
+    let (report, _) = check(&[fixture.root().to_str().unwrap(), extra.to_str().unwrap()]);
+    assert!(
+        report.contains("warning [name-collision]: skill `pdf-tools` at "),
+        "{report}"
+    );
+    assert!(report.contains("(the earlier root wins)"), "{report}");
+}
+
+/// The binary started in `cwd`, which holds project skills.
+async fn in_project(cwd: &std::path::Path, args: &[&str]) -> crate::common::Client {
+    let mut command = tokio::process::Command::new(binary());
+    command
+        .current_dir(cwd)
+        .env("HOME", quiet_home())
+        .args(args)
+        .args(["--log-level", "warn"])
+        .kill_on_drop(true);
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    rmcp::ServiceExt::serve(TestClient::new(Elicitation::Unsupported), transport)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn project_skills_are_served_only_when_trusted_and_then_win() {
+    let fixture = Fixture::new();
+    let project = fixture.root().with_file_name("project");
+    let skill = project.join(".agents/skills/pdf-tools");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: pdf-tools\ndescription: The project's own pdf-tools.\n---\n",
+    )
+    .unwrap();
+    let root = fixture.root().display().to_string();
+    let description = |client: crate::common::Client| async move {
+        let listed = client.list_skills(None).await.unwrap().skills;
+        client.cancel().await.unwrap();
+        let pdf = listed
+            .into_iter()
+            .find(|skill| skill.name() == "pdf-tools")
+            .unwrap();
+        pdf.frontmatter.description
+    };
+    let untrusted = in_project(&project, &["--skills", &root]).await;
+    assert!(description(untrusted).await.starts_with("Merge, split"));
+    let trusted = in_project(&project, &["--skills", &root, "--trust-project"]).await;
+    assert_eq!(description(trusted).await, "The project's own pdf-tools.");
+}
