@@ -6,27 +6,33 @@
 //!   place where results and errors take their wire form.
 //! - [`tools`]: the `Tool` trait, tool groups, the registry, approval policies and the executor
 //!   pipeline of seed 001.
-//! - [`groups`]: the tool groups on offer (`vars`, `skills`), thin adapters over the domain
-//!   modules.
-//! - [`workspace`]: the variables and approvals a session works in; every mutation passes here.
+//! - [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`), thin adapters over the
+//!   domain modules.
+//! - [`workspace`]: the variables, state document and approvals a session works in; every
+//!   mutation passes here, is committed to the [`store`] before it is acknowledged, and is
+//!   announced to subscribers.
+//! - [`store`]: durable workspaces (SQLite), shared between processes by a change sequence.
+//! - [`maintenance`]: `workspace list|export|import|delete` and `doctor`.
 //! - Domain modules, which know nothing of MCP: [`vars`] (the capacity-bounded variable system of
-//!   seed 000), [`refs`] (`$VAR_REF` resolution), [`rules`] (skill rules and the tool-rules
-//!   text), [`skills`] (the Agent Skills library of seed 004: discovery, frontmatter,
+//!   seed 000), [`refs`] (`$VAR_REF` and `†kind.path` resolution), [`plans`] (dot paths, the
+//!   state document's `_outputPath` targets, plan validation and execution of seed 003),
+//!   [`rules`] (skill rules and the tool-rules text), [`skills`] (the Agent Skills library of seed 004: discovery, frontmatter,
 //!   validation, `index.json`, search, files).
 //!
 //! # The path of a `tools/call`
 //! ```text
 //! stdio ─ rmcp ─ Server::call_tool(raw arguments)              server.rs, server/tools.rs
 //!   → Executor::execute                                        tools/executor.rs
-//!       _outputLimit taken out of the arguments                0 / -1 = no truncation
+//!       _outputLimit, _outputPath taken out of the arguments   0 / -1 = no truncation
 //!       Workspace::resolve_references                          refs.rs over vars.rs
+//!       † references (unless the tool defers them)             refs/dagger.rs, plans/scope.rs
 //!       execution gate                                         auto | ask-once | ask-always:
 //!                                                              elicitation, or MRTR input_required
 //!       Tool::execute                                          groups/*.rs → domain modules
 //!       format_for_llm → truncate (head + tail, marker)        tools/truncate.rs
 //!       cache {tool}_{nodeId}_result / _args variables
 //!       truncation hint naming the variable and $VAR_REF{{…}}
-//!       result gate
+//!       result gate, then _outputPath writes                  tools/outputs.rs
 //!   → server/errors.rs: CallToolResult | InputRequiredResult | JSON-RPC error
 //! ```
 #![deny(clippy::print_stdout)]
