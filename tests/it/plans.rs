@@ -307,3 +307,31 @@ async fn plans_report_progress_and_state_subscribers_hear_of_writes() {
     assert_eq!(progress.len(), 2, "{progress:?}");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn cancelling_a_plan_stops_the_steps_not_yet_started() {
+    let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
+    let arguments = json!({"steps": [
+        {"id": "slow", "_tool": "Wait", "millis": 300, "_outputPath": "†state.slow"},
+        {"id": "after", "_tool": "Echo", "text": "†state.slow", "_outputPath": "†state.after"}
+    ]});
+    let params = rmcp::model::CallToolRequestParams::new("RunPlan")
+        .with_arguments(arguments.as_object().cloned().unwrap());
+    let request =
+        rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+    let handle = client
+        .peer()
+        .send_cancellable_request(request, rmcp::service::PeerRequestOptions::default())
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    handle.cancel(Some("changed my mind".into())).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let state_after = call(&client, "ReadState", json!({})).await;
+    assert!(
+        text(&state_after).ends_with("\n{}"),
+        "no step wrote anything: {}",
+        text(&state_after)
+    );
+    client.cancel().await.unwrap();
+}
