@@ -580,7 +580,7 @@ pub struct VariableSystem {
     clock: Arc<dyn Clock>,
     /// Boxed so hash buckets stay small: at large capacities probing then touches fewer cache
     /// lines, which measured about 25% faster inserts than storing variables inline.
-    variables: HashMap<Arc<str>, Box<Variable>>,
+    variables: HashMap<Arc<str>, Box<Variable>, foldhash::fast::RandomState>,
     /// The evictable (non-`keep`) variables in eviction order; kept in step with `variables`.
     eviction_index: BTreeSet<EvictionKey>,
 }
@@ -606,7 +606,7 @@ impl VariableSystem {
         Self {
             capacity,
             clock,
-            variables: HashMap::new(),
+            variables: HashMap::default(),
             eviction_index: BTreeSet::new(),
         }
     }
