@@ -104,6 +104,9 @@ impl Server {
         let shelf = Shelf::load_in_background(config.skill_roots());
         let skills_enabled = config.group_enabled(groups::skills::GROUP, true);
         executor.register_group(groups::skills::group(shelf.clone()), skills_enabled)?;
+        // Running skill scripts is opt-in: `[groups] scripts = true` in the config file.
+        let scripts_enabled = config.group_enabled(groups::scripts::GROUP, false);
+        executor.register_group(groups::scripts::group(shelf.clone()), scripts_enabled)?;
         for tool in &config.disabled_tools {
             executor.registry().set_tool_enabled(tool, false);
         }
