@@ -6,7 +6,8 @@
 //!   place where results and errors take their wire form.
 //! - [`tools`]: the `Tool` trait, tool groups, the registry, approval policies and the executor
 //!   pipeline of seed 001.
-//! - [`groups`]: the tool groups on offer (`vars`, `skills`), thin adapters over the domain
+//! - [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, the opt-in `scripts`), thin
+//!   adapters over the domain
 //!   modules.
 //! - [`workspace`]: the variables and approvals a session works in; every mutation passes here.
 //! - Domain modules, which know nothing of MCP: [`vars`] (the capacity-bounded variable system of

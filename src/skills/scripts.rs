@@ -320,3 +320,98 @@ impl Captured {
         (String::from_utf8_lossy(&kept.0).into_owned(), kept.1)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skills::frontmatter::Frontmatter;
+    use crate::skills::validate::Fields;
+
+    fn skill(folder: &Path) -> Skill {
+        Skill::new(
+            "runner".to_owned(),
+            Fields::default(),
+            Frontmatter::new(),
+            Location::Disk(folder.to_owned()),
+            crate::skills::SKILL_MD,
+        )
+    }
+
+    #[test]
+    fn the_digest_set_changes_with_any_file() {
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::write(folder.path().join("SKILL.md"), "---\nname: runner\n---\n").unwrap();
+        std::fs::create_dir(folder.path().join("scripts")).unwrap();
+        std::fs::write(folder.path().join("scripts/a.sh"), "echo a\n").unwrap();
+        let skill = skill(folder.path());
+        let first = digest_set(&skill).unwrap();
+        assert_eq!(digest_set(&skill).unwrap(), first);
+        std::fs::write(folder.path().join("scripts/a.sh"), "echo b\n").unwrap();
+        let changed = digest_set(&skill).unwrap();
+        assert_ne!(changed, first);
+        std::fs::write(folder.path().join("notes.md"), "new\n").unwrap();
+        assert_ne!(
+            digest_set(&skill).unwrap(),
+            changed,
+            "a new file counts too"
+        );
+    }
+
+    #[test]
+    fn a_file_without_interpreter_or_execute_bit_is_refused() {
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::write(folder.path().join("data.txt"), "x").unwrap();
+        let script = locate(&skill(folder.path()), "./data.txt").unwrap();
+        assert_eq!(script.relative, "data.txt");
+        let error = command(&script).unwrap_err();
+        assert!(error.to_string().contains("no known extension"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn output_past_the_cap_is_cut_and_drained() {
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::write(
+            folder.path().join("big.sh"),
+            "head -c 2000000 /dev/zero | tr '\\0' x\necho done >&2\n",
+        )
+        .unwrap();
+        let script = locate(&skill(folder.path()), "big.sh").unwrap();
+        let ran = run(&script, Request::default(), &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            (ran.exit_code, ran.stdout.len(), ran.stdout_cut),
+            (Some(0), OUTPUT_CAP, true)
+        );
+        assert_eq!((ran.stderr.as_str(), ran.stderr_cut), ("done\n", false));
+    }
+
+    #[tokio::test]
+    async fn a_timeout_kills_what_the_script_started() {
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::write(
+            folder.path().join("hang.sh"),
+            "sleep 60 &\necho $! > \"$SKILL_DIR/pid\"\nwait\n",
+        )
+        .unwrap();
+        let script = locate(&skill(folder.path()), "hang.sh").unwrap();
+        let request = Request {
+            timeout: Some(Duration::from_millis(500)),
+            ..Request::default()
+        };
+        let ran = run(&script, request, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert!(ran.timed_out && ran.exit_code.is_none(), "{ran:?}");
+        let pid = std::fs::read_to_string(folder.path().join("pid")).unwrap();
+        let stat = format!("/proc/{}/stat", pid.trim());
+        for _ in 0..50 {
+            let alive = std::fs::read_to_string(&stat).is_ok_and(|stat| !stat.contains(") Z "));
+            if !alive {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the background `sleep` outlived the timeout");
+    }
+}
