@@ -11,6 +11,7 @@
 //! - [`files`]: skill files on disk or bundled, and the path checks.
 //! - [`scripts`]: running a skill's script in its folder, bounded and with a scrubbed
 //!   environment, and the digest set an approval to run it is bound to.
+//! - [`watch`]: hot reload: the roots on disk watched, a change rescanned.
 //!
 //! Nothing here knows MCP.
 
@@ -25,6 +26,7 @@ pub mod scripts;
 pub mod search;
 pub mod shelf;
 pub mod validate;
+pub mod watch;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::common::{Client, Elicitation, TestClient, call, is_error, spawn_binary, text};
 
 mod catalog;
+mod reload;
 mod save;
 mod scripts;
 mod surface;
