@@ -3,7 +3,8 @@
 //! run asks the user once per skill *and its digest set* ([`Tool::approval_scope`]), so a
 //! changed file of the skill voids the approval and the next run asks again.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -46,7 +47,11 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
     .with_output::<RunOutput>();
     ToolGroup {
         name: GROUP.to_owned(),
-        tools: vec![Arc::new(RunScript { definition, shelf })],
+        tools: vec![Arc::new(RunScript {
+            definition,
+            shelf,
+            asked: Mutex::default(),
+        })],
         rule_prompt: RulePrompt::None,
         rules: Vec::new(),
     }
@@ -83,9 +88,15 @@ pub struct RunOutput {
     pub note: Option<String>,
 }
 
+/// How many calls may wait for an answer at once before the oldest digests are forgotten.
+const ASKED_LIMIT: usize = 64;
+
 struct RunScript {
     definition: ToolDefinition,
     shelf: Arc<Shelf>,
+    /// The digest set each call was approved against, by its arguments, so that a file changed
+    /// while the user was being asked is not run on the strength of that approval.
+    asked: Mutex<HashMap<String, String>>,
 }
 
 impl RunScript {
@@ -93,6 +104,21 @@ impl RunScript {
         let library = self.shelf.library();
         let skill = library.get(&arguments.name).map_err(ToolError::invalid)?;
         scripts::locate(skill, &arguments.script).map_err(tool_error)
+    }
+}
+
+impl RunScript {
+    /// Refuses a run whose skill changed after its digest set was approved.
+    fn check_unchanged(&self, name: &str, approved: &str) -> Result<(), ToolError> {
+        let library = self.shelf.library();
+        let skill = library.get(name).map_err(ToolError::invalid)?;
+        if scripts::digest_set(skill).map_err(tool_error)? == approved {
+            return Ok(());
+        }
+        Err(ToolError::invalid(format!(
+            "the files of skill `{name}` changed while the run waited for approval, so nothing \
+             ran; call SkillRunScript again to ask about the new version"
+        )))
     }
 }
 
@@ -118,13 +144,26 @@ impl Tool for RunScript {
         let library = self.shelf.library();
         let skill = library.get(&parsed.name).map_err(ToolError::invalid)?;
         let digest = scripts::digest_set(skill).map_err(tool_error)?;
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        if asked.len() >= ASKED_LIMIT {
+            asked.clear();
+        }
+        asked.insert(arguments.to_string(), digest.clone());
         Ok(Some(format!("{}@{digest}", skill.name)))
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
+            let approved = self
+                .asked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&call.arguments.to_string());
             let arguments: RunArguments = parse_arguments(NAME, call.arguments)?;
             let script = self.locate(&arguments)?;
+            if let Some(approved) = approved {
+                self.check_unchanged(&arguments.name, &approved)?;
+            }
             let timeout = arguments
                 .timeout_seconds
                 .map(|seconds| Duration::from_secs(seconds.max(1)).min(MAX_TIMEOUT));

@@ -60,6 +60,11 @@ impl Scripts {
     }
 
     async fn client(&self, config: &str, elicitation: Elicitation) -> (Client, TestClient) {
+        let observer = TestClient::new(elicitation);
+        (self.client_with(config, observer.clone()).await, observer)
+    }
+
+    async fn client_with(&self, config: &str, observer: TestClient) -> Client {
         let root = self.directory.path();
         let config_path = root.join("config.toml");
         std::fs::write(&config_path, config).unwrap();
@@ -72,8 +77,7 @@ impl Scripts {
             config_path.display().to_string(),
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let observer = TestClient::new(elicitation);
-        (spawn_binary(&args, observer.clone()).await, observer)
+        spawn_binary(&args, observer).await
     }
 }
 
@@ -160,6 +164,25 @@ async fn a_changed_file_voids_the_approval() {
     assert!(!error, "{message}");
     assert_eq!(output["stdout"], json!("changed\n"));
     assert_eq!(observer.asked().len(), 2, "a changed file asks again");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_file_changed_while_asking_is_not_run() {
+    let scripts = Scripts::new();
+    let notes = scripts.skill().join("notes.md");
+    let observer = TestClient::new(approve())
+        .while_asking(move || std::fs::write(&notes, "changed while asking\n").unwrap());
+    let client = scripts.client_with(ON, observer.clone()).await;
+    let (error, _, message) = run(&client, "scripts/mark.sh", json!({})).await;
+    assert!(
+        error && message.contains("changed while the run waited for approval"),
+        "{message}"
+    );
+    assert!(!scripts.marker().exists(), "the changed skill ran");
+    let (error, _, message) = run(&client, "scripts/mark.sh", json!({})).await;
+    assert!(!error, "{message}");
+    assert_eq!(observer.asked().len(), 2, "the new version is asked about");
     client.cancel().await.unwrap();
 }
 
