@@ -2,6 +2,7 @@
 //! the domain module, shape the answer. The executor in `tools` does everything around it.
 
 pub mod plans;
+pub mod scripts;
 pub mod skills;
 pub mod vars;
 

@@ -6,8 +6,8 @@
 //!   place where results and errors take their wire form.
 //! - [`tools`]: the `Tool` trait, tool groups, the registry, approval policies and the executor
 //!   pipeline of seed 001.
-//! - [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`), thin adapters over the
-//!   domain modules.
+//! - [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, the opt-in `scripts`), thin
+//!   adapters over the domain modules.
 //! - [`workspace`]: the variables, state document and approvals a session works in; every
 //!   mutation passes here, is committed to the [`store`] before it is acknowledged, and is
 //!   announced to subscribers.

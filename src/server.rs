@@ -62,6 +62,8 @@ pub struct Server {
 struct Inner {
     executor: Executor,
     shelf: Arc<Shelf>,
+    /// Kept for its lifetime: dropping it stops watching the skill roots.
+    _watch: Option<crate::skills::watch::Watch>,
     subscriptions: Mutex<HashSet<String>>,
     notifications_started: AtomicBool,
 }
@@ -104,6 +106,18 @@ impl Server {
         let shelf = Shelf::load_in_background(config.skill_roots());
         let skills_enabled = config.group_enabled(groups::skills::GROUP, true);
         executor.register_group(groups::skills::group(shelf.clone()), skills_enabled)?;
+        // Skills added, edited or removed on disk are served without a restart.
+        let watch = if skills_enabled {
+            crate::skills::watch::start(shelf.clone()).unwrap_or_else(|error| {
+                tracing::warn!("{error}; skills changed on disk are seen after a restart");
+                None
+            })
+        } else {
+            None
+        };
+        // Running skill scripts is opt-in: `[groups] scripts = true` in the config file.
+        let scripts_enabled = config.group_enabled(groups::scripts::GROUP, false);
+        executor.register_group(groups::scripts::group(shelf.clone()), scripts_enabled)?;
         for tool in &config.disabled_tools {
             executor.registry().set_tool_enabled(tool, false);
         }
@@ -111,6 +125,7 @@ impl Server {
             inner: Arc::new(Inner {
                 executor,
                 shelf,
+                _watch: watch,
                 subscriptions: Mutex::default(),
                 notifications_started: AtomicBool::new(false),
             }),

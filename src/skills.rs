@@ -9,6 +9,9 @@
 //! - [`index_file`]: the seed's `index.json`.
 //! - [`search`]: BM25F with stemming and typo tolerance.
 //! - [`files`]: skill files on disk or bundled, and the path checks.
+//! - [`scripts`]: running a skill's script in its folder, bounded and with a scrubbed
+//!   environment, and the digest set an approval to run it is bound to.
+//! - [`watch`]: hot reload: the roots on disk watched, a change rescanned.
 //!
 //! Nothing here knows MCP.
 
@@ -19,9 +22,11 @@ pub mod files;
 pub mod frontmatter;
 pub mod index_file;
 pub mod save;
+pub mod scripts;
 pub mod search;
 pub mod shelf;
 pub mod validate;
+pub mod watch;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

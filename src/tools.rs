@@ -110,6 +110,13 @@ pub trait Tool: Send + Sync {
         Permission::default()
     }
 
+    /// What an `ask-once` execution approval is bound to besides the tool and the argument
+    /// shape. `SkillRunScript` returns the skill's name and a digest of its files, so a changed
+    /// file voids the approval. An error refuses the call before anyone is asked.
+    fn approval_scope(&self, _arguments: &Value) -> Result<Option<String>, ToolError> {
+        Ok(None)
+    }
+
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 
     /// Turns the output into the text the model reads. The default passes text through and

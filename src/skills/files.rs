@@ -137,6 +137,21 @@ impl Location {
         files
     }
 
+    /// The resolved path of a file on disk, by a path already cleaned with [`clean_relative`];
+    /// `None` for a bundled skill, which has no folder on disk.
+    pub fn disk_path(&self, relative: &str) -> Option<Result<PathBuf, FileError>> {
+        let Self::Disk(folder) = self else {
+            return None;
+        };
+        Some(confined(folder, relative).and_then(|path| {
+            if path.is_file() {
+                Ok(path)
+            } else {
+                Err(FileError::Missing)
+            }
+        }))
+    }
+
     /// The direct children of a sub-folder (`""` is the skill folder itself), sorted by name.
     pub fn children(&self, relative: &str) -> Result<Vec<Child>, FileError> {
         let mut children = match self {

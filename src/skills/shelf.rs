@@ -1,8 +1,8 @@
-//! The library as the server holds it: the current [`Library`] behind a lock, replaced whole
-//! when a skill is saved. The first scan may run on a background thread so that the session
-//! starts at once; whoever needs the library before it is ready waits for it. Readers take an
-//! `Arc` of the current library and never wait for a later rescan, which reuses `index.json`
-//! so that only a changed skill is read again.
+//! The library as the server holds it: the current [`Library`] behind a lock, replaced whole when a
+//! skill is saved or the roots change on disk (`watch`). The first scan may run on a background
+//! thread so that the session starts at once; whoever needs the library before it is ready waits
+//! for it. Readers take an `Arc` of the current library and never wait for a later rescan, which
+//! reuses `index.json` so that only a changed skill is read again.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};

@@ -298,13 +298,17 @@ impl Executor {
             dagger::resolve_value(&mut arguments, &mut context).map_err(ToolError::invalid)?;
         }
         let permission = self.permission(tool);
+        let scope = match permission.execution {
+            Policy::Auto => None,
+            Policy::AskOnce | Policy::AskAlways => tool.approval_scope(&arguments)?,
+        };
         let question = || execution_question(name, &arguments);
         match self
             .gate(
                 name,
                 Stage::Execution,
                 permission.execution,
-                &arguments,
+                (&arguments, scope.as_deref()),
                 question,
                 &request.asking,
             )
@@ -424,7 +428,14 @@ impl Executor {
             ),
         };
         match self
-            .gate(name, Stage::Result, policy, &shape, question, asking)
+            .gate(
+                name,
+                Stage::Result,
+                policy,
+                (&shape, None),
+                question,
+                asking,
+            )
             .await
         {
             Gate::Pass => Outcome::Finished(outputs::deliver(&self.workspace, result)),
@@ -447,15 +458,20 @@ impl Executor {
         tool: &str,
         stage: Stage,
         policy: Policy,
-        arguments: &Value,
+        (arguments, scope): (&Value, Option<&str>),
         question: impl FnOnce() -> ApprovalQuestion,
         asking: &Asking<'_>,
     ) -> Gate {
-        let remember_key = format!(
+        let mut remember_key = format!(
             "{tool}\u{1f}{}\u{1f}{}",
             stage.config_key(),
             argument_shape(arguments)
         );
+        // A tool's approval scope (a skill's digest set) is part of what was approved.
+        if let Some(scope) = scope {
+            remember_key.push('\u{1f}');
+            remember_key.push_str(scope);
+        }
         match policy {
             Policy::Auto => return Gate::Pass,
             Policy::AskOnce if self.workspace.is_approved(&remember_key) => return Gate::Pass,

@@ -41,6 +41,8 @@ pub(crate) struct TestClient {
     elicitation: Elicitation,
     asked: Arc<Mutex<Vec<String>>>,
     notifications: Arc<Mutex<Vec<String>>>,
+    /// Runs while the user is being asked, before the answer is given.
+    while_asking: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 impl TestClient {
@@ -49,7 +51,14 @@ impl TestClient {
             elicitation,
             asked: Arc::default(),
             notifications: Arc::default(),
+            while_asking: None,
         }
+    }
+
+    /// Runs `hook` each time the client is asked, before it answers.
+    pub(crate) fn while_asking(mut self, hook: impl Fn() + Send + Sync + 'static) -> Self {
+        self.while_asking = Some(Arc::new(hook));
+        self
     }
 
     pub(crate) fn asked(&self) -> Vec<String> {
@@ -81,6 +90,9 @@ impl ClientHandler for TestClient {
     ) -> Result<ElicitResult, ErrorData> {
         if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
             self.asked.lock().unwrap().push(message);
+        }
+        if let Some(hook) = &self.while_asking {
+            hook();
         }
         Ok(match &self.elicitation {
             Elicitation::Accept(content) => {

@@ -255,7 +255,7 @@ async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
     let unknown = registry.set_group_enabled("nope", true).unwrap_err();
     assert_eq!(
         unknown.to_string(),
-        "unknown tool group `nope`; known groups: Agent, vars, plans, skills, test"
+        "unknown tool group `nope`; known groups: Agent, vars, plans, skills, scripts, test"
     );
     wait_for(&observer, "tools/list_changed").await;
     client.cancel().await.unwrap();

@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 use crate::common::{Client, Elicitation, TestClient, call, is_error, spawn_binary, text};
 
 mod catalog;
+mod reload;
 mod save;
+mod scripts;
 mod surface;
 
 fn fixtures() -> PathBuf {

@@ -1,0 +1,212 @@
+//! The `scripts` group (seed 004 §7): `SkillRunScript`, a thin adapter over
+//! [`crate::skills::scripts`]. The group is off unless the config file turns it on, and every
+//! run asks the user once per skill *and its digest set* ([`Tool::approval_scope`]), so a
+//! changed file of the skill voids the approval and the next run asks again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::structured;
+use crate::skills::scripts::{self, MAX_TIMEOUT, OUTPUT_CAP};
+use crate::skills::shelf::Shelf;
+use crate::tools::{
+    Annotations, Permission, Policy, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError,
+    ToolGroup, ToolOutput, parse_arguments,
+};
+
+pub const GROUP: &str = "scripts";
+
+const NAME: &str = "SkillRunScript";
+
+const DESCRIPTION: &str = "Run a script that a loaded skill provides (a file of the skill, \
+    by its path relative to the skill folder, e.g. `scripts/extract.py`), when the skill's \
+    instructions say to run it. `.sh` runs with sh, `.py` with python3, `.js` with node, any \
+    other executable file directly. It runs in the skill folder with `SKILL_DIR` set, `args` \
+    as its arguments and `stdin` as its input, for at most `timeoutSeconds` (default 30, at \
+    most 300). The answer gives the exit code, stdout and stderr (each cut at 1 MiB) and \
+    whether it timed out. The user approves the first run of each skill's scripts, and again \
+    whenever a file of the skill changes.";
+
+/// The group with its one tool.
+pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
+    let definition = ToolDefinition::new::<RunArguments>(
+        NAME,
+        DESCRIPTION,
+        Annotations {
+            destructive: true,
+            open_world: true,
+            ..Annotations::default()
+        },
+    )
+    .with_output::<RunOutput>();
+    ToolGroup {
+        name: GROUP.to_owned(),
+        tools: vec![Arc::new(RunScript {
+            definition,
+            shelf,
+            asked: Mutex::default(),
+        })],
+        rule_prompt: RulePrompt::None,
+        rules: Vec::new(),
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RunArguments {
+    /// The skill's name, as `SkillSearch` returns it.
+    pub name: String,
+    /// The script's path relative to the skill folder, e.g. `scripts/extract.py`.
+    pub script: String,
+    /// The script's command-line arguments.
+    pub args: Option<Vec<String>>,
+    /// Text written to the script's standard input (default: none, stdin is closed).
+    pub stdin: Option<String>,
+    /// How long the script may run, in seconds (1–300, default 30).
+    pub timeout_seconds: Option<u64>,
+}
+
+/// How the script ended and what it wrote.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunOutput {
+    /// The exit code; absent when the script was killed (timeout or signal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    /// `true` when the script was killed at its timeout.
+    pub timed_out: bool,
+    /// What was cut or killed, when something was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// How many calls may wait for an answer at once before the oldest digests are forgotten.
+const ASKED_LIMIT: usize = 64;
+
+struct RunScript {
+    definition: ToolDefinition,
+    shelf: Arc<Shelf>,
+    /// The digest set each call was approved against, by its arguments, so that a file changed
+    /// while the user was being asked is not run on the strength of that approval.
+    asked: Mutex<HashMap<String, String>>,
+}
+
+impl RunScript {
+    fn locate(&self, arguments: &RunArguments) -> Result<scripts::Script, ToolError> {
+        let library = self.shelf.library();
+        let skill = library.get(&arguments.name).map_err(ToolError::invalid)?;
+        scripts::locate(skill, &arguments.script).map_err(tool_error)
+    }
+}
+
+impl RunScript {
+    /// Refuses a run whose skill changed after its digest set was approved.
+    fn check_unchanged(&self, name: &str, approved: &str) -> Result<(), ToolError> {
+        let library = self.shelf.library();
+        let skill = library.get(name).map_err(ToolError::invalid)?;
+        if scripts::digest_set(skill).map_err(tool_error)? == approved {
+            return Ok(());
+        }
+        Err(ToolError::invalid(format!(
+            "the files of skill `{name}` changed while the run waited for approval, so nothing \
+             ran; call SkillRunScript again to ask about the new version"
+        )))
+    }
+}
+
+impl Tool for RunScript {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// Running code needs the user's consent: ask once per skill and digest set unless the
+    /// configuration says otherwise.
+    fn permission(&self) -> Permission {
+        Permission {
+            execution: Policy::AskOnce,
+            result: Policy::Auto,
+        }
+    }
+
+    /// The skill's name and the digest of all its files as they are now; a bad call is refused
+    /// here, before the user is asked.
+    fn approval_scope(&self, arguments: &Value) -> Result<Option<String>, ToolError> {
+        let parsed: RunArguments = parse_arguments(NAME, arguments.clone())?;
+        self.locate(&parsed)?;
+        let library = self.shelf.library();
+        let skill = library.get(&parsed.name).map_err(ToolError::invalid)?;
+        let digest = scripts::digest_set(skill).map_err(tool_error)?;
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        if asked.len() >= ASKED_LIMIT {
+            asked.clear();
+        }
+        asked.insert(arguments.to_string(), digest.clone());
+        Ok(Some(format!("{}@{digest}", skill.name)))
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let approved = self
+                .asked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&call.arguments.to_string());
+            let arguments: RunArguments = parse_arguments(NAME, call.arguments)?;
+            let script = self.locate(&arguments)?;
+            if let Some(approved) = approved {
+                self.check_unchanged(&arguments.name, &approved)?;
+            }
+            let timeout = arguments
+                .timeout_seconds
+                .map(|seconds| Duration::from_secs(seconds.max(1)).min(MAX_TIMEOUT));
+            let request = scripts::Request {
+                args: arguments.args.unwrap_or_default(),
+                stdin: arguments.stdin,
+                timeout,
+            };
+            let ran = scripts::run(&script, request, &call.cancellation)
+                .await
+                .map_err(tool_error)?;
+            structured(&output(ran, timeout.unwrap_or(scripts::DEFAULT_TIMEOUT)))
+        })
+    }
+}
+
+fn output(ran: scripts::Ran, timeout: Duration) -> RunOutput {
+    let mut notes = Vec::new();
+    if ran.timed_out {
+        notes.push(format!(
+            "the script was killed after {} s; pass a larger `timeoutSeconds` (at most 300) if it needs longer",
+            timeout.as_secs()
+        ));
+    }
+    for (stream, cut) in [("stdout", ran.stdout_cut), ("stderr", ran.stderr_cut)] {
+        if cut {
+            notes.push(format!("{stream} was cut at {OUTPUT_CAP} bytes"));
+        }
+    }
+    RunOutput {
+        exit_code: ran.exit_code,
+        stdout: ran.stdout,
+        stderr: ran.stderr,
+        timed_out: ran.timed_out,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+    }
+}
+
+fn tool_error(error: scripts::Error) -> ToolError {
+    match error {
+        scripts::Error::File(crate::skills::Error::Io { .. }) | scripts::Error::Wait { .. } => {
+            ToolError::Internal(error.to_string())
+        }
+        other => ToolError::invalid(other),
+    }
+}

@@ -1,0 +1,107 @@
+//! Hot reload over stdio: a skill folder moved into a watched root, edited, and removed is
+//! picked up without a restart, with `resources/list_changed` sent each time; so is a folder
+//! made and filled at once.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::search;
+use crate::common::{Client, Elicitation, TestClient, spawn_binary};
+
+/// Polls until the search for `query` does (or does not) rank `name` first, or fails after
+/// five seconds.
+async fn wait_for_search(client: &Client, query: &str, name: &str, found: bool) {
+    for _ in 0..100 {
+        let hits = search(client, json!({"query": query})).await;
+        if hits.first().is_some_and(|first| first == name) == found {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "`{query}` never {} `{name}`",
+        if found { "found" } else { "lost" }
+    );
+}
+
+async fn wait_for_more(observer: &TestClient, notification: &str, before: usize) {
+    for _ in 0..200 {
+        let seen = observer.notifications();
+        if seen.iter().filter(|seen| *seen == notification).count() > before {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no new {notification}: {:?}", observer.notifications());
+}
+
+fn count(observer: &TestClient, notification: &str) -> usize {
+    observer
+        .notifications()
+        .iter()
+        .filter(|seen| *seen == notification)
+        .count()
+}
+
+#[tokio::test]
+async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() {
+    let directory = tempfile::tempdir().unwrap();
+    let root = directory.path().join("skills");
+    std::fs::create_dir_all(root.join("existing")).unwrap();
+    std::fs::write(
+        root.join("existing/SKILL.md"),
+        "---\nname: existing\ndescription: Already there. Use when testing.\n---\nBody.\n",
+    )
+    .unwrap();
+    let args = [
+        "--skills".to_owned(),
+        root.display().to_string(),
+        "--data-dir".to_owned(),
+        directory.path().join("data").display().to_string(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let observer = TestClient::new(Elicitation::Unsupported);
+    let client = spawn_binary(&args, observer.clone()).await;
+    wait_for_search(&client, "already there", "existing", true).await;
+    // Give the watcher time to settle the start-up scan's own `index.json` write.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+
+    let before = count(&observer, "resources/list_changed");
+    let staging = directory.path().join("staging/telescope-care");
+    std::fs::create_dir_all(&staging).unwrap();
+    std::fs::write(
+        staging.join("SKILL.md"),
+        "---\nname: telescope-care\ndescription: Clean and align telescope mirrors. Use when stargazing.\n---\n# Mirrors\n",
+    )
+    .unwrap();
+    std::fs::rename(&staging, root.join("telescope-care")).unwrap();
+    wait_for_more(&observer, "resources/list_changed", before).await;
+    wait_for_more(&observer, "prompts/list_changed", 0).await;
+    wait_for_search(&client, "telescope mirrors", "telescope-care", true).await;
+
+    let before = count(&observer, "resources/list_changed");
+    std::fs::write(
+        root.join("telescope-care/SKILL.md"),
+        "---\nname: telescope-care\ndescription: Polish binocular lenses. Use when birdwatching.\n---\n# Lenses\n",
+    )
+    .unwrap();
+    wait_for_more(&observer, "resources/list_changed", before).await;
+    wait_for_search(&client, "binocular lenses", "telescope-care", true).await;
+
+    let before = count(&observer, "resources/list_changed");
+    std::fs::remove_dir_all(root.join("telescope-care")).unwrap();
+    wait_for_more(&observer, "resources/list_changed", before).await;
+    wait_for_search(&client, "binocular lenses", "telescope-care", false).await;
+
+    // A folder made and filled at once: inotify may miss the files, the settling rescan not.
+    let quick = root.join("quick-skill/references/deeper");
+    std::fs::create_dir_all(&quick).unwrap();
+    std::fs::write(
+        root.join("quick-skill/SKILL.md"),
+        "---\nname: quick-skill\ndescription: Brew espresso quickly. Use when tired.\n---\n",
+    )
+    .unwrap();
+    wait_for_search(&client, "espresso", "quick-skill", true).await;
+    client.cancel().await.unwrap();
+}

@@ -1,0 +1,258 @@
+//! `SkillRunScript` over stdio: off unless the config turns the `scripts` group on; a run
+//! approved once per skill and digest set (a changed file asks again); a declined run that
+//! runs nothing; a script killed at its timeout; paths leaving the skill folder refused.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::common::{
+    Client, Elicitation, TestClient, call, is_error, spawn_binary, text, tool_names,
+};
+
+const ON: &str = "[groups]\nscripts = true\n";
+const ON_AUTO: &str = "[groups]\nscripts = true\n[tools.SkillRunScript]\nexecution = \"auto\"\n";
+
+/// A skills folder holding the skill `runner` and its scripts, and a script outside it.
+struct Scripts {
+    directory: tempfile::TempDir,
+}
+
+impl Scripts {
+    fn new() -> Self {
+        let directory = tempfile::tempdir().unwrap();
+        let skill = directory.path().join("skills/runner");
+        std::fs::create_dir_all(skill.join("scripts")).unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: runner\ndescription: Runs small scripts. Use when testing scripts.\n---\n# Runner\n",
+        )
+        .unwrap();
+        let scripts = [
+            (
+                "hello.sh",
+                "echo \"hello $1 from $(basename \"$SKILL_DIR\") in $(basename \"$PWD\")\"\n\
+                 echo \"secret=${CARGO_PKG_NAME:-unset}\"\ncat\necho oops >&2\nexit 3\n",
+            ),
+            ("mark.sh", "touch \"$SKILL_DIR/../../ran-marker\"\n"),
+            ("hang.sh", "sleep 60\n"),
+        ];
+        for (name, source) in scripts {
+            std::fs::write(skill.join("scripts").join(name), source).unwrap();
+        }
+        std::fs::write(directory.path().join("outside.sh"), "echo escaped\n").unwrap();
+        std::os::unix::fs::symlink(
+            directory.path().join("outside.sh"),
+            skill.join("scripts/link.sh"),
+        )
+        .unwrap();
+        Self { directory }
+    }
+
+    fn skill(&self) -> PathBuf {
+        self.directory.path().join("skills/runner")
+    }
+
+    fn marker(&self) -> PathBuf {
+        self.directory.path().join("ran-marker")
+    }
+
+    async fn client(&self, config: &str, elicitation: Elicitation) -> (Client, TestClient) {
+        let observer = TestClient::new(elicitation);
+        (self.client_with(config, observer.clone()).await, observer)
+    }
+
+    async fn client_with(&self, config: &str, observer: TestClient) -> Client {
+        let root = self.directory.path();
+        let config_path = root.join("config.toml");
+        std::fs::write(&config_path, config).unwrap();
+        let args = [
+            "--skills".to_owned(),
+            root.join("skills").display().to_string(),
+            "--data-dir".to_owned(),
+            root.join("data").display().to_string(),
+            "--config".to_owned(),
+            config_path.display().to_string(),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        spawn_binary(&args, observer).await
+    }
+}
+
+async fn run(client: &Client, script: &str, extra: Value) -> (bool, Value, String) {
+    let mut arguments = json!({"name": "runner", "script": script});
+    if let (Value::Object(arguments), Value::Object(extra)) = (&mut arguments, extra) {
+        arguments.extend(extra);
+    }
+    let result = call(client, "SkillRunScript", arguments).await;
+    let structured = result.structured_content.clone().unwrap_or(Value::Null);
+    (is_error(&result), structured, text(&result))
+}
+
+fn approve() -> Elicitation {
+    Elicitation::Accept(json!({"approve": true}))
+}
+
+#[tokio::test]
+async fn the_group_is_off_unless_the_config_turns_it_on() {
+    let scripts = Scripts::new();
+    let (client, _) = scripts.client("", Elicitation::Unsupported).await;
+    assert!(
+        !tool_names(&client)
+            .await
+            .contains(&"SkillRunScript".to_owned())
+    );
+    client.cancel().await.unwrap();
+    let (client, _) = scripts.client(ON, Elicitation::Unsupported).await;
+    assert!(
+        tool_names(&client)
+            .await
+            .contains(&"SkillRunScript".to_owned())
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_approved_script_runs_in_its_folder_with_a_scrubbed_environment() {
+    let scripts = Scripts::new();
+    let (client, observer) = scripts.client(ON, approve()).await;
+    let (error, output, message) = run(
+        &client,
+        "scripts/hello.sh",
+        json!({"args": ["world"], "stdin": "piped in\n"}),
+    )
+    .await;
+    assert!(!error, "{message}");
+    assert_eq!(
+        output,
+        json!({
+            "exitCode": 3,
+            "stdout": "hello world from runner in runner\nsecret=unset\npiped in\n",
+            "stderr": "oops\n",
+            "timedOut": false
+        })
+    );
+    assert_eq!(observer.asked().len(), 1, "{:?}", observer.asked());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_declined_run_runs_nothing() {
+    let scripts = Scripts::new();
+    let (client, observer) = scripts.client(ON, Elicitation::Decline).await;
+    let (error, _, message) = run(&client, "scripts/mark.sh", json!({})).await;
+    assert!(error && message.contains("rejected"), "{message}");
+    assert_eq!(observer.asked().len(), 1);
+    assert!(!scripts.marker().exists(), "the declined script ran");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_changed_file_voids_the_approval() {
+    let scripts = Scripts::new();
+    let (client, observer) = scripts.client(ON, approve()).await;
+    for _ in 0..2 {
+        let (error, _, message) = run(&client, "scripts/mark.sh", json!({})).await;
+        assert!(!error, "{message}");
+    }
+    assert_eq!(observer.asked().len(), 1, "approved once for both runs");
+    assert!(scripts.marker().exists());
+    std::fs::write(scripts.skill().join("scripts/hang.sh"), "echo changed\n").unwrap();
+    let (error, output, message) = run(&client, "scripts/hang.sh", json!({})).await;
+    assert!(!error, "{message}");
+    assert_eq!(output["stdout"], json!("changed\n"));
+    assert_eq!(observer.asked().len(), 2, "a changed file asks again");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_file_changed_while_asking_is_not_run() {
+    let scripts = Scripts::new();
+    let notes = scripts.skill().join("notes.md");
+    let observer = TestClient::new(approve())
+        .while_asking(move || std::fs::write(&notes, "changed while asking\n").unwrap());
+    let client = scripts.client_with(ON, observer.clone()).await;
+    let (error, _, message) = run(&client, "scripts/mark.sh", json!({})).await;
+    assert!(
+        error && message.contains("changed while the run waited for approval"),
+        "{message}"
+    );
+    assert!(!scripts.marker().exists(), "the changed skill ran");
+    let (error, _, message) = run(&client, "scripts/mark.sh", json!({})).await;
+    assert!(!error, "{message}");
+    assert_eq!(observer.asked().len(), 2, "the new version is asked about");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_hanging_script_is_killed_at_its_timeout() {
+    let scripts = Scripts::new();
+    let (client, _) = scripts.client(ON_AUTO, Elicitation::Unsupported).await;
+    let started = Instant::now();
+    let (error, output, message) =
+        run(&client, "scripts/hang.sh", json!({"timeoutSeconds": 1})).await;
+    assert!(!error, "{message}");
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    assert_eq!(output["timedOut"], json!(true), "{output}");
+    assert_eq!(output.get("exitCode"), None);
+    assert!(
+        output["note"]
+            .as_str()
+            .unwrap()
+            .contains("killed after 1 s")
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn paths_leaving_the_skill_folder_are_refused_before_asking() {
+    let scripts = Scripts::new();
+    let (client, observer) = scripts.client(ON, approve()).await;
+    let cases = [
+        ("../../outside.sh", "is refused"),
+        ("/bin/sh", "is refused"),
+        ("scripts/link.sh", "outside the skill folder"),
+        ("scripts/missing.sh", "has no file"),
+    ];
+    for (script, expected) in cases {
+        let (error, _, message) = run(&client, script, json!({})).await;
+        assert!(error && message.contains(expected), "{script}: {message}");
+    }
+    let unknown = call(
+        &client,
+        "SkillRunScript",
+        json!({"name": "nobody", "script": "scripts/hello.sh"}),
+    )
+    .await;
+    assert!(is_error(&unknown) && text(&unknown).contains("unknown skill `nobody`"));
+    assert_eq!(observer.asked(), Vec::<String>::new());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn bundled_skills_have_no_scripts_to_run() {
+    // Without `--skills` the roots are the bundled skills and an empty home.
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("config.toml");
+    std::fs::write(&config, ON_AUTO).unwrap();
+    let config = config.display().to_string();
+    let client = spawn_binary(
+        &["--config", &config],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
+    let result = call(
+        &client,
+        "SkillRunScript",
+        json!({"name": "synapse-workspace", "script": "SKILL.md"}),
+    )
+    .await;
+    assert!(
+        is_error(&result) && text(&result).contains("is bundled into synapse-mcp"),
+        "{}",
+        text(&result)
+    );
+    client.cancel().await.unwrap();
+}
