@@ -6,7 +6,7 @@ use std::process::Command;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::{Fixture, fixtures};
+use super::{Fixture, copy_tree, fixtures};
 use crate::common::{Elicitation, TestClient, binary, call, quiet_home, spawn_binary, text};
 
 fn check(args: &[&str]) -> (String, bool) {
@@ -169,7 +169,9 @@ async fn index_json_is_written_in_the_seed_format_and_reused_while_mtimes_match(
 #[tokio::test]
 async fn the_earlier_root_wins_a_name_collision_and_both_are_served() {
     let fixture = Fixture::new();
-    let extra = fixtures().join("skills-extra");
+    // A copy, so the index.json the server writes into each root stays out of the repository.
+    let extra = fixture.root().with_file_name("skills-extra");
+    copy_tree(&fixtures().join("skills-extra"), &extra);
     let mut args = fixture.args();
     args.extend(["--skills".to_owned(), extra.display().to_string()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
