@@ -229,6 +229,8 @@ impl Session {
             .args([
                 "--skills",
                 &root.display().to_string(),
+                "--store",
+                "memory",
                 "--log-level",
                 "error",
             ])
@@ -247,6 +249,14 @@ impl Session {
         session.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)?;
         session.request(r#"{"jsonrpc":"2.0","id":1,"method":"prompts/list"}"#)?;
         Ok((session, initialized, started.elapsed()))
+    }
+
+    /// The server's resident memory, from `/proc` (Linux).
+    fn resident_mebibytes(&self) -> Option<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+        let kibibytes: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kibibytes / 1024.0)
     }
 
     fn send(&mut self, line: &str) -> anyhow::Result<()> {
@@ -331,6 +341,12 @@ fn over_stdio(server: &Path, root: &Path, count: usize) -> anyhow::Result<()> {
         microseconds(percentile(&mut searches, 500)),
         microseconds(percentile(&mut loads, 500))
     );
+    match session.resident_mebibytes() {
+        Some(resident) => println!(
+            "resident memory serving {count} skills (after the searches and loads): {resident:.1} MiB (budget ≤ 15 MiB at 200 skills, ≤ 40 MiB at 10,000)"
+        ),
+        None => println!("(resident memory is read from /proc, which this system lacks)"),
+    }
     Ok(())
 }
 
