@@ -282,14 +282,20 @@ pub struct Hit {
     pub score: f32,
 }
 
-/// The catalog, its diagnostics and the search index (built on the first search, or by
-/// [`Library::warm_up`] in the background).
+/// Libraries larger than this answer searches from names and descriptions until the body index,
+/// built in the background by [`Library::warm_up`], is ready; smaller ones build it on the spot.
+pub const METADATA_FIRST_ABOVE: usize = 1_000;
+
+/// The catalog, its diagnostics and the search indexes (the full one built on the first search
+/// or by [`Library::warm_up`] in the background; a metadata-only one meanwhile, for large
+/// libraries).
 #[derive(Debug)]
 pub struct Library {
     skills: Vec<Arc<Skill>>,
     by_name: HashMap<String, usize>,
     diagnostics: Vec<Diagnostic>,
     index: OnceLock<search::Index>,
+    metadata_index: OnceLock<search::Index>,
 }
 
 impl PartialEq for Skill {
@@ -322,6 +328,7 @@ impl Library {
             by_name,
             diagnostics: catalog.diagnostics,
             index: OnceLock::new(),
+            metadata_index: OnceLock::new(),
         }
     }
 
@@ -372,7 +379,11 @@ impl Library {
 
     /// Ranked skills for a query; with `tags`, only skills carrying every tag.
     pub fn search(&self, query: &str, tags: &[String], limit: usize) -> Vec<Hit> {
-        let index = self.index();
+        let index = match self.index.get() {
+            Some(full) => full,
+            None if self.skills.len() > METADATA_FIRST_ABOVE => self.metadata_index(),
+            None => self.index(),
+        };
         let keep = |position: usize| {
             let carried = &self.skills[position].fields.tags;
             tags.iter()
@@ -393,6 +404,23 @@ impl Library {
         self.index();
     }
 
+    /// Whether searches already cover the skills' bodies.
+    pub fn bodies_indexed(&self) -> bool {
+        self.index.get().is_some()
+    }
+
+    /// Names, descriptions and tags only: no SKILL.md body is read, so it is ready at once.
+    fn metadata_index(&self) -> &search::Index {
+        self.metadata_index.get_or_init(|| {
+            search::Index::build(self.skills.iter().map(|skill| search::Document {
+                name: skill.name.replace('-', " "),
+                description: format!("{} {}", skill.description, skill.fields.tags.join(" ")),
+                headings: String::new(),
+                body: String::new(),
+            }))
+        })
+    }
+
     fn index(&self) -> &search::Index {
         self.index.get_or_init(|| {
             search::Index::build(self.skills.iter().map(|skill| {
@@ -405,5 +433,50 @@ impl Library {
                 }
             }))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn large_libraries_search_metadata_until_the_body_index_is_ready() {
+        let directory = tempfile::tempdir().unwrap();
+        let root = directory.path().join("skills");
+        for number in 0..=METADATA_FIRST_ABOVE {
+            let folder = root.join(format!("skill-{number}"));
+            std::fs::create_dir_all(&folder).unwrap();
+            let body = if number == 7 {
+                "Explains the zanzibar protocol."
+            } else {
+                "Nothing special."
+            };
+            let text = format!(
+                "---\nname: skill-{number}\ndescription: Skill number {number} about widgets.\n---\n# Usage\n{body}\n"
+            );
+            std::fs::write(folder.join("SKILL.md"), text).unwrap();
+        }
+        let roots = discover::roots(&[root], false, None, directory.path());
+        let library = Library::load(&roots);
+        assert_eq!(library.skills().len(), METADATA_FIRST_ABOVE + 1);
+
+        assert!(
+            library.search("zanzibar", &[], 5).is_empty(),
+            "bodies are not indexed yet"
+        );
+        assert!(
+            !library.search("widgets", &[], 5).is_empty(),
+            "metadata answers at once"
+        );
+        assert!(!library.bodies_indexed());
+
+        library.warm_up();
+        let hits = library.search("zanzibar", &[], 5);
+        assert_eq!(
+            hits.first().map(|hit| hit.skill.name.as_str()),
+            Some("skill-7")
+        );
     }
 }

@@ -197,6 +197,10 @@ pub struct SearchArguments {
 pub struct SearchOutput {
     /// Best match first.
     pub matched_skills: Vec<MatchedSkill>,
+    /// Present (and `true`) while a large library's bodies are still being indexed after start:
+    /// the results then come from names, descriptions and tags only; search again shortly.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub metadata_only: bool,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -216,10 +220,9 @@ fn search(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> 
     }
     let limit = arguments.max_results.unwrap_or(5).clamp(1, 50);
     let tags = arguments.tags.unwrap_or_default();
-    let hits = shared
-        .shelf
-        .library()
-        .search(&arguments.query, &tags, limit);
+    let library = shared.shelf.library();
+    let hits = library.search(&arguments.query, &tags, limit);
+    let metadata_only = !library.bodies_indexed();
     let matched_skills = hits
         .into_iter()
         .map(|hit| MatchedSkill {
@@ -228,7 +231,10 @@ fn search(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> 
             score: (f64::from(hit.score) * 1000.0).round() / 1000.0,
         })
         .collect();
-    structured(&SearchOutput { matched_skills })
+    structured(&SearchOutput {
+        matched_skills,
+        metadata_only,
+    })
 }
 
 /// The JSON answer, then the seed's `<available-skills>` block for the model.
