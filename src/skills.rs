@@ -88,6 +88,9 @@ pub struct Skill {
     pub modified: Option<SystemTime>,
     body: OnceLock<Arc<str>>,
     manifest: OnceLock<Arc<[FileDigest]>>,
+    /// The files `SkillLoad` lists, walked once (a change on disk reloads the library, and with
+    /// it this list; approvals and digests always read the folder afresh).
+    listed: OnceLock<Arc<[String]>>,
 }
 
 /// One file of a skill with its SEP-2640 digest.
@@ -119,6 +122,7 @@ impl Skill {
             modified: None,
             body: OnceLock::new(),
             manifest: OnceLock::new(),
+            listed: OnceLock::new(),
         }
     }
 
@@ -203,11 +207,14 @@ impl Skill {
     }
 
     /// The other files (what `<skill_resources>` lists).
-    pub fn resources(&self) -> Vec<String> {
-        self.files()
-            .into_iter()
-            .filter(|file| file != SKILL_MD)
-            .collect()
+    pub fn resources(&self) -> Arc<[String]> {
+        let listed = self.listed.get_or_init(|| {
+            self.files()
+                .into_iter()
+                .filter(|file| file != SKILL_MD)
+                .collect()
+        });
+        Arc::clone(listed)
     }
 
     /// The direct children of a folder of the skill (`""`: the skill folder).

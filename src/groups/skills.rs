@@ -309,8 +309,8 @@ pub fn skill_content(skill: &Skill, body: &str) -> String {
     let resources = skill.resources();
     if !resources.is_empty() {
         text.push_str("<skill_resources>\n");
-        for path in resources {
-            writeln!(text, "  <file>{}</file>", escape(&path)).ok();
+        for path in resources.iter() {
+            writeln!(text, "  <file>{}</file>", escape(path)).ok();
         }
         text.push_str("</skill_resources>\n");
     }
