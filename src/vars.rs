@@ -560,6 +560,12 @@ fn take_chars(text: &str, count: usize) -> &str {
 }
 
 /// A window of `value` (whose character count is `total`), clamped to its end.
+/// A window of `length` characters (`None`: to the end) of any text, from character `start`,
+/// clamped to the end; the same windows `ReadVar` gives, for other readers (`ReadState`).
+pub fn window(text: &str, start: usize, length: Option<usize>) -> Chunk {
+    chunk_of(text, text.chars().count(), start, length)
+}
+
 fn chunk_of(value: &str, total: usize, start: usize, length: Option<usize>) -> Chunk {
     let start = start.min(total);
     let remaining = total - start;

@@ -17,6 +17,7 @@ use crate::tools::{
     Annotations, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
     parse_arguments,
 };
+use crate::vars::{Chunk, window};
 
 pub const GROUP: &str = "plans";
 
@@ -85,22 +86,25 @@ impl Tool for ReadState {
 
 fn read_state(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     let arguments: ReadStateArguments = parse_arguments("ReadState", call.arguments)?;
-    let document = call.workspace.state().map_err(ToolError::invalid)?;
     let path = match arguments.path.as_deref() {
         None | Some("") => Path::root(),
         Some(text) => Path::parse(text).map_err(ToolError::invalid)?,
     };
-    let value = path.get(&document).ok_or_else(|| {
+    let found = call.workspace.state_at(&path).map_err(ToolError::invalid)?;
+    let value = found.ok_or_else(|| {
         ToolError::invalid(format!(
             "the state has nothing at `{path}`; ReadState without a path shows the whole document"
         ))
     })?;
-    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
-    let total = text.chars().count();
-    let start = arguments.start.unwrap_or(0).min(total);
-    let length = arguments.length.or(call.output_limit).unwrap_or(total);
-    let window: String = text.chars().skip(start).take(length).collect();
-    let end = start + window.chars().count();
+    let text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
+    let length = arguments.length.or(call.output_limit);
+    let Chunk {
+        text: window,
+        start,
+        end,
+        total,
+        ..
+    } = window(&text, arguments.start.unwrap_or(0), length);
     let shown = if path.is_root() {
         "state".to_owned()
     } else {
