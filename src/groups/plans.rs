@@ -249,26 +249,25 @@ async fn run_plan(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
         call: &call,
         state: state_before.clone(),
     };
-    let order =
+    let validated =
         plan::validate(&steps, &input, &world).map_err(|problems| invalid_plan(&problems))?;
     if arguments.dry_run.unwrap_or(false) {
         return structured(&RunPlanOutput {
             ok: true,
-            order,
+            order: validated.order,
             steps: Vec::new(),
             state_diff: Vec::new(),
         });
     }
-    let dependencies = plan::dependency_sets(&steps, &input, &world);
     let scope = PlanScope::new(input);
     let parallel = arguments.max_parallel.unwrap_or(DEFAULT_PARALLEL);
-    let traces = run::run(&call, &steps, &dependencies, &scope, parallel).await;
+    let traces = run::run(&call, &steps, &validated.dependencies, &scope, parallel).await;
     let state_after = call.workspace.state().map_err(ToolError::invalid)?;
     structured(&RunPlanOutput {
         ok: traces
             .iter()
             .all(|trace| trace.status == StepStatus::Success),
-        order,
+        order: validated.order,
         steps: traces,
         state_diff: run::state_diff(&state_before, &state_after),
     })

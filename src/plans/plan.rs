@@ -102,8 +102,20 @@ fn parse_step(step: &Value) -> Result<Step, String> {
     })
 }
 
-/// Checks the whole plan; returns the order to run it in, or every problem found.
-pub fn validate(steps: &[Step], input: &Value, world: &dyn World) -> Result<Order, Vec<String>> {
+/// A plan that passed validation: the order to run it in, and each step's dependencies (by
+/// index), which the runner schedules by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Validated {
+    pub order: Order,
+    pub dependencies: Vec<BTreeSet<usize>>,
+}
+
+/// Checks the whole plan; returns what the runner needs, or every problem found.
+pub fn validate(
+    steps: &[Step],
+    input: &Value,
+    world: &dyn World,
+) -> Result<Validated, Vec<String>> {
     let mut problems = Vec::new();
     let index_of: HashMap<&str, usize> = steps
         .iter()
@@ -119,11 +131,7 @@ pub fn validate(steps: &[Step], input: &Value, world: &dyn World) -> Result<Orde
             )),
             Some(schema) => check_arguments(step, &schema, &mut problems),
         }
-        for reference in references(
-            &Value::Object(step.arguments.clone()),
-            &step.id,
-            &mut problems,
-        ) {
+        for reference in references(&step.arguments, &step.id, &mut problems) {
             let found = dependencies_of(&reference, steps, &index_of, input, world);
             match found {
                 Ok(writers) => dependencies[index]
@@ -133,7 +141,10 @@ pub fn validate(steps: &[Step], input: &Value, world: &dyn World) -> Result<Orde
         }
     }
     match order(steps, &dependencies) {
-        Ok(order) if problems.is_empty() => Ok(order),
+        Ok(order) if problems.is_empty() => Ok(Validated {
+            order,
+            dependencies,
+        }),
         Ok(_) => Err(problems),
         Err(cycle) => {
             problems.push(format!("steps {cycle} depend on each other in a cycle; break it so one of them can run first"));
@@ -144,12 +155,12 @@ pub fn validate(steps: &[Step], input: &Value, world: &dyn World) -> Result<Orde
 
 /// Every `†` reference in a step's arguments.
 fn references(
-    arguments: &Value,
+    arguments: &Map<String, Value>,
     step: &str,
     problems: &mut Vec<String>,
 ) -> Vec<dagger::DaggerReference> {
     let mut found = Vec::new();
-    let mut pending = vec![arguments];
+    let mut pending: Vec<&Value> = arguments.values().collect();
     while let Some(value) = pending.pop() {
         match value {
             Value::String(text) if dagger::contains_reference(text) => match dagger::parse(text) {
@@ -345,30 +356,4 @@ fn order(steps: &[Step], dependencies: &[BTreeSet<usize>]) -> Result<Order, Stri
             .collect::<Vec<_>>()
             .join(", "))
     }
-}
-
-/// Each step's dependencies, by index, for the runner.
-pub fn dependency_sets(steps: &[Step], input: &Value, world: &dyn World) -> Vec<BTreeSet<usize>> {
-    let index_of: HashMap<&str, usize> = steps
-        .iter()
-        .enumerate()
-        .map(|(index, step)| (step.id.as_str(), index))
-        .collect();
-    steps
-        .iter()
-        .enumerate()
-        .map(|(index, step)| {
-            let mut ignored = Vec::new();
-            references(
-                &Value::Object(step.arguments.clone()),
-                &step.id,
-                &mut ignored,
-            )
-            .iter()
-            .filter_map(|reference| dependencies_of(reference, steps, &index_of, input, world).ok())
-            .flatten()
-            .filter(|&writer| writer != index)
-            .collect()
-        })
-        .collect()
 }
