@@ -261,6 +261,15 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), Error> {
     transaction.commit().map_err(failed)
 }
 
+/// Wall-clock microseconds, for when a workspace or an approval was first recorded.
+fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX)
+        })
+}
+
 fn micros(timestamp: Timestamp) -> i64 {
     i64::try_from(timestamp.0).unwrap_or(i64::MAX)
 }
@@ -305,10 +314,7 @@ fn variable_from(row: &Row<'_>) -> rusqlite::Result<RestoredVariable> {
 fn ensure_workspace(transaction: &Transaction<'_>, workspace: &str) -> rusqlite::Result<()> {
     transaction
         .prepare_cached("INSERT OR IGNORE INTO workspaces (name, created) VALUES (?1, ?2)")?
-        .execute(params![
-            workspace,
-            micros(crate::vars::Clock::now(&crate::vars::SystemClock::new()))
-        ])
+        .execute(params![workspace, now_micros()])
         .map(drop)
 }
 
@@ -618,11 +624,7 @@ impl Store for SqliteStore {
                 .prepare_cached(
                     "INSERT OR IGNORE INTO approvals (workspace, key, created) VALUES (?1, ?2, ?3)",
                 )?
-                .execute(params![
-                    workspace,
-                    key,
-                    micros(crate::vars::Clock::now(&crate::vars::SystemClock::new()))
-                ])
+                .execute(params![workspace, key, now_micros()])
                 .map(drop)
         })
     }
