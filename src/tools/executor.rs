@@ -203,16 +203,24 @@ impl Executor {
 
     /// Registers a group and stores its declared rules as pinned `RULE` variables.
     pub fn register_group(&self, group: ToolGroup, enabled: bool) -> Result<(), RegisterError> {
-        for rule in &group.rules {
-            let mut variable = NewVariable::text(
-                rules::variable_name(&group.name, &rule.name),
-                rule.prompt.as_str(),
-                VarType::Rule,
-            );
-            variable.desc = Some(rules::variable_description(&group.name, rule));
-            variable.keep = true;
+        let variables: Vec<NewVariable> = group
+            .rules
+            .iter()
+            .map(|rule| {
+                let mut variable = NewVariable::text(
+                    rules::variable_name(&group.name, &rule.name),
+                    rule.prompt.as_str(),
+                    VarType::Rule,
+                );
+                variable.desc = Some(rules::variable_description(&group.name, rule));
+                variable.keep = true;
+                variable
+            })
+            .collect();
+        // One durable commit for all of a group's rules, not one per rule, at every start.
+        if !variables.is_empty() {
             self.workspace
-                .insert(variable)
+                .insert_all(variables)
                 .map_err(|source| RegisterError::Rules {
                     group: group.name.clone(),
                     source,
