@@ -53,6 +53,15 @@ impl Path {
         Ok(Self { segments })
     }
 
+    /// A path from segments parsed elsewhere (the snapshots' lodash-style `a.b[0]["c.d"]`).
+    /// Segments may hold dots; `Display` then shows them joined, ambiguously.
+    pub fn from_segments(segments: Vec<String>) -> Result<Self, Error> {
+        if segments.is_empty() {
+            return Err(Error::Empty);
+        }
+        Ok(Self { segments })
+    }
+
     /// The whole document.
     pub fn root() -> Self {
         Self {
@@ -88,6 +97,37 @@ impl Path {
                     .and_then(|index| items.get(index)),
                 _ => None,
             })
+    }
+
+    /// The value at this path, to change in place.
+    pub fn get_mut<'a>(&self, document: &'a mut Value) -> Option<&'a mut Value> {
+        self.segments
+            .iter()
+            .try_fold(document, |current, segment| match current {
+                Value::Object(members) => members.get_mut(segment),
+                Value::Array(items) => segment
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|index| items.get_mut(index)),
+                _ => None,
+            })
+    }
+
+    /// Takes the value at this path out of the document (an array element is removed, the
+    /// later ones move up); `None` when there was none.
+    pub fn remove(&self, document: &mut Value) -> Option<Value> {
+        let (last, parents) = self.segments.split_last()?;
+        let parent = Self {
+            segments: parents.to_vec(),
+        };
+        match parent.get_mut(document)? {
+            Value::Object(members) => members.shift_remove(last),
+            Value::Array(items) => {
+                let index = last.parse::<usize>().ok().filter(|index| *index < items.len())?;
+                Some(items.remove(index))
+            }
+            _ => None,
+        }
     }
 
     /// Writes `value` at this path, creating missing objects on the way.

@@ -93,7 +93,10 @@ async fn a_long_result_is_truncated_cached_and_readable_in_full() {
         .workspace()
         .peek(&format!("Repeat_{node}_args"))
         .unwrap();
-    assert_eq!(&*args.value, r#"{"times":50,"unit":"0123456789"}"#);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&args.value).unwrap(),
+        json!({"times": 50, "unit": "0123456789"})
+    );
 
     let through_reference = call(
         &client,
