@@ -45,6 +45,7 @@ pub mod refs;
 pub mod rules;
 pub mod server;
 pub mod skills;
+pub mod snapshots;
 pub mod store;
 pub mod tools;
 pub mod vars;

@@ -133,6 +133,90 @@ pub trait Store: Send + Sync {
     fn delete_workspace(&self, workspace: &str) -> Result<bool, Error>;
 }
 
+/// A chat state snapshot as stored (seed 002 §2.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSnapshot {
+    pub id: String,
+    pub chat_file: String,
+    pub message_id: Option<u64>,
+    pub swipe_id: Option<u64>,
+    /// Microseconds since 1970.
+    pub created_at: i64,
+    pub value: serde_json::Value,
+}
+
+/// A snapshot to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSnapshot {
+    pub id: String,
+    pub chat_file: String,
+    pub message_id: Option<u64>,
+    pub swipe_id: Option<u64>,
+    pub value: serde_json::Value,
+}
+
+/// What storing snapshots cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageReport {
+    pub snapshots: u64,
+    /// Tree nodes the store did not hold yet.
+    pub new_nodes: u64,
+    /// Bytes of those new nodes: what the snapshots added to the store.
+    pub new_bytes: u64,
+}
+
+/// Chats' state snapshots, function libraries and character templates. Values are JSON; how
+/// they are laid out (shared subtrees) is the store's business.
+pub trait SnapshotStore: Send + Sync {
+    fn snapshot(&self, workspace: &str, id: &str) -> Result<Option<StoredSnapshot>, Error>;
+    /// Stores new snapshots in one transaction.
+    fn put_snapshots(
+        &self,
+        workspace: &str,
+        snapshots: &[NewSnapshot],
+    ) -> Result<StorageReport, Error>;
+    /// Replaces a snapshot's value, keeping its id; `false` when there is none.
+    fn update_snapshot(
+        &self,
+        workspace: &str,
+        id: &str,
+        value: &serde_json::Value,
+    ) -> Result<bool, Error>;
+    /// Deletes a chat's snapshots; returns how many.
+    fn delete_chat(&self, workspace: &str, chat_file: &str) -> Result<u64, Error>;
+    /// Deletes the snapshots of every chat not in `active_chat_files`; returns each deleted
+    /// chat with its snapshot count.
+    fn cleanup(
+        &self,
+        workspace: &str,
+        active_chat_files: &[String],
+    ) -> Result<Vec<(String, u64)>, Error>;
+    /// The chats that have snapshots, with their counts.
+    fn chats(&self, workspace: &str) -> Result<Vec<(String, u64)>, Error>;
+    /// A scope's function definitions, in the order first stored.
+    fn functions(&self, workspace: &str, scope: &str) -> Result<Vec<serde_json::Value>, Error>;
+    /// Inserts or replaces functions by id, in one transaction.
+    fn put_functions(
+        &self,
+        workspace: &str,
+        scope: &str,
+        functions: &[(String, serde_json::Value)],
+    ) -> Result<(), Error>;
+    fn remove_function(&self, workspace: &str, scope: &str, id: &str) -> Result<bool, Error>;
+    fn template(
+        &self,
+        workspace: &str,
+        character_id: &str,
+    ) -> Result<Option<serde_json::Value>, Error>;
+    fn set_template(
+        &self,
+        workspace: &str,
+        character_id: &str,
+        template: &serde_json::Value,
+    ) -> Result<(), Error>;
+}
+
 /// Where the store lives, from `--store` and `--data-dir`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {

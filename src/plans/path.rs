@@ -123,7 +123,10 @@ impl Path {
         match parent.get_mut(document)? {
             Value::Object(members) => members.shift_remove(last),
             Value::Array(items) => {
-                let index = last.parse::<usize>().ok().filter(|index| *index < items.len())?;
+                let index = last
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|index| *index < items.len())?;
                 Some(items.remove(index))
             }
             _ => None,

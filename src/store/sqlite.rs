@@ -11,15 +11,18 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use sha2::{Digest, Sha256};
 
+mod snapshots;
+
 use super::{Batch, Changes, Commit, Error, Loaded, Store, Visit, WorkspaceSummary};
 use crate::vars::{RestoredVariable, Timestamp, ValueKind, VarType};
 
 /// The schema this build writes; `PRAGMA user_version` holds a database's.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_workspaces.sql"),
     include_str!("migrations/0002_state.sql"),
+    include_str!("migrations/0003_snapshots.sql"),
 ];
 
 /// Values this long (in characters) or longer go to the value pool.
@@ -86,6 +89,28 @@ impl SqliteStore {
         migrate(&mut connection, path)?;
         Ok(Arc::new(Self {
             path: path.to_owned(),
+            connection: Mutex::new(connection),
+            known: Mutex::default(),
+        }))
+    }
+
+    /// A store that lives in memory (a private SQLite database): `--store memory` keeps
+    /// snapshots and function libraries here, with the same code as the file store.
+    pub fn open_in_memory() -> Result<Arc<Self>, Error> {
+        let path = PathBuf::from(":memory:");
+        let mut connection = Connection::open_in_memory().map_err(|error| Error::Open {
+            path: path.clone(),
+            message: error.to_string(),
+        })?;
+        connection
+            .execute_batch("PRAGMA foreign_keys = ON;")
+            .map_err(|error| Error::Open {
+                path: path.clone(),
+                message: error.to_string(),
+            })?;
+        migrate(&mut connection, &path)?;
+        Ok(Arc::new(Self {
+            path,
             connection: Mutex::new(connection),
             known: Mutex::default(),
         }))
@@ -693,6 +718,7 @@ impl Store for SqliteStore {
                 "DELETE FROM value_pool WHERE NOT EXISTS (SELECT 1 FROM variables v WHERE v.value_hash = value_pool.hash)",
                 [],
             )?;
+            snapshots::sweep(transaction)?;
             Ok(deleted > 0)
         })
     }

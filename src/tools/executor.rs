@@ -149,6 +149,10 @@ pub struct PendingInput {
 
 /// What a call ends with.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "made once per call and moved straight to the wire; boxing would add an allocation per call"
+)]
 pub enum Outcome {
     Finished(ExecuteResult),
     InputRequired(PendingInput),

@@ -1,0 +1,476 @@
+//! Chat state snapshots and the function library (seed 002): a JSON state per chat that the
+//! function calls in AI replies (`@.SET("角色.名字", "张三");`) update, one snapshot per AI
+//! message swipe, bound to it by a UUID and stored durably.
+//!
+//! - [`literal`] reads call arguments; [`calls`] finds the built-in syntaxes in a reply;
+//!   [`builtins`] applies them natively; [`javascript`] runs user functions and patterns in
+//!   QuickJS under time and memory limits; [`functions`] is the library (built-ins, scopes,
+//!   export format, prompt); [`engine`] applies one message; [`chat`] is the seed's flow over
+//!   SillyTavern messages.
+//! - [`Snapshots`] ties them to a store. It knows nothing of MCP.
+
+pub mod builtins;
+pub mod calls;
+pub mod chat;
+pub mod engine;
+pub mod functions;
+pub mod javascript;
+pub mod literal;
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::store::{self, NewSnapshot, SnapshotStore, StorageReport, StoredSnapshot};
+use chat::{Base, Binding, ChatMessage};
+use engine::{CallError, MessageContext};
+use functions::{Active, Export, Scope, VarFunction};
+
+/// Why a snapshot operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A mistake in the request; the message says how to fix it.
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}
+
+fn invalid<T>(message: impl Into<String>) -> Result<T, Error> {
+    Err(Error::Invalid(message.into()))
+}
+
+/// A call that failed while processing a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageError {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swipe_id: Option<usize>,
+    #[serde(flatten)]
+    pub error: CallError,
+}
+
+/// What `SnapshotProcess` found and did.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Processed {
+    /// New snapshot ids to write back, one per processed AI message, oldest first.
+    pub bindings: Vec<Binding>,
+    /// Bound ids that are not stored: they were treated as absent (their messages got new bindings).
+    pub dropped: Vec<Binding>,
+    /// What processing started from.
+    pub base: Base,
+    /// The newest AI message's snapshot id (absent when the chat has no AI message).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latest_snapshot_id: Option<String>,
+    /// The newest snapshot: the chat variable `{{vs_stat_data}}`.
+    #[serde(rename = "vs_stat_data")]
+    pub vs_stat_data: Value,
+    /// Calls that failed and were skipped; every other call applied.
+    pub errors: Vec<MessageError>,
+    /// What the new snapshots added to the store.
+    pub storage: StorageReport,
+}
+
+/// What `SnapshotApply` did.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Applied {
+    pub snapshot_id: String,
+    pub snapshot: Value,
+    pub errors: Vec<CallError>,
+    pub storage: StorageReport,
+}
+
+/// The snapshot service of one workspace.
+pub struct Snapshots {
+    store: Arc<dyn SnapshotStore>,
+    workspace: String,
+    engine: javascript::Engine,
+}
+
+impl Snapshots {
+    pub fn new(
+        store: Arc<dyn SnapshotStore>,
+        workspace: impl Into<String>,
+        limits: javascript::Limits,
+    ) -> Self {
+        Self {
+            store,
+            workspace: workspace.into(),
+            engine: javascript::Engine::new(limits),
+        }
+    }
+
+    pub fn engine(&self) -> &javascript::Engine {
+        &self.engine
+    }
+
+    fn stored_functions(&self, scope: &Scope) -> Result<Vec<VarFunction>, Error> {
+        self.store
+            .functions(&self.workspace, &scope.key())?
+            .into_iter()
+            .map(|definition| {
+                serde_json::from_value(definition).map_err(|error| {
+                    Error::Invalid(format!("a stored function cannot be read: {error}"))
+                })
+            })
+            .collect()
+    }
+
+    /// A scope's functions as users see them (the global scope includes the built-ins).
+    pub fn functions(&self, scope: &Scope) -> Result<Vec<VarFunction>, Error> {
+        let stored = self.stored_functions(scope)?;
+        Ok(match scope {
+            Scope::Global => functions::global_with_builtins(stored),
+            Scope::Character(_) => stored,
+        })
+    }
+
+    /// Global and the character's functions together.
+    pub fn library(&self, character_id: Option<&str>) -> Result<Vec<VarFunction>, Error> {
+        let mut all = self.functions(&Scope::Global)?;
+        if let Scope::Character(id) = Scope::of(character_id) {
+            all.extend(self.functions(&Scope::Character(id))?);
+        }
+        Ok(all)
+    }
+
+    /// Creates or replaces a function (a new UUID when it has no id). Its pattern and
+    /// JavaScript must compile.
+    pub fn upsert_function(
+        &self,
+        mut function: VarFunction,
+        scope: &Scope,
+    ) -> Result<VarFunction, Error> {
+        if function.id.is_empty() {
+            function.id = uuid::Uuid::new_v4().to_string();
+        }
+        functions::validate(&function).map_err(Error::Invalid)?;
+        if functions::is_builtin_id(&function.id) && *scope != Scope::Global {
+            return invalid(format!(
+                "`{}` is a built-in function of the global scope; leave out characterId to change it",
+                function.name
+            ));
+        }
+        if function.builtin.is_none() {
+            self.check_javascript(&function)?;
+        }
+        let definition =
+            serde_json::to_value(&function).map_err(|error| Error::Invalid(error.to_string()))?;
+        self.store.put_functions(
+            &self.workspace,
+            &scope.key(),
+            &[(function.id.clone(), definition)],
+        )?;
+        Ok(function)
+    }
+
+    fn check_javascript(&self, function: &VarFunction) -> Result<(), Error> {
+        self.engine.check(&function.executor).map_err(|error| {
+            Error::Invalid(format!(
+                "the executor of `{}` does not compile: {error}",
+                function.name
+            ))
+        })?;
+        if let Some(pattern) = &function.pattern {
+            let (source, flags) = functions::split_pattern(pattern);
+            self.engine
+                .find(&Arc::from(source), flags, &Arc::from(""))
+                .map_err(|error| {
+                    Error::Invalid(format!(
+                        "the pattern of `{}` is not a valid JavaScript regex: {error}",
+                        function.name
+                    ))
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Removes a function; returns it.
+    pub fn remove_function(&self, id: &str, scope: &Scope) -> Result<VarFunction, Error> {
+        if functions::is_builtin_id(id) {
+            return invalid(format!(
+                "`{id}` is a built-in function and cannot be removed; FunctionUpsert it with \"enabled\": false to turn it off"
+            ));
+        }
+        let existing = self
+            .stored_functions(scope)?
+            .into_iter()
+            .find(|function| function.id == id);
+        let Some(existing) = existing else {
+            return invalid(format!(
+                "no function `{id}` in the {} scope; FunctionList shows the ids",
+                describe_scope(scope)
+            ));
+        };
+        self.store
+            .remove_function(&self.workspace, &scope.key(), id)?;
+        Ok(existing)
+    }
+
+    /// Imports the seed's export format: every function gets a new UUID and starts disabled.
+    pub fn import(&self, export: Export, scope: &Scope) -> Result<Vec<VarFunction>, Error> {
+        let mut imported = Vec::with_capacity(export.functions.len());
+        for mut function in export.functions {
+            function.id = uuid::Uuid::new_v4().to_string();
+            function.enabled = false;
+            function.builtin = None;
+            functions::validate(&function).map_err(|message| {
+                Error::Invalid(format!("cannot import `{}`: {message}", function.name))
+            })?;
+            self.check_javascript(&function)?;
+            imported.push(function);
+        }
+        let rows = imported
+            .iter()
+            .map(|function| {
+                Ok((
+                    function.id.clone(),
+                    serde_json::to_value(function)
+                        .map_err(|error| Error::Invalid(error.to_string()))?,
+                ))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        self.store
+            .put_functions(&self.workspace, &scope.key(), &rows)?;
+        Ok(imported)
+    }
+
+    /// The seed's export format, of some ids or the whole scope.
+    pub fn export(&self, ids: Option<&[String]>, scope: &Scope) -> Result<Export, Error> {
+        let all = self.functions(scope)?;
+        let functions = match ids {
+            None => all,
+            Some(ids) => {
+                let mut chosen = Vec::with_capacity(ids.len());
+                for id in ids {
+                    let found = all.iter().find(|function| &function.id == id).cloned();
+                    chosen.push(found.ok_or_else(|| {
+                        Error::Invalid(format!(
+                            "no function `{id}` in the {} scope; FunctionList shows the ids",
+                            describe_scope(scope)
+                        ))
+                    })?);
+                }
+                chosen
+            }
+        };
+        Ok(Export {
+            version: "1.0".to_owned(),
+            functions,
+        })
+    }
+
+    pub fn template(&self, character_id: &str) -> Result<Option<Value>, Error> {
+        Ok(self.store.template(&self.workspace, character_id)?)
+    }
+
+    pub fn set_template(&self, character_id: &str, template: &Value) -> Result<(), Error> {
+        if !template.is_object() {
+            return invalid("a template must be a JSON object, such as {\"角色\": {\"金币\": 0}}");
+        }
+        Ok(self
+            .store
+            .set_template(&self.workspace, character_id, template)?)
+    }
+
+    pub fn snapshot(&self, id: &str) -> Result<StoredSnapshot, Error> {
+        self.store.snapshot(&self.workspace, id)?.ok_or_else(|| {
+            Error::Invalid(format!("no snapshot `{id}`; its chat may have been deleted (SnapshotProcess makes new ones)"))
+        })
+    }
+
+    /// Replaces a snapshot in place (seed §5.2: same id).
+    pub fn update(&self, id: &str, snapshot: &Value) -> Result<(), Error> {
+        if !snapshot.is_object() {
+            return invalid("a snapshot must be a JSON object");
+        }
+        if self.store.update_snapshot(&self.workspace, id, snapshot)? {
+            Ok(())
+        } else {
+            invalid(format!(
+                "no snapshot `{id}` to update; SnapshotGet shows what exists"
+            ))
+        }
+    }
+
+    pub fn delete_chat(&self, chat_file: &str) -> Result<u64, Error> {
+        Ok(self.store.delete_chat(&self.workspace, chat_file)?)
+    }
+
+    pub fn cleanup(&self, active_chat_files: &[String]) -> Result<Vec<(String, u64)>, Error> {
+        Ok(self.store.cleanup(&self.workspace, active_chat_files)?)
+    }
+
+    pub fn chats(&self) -> Result<Vec<(String, u64)>, Error> {
+        Ok(self.store.chats(&self.workspace)?)
+    }
+
+    /// The starting state for a character: the given template, the stored one, or `{}`.
+    fn base_state(
+        &self,
+        character_id: Option<&str>,
+        template: Option<Value>,
+    ) -> Result<(Value, Base), Error> {
+        if let Some(template) = template {
+            if !template.is_object() {
+                return invalid("`template` must be a JSON object");
+            }
+            return Ok((template, Base::Template));
+        }
+        let stored = match character_id {
+            Some(id) => self.template(id)?,
+            None => None,
+        };
+        Ok(match stored {
+            Some(template) => (template, Base::Template),
+            None => (builtins::empty(), Base::Empty),
+        })
+    }
+
+    /// The seed's flow over a whole chat (§1.2).
+    pub fn process(
+        &self,
+        chat_file: &str,
+        messages: &[ChatMessage],
+        character_id: Option<&str>,
+        template: Option<Value>,
+    ) -> Result<Processed, Error> {
+        let mut loaded: Option<StoredSnapshot> = None;
+        let mut failure = None;
+        let anchor = chat::anchor(messages, |id| {
+            match self.store.snapshot(&self.workspace, id) {
+                Ok(Some(found)) => {
+                    loaded = Some(found);
+                    true
+                }
+                Ok(None) => false,
+                Err(error) => {
+                    failure.get_or_insert(error);
+                    true
+                }
+            }
+        });
+        if let Some(error) = failure {
+            return Err(error.into());
+        }
+        let (mut state, base) = match (&anchor.start, loaded) {
+            (Some((index, id)), Some(found)) => (
+                found.value,
+                Base::Snapshot {
+                    message_index: *index,
+                    snapshot_id: id.clone(),
+                },
+            ),
+            _ => self.base_state(character_id, template)?,
+        };
+        let active = Active::from(self.library(character_id)?);
+        let mut bindings = Vec::with_capacity(anchor.pending.len());
+        let mut new = Vec::with_capacity(anchor.pending.len());
+        let mut errors = Vec::new();
+        for &index in &anchor.pending {
+            let message = &messages[index];
+            let context = MessageContext {
+                chat_file: chat_file.to_owned(),
+                message_index: Some(index),
+                swipe_id: Some(message.active_swipe()),
+                character_id: character_id.map(str::to_owned),
+                send_date: message.send_millis(),
+            };
+            let failed = engine::apply(&self.engine, &active, &mut state, message.text(), &context);
+            errors.extend(failed.into_iter().map(|error| MessageError {
+                message_index: Some(index),
+                swipe_id: Some(message.active_swipe()),
+                error,
+            }));
+            let id = uuid::Uuid::new_v4().to_string();
+            bindings.push(Binding {
+                message_index: index,
+                swipe_id: message.active_swipe(),
+                snapshot_id: id.clone(),
+            });
+            new.push(NewSnapshot {
+                id,
+                chat_file: chat_file.to_owned(),
+                message_id: Some(index as u64),
+                swipe_id: Some(message.active_swipe() as u64),
+                value: state.clone(),
+            });
+        }
+        let storage = if new.is_empty() {
+            StorageReport::default()
+        } else {
+            self.store.put_snapshots(&self.workspace, &new)?
+        };
+        let latest_snapshot_id = bindings
+            .last()
+            .map(|binding| binding.snapshot_id.clone())
+            .or_else(|| anchor.start.as_ref().map(|(_, id)| id.clone()));
+        Ok(Processed {
+            bindings,
+            dropped: anchor.dropped,
+            base,
+            latest_snapshot_id,
+            vs_stat_data: state,
+            errors,
+            storage,
+        })
+    }
+
+    /// One message applied to a base snapshot (or the template), stored as a new snapshot.
+    pub fn apply(
+        &self,
+        chat_file: &str,
+        text: &str,
+        base_id: Option<&str>,
+        character_id: Option<&str>,
+        message_index: Option<usize>,
+    ) -> Result<Applied, Error> {
+        let mut state = match base_id {
+            Some(id) => self.snapshot(id)?.value,
+            None => self.base_state(character_id, None)?.0,
+        };
+        let active = Active::from(self.library(character_id)?);
+        let context = MessageContext {
+            chat_file: chat_file.to_owned(),
+            message_index,
+            swipe_id: None,
+            character_id: character_id.map(str::to_owned),
+            send_date: None,
+        };
+        let errors = engine::apply(&self.engine, &active, &mut state, text, &context);
+        let id = uuid::Uuid::new_v4().to_string();
+        let storage = self.store.put_snapshots(
+            &self.workspace,
+            &[NewSnapshot {
+                id: id.clone(),
+                chat_file: chat_file.to_owned(),
+                message_id: message_index.map(|index| index as u64),
+                swipe_id: None,
+                value: state.clone(),
+            }],
+        )?;
+        Ok(Applied {
+            snapshot_id: id,
+            snapshot: state,
+            errors,
+            storage,
+        })
+    }
+
+    /// The `state-functions` prompt for a character (or the global library).
+    pub fn prompt(&self, character_id: Option<&str>) -> Result<String, Error> {
+        Ok(functions::prompt(&self.library(character_id)?))
+    }
+}
+
+fn describe_scope(scope: &Scope) -> String {
+    match scope {
+        Scope::Global => "global".to_owned(),
+        Scope::Character(id) => format!("character `{id}`"),
+    }
+}

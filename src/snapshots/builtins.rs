@@ -1,0 +1,639 @@
+//! The built-in functions of seed 002 §3.4, native: `SET`, `ADD`, `SUB`, `APPEND`, `REMOVE`,
+//! `ASSIGN`, `UNSET`, `TIME`, and the JSON Patch operations users bring from MVU.
+//!
+//! Paths are lodash-style (`角色.名字`, `背包[0]`, `a["b.c"]`). Unlike lodash, a write never
+//! replaces a scalar standing in the way of a deeper path, and an array index never leaves a
+//! gap: the call fails with a message naming the path, and the snapshot is left as it was.
+
+use serde_json::{Map, Number, Value};
+
+use crate::plans::path::{self, Path};
+
+/// A built-in function.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Builtin {
+    Set,
+    Add,
+    Sub,
+    Append,
+    Remove,
+    Assign,
+    Unset,
+    Time,
+    /// MVU's `_.set('path', old?, new);` family.
+    Mvu,
+    /// `<JSONPatch>[…]</JSONPatch>` blocks.
+    JsonPatch,
+}
+
+impl Builtin {
+    /// The `@.NAME(…)` functions, whose calls the native parser finds.
+    pub const CALLABLE: [Self; 8] = [
+        Self::Set,
+        Self::Add,
+        Self::Sub,
+        Self::Append,
+        Self::Remove,
+        Self::Assign,
+        Self::Unset,
+        Self::Time,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Set => "SET",
+            Self::Add => "ADD",
+            Self::Sub => "SUB",
+            Self::Append => "APPEND",
+            Self::Remove => "REMOVE",
+            Self::Assign => "ASSIGN",
+            Self::Unset => "UNSET",
+            Self::Time => "TIME",
+            Self::Mvu => "MVU",
+            Self::JsonPatch => "JSON_PATCH",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::CALLABLE
+            .into_iter()
+            .find(|builtin| builtin.name() == name)
+    }
+
+    /// Applies one call. On an error the snapshot is unchanged.
+    pub fn apply(self, snapshot: &mut Value, arguments: &[Value]) -> Result<(), String> {
+        match self {
+            Self::Set => {
+                let [path, value] = exactly(arguments, "SET(path, value)")?;
+                set(snapshot, &parse_path(path)?, value.clone())
+            }
+            Self::Add | Self::Sub => {
+                let usage = if self == Self::Add {
+                    "ADD(path, number)"
+                } else {
+                    "SUB(path, number)"
+                };
+                let [path, amount] = exactly(arguments, usage)?;
+                let amount = amount.as_f64().map(|_| amount).ok_or_else(|| {
+                    format!("{usage}: the amount must be a number, not {}", show(amount))
+                })?;
+                add(snapshot, &parse_path(path)?, amount, self == Self::Sub)
+            }
+            Self::Append => {
+                let [path, item] = exactly(arguments, "APPEND(path, item)")?;
+                append(snapshot, &parse_path(path)?, item.clone())
+            }
+            Self::Remove => {
+                let [path, target] = exactly(arguments, "REMOVE(path, indexOrValue)")?;
+                remove(snapshot, &parse_path(path)?, target)
+            }
+            Self::Assign => match arguments {
+                [path, value] => assign(snapshot, &parse_path(path)?, value.clone()),
+                [path, key, value] => {
+                    let mut segments = parse_path(path)?.segments().to_vec();
+                    segments.push(key_text(key)?);
+                    set(
+                        snapshot,
+                        &Path::from_segments(segments).map_err(|error| error.to_string())?,
+                        value.clone(),
+                    )
+                }
+                _ => Err(format!(
+                    "ASSIGN(path, object) or ASSIGN(path, key, value) takes 2 or 3 arguments, not {}",
+                    arguments.len()
+                )),
+            },
+            Self::Unset => {
+                let [path] = exactly(arguments, "UNSET(path)")?;
+                parse_path(path)?.remove(snapshot);
+                Ok(())
+            }
+            Self::Time => {
+                let [time] = exactly(arguments, "TIME(time)")?;
+                let Value::String(text) = time else {
+                    return Err(format!(
+                        "TIME(time): the time must be text such as \"2024-10-20T15:30:00Z\", not {}",
+                        show(time)
+                    ));
+                };
+                if text.trim().is_empty() {
+                    return Err("TIME(time): the time is empty".to_owned());
+                }
+                set(
+                    snapshot,
+                    &Path::from_segments(vec!["time".to_owned()])
+                        .map_err(|error| error.to_string())?,
+                    time.clone(),
+                )
+            }
+            Self::Mvu | Self::JsonPatch => Err(format!(
+                "{} is a syntax, not a callable function",
+                self.name()
+            )),
+        }
+    }
+}
+
+fn exactly<'a, const N: usize>(
+    arguments: &'a [Value],
+    usage: &str,
+) -> Result<[&'a Value; N], String> {
+    let found = arguments.len();
+    <[&Value; N]>::try_from(arguments.iter().collect::<Vec<_>>()).map_err(|_| {
+        format!(
+            "{usage} takes {N} argument{}, not {found}",
+            if N == 1 { "" } else { "s" }
+        )
+    })
+}
+
+/// A short rendering of a value for messages.
+pub fn show(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 60 {
+        format!("{}…", text.chars().take(60).collect::<String>())
+    } else {
+        text
+    }
+}
+
+fn key_text(key: &Value) -> Result<String, String> {
+    match key {
+        Value::String(text) => Ok(text.clone()),
+        Value::Number(number) => Ok(number.to_string()),
+        other => Err(format!(
+            "a key must be text or a number, not {}",
+            show(other)
+        )),
+    }
+}
+
+/// Parses a lodash-style path given as an argument.
+pub fn parse_path(path: &Value) -> Result<Path, String> {
+    let Value::String(text) = path else {
+        return Err(format!(
+            "the path must be text such as \"角色.名字\", not {}",
+            show(path)
+        ));
+    };
+    lodash_path(text)
+}
+
+/// `a.b[0]["c.d"]['e']` → `a`, `b`, `0`, `c.d`, `e`.
+pub fn lodash_path(text: &str) -> Result<Path, String> {
+    let mut segments = Vec::new();
+    let mut current = String::new();
+    let mut characters = text.chars().peekable();
+    let mut closed_bracket = false;
+    while let Some(character) = characters.next() {
+        match character {
+            '.' => {
+                if current.is_empty() && !closed_bracket {
+                    return Err(format!(
+                        "path `{text}` has an empty segment; separate names with single dots"
+                    ));
+                }
+                if !current.is_empty() {
+                    segments.push(std::mem::take(&mut current));
+                }
+                closed_bracket = false;
+            }
+            '[' => {
+                if !current.is_empty() {
+                    segments.push(std::mem::take(&mut current));
+                }
+                let quote = characters.next_if(|next| *next == '"' || *next == '\'');
+                let mut inner = String::new();
+                loop {
+                    match characters.next() {
+                        None => return Err(format!("path `{text}` has a `[` that is not closed")),
+                        Some(found) if quote.is_some() && Some(found) == quote => {
+                            if characters.next() != Some(']') {
+                                return Err(format!(
+                                    "path `{text}`: expected `]` after the quoted key"
+                                ));
+                            }
+                            break;
+                        }
+                        Some('\\') if quote.is_some() => inner.extend(characters.next()),
+                        Some(']') if quote.is_none() => break,
+                        Some(found) => inner.push(found),
+                    }
+                }
+                if quote.is_none() && inner.trim().is_empty() {
+                    return Err(format!("path `{text}` has an empty `[]`"));
+                }
+                segments.push(if quote.is_none() {
+                    inner.trim().to_owned()
+                } else {
+                    inner
+                });
+                closed_bracket = true;
+            }
+            other => {
+                if closed_bracket {
+                    return Err(format!("path `{text}`: write a `.` after `]`"));
+                }
+                current.push(other);
+            }
+        }
+    }
+    if !current.is_empty() {
+        segments.push(current);
+    } else if text.ends_with('.') {
+        return Err(format!("path `{text}` ends with a dot"));
+    }
+    if segments.is_empty() {
+        return Err("the path is empty: name a field such as \"角色.名字\"".to_owned());
+    }
+    Path::from_segments(segments).map_err(|error| error.to_string())
+}
+
+fn set(snapshot: &mut Value, path: &Path, value: Value) -> Result<(), String> {
+    path.set(snapshot, value).map_err(|error| error.to_string())
+}
+
+fn add(snapshot: &mut Value, path: &Path, amount: &Value, subtract: bool) -> Result<(), String> {
+    let current = path.get(snapshot).cloned().unwrap_or(Value::Null);
+    let result = match (&current, amount) {
+        (Value::Null, _) => arithmetic(&Value::Number(0.into()), amount, subtract),
+        (Value::Number(_), _) => arithmetic(&current, amount, subtract),
+        (Value::String(text), _) => match text.trim().parse::<f64>() {
+            Ok(_) => arithmetic(
+                &super::literal::decode_capture(text.trim()),
+                amount,
+                subtract,
+            ),
+            Err(_) => None,
+        },
+        _ => None,
+    };
+    let result = result.ok_or_else(|| {
+        format!(
+            "`{path}` holds {}, not a number; SET it to a number first",
+            show(&current)
+        )
+    })?;
+    set(snapshot, path, result)
+}
+
+/// `a ± b`, keeping integers integral when both are.
+fn arithmetic(current: &Value, amount: &Value, subtract: bool) -> Option<Value> {
+    if let (Some(left), Some(right)) = (current.as_i64(), amount.as_i64()) {
+        let result = if subtract {
+            left.checked_sub(right)
+        } else {
+            left.checked_add(right)
+        };
+        if let Some(result) = result {
+            return Some(Value::Number(result.into()));
+        }
+    }
+    let (left, right) = (current.as_f64()?, amount.as_f64()?);
+    let result = if subtract { left - right } else { left + right };
+    Number::from_f64(result).map(Value::Number)
+}
+
+fn append(snapshot: &mut Value, path: &Path, item: Value) -> Result<(), String> {
+    match path.get_mut(snapshot) {
+        None | Some(Value::Null) => set(snapshot, path, Value::Array(vec![item])),
+        Some(Value::Array(items)) => {
+            items.push(item);
+            Ok(())
+        }
+        Some(other) => Err(format!(
+            "`{path}` holds {}, not an array; APPEND adds to arrays",
+            path::describe(other)
+        )),
+    }
+}
+
+fn remove(snapshot: &mut Value, path: &Path, target: &Value) -> Result<(), String> {
+    let Some(Value::Array(items)) = path.get_mut(snapshot) else {
+        let found = path.get(snapshot).map_or("nothing", path::describe);
+        return Err(format!(
+            "`{path}` holds {found}, not an array; REMOVE takes items out of arrays (UNSET deletes a field)"
+        ));
+    };
+    if let Some(index) = target
+        .as_u64()
+        .and_then(|index| usize::try_from(index).ok())
+        && index < items.len()
+        && !items.iter().any(|item| item == target)
+    {
+        items.remove(index);
+        return Ok(());
+    }
+    let before = items.len();
+    items.retain(|item| item != target);
+    if items.len() == before {
+        return Err(format!(
+            "`{path}` has no item {} (and no such index)",
+            show(target)
+        ));
+    }
+    Ok(())
+}
+
+fn assign(snapshot: &mut Value, path: &Path, value: Value) -> Result<(), String> {
+    match (path.get_mut(snapshot), value) {
+        (None | Some(Value::Null), value) => set(snapshot, path, value),
+        (Some(Value::Object(members)), Value::Object(added)) => {
+            members.extend(added);
+            Ok(())
+        }
+        (Some(Value::Array(items)), value) => {
+            items.push(value);
+            Ok(())
+        }
+        (Some(Value::Object(_)), other) => Err(format!(
+            "ASSIGN merges an object into `{path}`, but got {}; use SET to replace it",
+            show(&other)
+        )),
+        (Some(other), _) => Err(format!(
+            "`{path}` holds {}; ASSIGN merges into objects and appends to arrays (SET replaces)",
+            path::describe(other)
+        )),
+    }
+}
+
+/// One JSON Patch operation as MVU writes them; `path` is a JSON Pointer (`/a/b/0`) or a
+/// lodash path.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct PatchOperation {
+    pub op: String,
+    pub path: String,
+    #[serde(default)]
+    pub value: Option<Value>,
+    #[serde(default)]
+    pub from: Option<String>,
+}
+
+impl PatchOperation {
+    pub fn apply(&self, snapshot: &mut Value) -> Result<(), String> {
+        let path = patch_path(&self.path)?;
+        let value = || {
+            self.value
+                .clone()
+                .ok_or_else(|| format!("`{}` on `{}` needs a `value`", self.op, self.path))
+        };
+        match self.op.as_str() {
+            "replace" => set(snapshot, &path, value()?),
+            "add" | "insert" => insert(snapshot, &path, value()?, self.op == "add"),
+            "remove" => path
+                .remove(snapshot)
+                .map(drop)
+                .ok_or_else(|| format!("remove: nothing at `{}`", self.path)),
+            "delta" => add(snapshot, &path, &value()?, false),
+            "move" => {
+                let from = self
+                    .from
+                    .as_deref()
+                    .ok_or_else(|| format!("move to `{}` needs a `from`", self.path))?;
+                let source = patch_path(from)?;
+                let moved = source
+                    .get(snapshot)
+                    .cloned()
+                    .ok_or_else(|| format!("move: nothing at `{from}`"))?;
+                let mut changed = snapshot.clone();
+                source.remove(&mut changed);
+                set(&mut changed, &path, moved)?;
+                *snapshot = changed;
+                Ok(())
+            }
+            other => Err(format!(
+                "unknown JSON Patch op `{other}`: use replace, add, remove, delta, insert or move"
+            )),
+        }
+    }
+}
+
+/// JSON Patch `add`/MVU `insert`: into an array at an index (`-` appends), else a set.
+fn insert(
+    snapshot: &mut Value,
+    path: &Path,
+    value: Value,
+    replace_in_object: bool,
+) -> Result<(), String> {
+    let Some((last, parents)) = path.segments().split_last() else {
+        return set(snapshot, path, value);
+    };
+    let parent = if parents.is_empty() {
+        Some(&mut *snapshot)
+    } else {
+        Path::from_segments(parents.to_vec())
+            .ok()
+            .and_then(|parent| parent.get_mut(snapshot))
+    };
+    match parent {
+        Some(Value::Array(items)) => {
+            let index = if last == "-" {
+                items.len()
+            } else {
+                last.parse::<usize>()
+                    .ok()
+                    .filter(|index| *index <= items.len())
+                    .ok_or_else(|| {
+                        format!(
+                            "`{path}`: index `{last}` is not within the array ({} items)",
+                            items.len()
+                        )
+                    })?
+            };
+            items.insert(index, value);
+            Ok(())
+        }
+        Some(Value::Object(members)) if !replace_in_object && members.contains_key(last) => {
+            Err(format!("insert: `{path}` exists already; use replace"))
+        }
+        _ => set(snapshot, path, value),
+    }
+}
+
+fn patch_path(text: &str) -> Result<Path, String> {
+    let Some(pointer) = text.strip_prefix('/') else {
+        return lodash_path(text);
+    };
+    let segments = pointer
+        .split('/')
+        .map(|segment| segment.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    Path::from_segments(segments).map_err(|error| error.to_string())
+}
+
+/// Removes MVU's metadata (seed 002 §5.3): every `$meta` and `$arrayMeta` key, at any depth,
+/// and the `"$__META_EXTENSIBLE__$"` marker from arrays.
+pub fn strip_mvu_metadata(value: &mut Value) {
+    match value {
+        Value::Array(items) => {
+            items.retain(|item| item.as_str() != Some("$__META_EXTENSIBLE__$"));
+            items.iter_mut().for_each(strip_mvu_metadata);
+        }
+        Value::Object(members) => {
+            members.shift_remove("$meta");
+            members.shift_remove("$arrayMeta");
+            members.values_mut().for_each(strip_mvu_metadata);
+        }
+        _ => {}
+    }
+}
+
+/// An empty snapshot.
+pub fn empty() -> Value {
+    Value::Object(Map::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn call(builtin: Builtin, snapshot: &mut Value, arguments: &Value) -> Result<(), String> {
+        builtin.apply(snapshot, arguments.as_array().unwrap())
+    }
+
+    #[test]
+    fn lodash_paths_parse_dots_brackets_and_quotes() {
+        let path = lodash_path(r#"a.b[0]["c.d"]['e'].f"#).unwrap();
+        assert_eq!(path.segments(), ["a", "b", "0", "c.d", "e", "f"]);
+        assert!(lodash_path("a..b").unwrap_err().contains("empty segment"));
+        assert!(lodash_path("a[0").unwrap_err().contains("not closed"));
+        assert!(lodash_path("").unwrap_err().contains("empty"));
+    }
+
+    #[test]
+    fn set_add_sub_keep_integers_and_refuse_text() {
+        let mut snapshot = json!({"角色": {"金币": 500, "名字": "李四"}});
+        call(Builtin::Set, &mut snapshot, &json!(["角色.名字", "张三"])).unwrap();
+        call(Builtin::Add, &mut snapshot, &json!(["角色.金币", 100])).unwrap();
+        call(Builtin::Sub, &mut snapshot, &json!(["角色.生命值", 10])).unwrap();
+        call(Builtin::Add, &mut snapshot, &json!(["角色.金币", 0.5])).unwrap();
+        assert_eq!(
+            snapshot,
+            json!({"角色": {"金币": 600.5, "名字": "张三", "生命值": -10}})
+        );
+        let before = snapshot.clone();
+        let error = call(Builtin::Add, &mut snapshot, &json!(["角色.名字", 1])).unwrap_err();
+        assert!(
+            error.contains("角色.名字") && error.contains("not a number"),
+            "{error}"
+        );
+        let error = call(Builtin::Set, &mut snapshot, &json!(["角色.名字.姓", "张"])).unwrap_err();
+        assert!(error.contains("角色.名字"), "{error}");
+        assert_eq!(snapshot, before);
+    }
+
+    #[test]
+    fn arrays_append_remove_by_index_or_value() {
+        let mut snapshot = json!({});
+        call(
+            Builtin::Append,
+            &mut snapshot,
+            &json!(["背包.物品", "治疗药水"]),
+        )
+        .unwrap();
+        call(
+            Builtin::Append,
+            &mut snapshot,
+            &json!(["背包.物品", "魔法卷轴"]),
+        )
+        .unwrap();
+        call(
+            Builtin::Append,
+            &mut snapshot,
+            &json!(["背包.物品", "火把"]),
+        )
+        .unwrap();
+        call(Builtin::Remove, &mut snapshot, &json!(["背包.物品", 0])).unwrap();
+        call(
+            Builtin::Remove,
+            &mut snapshot,
+            &json!(["背包.物品", "火把"]),
+        )
+        .unwrap();
+        assert_eq!(snapshot, json!({"背包": {"物品": ["魔法卷轴"]}}));
+        assert!(
+            call(Builtin::Remove, &mut snapshot, &json!(["背包.物品", "剑"]))
+                .unwrap_err()
+                .contains("no item")
+        );
+        let mut numbers = json!({"n": [5, 7]});
+        call(Builtin::Remove, &mut numbers, &json!(["n", 7])).unwrap();
+        assert_eq!(numbers, json!({"n": [5]}));
+    }
+
+    #[test]
+    fn assign_merges_objects_unset_deletes_time_sets_time() {
+        let mut snapshot = json!({"角色": {"等级": 1, "名字": "张三"}, "临时数据": {"flag": true}});
+        call(
+            Builtin::Assign,
+            &mut snapshot,
+            &json!(["角色", {"等级": 2}]),
+        )
+        .unwrap();
+        call(
+            Builtin::Assign,
+            &mut snapshot,
+            &json!(["角色", "职业", "剑士"]),
+        )
+        .unwrap();
+        call(Builtin::Unset, &mut snapshot, &json!(["临时数据.flag"])).unwrap();
+        call(
+            Builtin::Time,
+            &mut snapshot,
+            &json!(["2024-10-20T15:30:00Z"]),
+        )
+        .unwrap();
+        assert_eq!(
+            snapshot,
+            json!({"角色": {"等级": 2, "名字": "张三", "职业": "剑士"}, "临时数据": {}, "time": "2024-10-20T15:30:00Z"})
+        );
+        assert!(
+            call(Builtin::Time, &mut snapshot, &json!([5]))
+                .unwrap_err()
+                .contains("text")
+        );
+        assert!(
+            call(Builtin::Set, &mut snapshot, &json!(["a"]))
+                .unwrap_err()
+                .contains("takes 2 arguments, not 1")
+        );
+    }
+
+    #[test]
+    fn json_patch_operations() {
+        let mut snapshot = json!({"a": {"b": 1}, "list": [1, 2]});
+        let operations: Vec<PatchOperation> = serde_json::from_value(json!([
+            {"op": "replace", "path": "/a/b", "value": 5},
+            {"op": "delta", "path": "/a/b", "value": -2},
+            {"op": "insert", "path": "/list/0", "value": 0},
+            {"op": "add", "path": "/list/-", "value": 3},
+            {"op": "move", "from": "/a/b", "path": "/c"},
+            {"op": "remove", "path": "/a"}
+        ]))
+        .unwrap();
+        for operation in &operations {
+            operation.apply(&mut snapshot).unwrap();
+        }
+        assert_eq!(snapshot, json!({"list": [0, 1, 2, 3], "c": 3}));
+    }
+
+    #[test]
+    fn mvu_metadata_is_stripped_recursively() {
+        let mut value = json!({"$meta": {"extensible": true}, "背包": ["$__META_EXTENSIBLE__$", {"$meta": 1, "名": "剑"}], "x": {"$arrayMeta": 1, "y": 2}});
+        strip_mvu_metadata(&mut value);
+        assert_eq!(value, json!({"背包": [{"名": "剑"}], "x": {"y": 2}}));
+    }
+}

@@ -1,0 +1,269 @@
+//! Finding the built-in calls in an AI reply: `@.NAME(args);` for the seed's functions, MVU's
+//! `_.set('path', old?, new);` family, and `<JSONPatch>[…]</JSONPatch>` blocks. Arguments are
+//! read by [`super::literal`], so strings may hold `);`, values may nest and span lines. User
+//! functions' own regex patterns are matched by the JavaScript engine instead.
+
+use serde_json::Value;
+
+use super::builtins::{Builtin, PatchOperation};
+use super::literal::Reader;
+
+/// What a found call does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Builtin(Builtin, Vec<Value>),
+    Patch(Vec<PatchOperation>),
+    /// A call that could not be read; applying it records the message.
+    Malformed(String),
+}
+
+/// A call found in the text, at a byte offset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub position: usize,
+    /// The function as the text names it (`SET`, `_.set`, `JSONPatch`).
+    pub name: String,
+    pub action: Action,
+}
+
+/// Which syntaxes to look for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Syntaxes {
+    /// The enabled `@.NAME(…)` built-ins.
+    pub callable: Vec<Builtin>,
+    pub mvu: bool,
+    pub json_patch: bool,
+}
+
+/// Every built-in call in `text`, in the order they appear.
+pub fn find(text: &str, syntaxes: &Syntaxes) -> Vec<Found> {
+    let mut found = Vec::new();
+    if !syntaxes.callable.is_empty() {
+        find_at_calls(text, &syntaxes.callable, &mut found);
+    }
+    if syntaxes.mvu {
+        find_mvu_calls(text, &mut found);
+    }
+    if syntaxes.json_patch {
+        find_patches(text, &mut found);
+    }
+    found.sort_by_key(|call| call.position);
+    found
+}
+
+fn find_at_calls(text: &str, callable: &[Builtin], found: &mut Vec<Found>) {
+    for (position, _) in text.match_indices("@.") {
+        let name_start = position + 2;
+        let name_length = text[name_start..]
+            .find(|character: char| !(character.is_ascii_alphanumeric() || character == '_'))
+            .unwrap_or(text.len() - name_start);
+        let name = &text[name_start..name_start + name_length];
+        let Some(builtin) = Builtin::from_name(name).filter(|builtin| callable.contains(builtin))
+        else {
+            continue;
+        };
+        let mut reader = Reader::new(text, name_start + name_length);
+        if !reader.eat('(') {
+            continue;
+        }
+        let action = match reader.arguments() {
+            Ok(arguments) => Action::Builtin(builtin, arguments),
+            Err(error) => Action::Malformed(format!("@.{name}(…) cannot be read: {error}")),
+        };
+        found.push(Found {
+            position,
+            name: name.to_owned(),
+            action,
+        });
+    }
+}
+
+/// MVU's operations and what they map to.
+fn mvu_operation(name: &str, arguments: Vec<Value>) -> Result<Action, String> {
+    let action = match (name, arguments.len()) {
+        // `_.set(path, new)` or `_.set(path, old, new)`: the old value is the model's note.
+        ("set", 2) => Action::Builtin(Builtin::Set, arguments),
+        ("set", 3) => {
+            let mut arguments = arguments;
+            arguments.remove(1);
+            Action::Builtin(Builtin::Set, arguments)
+        }
+        ("add", 2) => Action::Builtin(Builtin::Add, arguments),
+        ("assign" | "insert", 2 | 3) => Action::Builtin(Builtin::Assign, arguments),
+        ("remove" | "unset" | "delete", 1) => Action::Builtin(Builtin::Unset, arguments),
+        ("remove", 2) => Action::Builtin(Builtin::Remove, arguments),
+        (operation, count) => {
+            return Err(format!(
+                "_.{operation}(…) with {count} arguments is not an MVU command: use _.set(path, old?, new), _.add(path, delta), _.assign(path, value), _.insert(path, key?, value), _.remove(path, item?)"
+            ));
+        }
+    };
+    Ok(action)
+}
+
+fn find_mvu_calls(text: &str, found: &mut Vec<Found>) {
+    const OPERATIONS: [&str; 7] = [
+        "set", "add", "assign", "insert", "remove", "unset", "delete",
+    ];
+    for (position, _) in text.match_indices("_.") {
+        let preceded_by_word = text[..position]
+            .chars()
+            .next_back()
+            .is_some_and(|character| {
+                character.is_alphanumeric() || character == '_' || character == '.'
+            });
+        if preceded_by_word {
+            continue;
+        }
+        let name_start = position + 2;
+        let Some(name) = OPERATIONS.into_iter().find(|name| {
+            text[name_start..].starts_with(name)
+                && !text[name_start + name.len()..]
+                    .starts_with(|character: char| character.is_alphanumeric() || character == '_')
+        }) else {
+            continue;
+        };
+        let mut reader = Reader::new(text, name_start + name.len());
+        if !reader.eat('(') {
+            continue;
+        }
+        let action = reader
+            .arguments()
+            .map_err(|error| format!("_.{name}(…) cannot be read: {error}"))
+            .and_then(|arguments| mvu_operation(name, arguments))
+            .unwrap_or_else(Action::Malformed);
+        found.push(Found {
+            position,
+            name: format!("_.{name}"),
+            action,
+        });
+    }
+}
+
+fn find_patches(text: &str, found: &mut Vec<Found>) {
+    const OPEN: &str = "<JSONPatch>";
+    const CLOSE: &str = "</JSONPatch>";
+    for (position, _) in text.match_indices(OPEN) {
+        let body_start = position + OPEN.len();
+        let action = match text[body_start..].find(CLOSE) {
+            None => {
+                Action::Malformed("a <JSONPatch> block is not closed with </JSONPatch>".to_owned())
+            }
+            Some(length) => {
+                let body = &text[body_start..body_start + length];
+                let mut reader = Reader::new(body, 0);
+                match reader.value(0) {
+                    Err(error) => {
+                        Action::Malformed(format!("the <JSONPatch> block cannot be read: {error}"))
+                    }
+                    Ok(value) => {
+                        let operations = match value {
+                            Value::Array(_) => value,
+                            single @ Value::Object(_) => Value::Array(vec![single]),
+                            _ => Value::Null,
+                        };
+                        match serde_json::from_value::<Vec<PatchOperation>>(operations) {
+                            Ok(operations) => Action::Patch(operations),
+                            Err(error) => Action::Malformed(format!(
+                                "the <JSONPatch> block must be a list of {{\"op\", \"path\", \"value\"}} objects: {error}"
+                            )),
+                        }
+                    }
+                }
+            }
+        };
+        found.push(Found {
+            position,
+            name: "JSONPatch".to_owned(),
+            action,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn all() -> Syntaxes {
+        Syntaxes {
+            callable: Builtin::CALLABLE.to_vec(),
+            mvu: true,
+            json_patch: true,
+        }
+    }
+
+    fn actions(text: &str) -> Vec<Action> {
+        find(text, &all())
+            .into_iter()
+            .map(|found| found.action)
+            .collect()
+    }
+
+    #[test]
+    fn finds_calls_in_text_order_with_robust_arguments() {
+        let text = "她笑了。@.SET(\"角色.名字\", \"张三\");\n然后 @.ADD(\"角色.金币\", 100);\n@.SET(\"日志\", \"fn(1, 2); done\") @.SET(\"a\",\n  {\"b\": [1, (2)]}\n);";
+        let found = actions(text);
+        assert_eq!(
+            found[0],
+            Action::Builtin(Builtin::Set, vec![json!("角色.名字"), json!("张三")])
+        );
+        assert_eq!(
+            found[1],
+            Action::Builtin(Builtin::Add, vec![json!("角色.金币"), json!(100)])
+        );
+        assert_eq!(
+            found[2],
+            Action::Builtin(Builtin::Set, vec![json!("日志"), json!("fn(1, 2); done")])
+        );
+        assert!(
+            matches!(&found[3], Action::Malformed(message) if message.contains("`(` cannot start a value"))
+        );
+    }
+
+    #[test]
+    fn unknown_or_disabled_names_and_prose_are_ignored() {
+        let syntaxes = Syntaxes {
+            callable: vec![Builtin::Set],
+            ..Syntaxes::default()
+        };
+        let found = find(
+            "@.ADD(\"a\", 1); @.SETX(1); mail@.SET is nice; @.SET(\"a\", 1)",
+            &syntaxes,
+        );
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            found[0].action,
+            Action::Builtin(Builtin::Set, vec![json!("a"), json!(1)])
+        );
+    }
+
+    #[test]
+    fn mvu_commands_map_to_builtins() {
+        let found = actions(
+            "_.set('角色.名字', '李四', '张三');//改名\n_.add('金币', -5); my_.set('x', 1); _.remove('临时'); _.remove('背包', 0); _.frob(1)",
+        );
+        assert_eq!(
+            found,
+            vec![
+                Action::Builtin(Builtin::Set, vec![json!("角色.名字"), json!("张三")]),
+                Action::Builtin(Builtin::Add, vec![json!("金币"), json!(-5)]),
+                Action::Builtin(Builtin::Unset, vec![json!("临时")]),
+                Action::Builtin(Builtin::Remove, vec![json!("背包"), json!(0)]),
+            ]
+        );
+    }
+
+    #[test]
+    fn json_patch_blocks_are_read_whole() {
+        let found = actions(
+            "<JSONPatch>\n[{\"op\": \"replace\", \"path\": \"/a\", \"value\": 1}]\n</JSONPatch> <JSONPatch>oops</JSONPatch> <JSONPatch>[",
+        );
+        assert!(matches!(&found[0], Action::Patch(operations) if operations.len() == 1));
+        assert!(
+            matches!(&found[1], Action::Malformed(message) if message.contains("cannot be read"))
+        );
+        assert!(matches!(&found[2], Action::Malformed(message) if message.contains("not closed")));
+    }
+}
