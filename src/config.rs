@@ -177,6 +177,19 @@ pub struct FileConfig {
     pub skills: Vec<PathBuf>,
     /// Caps the store's database file, in bytes; writes past it fail as on a full disk.
     pub store_max_bytes: Option<u64>,
+    /// Limits on the chat snapshots' user functions.
+    #[serde(default)]
+    pub snapshots: SnapshotsConfig,
+}
+
+/// `[snapshots]`: bounds on each user function call (JavaScript in QuickJS).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotsConfig {
+    /// Milliseconds one call may run before it is stopped (default 250).
+    pub script_time_limit_ms: Option<u64>,
+    /// MiB the JavaScript runtime may allocate (default 64).
+    pub script_memory_mib: Option<usize>,
 }
 
 /// Settings of one tool.
@@ -207,6 +220,7 @@ pub struct Config {
     pub groups: BTreeMap<String, bool>,
     pub disabled_tools: Vec<String>,
     pub executor: ExecutorSettings,
+    pub script_limits: crate::snapshots::javascript::Limits,
 }
 
 impl Default for Config {
@@ -261,6 +275,17 @@ impl Config {
             })
             .collect();
         let defaults = ExecutorSettings::default();
+        let script_defaults = crate::snapshots::javascript::Limits::default();
+        let script_limits = crate::snapshots::javascript::Limits {
+            time: file
+                .snapshots
+                .script_time_limit_ms
+                .map_or(script_defaults.time, std::time::Duration::from_millis),
+            memory_bytes: file
+                .snapshots
+                .script_memory_mib
+                .map_or(script_defaults.memory_bytes, |mib| mib << 20),
+        };
         Self {
             workspace,
             store: Location::Memory,
@@ -281,6 +306,7 @@ impl Config {
                 fallback: file.approval_fallback.unwrap_or(defaults.fallback),
                 overrides,
             },
+            script_limits,
         }
     }
 

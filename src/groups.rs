@@ -4,6 +4,7 @@
 pub mod plans;
 pub mod scripts;
 pub mod skills;
+pub mod snapshots;
 pub mod vars;
 
 use futures::future::BoxFuture;

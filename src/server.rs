@@ -33,6 +33,7 @@ use crate::groups;
 use crate::rules::{self, AGENT_GROUP};
 use crate::skills::Library;
 use crate::skills::shelf::Shelf;
+use crate::snapshots::Snapshots;
 use crate::store::{Location, SqliteOptions, SqliteStore};
 use crate::tools::{Executor, RegisterError, Registry, RulePrompt, ToolGroup};
 use crate::vars::SystemClock;
@@ -62,6 +63,7 @@ pub struct Server {
 struct Inner {
     executor: Executor,
     shelf: Arc<Shelf>,
+    snapshots: Arc<Snapshots>,
     /// Kept for its lifetime: dropping it stops watching the skill roots.
     _watch: Arc<Mutex<Option<crate::skills::watch::Watch>>>,
     subscriptions: Mutex<HashSet<String>>,
@@ -72,18 +74,32 @@ impl Server {
     /// A server with the built-in groups, configured by `config`.
     pub fn new(config: &Config) -> Result<Self, Error> {
         let clock = Arc::new(SystemClock::new());
-        let workspace = match &config.store {
-            Location::Memory => {
-                Workspace::in_memory(config.workspace.clone(), config.capacity, clock)
-            }
+        // Snapshots live in the workspace's SQLite file; with `--store memory`, in a private
+        // in-memory SQLite database that ends with the process.
+        let (workspace, snapshot_store) = match &config.store {
+            Location::Memory => (
+                Workspace::in_memory(config.workspace.clone(), config.capacity, clock),
+                SqliteStore::open_in_memory()?,
+            ),
             Location::Sqlite(path) => {
                 let options = SqliteOptions {
                     max_bytes: config.store_max_bytes,
                 };
                 let store = SqliteStore::open(path, options)?;
-                Workspace::open(config.workspace.clone(), config.capacity, clock, store)?
+                let workspace = Workspace::open(
+                    config.workspace.clone(),
+                    config.capacity,
+                    clock,
+                    store.clone(),
+                )?;
+                (workspace, store)
             }
         };
+        let snapshots = Arc::new(Snapshots::new(
+            snapshot_store,
+            config.workspace.clone(),
+            config.script_limits,
+        ));
         let workspace = Arc::new(workspace);
         let executor = Executor::new(
             Arc::new(Registry::default()),
@@ -101,6 +117,8 @@ impl Server {
         executor.register_group(groups::vars::group(), vars_enabled)?;
         let plans_enabled = config.group_enabled(groups::plans::GROUP, true);
         executor.register_group(groups::plans::group(), plans_enabled)?;
+        let snapshots_enabled = config.group_enabled(groups::snapshots::GROUP, true);
+        executor.register_group(groups::snapshots::group(&snapshots), snapshots_enabled)?;
         // The catalog loads beside the session: `initialize` never waits for 10,000 SKILL.md
         // files; the first request that needs the skills does.
         let shelf = Shelf::load_in_background(config.skill_roots());
@@ -123,6 +141,7 @@ impl Server {
             inner: Arc::new(Inner {
                 executor,
                 shelf,
+                snapshots,
                 _watch: watch,
                 subscriptions: Mutex::default(),
                 notifications_started: AtomicBool::new(false),
@@ -280,7 +299,13 @@ impl ServerHandler for Server {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        resources::read(self.executor(), &self.library(), &request.uri).map(Into::into)
+        resources::read(
+            self.executor(),
+            &self.library(),
+            &self.inner.snapshots,
+            &request.uri,
+        )
+        .map(Into::into)
     }
 
     async fn subscribe(
@@ -317,7 +342,14 @@ impl ServerHandler for Server {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        prompts::get(self.executor(), &self.library(), &request.name).map(Into::into)
+        prompts::get(
+            self.executor(),
+            &self.library(),
+            &self.inner.snapshots,
+            &request.name,
+            request.arguments.as_ref(),
+        )
+        .map(Into::into)
     }
 
     async fn complete(

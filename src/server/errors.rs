@@ -85,6 +85,20 @@ pub(super) fn workspace_failed(error: &crate::workspace::Error) -> ErrorData {
     ErrorData::internal_error(error.to_string(), None)
 }
 
+/// A snapshot request outside a tool call (a prompt or a resource) that failed: a request
+/// mistake becomes invalid params, a store failure an internal error (logged).
+pub(super) fn snapshots_failed(error: &crate::snapshots::Error) -> ErrorData {
+    match error {
+        crate::snapshots::Error::Invalid(message) => {
+            ErrorData::invalid_params(message.clone(), None)
+        }
+        crate::snapshots::Error::Store(_) => {
+            tracing::error!(%error, "snapshot store failed");
+            ErrorData::internal_error(error.to_string(), None)
+        }
+    }
+}
+
 /// A skill resource that cannot be served: unknown skill, file or refused path (the client can
 /// fix the URI), or an I/O failure (logged).
 pub(super) fn skill_resource_error(uri: &str, error: &crate::skills::Error) -> ErrorData {

@@ -1,16 +1,19 @@
 //! Prompts: `tool-rules`, the full tool-rules text (the same as the server instructions), and
 //! one argument-less prompt per skill, `skill-{name}`, whose message is the skill's activation
-//! text (the body in `<skill_content>`).
+//! text (the body in `<skill_content>`), and `state-functions`, the chat snapshots' function
+//! block of seed 002 §4.3 for a character (or the global library).
 
 use rmcp::ErrorData;
-use rmcp::model::{GetPromptResult, Prompt, PromptMessage, Role};
+use rmcp::model::{GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage, Role};
 
 use super::errors;
 use crate::groups::skills::skill_content;
 use crate::skills::Library;
+use crate::snapshots::Snapshots;
 use crate::tools::Executor;
 
 const TOOL_RULES: &str = "tool-rules";
+const STATE_FUNCTIONS: &str = "state-functions";
 const SKILL_PREFIX: &str = "skill-";
 
 pub(super) fn list(library: &Library) -> Vec<Prompt> {
@@ -21,6 +24,17 @@ pub(super) fn list(library: &Library) -> Vec<Prompt> {
         ),
         None,
     )];
+    prompts.push(Prompt::new(
+        STATE_FUNCTIONS,
+        Some(
+            "The <variable_system_functions> block that teaches a role-play model the state function calls (@.SET, @.ADD, …) enabled for a character",
+        ),
+        Some(vec![
+            PromptArgument::new("characterId")
+                .with_description("The character whose own functions to include too")
+                .with_required(false),
+        ]),
+    ));
     prompts.extend(library.skills().iter().map(|skill| {
         Prompt::new(
             format!("{SKILL_PREFIX}{}", skill.name),
@@ -34,8 +48,22 @@ pub(super) fn list(library: &Library) -> Vec<Prompt> {
 pub(super) fn get(
     executor: &Executor,
     library: &Library,
+    snapshots: &Snapshots,
     name: &str,
+    arguments: Option<&JsonObject>,
 ) -> Result<GetPromptResult, ErrorData> {
+    if name == STATE_FUNCTIONS {
+        let character = arguments
+            .and_then(|arguments| arguments.get("characterId"))
+            .and_then(|value| value.as_str());
+        let text = snapshots
+            .prompt(character)
+            .map_err(|error| errors::snapshots_failed(&error))?;
+        return Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                .with_description("The state functions a model may call in its replies"),
+        );
+    }
     if name == TOOL_RULES {
         return Ok(GetPromptResult::new(vec![PromptMessage::new_text(
             Role::User,
@@ -46,7 +74,9 @@ pub(super) fn get(
     let skill = name
         .strip_prefix(SKILL_PREFIX)
         .and_then(|skill| library.find(skill))
-        .ok_or_else(|| errors::prompt_not_found(name, &[TOOL_RULES, "skill-{name}"]))?;
+        .ok_or_else(|| {
+            errors::prompt_not_found(name, &[TOOL_RULES, STATE_FUNCTIONS, "skill-{name}"])
+        })?;
     let body = skill
         .body()
         .map_err(|error| errors::skill_resource_error(name, &error))?;

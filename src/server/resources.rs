@@ -1,6 +1,8 @@
 //! Resources: `skill://{name}/{path}` (a skill's files, in `server/skills.rs`),
-//! `rule://{group}/{rule}` (a skill rule's markdown) and `var://{name}` (a variable's value). Variable names are percent-encoded in URIs where they hold characters outside
-//! `A-Z a-z 0-9 - . _ ~ /`.
+//! `rule://{group}/{rule}` (a skill rule's markdown), `var://{name}` (a variable's value),
+//! `state://{path}` (the plans' state document) and `snapshot://{chat}/{id}` (a chat state
+//! snapshot). Variable and chat names are percent-encoded in URIs where they hold characters
+//! outside `A-Z a-z 0-9 - . _ ~ /` (for chats, `/` too).
 
 use std::fmt::Write as _;
 
@@ -10,12 +12,14 @@ use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTempla
 use super::{errors, skills};
 use crate::plans::path::Path;
 use crate::skills::Library;
+use crate::snapshots::Snapshots;
 use crate::tools::Executor;
 use crate::vars::ListFilter;
 
 const VAR_SCHEME: &str = "var://";
 const RULE_SCHEME: &str = "rule://";
 const STATE_SCHEME: &str = "state://";
+const SNAPSHOT_SCHEME: &str = "snapshot://";
 
 pub(super) fn templates() -> Vec<ResourceTemplate> {
     let mut templates = skills::templates();
@@ -25,6 +29,9 @@ pub(super) fn templates() -> Vec<ResourceTemplate> {
             .with_mime_type("text/plain"),
         ResourceTemplate::new("state://{path}", "state")
             .with_description("The plans' state document at a dot path (`state://` for all of it)")
+            .with_mime_type("application/json"),
+        ResourceTemplate::new("snapshot://{chat}/{id}", "snapshot")
+            .with_description("A chat state snapshot as JSON (chat names percent-encoded)")
             .with_mime_type("application/json"),
         ResourceTemplate::new("rule://{group}/{rule}", "rule")
             .with_description("A skill rule declared by a tool group")
@@ -66,8 +73,12 @@ pub(super) fn list(executor: &Executor, library: &Library) -> Result<Vec<Resourc
 pub(super) fn read(
     executor: &Executor,
     library: &Library,
+    snapshots: &Snapshots,
     uri: &str,
 ) -> Result<ReadResourceResult, ErrorData> {
+    if let Some(path) = uri.strip_prefix(SNAPSHOT_SCHEME) {
+        return read_snapshot(snapshots, uri, path);
+    }
     if uri.starts_with(skills::SCHEME) {
         return skills::read(library, uri);
     }
@@ -99,7 +110,7 @@ pub(super) fn read(
     }
     Err(errors::resource_not_found(
         uri,
-        "synapse-mcp serves skill://, var://, rule:// and state:// URIs",
+        "synapse-mcp serves skill://, var://, rule://, state:// and snapshot:// URIs",
     ))
 }
 
@@ -130,6 +141,37 @@ fn read_state(executor: &Executor, uri: &str, path: &str) -> Result<ReadResource
         .get(&document)
         .ok_or_else(|| errors::resource_not_found(uri, "the state has nothing at this path"))?;
     let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    let contents = ResourceContents::text(text, uri).with_mime_type("application/json");
+    Ok(ReadResourceResult::new(vec![contents]))
+}
+
+/// `snapshot://{chat}/{id}`: the id must belong to the chat.
+fn read_snapshot(
+    snapshots: &Snapshots,
+    uri: &str,
+    path: &str,
+) -> Result<ReadResourceResult, ErrorData> {
+    let (chat, id) = path
+        .rsplit_once('/')
+        .and_then(|(chat, id)| Some((percent_decode(chat)?, id)))
+        .ok_or_else(|| {
+            errors::resource_not_found(
+                uri,
+                "write snapshot://{chat}/{id}, the chat percent-encoded",
+            )
+        })?;
+    let stored = match snapshots.snapshot(id) {
+        Ok(stored) if stored.chat_file == chat => stored,
+        Ok(_) | Err(crate::snapshots::Error::Invalid(_)) => {
+            return Err(errors::resource_not_found(
+                uri,
+                "no such snapshot in this chat; SnapshotProcess returns the ids",
+            ));
+        }
+        Err(error) => return Err(errors::snapshots_failed(&error)),
+    };
+    let text =
+        serde_json::to_string_pretty(&stored.value).unwrap_or_else(|_| stored.value.to_string());
     let contents = ResourceContents::text(text, uri).with_mime_type("application/json");
     Ok(ReadResourceResult::new(vec![contents]))
 }

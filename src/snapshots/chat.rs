@@ -105,7 +105,11 @@ pub struct Binding {
 
 /// What the processing started from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase", tag = "kind")]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    tag = "kind"
+)]
 pub enum Base {
     /// An earlier AI message's stored snapshot.
     Snapshot {

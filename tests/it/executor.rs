@@ -210,7 +210,11 @@ async fn group_rules_become_variables_resources_and_instructions() {
 #[tokio::test]
 async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
     let observer = TestClient::new(Elicitation::Unsupported);
-    let (server, client) = in_process("[groups]\nplans = false\n", observer.clone()).await;
+    let (server, client) = in_process(
+        "[groups]\nplans = false\nsnapshots = false\n",
+        observer.clone(),
+    )
+    .await;
     let before = tool_names(&client).await;
     assert_eq!(
         before,
@@ -258,7 +262,7 @@ async fn disabling_a_group_changes_the_tool_list_and_notifies_the_client() {
     let unknown = registry.set_group_enabled("nope", true).unwrap_err();
     assert_eq!(
         unknown.to_string(),
-        "unknown tool group `nope`; known groups: Agent, vars, plans, skills, scripts, test"
+        "unknown tool group `nope`; known groups: Agent, vars, plans, snapshots, skills, scripts, test"
     );
     wait_for(&observer, "tools/list_changed").await;
     client.cancel().await.unwrap();

@@ -12,5 +12,6 @@ mod executor;
 mod plans;
 mod schemas;
 mod skills;
+mod snapshots;
 mod stdio;
 mod store;

@@ -326,6 +326,7 @@ async fn rules_and_variables_are_resources() {
             "skill://{name}/{path}",
             "var://{name}",
             "state://{path}",
+            "snapshot://{chat}/{id}",
             "rule://{group}/{rule}"
         ]
     );
@@ -365,6 +366,7 @@ async fn the_tool_rules_prompt_matches_the_instructions() {
         prompts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
         [
             "tool-rules",
+            "state-functions",
             "skill-passing-large-values",
             "skill-synapse-workspace",
             "skill-writing-skills"
