@@ -22,7 +22,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::store::{self, NewSnapshot, SnapshotStore, StorageReport, StoredSnapshot};
+use crate::store::tree::{Encoded, SnapshotKey};
+use crate::store::{self, SnapshotStore, StorageReport, StoredSnapshot};
 use chat::{Base, Binding, ChatMessage};
 use engine::{CallError, MessageContext};
 use functions::{Active, Export, Scope, VarFunction};
@@ -370,7 +371,7 @@ impl Snapshots {
         };
         let active = Active::from(self.library(character_id)?);
         let mut bindings = Vec::with_capacity(anchor.pending.len());
-        let mut new = Vec::with_capacity(anchor.pending.len());
+        let mut new = Encoded::new();
         let mut errors = Vec::new();
         for &index in &anchor.pending {
             let message = &messages[index];
@@ -393,13 +394,13 @@ impl Snapshots {
                 swipe_id: message.active_swipe(),
                 snapshot_id: id.clone(),
             });
-            new.push(NewSnapshot {
+            let key = SnapshotKey {
                 id,
                 chat_file: chat_file.to_owned(),
                 message_id: Some(index as u64),
                 swipe_id: Some(message.active_swipe() as u64),
-                value: state.clone(),
-            });
+            };
+            new.add(key, &state);
         }
         let storage = if new.is_empty() {
             StorageReport::default()
@@ -444,16 +445,15 @@ impl Snapshots {
         };
         let errors = engine::apply(&self.engine, &active, &mut state, text, &context);
         let id = uuid::Uuid::new_v4().to_string();
-        let storage = self.store.put_snapshots(
-            &self.workspace,
-            &[NewSnapshot {
-                id: id.clone(),
-                chat_file: chat_file.to_owned(),
-                message_id: message_index.map(|index| index as u64),
-                swipe_id: None,
-                value: state.clone(),
-            }],
-        )?;
+        let mut new = Encoded::new();
+        let key = SnapshotKey {
+            id: id.clone(),
+            chat_file: chat_file.to_owned(),
+            message_id: message_index.map(|index| index as u64),
+            swipe_id: None,
+        };
+        new.add(key, &state);
+        let storage = self.store.put_snapshots(&self.workspace, &new)?;
         Ok(Applied {
             snapshot_id: id,
             snapshot: state,

@@ -16,6 +16,7 @@
 
 pub mod export;
 mod sqlite;
+pub mod tree;
 
 pub use sqlite::{Diagnosis, SCHEMA_VERSION, SqliteOptions, SqliteStore};
 
@@ -145,16 +146,6 @@ pub struct StoredSnapshot {
     pub value: serde_json::Value,
 }
 
-/// A snapshot to store.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewSnapshot {
-    pub id: String,
-    pub chat_file: String,
-    pub message_id: Option<u64>,
-    pub swipe_id: Option<u64>,
-    pub value: serde_json::Value,
-}
-
 /// What storing snapshots cost.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -170,11 +161,11 @@ pub struct StorageReport {
 /// they are laid out (shared subtrees) is the store's business.
 pub trait SnapshotStore: Send + Sync {
     fn snapshot(&self, workspace: &str, id: &str) -> Result<Option<StoredSnapshot>, Error>;
-    /// Stores new snapshots in one transaction.
+    /// Stores new snapshots, laid out by [`tree::Encoded`], in one transaction.
     fn put_snapshots(
         &self,
         workspace: &str,
-        snapshots: &[NewSnapshot],
+        snapshots: &tree::Encoded,
     ) -> Result<StorageReport, Error>;
     /// Replaces a snapshot's value, keeping its id; `false` when there is none.
     fn update_snapshot(

@@ -29,6 +29,11 @@ struct SnapshotTool {
     run: Run,
 }
 
+/// `SnapshotProcess` takes whole chats (megabytes for a long one): caching its arguments and
+/// result as variables would cost a durable write of that size per call and evict the
+/// variables an agent keeps. Its structured result reaches the client whole either way.
+const UNCACHED: &[&str] = &["SnapshotProcess"];
+
 impl Tool for SnapshotTool {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
@@ -45,6 +50,10 @@ impl Tool for SnapshotTool {
                     ToolError::Internal(format!("the snapshot task failed: {error}"))
                 })?
         })
+    }
+
+    fn caches_result(&self) -> bool {
+        !UNCACHED.contains(&self.definition.name.as_str())
     }
 }
 

@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 mod snapshots;
 
+use super::tree::hex;
 use super::{Batch, Changes, Commit, Error, Loaded, Store, Visit, WorkspaceSummary};
 use crate::vars::{RestoredVariable, Timestamp, ValueKind, VarType};
 
@@ -484,16 +485,6 @@ fn read_state(
             )
         }),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut text, byte| {
-            write!(text, "{byte:02x}").ok();
-            text
-        })
 }
 
 impl Store for SqliteStore {

@@ -38,8 +38,8 @@ fn user(text: &str) -> Value {
 /// Writes `bindings` back into the messages, as a client does.
 fn bind(messages: &mut [Value], processed: &Value) {
     for binding in processed["bindings"].as_array().unwrap() {
-        let index = binding["messageIndex"].as_u64().unwrap() as usize;
-        let swipe = binding["swipeId"].as_u64().unwrap() as usize;
+        let index = usize::try_from(binding["messageIndex"].as_u64().unwrap()).unwrap();
+        let swipe = usize::try_from(binding["swipeId"].as_u64().unwrap()).unwrap();
         messages[index]["swipes_info"][swipe]["st_var_system_snapshot_id"] =
             binding["snapshotId"].clone();
     }
@@ -326,7 +326,7 @@ async fn every_builtin_applies_and_malformed_calls_are_skipped_and_reported() {
             .contains("quote text"),
         "{errors:?}"
     );
-    let position = errors[1]["position"].as_u64().unwrap() as usize;
+    let position = usize::try_from(errors[1]["position"].as_u64().unwrap()).unwrap();
     assert!(
         text.chars()
             .skip(position)
@@ -556,4 +556,92 @@ async fn snapshots_survive_a_restart() {
         ok(&second, "TemplateGet", json!({"characterId": "hero"})).await["template"],
         json!({"hp": 10})
     );
+}
+
+mod processing {
+    //! Property: processing a chat in one `SnapshotProcess` equals processing it message by
+    //! message (writing the bindings back each time), for every message's snapshot.
+
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use synapse_mcp::snapshots::Snapshots;
+    use synapse_mcp::snapshots::chat::ChatMessage;
+    use synapse_mcp::snapshots::javascript::Limits;
+    use synapse_mcp::store::SqliteStore;
+
+    fn call() -> impl Strategy<Value = String> {
+        prop_oneof![
+            (0..5i64).prop_map(|n| format!("@.SET(\"a\", {n});")),
+            (-3..4i64).prop_map(|n| format!("@.ADD(\"a\", {n});")),
+            (0..3i64).prop_map(|n| format!("@.APPEND(\"list\", {n});")),
+            Just("@.UNSET(\"a\");".to_owned()),
+            Just("@.REMOVE(\"list\", 0);".to_owned()),
+            Just("@.SET(\"broken\", );".to_owned()),
+            Just("plain words".to_owned()),
+        ]
+    }
+
+    fn message() -> impl Strategy<Value = Value> {
+        (
+            any::<bool>(),
+            prop::collection::vec(prop::collection::vec(call(), 0..4), 1..3),
+            0..3usize,
+        )
+            .prop_map(|(is_user, swipes, pick)| {
+                let texts: Vec<String> = swipes.iter().map(|calls| calls.join(" ")).collect();
+                let swipe_id = pick % texts.len();
+                json!({"is_user": is_user, "swipe_id": swipe_id, "swipes": texts})
+            })
+    }
+
+    fn service() -> Snapshots {
+        Snapshots::new(
+            SqliteStore::open_in_memory().unwrap(),
+            "w",
+            Limits::default(),
+        )
+    }
+
+    /// Every AI message's bound snapshot value, in order.
+    fn states(service: &Snapshots, messages: &[ChatMessage]) -> Vec<Option<Value>> {
+        messages
+            .iter()
+            .filter(|message| message.is_ai())
+            .map(|message| {
+                message
+                    .snapshot_id()
+                    .map(|id| service.snapshot(id).unwrap().value)
+            })
+            .collect()
+    }
+
+    fn bind(messages: &mut [ChatMessage], processed: &synapse_mcp::snapshots::Processed) {
+        for binding in &processed.bindings {
+            messages[binding.message_index].bind(&binding.snapshot_id);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+        #[test]
+        fn one_call_equals_message_by_message(chat in prop::collection::vec(message(), 1..12)) {
+            let template = json!({"a": 1, "list": []});
+            let whole_service = service();
+            let mut whole: Vec<ChatMessage> = serde_json::from_value(Value::Array(chat.clone())).unwrap();
+            let processed = whole_service.process("c", &whole, None, Some(template.clone())).unwrap();
+            bind(&mut whole, &processed);
+
+            let step_service = service();
+            let mut stepwise: Vec<ChatMessage> = Vec::new();
+            let mut last = None;
+            for raw in chat {
+                stepwise.push(serde_json::from_value(raw).unwrap());
+                let step = step_service.process("c", &stepwise, None, Some(template.clone())).unwrap();
+                bind(&mut stepwise, &step);
+                last = Some(step);
+            }
+            prop_assert_eq!(states(&whole_service, &whole), states(&step_service, &stepwise));
+            prop_assert_eq!(&processed.vs_stat_data, &last.unwrap().vs_stat_data);
+        }
+    }
 }

@@ -1,91 +1,15 @@
 //! Snapshots, function libraries and templates in SQLite. Snapshot and template values are
-//! stored as trees of content-addressed nodes (see `0003_snapshots.sql`): encoding replaces
-//! every object, array or string whose JSON is 64 characters or longer by a reference to a
-//! node, bottom-up, so unchanged subtrees are shared between snapshots.
+//! stored as trees of content-addressed nodes laid out by [`crate::store::tree`] (see
+//! `0003_snapshots.sql`), so unchanged subtrees are shared between snapshots.
 
 use std::collections::HashSet;
 
 use rusqlite::{OptionalExtension, Transaction, params};
-use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
+use serde_json::Value;
 
-use super::{SqliteStore, ensure_workspace, hex, now_micros};
-use crate::store::{Error, NewSnapshot, SnapshotStore, StorageReport, StoredSnapshot};
-
-/// Values this long (as JSON) or longer become nodes of their own.
-const NODE_CHARS: usize = 64;
-const REFERENCE: &str = "__vmRef";
-/// Wraps a user object that happens to look like a reference.
-const ESCAPED: &str = "__vmEscaped";
-
-/// Nodes deeper than this are refused (`serde_json` refuses deeper documents anyway).
-const MAX_DEPTH: usize = 256;
-
-/// The nodes of one or more encoded values, deduplicated.
-#[derive(Default)]
-struct Nodes {
-    seen: HashSet<String>,
-    list: Vec<(String, String)>,
-}
-
-impl Nodes {
-    fn add(&mut self, body: String) -> String {
-        let digest = Sha256::digest(body.as_bytes());
-        let hash = hex(&digest[..16]);
-        if self.seen.insert(hash.clone()) {
-            self.list.push((hash.clone(), body));
-        }
-        hash
-    }
-
-    /// Encodes `value`; returns its root node's hash (the root is always a node).
-    fn root(&mut self, value: &Value) -> String {
-        let encoded = self.encode(value, true);
-        match encoded {
-            Value::Object(mut members) if members.len() == 1 && members.contains_key(REFERENCE) => {
-                members
-                    .remove(REFERENCE)
-                    .and_then(|hash| hash.as_str().map(str::to_owned))
-                    .unwrap_or_default()
-            }
-            other => self.add(other.to_string()),
-        }
-    }
-
-    fn encode(&mut self, value: &Value, root: bool) -> Value {
-        let encoded = match value {
-            Value::Object(members) => {
-                let inner: Map<String, Value> = members
-                    .iter()
-                    .map(|(key, child)| (key.clone(), self.encode(child, false)))
-                    .collect();
-                let looks_like_reference = inner.len() == 1
-                    && (inner.contains_key(REFERENCE) || inner.contains_key(ESCAPED));
-                if looks_like_reference {
-                    let mut wrapper = Map::new();
-                    wrapper.insert(ESCAPED.to_owned(), Value::Object(inner));
-                    Value::Object(wrapper)
-                } else {
-                    Value::Object(inner)
-                }
-            }
-            Value::Array(items) => {
-                Value::Array(items.iter().map(|item| self.encode(item, false)).collect())
-            }
-            Value::String(text) if text.len() < NODE_CHARS => return value.clone(),
-            Value::String(_) => value.clone(),
-            scalar => return scalar.clone(),
-        };
-        let body = encoded.to_string();
-        if body.len() < NODE_CHARS && !root {
-            return encoded;
-        }
-        let hash = self.add(body);
-        let mut reference = Map::new();
-        reference.insert(REFERENCE.to_owned(), Value::String(hash));
-        Value::Object(reference)
-    }
-}
+use super::{SqliteStore, ensure_workspace, now_micros};
+use crate::store::tree::{self, Encoded};
+use crate::store::{Error, SnapshotStore, StorageReport, StoredSnapshot};
 
 fn node_body(transaction: &Transaction<'_>, hash: &str) -> rusqlite::Result<String> {
     transaction
@@ -99,61 +23,19 @@ fn corrupt(message: String) -> rusqlite::Error {
 
 /// Reads a tree back from its root.
 fn decode_root(transaction: &Transaction<'_>, hash: &str) -> rusqlite::Result<Value> {
-    let body = node_body(transaction, hash)?;
-    let value: Value = serde_json::from_str(&body)
-        .map_err(|error| corrupt(format!("snapshot node {hash}: {error}")))?;
-    decode(transaction, value, 0)
-}
-
-fn decode(transaction: &Transaction<'_>, value: Value, depth: usize) -> rusqlite::Result<Value> {
-    if depth > MAX_DEPTH {
-        return Err(corrupt("a snapshot nests too deep".to_owned()));
-    }
-    match value {
-        Value::Object(mut members) if members.len() == 1 => {
-            if let Some(Value::String(hash)) = members.get(REFERENCE) {
-                let hash = hash.clone();
-                let body = node_body(transaction, &hash)?;
-                let inner: Value = serde_json::from_str(&body)
-                    .map_err(|error| corrupt(format!("snapshot node {hash}: {error}")))?;
-                return decode(transaction, inner, depth + 1);
-            }
-            if let Some(Value::Object(_)) = members.get(ESCAPED) {
-                let Some(Value::Object(inner)) = members.remove(ESCAPED) else {
-                    return Ok(Value::Object(members));
-                };
-                return decode_members(transaction, inner, depth);
-            }
-            decode_members(transaction, members, depth)
-        }
-        Value::Object(members) => decode_members(transaction, members, depth),
-        Value::Array(items) => items
-            .into_iter()
-            .map(|item| decode(transaction, item, depth + 1))
-            .collect::<rusqlite::Result<_>>()
-            .map(Value::Array),
-        scalar => Ok(scalar),
-    }
-}
-
-fn decode_members(
-    transaction: &Transaction<'_>,
-    members: Map<String, Value>,
-    depth: usize,
-) -> rusqlite::Result<Value> {
-    members
-        .into_iter()
-        .map(|(key, child)| Ok((key, decode(transaction, child, depth + 1)?)))
-        .collect::<rusqlite::Result<Map<String, Value>>>()
-        .map(Value::Object)
+    tree::decode(
+        hash,
+        &mut |hash: &str| node_body(transaction, hash),
+        corrupt,
+    )
 }
 
 /// Writes nodes the store does not hold; returns how many and their bytes.
-fn write_nodes(transaction: &Transaction<'_>, nodes: &Nodes) -> rusqlite::Result<(u64, u64)> {
+fn write_nodes(transaction: &Transaction<'_>, nodes: &Encoded) -> rusqlite::Result<(u64, u64)> {
     let mut statement = transaction
         .prepare_cached("INSERT OR IGNORE INTO snapshot_nodes (hash, body) VALUES (?1, ?2)")?;
     let (mut count, mut bytes) = (0, 0);
-    for (hash, body) in &nodes.list {
+    for (hash, body) in &nodes.nodes {
         if statement.execute(params![hash, body])? > 0 {
             count += 1;
             bytes += body.len() as u64;
@@ -184,11 +66,7 @@ pub(super) fn sweep(transaction: &Transaction<'_>) -> rusqlite::Result<()> {
         else {
             continue;
         };
-        if body.contains(REFERENCE)
-            && let Ok(value) = serde_json::from_str::<Value>(&body)
-        {
-            collect_references(&value, &mut roots);
-        }
+        tree::references(&body, &mut roots);
     }
     let all: Vec<String> = transaction
         .prepare("SELECT hash FROM snapshot_nodes")?
@@ -199,26 +77,6 @@ pub(super) fn sweep(transaction: &Transaction<'_>) -> rusqlite::Result<()> {
         delete.execute(params![hash])?;
     }
     Ok(())
-}
-
-fn collect_references(value: &Value, found: &mut Vec<String>) {
-    match value {
-        Value::Object(members) => {
-            if members.len() == 1
-                && let Some(Value::String(hash)) = members.get(REFERENCE)
-            {
-                found.push(hash.clone());
-                return;
-            }
-            members
-                .values()
-                .for_each(|child| collect_references(child, found));
-        }
-        Value::Array(items) => items
-            .iter()
-            .for_each(|item| collect_references(item, found)),
-        _ => {}
-    }
 }
 
 fn number(value: Option<i64>) -> Option<u64> {
@@ -261,37 +119,28 @@ impl SnapshotStore for SqliteStore {
         })
     }
 
-    fn put_snapshots(
-        &self,
-        workspace: &str,
-        snapshots: &[NewSnapshot],
-    ) -> Result<StorageReport, Error> {
-        let mut nodes = Nodes::default();
-        let roots: Vec<String> = snapshots
-            .iter()
-            .map(|snapshot| nodes.root(&snapshot.value))
-            .collect();
+    fn put_snapshots(&self, workspace: &str, snapshots: &Encoded) -> Result<StorageReport, Error> {
         self.write(|transaction| {
             ensure_workspace(transaction, workspace)?;
-            let (new_nodes, new_bytes) = write_nodes(transaction, &nodes)?;
+            let (new_nodes, new_bytes) = write_nodes(transaction, snapshots)?;
             let now = now_micros();
             let mut statement = transaction.prepare_cached(
                 "INSERT OR REPLACE INTO message_variables (workspace, identifier, chat_file, message_id, swipe_id, root, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
-            for (snapshot, root) in snapshots.iter().zip(&roots) {
+            for (key, root) in &snapshots.snapshots {
                 statement.execute(params![
                     workspace,
-                    snapshot.id,
-                    snapshot.chat_file,
-                    stored(snapshot.message_id),
-                    stored(snapshot.swipe_id),
+                    key.id,
+                    key.chat_file,
+                    stored(key.message_id),
+                    stored(key.swipe_id),
                     root,
                     now
                 ])?;
             }
             Ok(StorageReport {
-                snapshots: snapshots.len() as u64,
+                snapshots: snapshots.snapshots.len() as u64,
                 new_nodes,
                 new_bytes,
             })
@@ -299,7 +148,7 @@ impl SnapshotStore for SqliteStore {
     }
 
     fn update_snapshot(&self, workspace: &str, id: &str, value: &Value) -> Result<bool, Error> {
-        let mut nodes = Nodes::default();
+        let mut nodes = Encoded::new();
         let root = nodes.root(value);
         self.write(|transaction| {
             write_nodes(transaction, &nodes)?;
@@ -412,7 +261,7 @@ impl SnapshotStore for SqliteStore {
         character_id: &str,
         template: &Value,
     ) -> Result<(), Error> {
-        let mut nodes = Nodes::default();
+        let mut nodes = Encoded::new();
         let root = nodes.root(template);
         self.write(|transaction| {
             ensure_workspace(transaction, workspace)?;
@@ -447,14 +296,20 @@ mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
-    fn snapshot(id: &str, chat: &str, value: Value) -> NewSnapshot {
-        NewSnapshot {
+    fn snapshot(id: &str, chat: &str, value: &Value) -> Encoded {
+        let mut encoded = Encoded::new();
+        add(&mut encoded, id, chat, value);
+        encoded
+    }
+
+    fn add(encoded: &mut Encoded, id: &str, chat: &str, value: &Value) {
+        let key = tree::SnapshotKey {
             id: id.to_owned(),
             chat_file: chat.to_owned(),
             message_id: Some(1),
             swipe_id: Some(0),
-            value,
-        }
+        };
+        encoded.add(key, value);
     }
 
     #[test]
@@ -468,14 +323,14 @@ mod tests {
             "odder": {"__vmEscaped": {"a": 1}}
         });
         let report = store
-            .put_snapshots("w", &[snapshot("a", "chat", big.clone())])
+            .put_snapshots("w", &snapshot("a", "chat", &big))
             .unwrap();
         assert_eq!(report.snapshots, 1);
         assert_eq!(store.snapshot("w", "a").unwrap().unwrap().value, big);
         let mut changed = big.clone();
         changed["角色"]["金币"] = json!(600);
         let second = store
-            .put_snapshots("w", &[snapshot("b", "chat", changed.clone())])
+            .put_snapshots("w", &snapshot("b", "chat", &changed))
             .unwrap();
         // Only the root changed: the long description and the other subtrees are shared.
         assert_eq!(second.new_nodes, 1, "{second:?}");
@@ -491,13 +346,11 @@ mod tests {
         let store = SqliteStore::open_in_memory().unwrap();
         let shared = json!({"long": "y".repeat(80)});
         store
-            .put_snapshots(
-                "w",
-                &[
-                    snapshot("a", "one", shared.clone()),
-                    snapshot("b", "two", json!({"other": "z".repeat(90)})),
-                ],
-            )
+            .put_snapshots("w", &{
+                let mut both = snapshot("a", "one", &shared);
+                add(&mut both, "b", "two", &json!({"other": "z".repeat(90)}));
+                both
+            })
             .unwrap();
         store.set_template("w", "hero", &shared).unwrap();
         assert_eq!(store.delete_chat("w", "one").unwrap(), 1);
