@@ -348,6 +348,15 @@ async fn user_functions_run_in_javascript_and_runaway_ones_are_stopped() {
         "name": "回合", "type": "passive", "timing": "after_active", "order": 1, "description": "每回合加一",
         "executor": "snapshot.回合 = (snapshot.回合 || 0) + 1;"
     }})).await;
+    ok(
+        &client,
+        "FunctionUpsert",
+        json!({"function": {
+            "name": "开场", "type": "passive", "timing": "before_active", "order": 1,
+            "executor": "snapshot.x = 0; snapshot.回合 = 100; return snapshot;"
+        }}),
+    )
+    .await;
     ok(&client, "FunctionUpsert", json!({"function": {
         "name": "LOOP", "type": "active", "pattern": "@\\.LOOP\\(\\);", "executor": "while (true) {}"
     }})).await;
@@ -358,7 +367,8 @@ async fn user_functions_run_in_javascript_and_runaway_ones_are_stopped() {
     let applied = ok(&client, "SnapshotApply", json!({"chatFile": "js", "text": "@.GIVE(\"剑\", 2); @.LOOP(); @.SET(\"x\", 1); @.HOG(); @.GIVE(\"剑\", 1);"})).await;
     assert_eq!(
         applied["snapshot"],
-        json!({"背包": {"剑": 3}, "x": 1, "回合": 1})
+        // before_active (x = 0, 回合 = 100), the calls in text order, after_active (回合 + 1).
+        json!({"x": 1, "回合": 101, "背包": {"剑": 3}})
     );
     let errors = applied["errors"].as_array().unwrap();
     let names: Vec<&str> = errors
