@@ -21,6 +21,8 @@ pub enum Action {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Found {
     pub position: usize,
+    /// Where a call that was read ends (its `;` or `)`); a malformed call claims no text.
+    pub end: usize,
     /// The function as the text names it (`SET`, `_.set`, `JSONPatch`).
     pub name: String,
     pub action: Action,
@@ -48,7 +50,26 @@ pub fn find(text: &str, syntaxes: &Syntaxes) -> Vec<Found> {
         find_patches(text, &mut found);
     }
     found.sort_by_key(|call| call.position);
+    // Text inside a call (`@.SET("log", "then @.ADD(\"gold\", 5);")`) is an argument, not a call.
+    let mut claimed = 0;
+    found.retain(|call| {
+        if call.position < claimed {
+            return false;
+        }
+        claimed = claimed.max(call.end);
+        true
+    });
     found
+}
+
+/// Where a call read by `reader` ends: after its `)` and an optional `;`.
+fn call_end(reader: &mut Reader<'_>) -> usize {
+    let after_parenthesis = reader.position();
+    if reader.eat(';') {
+        reader.position()
+    } else {
+        after_parenthesis
+    }
 }
 
 fn find_at_calls(text: &str, callable: &[Builtin], found: &mut Vec<Found>) {
@@ -66,12 +87,16 @@ fn find_at_calls(text: &str, callable: &[Builtin], found: &mut Vec<Found>) {
         if !reader.eat('(') {
             continue;
         }
-        let action = match reader.arguments() {
-            Ok(arguments) => Action::Builtin(builtin, arguments),
-            Err(error) => Action::Malformed(format!("@.{name}(…) cannot be read: {error}")),
+        let (action, end) = match reader.arguments() {
+            Ok(arguments) => (Action::Builtin(builtin, arguments), call_end(&mut reader)),
+            Err(error) => (
+                Action::Malformed(format!("@.{name}(…) cannot be read: {error}")),
+                position,
+            ),
         };
         found.push(Found {
             position,
+            end,
             name: name.to_owned(),
             action,
         });
@@ -127,13 +152,19 @@ fn find_mvu_calls(text: &str, found: &mut Vec<Found>) {
         if !reader.eat('(') {
             continue;
         }
-        let action = reader
-            .arguments()
-            .map_err(|error| format!("_.{name}(…) cannot be read: {error}"))
-            .and_then(|arguments| mvu_operation(name, arguments))
-            .unwrap_or_else(Action::Malformed);
+        let (action, end) = match reader.arguments() {
+            Err(error) => (
+                Action::Malformed(format!("_.{name}(…) cannot be read: {error}")),
+                position,
+            ),
+            Ok(arguments) => match mvu_operation(name, arguments) {
+                Ok(action) => (action, call_end(&mut reader)),
+                Err(message) => (Action::Malformed(message), position),
+            },
+        };
         found.push(Found {
             position,
+            end,
             name: format!("_.{name}"),
             action,
         });
@@ -145,7 +176,8 @@ fn find_patches(text: &str, found: &mut Vec<Found>) {
     const CLOSE: &str = "</JSONPatch>";
     for (position, _) in text.match_indices(OPEN) {
         let body_start = position + OPEN.len();
-        let action = match text[body_start..].find(CLOSE) {
+        let close = text[body_start..].find(CLOSE);
+        let action = match close {
             None => {
                 Action::Malformed("a <JSONPatch> block is not closed with </JSONPatch>".to_owned())
             }
@@ -172,8 +204,13 @@ fn find_patches(text: &str, found: &mut Vec<Found>) {
                 }
             }
         };
+        let end = match (&action, close) {
+            (Action::Patch(_), Some(length)) => body_start + length + CLOSE.len(),
+            _ => position,
+        };
         found.push(Found {
             position,
+            end,
             name: "JSONPatch".to_owned(),
             action,
         });
@@ -251,6 +288,45 @@ mod tests {
                 Action::Builtin(Builtin::Add, vec![json!("金币"), json!(-5)]),
                 Action::Builtin(Builtin::Unset, vec![json!("临时")]),
                 Action::Builtin(Builtin::Remove, vec![json!("背包"), json!(0)]),
+            ]
+        );
+    }
+
+    proptest::proptest! {
+        /// Any text: no panic, calls in order, every position on a character boundary, and a
+        /// well-formed call embedded anywhere is found with its arguments.
+        #[test]
+        fn any_text_is_scanned_safely(
+            noise in "[@._a-zA-Z(){}\\[\\]\"',;:\\\\ 0-9\n中文<>/-]{0,80}",
+            value in -1000i64..1000,
+        ) {
+            let found = find(&noise, &all());
+            proptest::prop_assert!(found.windows(2).all(|pair| pair[0].position <= pair[1].position));
+            proptest::prop_assert!(found.iter().all(|call| noise.is_char_boundary(call.position)));
+            let quiet: String = noise.chars().filter(|character| *character != '@' && *character != '<').collect();
+            let text = format!("{quiet}\n@.SET(\"x.y\", {value});\n{noise}");
+            let embedded = find(&text, &all());
+            proptest::prop_assert!(embedded.iter().any(|call| call.action
+                == Action::Builtin(Builtin::Set, vec![json!("x.y"), json!(value)])));
+        }
+    }
+
+    #[test]
+    fn calls_inside_a_call_are_its_arguments() {
+        let found = actions(
+            r#"@.SET("log", "then @.ADD(\"gold\", 5); and _.set('a', 1);"); @.ADD("gold", 1);"#,
+        );
+        assert_eq!(
+            found,
+            vec![
+                Action::Builtin(
+                    Builtin::Set,
+                    vec![
+                        json!("log"),
+                        json!("then @.ADD(\"gold\", 5); and _.set('a', 1);")
+                    ]
+                ),
+                Action::Builtin(Builtin::Add, vec![json!("gold"), json!(1)]),
             ]
         );
     }

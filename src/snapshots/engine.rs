@@ -48,11 +48,13 @@ enum Planned {
     Native {
         name: String,
         position: usize,
+        end: usize,
         action: Action,
     },
     Script {
         function: Arc<VarFunction>,
         position: usize,
+        end: usize,
         arguments: Vec<Value>,
     },
 }
@@ -61,6 +63,12 @@ impl Planned {
     fn position(&self) -> usize {
         match self {
             Self::Native { position, .. } | Self::Script { position, .. } => *position,
+        }
+    }
+
+    fn end(&self) -> usize {
+        match self {
+            Self::Native { end, .. } | Self::Script { end, .. } => *end,
         }
     }
 }
@@ -98,6 +106,16 @@ pub fn apply(
     if !planned.is_empty() {
         let context_json = context_text();
         planned.sort_by_key(Planned::position);
+        // A call that starts inside another (a user pattern's match inside a built-in call's
+        // string, say) is part of that call's text.
+        let mut claimed = 0;
+        planned.retain(|call| {
+            if call.position() < claimed {
+                return false;
+            }
+            claimed = claimed.max(call.end());
+            true
+        });
         for call in planned {
             run_planned(
                 engine,
@@ -144,6 +162,7 @@ fn plan(engine: &Engine, active: &Active, text: &str, errors: &mut Vec<CallError
                         Planned::Script {
                             function: Arc::clone(function),
                             position: found.position,
+                            end: found.position + found.length,
                             arguments: found
                                 .groups
                                 .iter()
@@ -166,6 +185,7 @@ fn plan(engine: &Engine, active: &Active, text: &str, errors: &mut Vec<CallError
             .map(|found| Planned::Native {
                 name: found.name,
                 position: found.position,
+                end: found.end,
                 action: found.action,
             }),
     );
@@ -186,6 +206,7 @@ fn run_planned(
             name,
             position,
             action,
+            ..
         } => {
             let mut fail = |message: String| {
                 errors.push(CallError {
@@ -214,6 +235,7 @@ fn run_planned(
             function,
             position,
             arguments,
+            ..
         } => {
             run_script(
                 engine,
