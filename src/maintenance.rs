@@ -113,7 +113,7 @@ fn list(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
 }
 
 fn import(
-    store: &dyn Store,
+    store: &SqliteStore,
     file: &Path,
     chosen: Option<&str>,
     replace: bool,
@@ -149,10 +149,11 @@ fn import(
         }
         store.delete_workspace(&name)?;
     }
+    let snapshots = exported.snapshots.len();
     let count = export::import(store, &name, exported)?;
     writeln!(
         out,
-        "imported {count} variables into workspace `{name}` in {}",
+        "imported {count} variables and {snapshots} snapshots into workspace `{name}` in {}",
         store.location().display()
     )?;
     Ok(())

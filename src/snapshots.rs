@@ -399,6 +399,7 @@ impl Snapshots {
                 chat_file: chat_file.to_owned(),
                 message_id: Some(index as u64),
                 swipe_id: Some(message.active_swipe() as u64),
+                created_at: None,
             };
             new.add(key, &state);
         }
@@ -451,6 +452,7 @@ impl Snapshots {
             chat_file: chat_file.to_owned(),
             message_id: message_index.map(|index| index as u64),
             swipe_id: None,
+            created_at: None,
         };
         new.add(key, &state);
         let storage = self.store.put_snapshots(&self.workspace, &new)?;

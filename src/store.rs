@@ -183,6 +183,12 @@ pub trait SnapshotStore: Send + Sync {
         workspace: &str,
         active_chat_files: &[String],
     ) -> Result<Vec<(String, u64)>, Error>;
+    /// Every snapshot of a workspace, by chat and message (for exports).
+    fn all_snapshots(&self, workspace: &str) -> Result<Vec<StoredSnapshot>, Error>;
+    /// The scopes that have stored functions, in the order first stored.
+    fn function_scopes(&self, workspace: &str) -> Result<Vec<String>, Error>;
+    /// Every character's template.
+    fn templates(&self, workspace: &str) -> Result<Vec<(String, serde_json::Value)>, Error>;
     /// The chats that have snapshots, with their counts.
     fn chats(&self, workspace: &str) -> Result<Vec<(String, u64)>, Error>;
     /// A scope's function definitions, in the order first stored.

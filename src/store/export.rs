@@ -1,13 +1,19 @@
-//! The workspace export file: every variable with all its fields, and the remembered approvals,
-//! as JSON (schema: `schemas/workspace-export.json`). Importing it restores the variables byte
-//! for byte, timestamps included.
+//! The workspace export file: every variable with all its fields, the remembered approvals, the
+//! plans' state document, and the chat snapshots, function libraries and character templates, as
+//! JSON (schema: `schemas/workspace-export.json`). Importing it restores all of it, timestamps
+//! included. Version 1 files (variables and approvals only) still import.
+
+use std::collections::BTreeMap;
 
 use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Batch, Error, Store};
+use serde_json::Value;
+
+use super::tree::{Encoded, SnapshotKey};
+use super::{Batch, Error, SnapshotStore, Store};
 use crate::vars::{RestoredVariable, Timestamp, ValueKind, VarType};
 
 /// The `format` every export carries.
@@ -29,6 +35,36 @@ pub struct WorkspaceExport {
     pub variables: Vec<ExportedVariable>,
     /// Remembered `ask-once` approvals.
     pub approvals: Vec<String>,
+    /// The plans' state document (version 2).
+    #[serde(default = "empty_object")]
+    pub state: Value,
+    /// Stored state functions by scope (`global`, `character:<id>`), in their order (version 2).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub functions: BTreeMap<String, Vec<Value>>,
+    /// Character templates by character id (version 2).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub templates: BTreeMap<String, Value>,
+    /// Chat state snapshots, by chat and message (version 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<ExportedSnapshot>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+/// One chat state snapshot. `createdAt` is microseconds since the Unix epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExportedSnapshot {
+    pub id: String,
+    pub chat_file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swipe_id: Option<u64>,
+    pub created_at: i64,
+    pub snapshot: Value,
 }
 
 /// One variable with every field. Times are microseconds since the Unix epoch.
@@ -93,7 +129,7 @@ impl From<ExportedVariable> for RestoredVariable {
 
 /// Reads a workspace out of the store.
 pub fn export(
-    store: &dyn Store,
+    store: &(impl Store + SnapshotStore + ?Sized),
     workspace: &str,
     now: Timestamp,
 ) -> Result<WorkspaceExport, Error> {
@@ -114,18 +150,43 @@ pub fn export(
         .map(ExportedVariable::from)
         .collect();
     variables.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut functions = BTreeMap::new();
+    for scope in store.function_scopes(workspace)? {
+        let stored = store.functions(workspace, &scope)?;
+        functions.insert(scope, stored);
+    }
+    let snapshots = store
+        .all_snapshots(workspace)?
+        .into_iter()
+        .map(|stored| ExportedSnapshot {
+            id: stored.id,
+            chat_file: stored.chat_file,
+            message_id: stored.message_id,
+            swipe_id: stored.swipe_id,
+            created_at: stored.created_at,
+            snapshot: stored.value,
+        })
+        .collect();
     Ok(WorkspaceExport {
         format: FORMAT.to_owned(),
-        version: 1,
+        version: 2,
         workspace: workspace.to_owned(),
         exported_at: now.to_rfc3339(),
         variables,
         approvals: store.approvals(workspace)?,
+        state: store.state(workspace)?,
+        functions,
+        templates: store.templates(workspace)?.into_iter().collect(),
+        snapshots,
     })
 }
 
 /// Writes an export into the store as workspace `workspace`, in one transaction.
-pub fn import(store: &dyn Store, workspace: &str, export: WorkspaceExport) -> Result<usize, Error> {
+pub fn import(
+    store: &(impl Store + SnapshotStore + ?Sized),
+    workspace: &str,
+    export: WorkspaceExport,
+) -> Result<usize, Error> {
     let count = export.variables.len();
     let batch = Batch {
         written: export
@@ -138,6 +199,47 @@ pub fn import(store: &dyn Store, workspace: &str, export: WorkspaceExport) -> Re
     store.commit(workspace, &batch)?;
     for key in &export.approvals {
         store.remember_approval(workspace, key)?;
+    }
+    let state = export.state;
+    let mut replace = |document: &mut Value| {
+        document.clone_from(&state);
+        Ok(())
+    };
+    store
+        .update_state(workspace, &mut replace)?
+        .map_err(|message| Error::Database {
+            path: store.location().to_owned(),
+            message,
+        })?;
+    for (scope, definitions) in &export.functions {
+        let rows: Vec<(String, Value)> = definitions
+            .iter()
+            .map(|definition| {
+                let id = definition
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                (id.to_owned(), definition.clone())
+            })
+            .collect();
+        store.put_functions(workspace, scope, &rows)?;
+    }
+    for (character, template) in &export.templates {
+        store.set_template(workspace, character, template)?;
+    }
+    if !export.snapshots.is_empty() {
+        let mut encoded = Encoded::new();
+        for snapshot in &export.snapshots {
+            let key = SnapshotKey {
+                id: snapshot.id.clone(),
+                chat_file: snapshot.chat_file.clone(),
+                message_id: snapshot.message_id,
+                swipe_id: snapshot.swipe_id,
+                created_at: Some(snapshot.created_at),
+            };
+            encoded.add(key, &snapshot.snapshot);
+        }
+        store.put_snapshots(workspace, &encoded)?;
     }
     Ok(count)
 }

@@ -28,6 +28,8 @@ pub struct SnapshotKey {
     pub chat_file: String,
     pub message_id: Option<u64>,
     pub swipe_id: Option<u64>,
+    /// Microseconds since 1970; `None` is now (an import keeps the original time).
+    pub created_at: Option<i64>,
 }
 
 /// Snapshots laid out as nodes, ready for one transaction.

@@ -239,22 +239,48 @@ async fn eviction_is_reflected_after_a_restart() {
     client.cancel().await.unwrap();
 }
 
-#[tokio::test]
-async fn export_delete_import_restores_the_workspace_byte_for_byte() {
-    let directory = tempfile::tempdir().unwrap();
-    let client = durable_client(directory.path(), &[]).await;
+/// Variables (one pooled), a state value, a template, a character's function and a snapshot;
+/// returns the snapshot's id.
+async fn fill_workspace(client: &crate::common::Client) -> Value {
     call(
-        &client,
+        client,
         "WriteVar",
         json!({"name": "unicode", "value": "héllo 😀 \u{0} \"quoted\"\n", "tags": ["x"]}),
     )
     .await;
     call(
-        &client,
+        client,
         "WriteVar",
         json!({"name": "pooled", "value": "p".repeat(5_000)}),
     )
     .await;
+    call(
+        client,
+        "WriteState",
+        json!({"path": "plan.step", "value": 3}),
+    )
+    .await;
+    call(
+        client,
+        "TemplateSet",
+        json!({"characterId": "hero", "template": {"hp": 10, "bio": "b".repeat(100)}}),
+    )
+    .await;
+    call(client, "FunctionUpsert", json!({"characterId": "hero", "function": {"name": "HEAL", "type": "active", "pattern": "@\\.HEAL\\((\\d+)\\)", "executor": "snapshot.hp += args[0];"}})).await;
+    let applied = call(
+        client,
+        "SnapshotApply",
+        json!({"chatFile": "c", "characterId": "hero", "text": "@.HEAL(5)"}),
+    )
+    .await;
+    applied.structured_content.clone().unwrap()["snapshotId"].clone()
+}
+
+#[tokio::test]
+async fn export_delete_import_restores_the_workspace_byte_for_byte() {
+    let directory = tempfile::tempdir().unwrap();
+    let client = durable_client(directory.path(), &[]).await;
+    let snapshot_id = fill_workspace(&client).await;
     client.cancel().await.unwrap();
 
     let data = directory.path().display().to_string();
@@ -283,7 +309,10 @@ async fn export_delete_import_restores_the_workspace_byte_for_byte() {
         "--data-dir",
         &data,
     ]);
-    assert!(ok && out.contains("imported 5 variables"), "{out}{stderr}");
+    assert!(
+        ok && out.contains("imported 11 variables and 1 snapshots"),
+        "{out}{stderr}"
+    );
     let (_, stderr, refused) = run_command(&[
         "workspace",
         "import",
@@ -319,6 +348,24 @@ async fn export_delete_import_restores_the_workspace_byte_for_byte() {
     let client = durable_client(directory.path(), &[]).await;
     let read = call(&client, "ReadVar", json!({"name": "unicode"})).await;
     assert!(text(&read).ends_with("\nhéllo 😀 \u{0} \"quoted\"\n"));
+    let snapshot = call(&client, "SnapshotGet", json!({"id": snapshot_id})).await;
+    assert_eq!(
+        snapshot.structured_content.unwrap()["snapshot"],
+        json!({"hp": 15, "bio": "b".repeat(100)})
+    );
+    let state = call(&client, "ReadState", json!({"path": "plan.step"})).await;
+    assert!(text(&state).ends_with("\n3"), "{}", text(&state));
+    let again = call(
+        &client,
+        "SnapshotApply",
+        json!({"chatFile": "c", "characterId": "hero", "text": "@.HEAL(1)"}),
+    )
+    .await;
+    assert_eq!(
+        again.structured_content.unwrap()["snapshot"]["hp"],
+        json!(11),
+        "the template and the function came back"
+    );
     client.cancel().await.unwrap();
 }
 

@@ -136,7 +136,7 @@ impl SnapshotStore for SqliteStore {
                     stored(key.message_id),
                     stored(key.swipe_id),
                     root,
-                    now
+                    key.created_at.unwrap_or(now)
                 ])?;
             }
             Ok(StorageReport {
@@ -194,6 +194,65 @@ impl SnapshotStore for SqliteStore {
                 sweep(transaction)?;
             }
             Ok(orphans)
+        })
+    }
+
+    fn all_snapshots(&self, workspace: &str) -> Result<Vec<StoredSnapshot>, Error> {
+        self.read(|transaction| {
+            let mut statement = transaction.prepare(
+                "SELECT identifier, chat_file, message_id, swipe_id, root, created_at FROM message_variables \
+                 WHERE workspace = ?1 ORDER BY chat_file, message_id, created_at, identifier",
+            )?;
+            let rows = statement
+                .query_map(params![workspace], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, Option<i64>>(2)?,
+                        row.get::<_, Option<i64>>(3)?,
+                        row.get::<_, String>(4)?,
+                        row.get::<_, i64>(5)?,
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            rows.into_iter()
+                .map(|(id, chat_file, message_id, swipe_id, root, created_at)| {
+                    Ok(StoredSnapshot {
+                        id,
+                        chat_file,
+                        message_id: number(message_id),
+                        swipe_id: number(swipe_id),
+                        created_at,
+                        value: decode_root(transaction, &root)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn function_scopes(&self, workspace: &str) -> Result<Vec<String>, Error> {
+        self.read(|transaction| {
+            let mut statement = transaction.prepare(
+                "SELECT scope FROM functions WHERE workspace = ?1 GROUP BY scope ORDER BY min(rowid)",
+            )?;
+            let rows = statement.query_map(params![workspace], |row| row.get(0))?;
+            rows.collect()
+        })
+    }
+
+    fn templates(&self, workspace: &str) -> Result<Vec<(String, Value)>, Error> {
+        self.read(|transaction| {
+            let mut statement = transaction.prepare(
+                "SELECT character_id, root FROM templates WHERE workspace = ?1 ORDER BY character_id",
+            )?;
+            let rows = statement
+                .query_map(params![workspace], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            rows.into_iter()
+                .map(|(character, root)| Ok((character, decode_root(transaction, &root)?)))
+                .collect()
         })
     }
 
@@ -308,6 +367,7 @@ mod tests {
             chat_file: chat.to_owned(),
             message_id: Some(1),
             swipe_id: Some(0),
+            created_at: None,
         };
         encoded.add(key, value);
     }
