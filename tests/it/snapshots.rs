@@ -655,3 +655,26 @@ mod processing {
         }
     }
 }
+
+/// `examples/sillytavern_chat.json` is a SillyTavern chat as a bridge sends it; it stays a
+/// working example.
+#[tokio::test]
+async fn the_sillytavern_example_processes_as_documented() {
+    let client = client().await;
+    let example: Value = serde_json::from_str(
+        &std::fs::read_to_string(crate::common::manifest("examples/sillytavern_chat.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let processed = ok(&client, "SnapshotProcess", example).await;
+    assert_eq!(processed["errors"], json!([]));
+    assert_eq!(indexes(&processed), vec![(0, 0), (2, 1), (4, 0)]);
+    assert_eq!(
+        processed["vs_stat_data"],
+        json!({
+            "世界": {"时间": "第1天 黄昏", "地点": "灯塔"},
+            "角色": {"名字": "林", "生命值": 85, "金币": 65, "称号": "海妖猎手"},
+            "背包": ["旧地图", "短剑", "治疗药水", "治疗药水"]
+        })
+    );
+}
