@@ -8,6 +8,7 @@
 //! - [`catalog`]: the start-up scan, `index.json` reuse, name collisions.
 //! - [`index_file`]: the seed's `index.json`.
 //! - [`search`]: BM25F with stemming and typo tolerance.
+//! - [`rerank`]: the question that lets a model rerank search candidates, and its answer read.
 //! - [`files`]: skill files on disk or bundled, and the path checks.
 //! - [`scripts`]: running a skill's script in its folder, bounded and with a scrubbed
 //!   environment, and the digest set an approval to run it is bound to.
@@ -21,6 +22,7 @@ pub mod discover;
 pub mod files;
 pub mod frontmatter;
 pub mod index_file;
+pub mod rerank;
 pub mod save;
 pub mod scripts;
 pub mod search;
