@@ -66,16 +66,19 @@ impl std::fmt::Debug for Index {
     }
 }
 
-/// What indexing needs and searching does not: the maps from words to terms and each term's
-/// postings as they grow.
+/// What indexing needs and searching does not: the maps from words to terms, and the postings
+/// in document order (one growing buffer, laid out by term once at the end: a growing vector
+/// per term would leave its freed copies scattered through the allocator's memory).
 struct Builder {
     stemmer: Stemmer,
     terms: HashMap<String, u32>,
     /// Lower-cased words already seen, by term id, so that indexing stems each word once.
     words: HashMap<String, u32>,
     vocabulary: Vec<String>,
-    postings: Vec<Vec<u8>>,
-    last_documents: Vec<u32>,
+    /// Each document's `(term, frequencies)` in the posting encoding, the term id in the place
+    /// of the gap; document `d` ends at `document_ends[d]`.
+    forward: Vec<u8>,
+    document_ends: Vec<u32>,
     document_counts: Vec<u32>,
     lengths: Vec<[u32; FIELDS]>,
     /// The current document's term counts by field (kept to reuse its allocation).
@@ -90,8 +93,8 @@ impl Index {
             terms: HashMap::new(),
             words: HashMap::new(),
             vocabulary: Vec::new(),
-            postings: Vec::new(),
-            last_documents: Vec::new(),
+            forward: Vec::new(),
+            document_ends: Vec::new(),
             document_counts: Vec::new(),
             lengths: Vec::new(),
             counts: HashMap::new(),
@@ -105,7 +108,6 @@ impl Index {
 
 impl Builder {
     fn add(&mut self, document: &Document) {
-        let id = u32::try_from(self.lengths.len()).unwrap_or(u32::MAX);
         let fields = [
             &document.name,
             &document.description,
@@ -129,12 +131,10 @@ impl Builder {
             }
         }
         for (term, frequencies) in counts.drain() {
-            let slot = term as usize;
-            let gap = id - self.last_documents[slot];
-            encode_posting(&mut self.postings[slot], gap, frequencies);
-            self.last_documents[slot] = id;
-            self.document_counts[slot] += 1;
+            encode_posting(&mut self.forward, term, frequencies);
+            self.document_counts[term as usize] += 1;
         }
+        self.document_ends.push(offset(self.forward.len()));
         self.counts = counts;
         self.lengths.push(lengths);
     }
@@ -150,8 +150,6 @@ impl Builder {
         } else {
             let term = u32::try_from(self.vocabulary.len()).unwrap_or(u32::MAX);
             self.vocabulary.push(stem.clone());
-            self.postings.push(Vec::new());
-            self.last_documents.push(0);
             self.document_counts.push(0);
             self.terms.insert(stem, term);
             term
@@ -162,13 +160,9 @@ impl Builder {
 
     /// Lays the index out for searching and drops what only indexing needed.
     fn finish(self) -> Index {
-        let total_bytes: usize = self.postings.iter().map(Vec::len).sum();
-        let mut postings = Vec::with_capacity(total_bytes);
-        let mut posting_ends = Vec::with_capacity(self.postings.len());
-        for list in self.postings {
-            postings.extend_from_slice(&list);
-            posting_ends.push(offset(postings.len()));
-        }
+        let (postings, posting_ends) =
+            invert(&self.forward, &self.document_ends, self.vocabulary.len());
+        drop(self.forward);
         drop(self.words);
         drop(self.terms);
         let total_text: usize = self.vocabulary.iter().map(String::len).sum();
@@ -223,6 +217,53 @@ impl Builder {
     }
 }
 
+/// Lays document-ordered postings out by term: a first pass sizes each term's postings, a second
+/// writes them into one buffer allocated once. Returns the buffer and each term's end in it.
+fn invert(forward: &[u8], document_ends: &[u32], terms: usize) -> (Vec<u8>, Vec<u32>) {
+    let each = |visit: &mut dyn FnMut(u32, u32, [u16; FIELDS])| {
+        let mut start = 0;
+        for (document, &end) in document_ends.iter().enumerate() {
+            let document = offset(document);
+            let entries = &forward[..end as usize];
+            while let Some((term, frequencies)) = read_entry(entries, &mut start) {
+                let frequencies = frequencies.map(|count| u16::try_from(count).unwrap_or(u16::MAX));
+                visit(document, term, frequencies);
+            }
+        }
+    };
+    let mut sizes = vec![0_u32; terms];
+    let mut last_documents = vec![0_u32; terms];
+    let mut scratch = Vec::with_capacity(16);
+    each(&mut |document, term, frequencies| {
+        let term = term as usize;
+        scratch.clear();
+        encode_posting(&mut scratch, document - last_documents[term], frequencies);
+        sizes[term] += offset(scratch.len());
+        last_documents[term] = document;
+    });
+    let mut posting_ends = Vec::with_capacity(terms);
+    let mut cursors = Vec::with_capacity(terms);
+    let mut total = 0_u32;
+    for size in &sizes {
+        cursors.push(total);
+        total += size;
+        posting_ends.push(total);
+    }
+    drop(sizes);
+    let mut postings = vec![0_u8; total as usize];
+    last_documents.fill(0);
+    each(&mut |document, term, frequencies| {
+        let term = term as usize;
+        scratch.clear();
+        encode_posting(&mut scratch, document - last_documents[term], frequencies);
+        let at = cursors[term] as usize;
+        postings[at..at + scratch.len()].copy_from_slice(&scratch);
+        cursors[term] += offset(scratch.len());
+        last_documents[term] = document;
+    });
+    (postings, posting_ends)
+}
+
 /// A length as a `u32` offset (the index stays far below 4 GiB).
 fn offset(length: usize) -> u32 {
     u32::try_from(length).unwrap_or(u32::MAX)
@@ -272,20 +313,27 @@ fn decode_postings(bytes: &[u8]) -> impl Iterator<Item = (u32, [u32; FIELDS])> +
     let mut position = 0;
     let mut document = 0_u32;
     std::iter::from_fn(move || {
-        if position >= bytes.len() {
-            return None;
-        }
-        document += read_varint(bytes, &mut position);
-        let mask = bytes.get(position).copied().unwrap_or(0);
-        position += 1;
-        let mut frequencies = [0_u32; FIELDS];
-        for (field, frequency) in frequencies.iter_mut().enumerate() {
-            if mask & (1 << field) != 0 {
-                *frequency = read_varint(bytes, &mut position);
-            }
-        }
+        let (gap, frequencies) = read_entry(bytes, &mut position)?;
+        document += gap;
         Some((document, frequencies))
     })
+}
+
+/// Reads one encoded entry at `position` (its leading number as written), moving past it.
+fn read_entry(bytes: &[u8], position: &mut usize) -> Option<(u32, [u32; FIELDS])> {
+    if *position >= bytes.len() {
+        return None;
+    }
+    let leading = read_varint(bytes, position);
+    let mask = bytes.get(*position).copied().unwrap_or(0);
+    *position += 1;
+    let mut frequencies = [0_u32; FIELDS];
+    for (field, frequency) in frequencies.iter_mut().enumerate() {
+        if mask & (1 << field) != 0 {
+            *frequency = read_varint(bytes, position);
+        }
+    }
+    Some((leading, frequencies))
 }
 
 impl Index {
