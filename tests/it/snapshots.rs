@@ -38,8 +38,8 @@ fn user(text: &str) -> Value {
 /// Writes `bindings` back into the messages, as a client does.
 fn bind(messages: &mut [Value], processed: &Value) {
     for binding in processed["bindings"].as_array().unwrap() {
-        let index = binding["messageIndex"].as_u64().unwrap() as usize;
-        let swipe = binding["swipeId"].as_u64().unwrap() as usize;
+        let index = usize::try_from(binding["messageIndex"].as_u64().unwrap()).unwrap();
+        let swipe = usize::try_from(binding["swipeId"].as_u64().unwrap()).unwrap();
         messages[index]["swipes_info"][swipe]["st_var_system_snapshot_id"] =
             binding["snapshotId"].clone();
     }
@@ -326,7 +326,7 @@ async fn every_builtin_applies_and_malformed_calls_are_skipped_and_reported() {
             .contains("quote text"),
         "{errors:?}"
     );
-    let position = errors[1]["position"].as_u64().unwrap() as usize;
+    let position = usize::try_from(errors[1]["position"].as_u64().unwrap()).unwrap();
     assert!(
         text.chars()
             .skip(position)
