@@ -309,6 +309,7 @@ fn bench_plans(criterion: &mut Criterion) {
                     cancellation: tokio_util::sync::CancellationToken::new(),
                     plan: None,
                     progress: None,
+                    sampler: None,
                 };
                 black_box(runtime.block_on(server.executor().execute(request)))
             });

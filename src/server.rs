@@ -1,13 +1,14 @@
 //! The MCP adapter: rmcp's `ServerHandler` over the executor. Each handler only translates —
 //! tools in `server/tools.rs`, resources in `server/resources.rs`, prompts in
-//! `server/prompts.rs` — and `server/errors.rs` is the one place domain results become wire
-//! results or JSON-RPC errors.
+//! `server/prompts.rs`, questions for the client's model in `server/sampling.rs` — and
+//! `server/errors.rs` is the one place domain results become wire results or JSON-RPC errors.
 
 mod approval;
 mod errors;
 mod notifications;
 mod prompts;
 mod resources;
+mod sampling;
 mod skills;
 mod tools;
 pub mod transport;

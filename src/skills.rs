@@ -8,6 +8,7 @@
 //! - [`catalog`]: the start-up scan, `index.json` reuse, name collisions.
 //! - [`index_file`]: the seed's `index.json`.
 //! - [`search`]: BM25F with stemming and typo tolerance.
+//! - [`rerank`]: the question that lets a model rerank search candidates, and its answer read.
 //! - [`files`]: skill files on disk or bundled, and the path checks.
 //! - [`scripts`]: running a skill's script in its folder, bounded and with a scrubbed
 //!   environment, and the digest set an approval to run it is bound to.
@@ -21,6 +22,7 @@ pub mod discover;
 pub mod files;
 pub mod frontmatter;
 pub mod index_file;
+pub mod rerank;
 pub mod save;
 pub mod scripts;
 pub mod search;
@@ -28,9 +30,8 @@ pub mod shelf;
 pub mod validate;
 pub mod watch;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
@@ -78,9 +79,12 @@ pub enum Error {
 pub struct Skill {
     pub name: String,
     pub description: String,
+    /// The typed frontmatter fields, except `name` and `description`, which are the two above.
     pub fields: Fields,
-    /// The frontmatter exactly as written (SEP-2640 `skills/list` serves it verbatim).
-    pub frontmatter: Frontmatter,
+    /// The frontmatter exactly as written (SEP-2640 `skills/list` serves it verbatim), kept as
+    /// compact JSON text: a tree of JSON values per skill costs several times more memory, and
+    /// only `skills/list`, `skills/get` and `SkillSave` read it. See [`Skill::frontmatter`].
+    frontmatter: Box<str>,
     pub location: Location,
     /// `SKILL.md` or `skill.md`.
     pub file_name: &'static str,
@@ -106,16 +110,21 @@ pub struct FileDigest {
 impl Skill {
     pub fn new(
         name: String,
-        fields: Fields,
-        frontmatter: Frontmatter,
+        mut fields: Fields,
+        frontmatter: &Frontmatter,
         location: Location,
         file_name: &'static str,
     ) -> Self {
+        let frontmatter = serde_json::to_string(frontmatter).unwrap_or_else(|error| {
+            tracing::error!(%error, skill = %name, "cannot keep the frontmatter as JSON");
+            "{}".to_owned()
+        });
+        fields.name = None;
         Self {
-            description: fields.description.clone().unwrap_or_default(),
+            description: fields.description.take().unwrap_or_default(),
             name,
             fields,
-            frontmatter,
+            frontmatter: frontmatter.into_boxed_str(),
             location,
             file_name,
             size: 0,
@@ -124,6 +133,14 @@ impl Skill {
             manifest: OnceLock::new(),
             listed: OnceLock::new(),
         }
+    }
+
+    /// The frontmatter exactly as written, key order kept.
+    pub fn frontmatter(&self) -> Frontmatter {
+        serde_json::from_str(&self.frontmatter).unwrap_or_else(|error| {
+            tracing::error!(%error, skill = %self.name, "the kept frontmatter does not parse");
+            Frontmatter::new()
+        })
     }
 
     /// The markdown after the frontmatter, read on first use and kept.
@@ -299,10 +316,12 @@ pub const METADATA_FIRST_ABOVE: usize = 1_000;
 #[derive(Debug)]
 pub struct Library {
     skills: Vec<Arc<Skill>>,
-    by_name: HashMap<String, usize>,
+    /// Positions in `skills`, ordered by name (binary search; no second copy of the names).
+    by_name: Vec<u32>,
     diagnostics: Vec<Diagnostic>,
     index: OnceLock<search::Index>,
-    metadata_index: OnceLock<search::Index>,
+    /// Dropped once the full index is ready, which answers every search from then on.
+    metadata_index: Mutex<Option<Arc<search::Index>>>,
 }
 
 impl PartialEq for Skill {
@@ -324,18 +343,24 @@ impl Library {
     }
 
     pub fn from_catalog(catalog: catalog::Catalog) -> Self {
-        let skills: Vec<Arc<Skill>> = catalog.skills.into_iter().map(Arc::new).collect();
-        let by_name = skills
-            .iter()
-            .enumerate()
-            .map(|(position, skill)| (skill.name.clone(), position))
-            .collect();
+        // A fresh vector: collecting in place would keep the catalog's whole buffer of `Skill`s
+        // (hundreds of bytes each) alive to hold eight-byte pointers.
+        let mut skills = Vec::with_capacity(catalog.skills.len());
+        skills.extend(catalog.skills.into_iter().map(Arc::new));
+        let mut by_name: Vec<u32> = (0..u32::try_from(skills.len()).unwrap_or(u32::MAX)).collect();
+        by_name.sort_unstable_by(|left, right| {
+            skills[*left as usize]
+                .name
+                .cmp(&skills[*right as usize].name)
+        });
+        let mut diagnostics = catalog.diagnostics;
+        diagnostics.shrink_to_fit();
         Self {
             skills,
             by_name,
-            diagnostics: catalog.diagnostics,
+            diagnostics,
             index: OnceLock::new(),
-            metadata_index: OnceLock::new(),
+            metadata_index: Mutex::new(None),
         }
     }
 
@@ -350,8 +375,9 @@ impl Library {
 
     pub fn find(&self, name: &str) -> Option<&Arc<Skill>> {
         self.by_name
-            .get(name)
-            .map(|&position| &self.skills[position])
+            .binary_search_by(|&position| self.skills[position as usize].name.as_str().cmp(name))
+            .ok()
+            .map(|found| &self.skills[self.by_name[found] as usize])
     }
 
     /// A skill by name, or an error that suggests the closest names.
@@ -386,18 +412,20 @@ impl Library {
 
     /// Ranked skills for a query; with `tags`, only skills carrying every tag.
     pub fn search(&self, query: &str, tags: &[String], limit: usize) -> Vec<Hit> {
-        let index = match self.index.get() {
-            Some(full) => full,
-            None if self.skills.len() > METADATA_FIRST_ABOVE => self.metadata_index(),
-            None => self.index(),
-        };
         let keep = |position: usize| {
             let carried = &self.skills[position].fields.tags;
             tags.iter()
                 .all(|tag| carried.iter().any(|has| has.eq_ignore_ascii_case(tag)))
         };
-        index
-            .search(query, keep, limit)
+        let metadata = match self.index.get() {
+            None if self.skills.len() > METADATA_FIRST_ABOVE => self.metadata_index(),
+            _ => None,
+        };
+        let found = match metadata {
+            Some(metadata) => metadata.search(query, keep, limit),
+            None => self.index().search(query, keep, limit),
+        };
+        found
             .into_iter()
             .map(|(position, score)| Hit {
                 skill: self.skills[position].clone(),
@@ -408,7 +436,17 @@ impl Library {
 
     /// Builds the search index now (call it on a background thread after start-up).
     pub fn warm_up(&self) {
+        // Large libraries answer from the metadata index until the full one is ready: build it
+        // here first rather than in the first search, so that both builds reuse one thread's
+        // memory instead of leaving freed memory behind in two.
+        if self.skills.len() > METADATA_FIRST_ABOVE {
+            self.metadata_index();
+        }
         self.index();
+        self.metadata_index
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 
     /// Whether searches already cover the skills' bodies.
@@ -417,15 +455,27 @@ impl Library {
     }
 
     /// Names, descriptions and tags only: no SKILL.md body is read, so it is ready at once.
-    fn metadata_index(&self) -> &search::Index {
-        self.metadata_index.get_or_init(|| {
-            search::Index::build(self.skills.iter().map(|skill| search::Document {
-                name: skill.name.replace('-', " "),
-                description: format!("{} {}", skill.description, skill.fields.tags.join(" ")),
-                headings: String::new(),
-                body: String::new(),
-            }))
-        })
+    /// `None` once the full index is ready. Checked under the lock that [`Library::warm_up`]
+    /// takes after the full index is set, so a search racing it never builds this again.
+    fn metadata_index(&self) -> Option<Arc<search::Index>> {
+        let mut metadata = self
+            .metadata_index
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if self.index.get().is_some() {
+            return None;
+        }
+        let index = metadata.get_or_insert_with(|| {
+            Arc::new(search::Index::build(self.skills.iter().map(|skill| {
+                search::Document {
+                    name: skill.name.replace('-', " "),
+                    description: format!("{} {}", skill.description, skill.fields.tags.join(" ")),
+                    headings: String::new(),
+                    body: String::new(),
+                }
+            })))
+        });
+        Some(Arc::clone(index))
     }
 
     fn index(&self) -> &search::Index {

@@ -87,11 +87,43 @@ pub struct ToolCall<'a> {
     pub asker: Option<&'a dyn Asker>,
     /// Where to report progress, when the client asked for it.
     pub progress: Option<&'a dyn Progress>,
+    /// The client's model, when the client declared sampling and this session may ask it.
+    pub sampler: Option<&'a dyn Sampler>,
 }
 
 /// Receives progress of a long-running tool (`notifications/progress`).
 pub trait Progress: Send + Sync {
     fn report(&self, done: usize, total: usize, message: String) -> BoxFuture<'_, ()>;
+}
+
+/// One question for the client's model: a system prompt and a user message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplingRequest {
+    pub system: String,
+    pub message: String,
+    pub max_tokens: u32,
+}
+
+/// What the client's model answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sampled {
+    pub text: String,
+    /// The model the client says answered.
+    pub model: String,
+}
+
+/// Why the client's model gave no answer (the client refused, failed or timed out).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SamplingError(pub String);
+
+/// Asks the client's model (MCP sampling). Tools use it only as an optional extra: every
+/// caller has a local answer that stands when sampling fails.
+pub trait Sampler: Send + Sync {
+    fn sample<'a>(
+        &'a self,
+        request: &'a SamplingRequest,
+    ) -> BoxFuture<'a, Result<Sampled, SamplingError>>;
 }
 
 /// The seed's `declaredReturnType`: tells the model what the result looks like.

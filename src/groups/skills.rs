@@ -14,11 +14,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{ready, structured};
-use crate::skills::Skill;
+use crate::skills::rerank::{self, Candidate};
 use crate::skills::shelf::Shelf;
+use crate::skills::{Hit, Skill};
 use crate::tools::{
-    Annotations, Permission, Policy, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError,
-    ToolGroup, ToolOutput, parse_arguments,
+    Annotations, Permission, Policy, RulePrompt, Sampler, SamplingRequest, Tool, ToolCall,
+    ToolDefinition, ToolError, ToolGroup, ToolOutput, parse_arguments,
 };
 
 pub const GROUP: &str = "skills";
@@ -64,7 +65,7 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
             tool(
                 ToolDefinition::new::<SearchArguments>("SkillSearch", SKILL_SEARCH, read_only)
                     .with_output::<SearchOutput>(),
-                search,
+                unreachable_run,
                 Kind::Search,
             ),
             tool(
@@ -106,7 +107,11 @@ const SKILL_SEARCH: &str = "Search the skill library. ALWAYS call this before st
     non-trivial task (writing, analysing, converting, building, reviewing, planning): skills \
     hold tested instructions for doing such tasks well. Describe the task in a few words; the \
     answer ranks matching skills by relevance (words in names, descriptions and bodies, \
-    plurals and small typos included). Then SkillLoad the best match.";
+    plurals and small typos included). Then SkillLoad the best match. Set `rerank: true` only \
+    when the word ranking is not enough: the task is described in other words than the \
+    skills use, or several close matches compete and the wrong one would be costly. It asks \
+    your client's model to reorder the top candidates (slower; used only when the client \
+    supports sampling, and `rerank` in the answer says whether it was applied).";
 
 const SKILL_LOAD: &str = "Load a skill's instructions by name (from SkillSearch) and follow \
     them. The answer wraps the SKILL.md body in <skill_content>, gives the skill's folder and \
@@ -127,6 +132,13 @@ enum Kind {
 }
 
 type Run = fn(&Shared, ToolCall<'_>) -> Result<ToolOutput, ToolError>;
+
+/// `SkillSearch` is asynchronous and runs through [`search`] instead.
+fn unreachable_run(_shared: &Shared, _call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+    Err(ToolError::Internal(
+        "SkillSearch runs asynchronously; this synchronous entry is never called".to_owned(),
+    ))
+}
 
 struct SkillsTool {
     definition: ToolDefinition,
@@ -153,7 +165,11 @@ impl Tool for SkillsTool {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        ready((self.run)(&self.shared, call))
+        match self.kind {
+            // The only tool here that may wait on the client (its model, for `rerank`).
+            Kind::Search => Box::pin(search(&self.shared, call)),
+            _ => ready((self.run)(&self.shared, call)),
+        }
     }
 
     fn format_for_llm(&self, output: &ToolOutput, _arguments: &Value) -> String {
@@ -190,6 +206,9 @@ pub struct SearchArguments {
     pub max_results: Option<usize>,
     /// Only skills carrying every one of these tags (case-insensitive).
     pub tags: Option<Vec<String>>,
+    /// Ask the client's model to reorder the top candidates by how well they fit the task
+    /// (needs a client with sampling; otherwise the word ranking stands). Default false.
+    pub rerank: Option<bool>,
 }
 
 /// The seed's `skill search` answer.
@@ -201,6 +220,22 @@ pub struct SearchOutput {
     /// the results then come from names, descriptions and tags only; search again shortly.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub metadata_only: bool,
+    /// Present when `rerank` was asked for: whether the client's model reordered the results,
+    /// and why not when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<RerankReport>,
+}
+
+/// What became of a `rerank` request.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RerankReport {
+    /// Whether the order of `matched_skills` is the client model's.
+    pub applied: bool,
+    /// Why the local ranking stands, or what the model did.
+    pub reason: String,
+    /// The model that answered, as the client names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -211,7 +246,7 @@ pub struct MatchedSkill {
     pub score: f64,
 }
 
-fn search(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
+async fn search(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     let arguments: SearchArguments = parse_arguments("SkillSearch", call.arguments)?;
     if arguments.query.trim().is_empty() {
         return Err(ToolError::invalid(
@@ -220,9 +255,21 @@ fn search(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> 
     }
     let limit = arguments.max_results.unwrap_or(5).clamp(1, 50);
     let tags = arguments.tags.unwrap_or_default();
+    let rerank = arguments.rerank == Some(true);
     let library = shared.shelf.library();
-    let hits = library.search(&arguments.query, &tags, limit);
+    let wanted = if rerank {
+        limit.max(RERANK_CANDIDATES)
+    } else {
+        limit
+    };
+    let mut hits = library.search(&arguments.query, &tags, wanted);
     let metadata_only = !library.bodies_indexed();
+    let report = if rerank {
+        Some(rerank_hits(&arguments.query, &mut hits, call.sampler).await)
+    } else {
+        None
+    };
+    hits.truncate(limit);
     let matched_skills = hits
         .into_iter()
         .map(|hit| MatchedSkill {
@@ -234,8 +281,87 @@ fn search(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> 
     structured(&SearchOutput {
         matched_skills,
         metadata_only,
+        rerank: report,
     })
 }
+
+/// How many of the best local hits the client's model is asked to reorder.
+const RERANK_CANDIDATES: usize = 15;
+
+/// Reorders the first [`RERANK_CANDIDATES`] hits by the client model's answer; on any failure
+/// the hits keep their local order and the report says why.
+async fn rerank_hits(query: &str, hits: &mut [Hit], sampler: Option<&dyn Sampler>) -> RerankReport {
+    let not_applied = |reason: String| RerankReport {
+        applied: false,
+        reason,
+        model: None,
+    };
+    let Some(sampler) = sampler else {
+        return not_applied(
+            "the client did not declare sampling, so the local ranking stands".to_owned(),
+        );
+    };
+    let count = hits.len().min(RERANK_CANDIDATES);
+    if count < 2 {
+        return not_applied(format!(
+            "{count} candidate(s) matched; there is nothing to reorder"
+        ));
+    }
+    let candidates: Vec<Candidate<'_>> = hits[..count]
+        .iter()
+        .map(|hit| Candidate {
+            name: &hit.skill.name,
+            description: &hit.skill.description,
+        })
+        .collect();
+    let request = SamplingRequest {
+        system: rerank::SYSTEM_PROMPT.to_owned(),
+        message: rerank::message(query, &candidates),
+        max_tokens: RERANK_MAX_TOKENS,
+    };
+    let answer = match sampler.sample(&request).await {
+        Ok(answer) => answer,
+        Err(error) => {
+            tracing::warn!(%error, "rerank: sampling failed; the local ranking stands");
+            return not_applied(format!("{error}; the local ranking stands"));
+        }
+    };
+    let names: Vec<&str> = candidates.iter().map(|candidate| candidate.name).collect();
+    let reordered = match rerank::reorder(&answer.text, &names) {
+        Ok(reordered) => reordered,
+        Err(problem) => {
+            tracing::warn!(answer = %answer.text, "rerank: unusable answer; the local ranking stands");
+            return RerankReport {
+                model: Some(answer.model),
+                ..not_applied(format!(
+                    "the client's model answered, but {problem}; the local ranking stands"
+                ))
+            };
+        }
+    };
+    let reordered_hits: Vec<Hit> = reordered
+        .order
+        .iter()
+        .map(|&position| hits[position].clone())
+        .collect();
+    hits[..count].clone_from_slice(&reordered_hits);
+    let mut reason = format!(
+        "the client's model reordered the top {count} candidates ({} ranked",
+        reordered.ranked
+    );
+    if reordered.unknown > 0 {
+        write!(reason, ", {} unknown name(s) ignored", reordered.unknown).ok();
+    }
+    reason.push(')');
+    RerankReport {
+        applied: true,
+        reason,
+        model: Some(answer.model),
+    }
+}
+
+/// Room for about 20 names in the model's answer.
+const RERANK_MAX_TOKENS: u32 = 400;
 
 /// The JSON answer, then the seed's `<available-skills>` block for the model.
 fn search_text(value: &Value) -> String {

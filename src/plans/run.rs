@@ -188,6 +188,7 @@ async fn run_step(
         cancellation: call.cancellation.child_token(),
         plan: Some(scope),
         progress: None,
+        sampler: call.sampler,
     };
     let mut trace = pending_trace(step);
     match call.executor.execute(request).await {

@@ -11,7 +11,6 @@ use rmcp::model::{
     ResourceContents, ResourceTemplate, Skill as WireSkill, SkillFrontmatter, SkillResource,
     SkillResources,
 };
-use serde_json::Value;
 
 use super::errors;
 use super::resources::percent_decode;
@@ -137,9 +136,9 @@ pub(super) fn get_skill(library: &Library, uri: &str) -> Result<WireSkill, Error
 /// same text unless the author's name broke the naming rule and the folder's name is used).
 fn wire_skill(skill: &Skill) -> Result<WireSkill, ErrorData> {
     let mut frontmatter = SkillFrontmatter::new(skill.name.clone(), skill.description.clone());
-    for (key, value) in &skill.frontmatter {
+    for (key, value) in skill.frontmatter() {
         if key != "name" && key != "description" {
-            frontmatter = frontmatter.with_field(key.clone(), Value::clone(value));
+            frontmatter = frontmatter.with_field(key, value);
         }
     }
     let manifest = skill

@@ -12,8 +12,10 @@ use serde_json::{Value, json};
 
 use super::approval::{Elicitor, answers_from_responses, is_inline_session};
 use super::errors;
+use super::sampling::ClientSampler;
 use crate::tools::{
-    Asking, CallRequest, Executor, OUTPUT_LIMIT_ARGUMENT, OUTPUT_PATH_ARGUMENT, Progress, Tool,
+    Asking, CallRequest, Executor, OUTPUT_LIMIT_ARGUMENT, OUTPUT_PATH_ARGUMENT, Progress, Sampler,
+    Tool,
 };
 
 /// Every enabled tool, as clients see it.
@@ -100,6 +102,7 @@ pub(super) async fn call(
             peer: context.peer.clone(),
             token,
         });
+    let sampler = ClientSampler::for_request(&context);
     let name = request.name.to_string();
     let call = CallRequest {
         tool: &name,
@@ -109,6 +112,7 @@ pub(super) async fn call(
         cancellation: context.ct.clone(),
         plan: None,
         progress: progress.as_ref().map(|reporter| reporter as &dyn Progress),
+        sampler: sampler.as_ref().map(|sampler| sampler as &dyn Sampler),
     };
     let outcome = AssertUnwindSafe(executor.execute(call))
         .catch_unwind()

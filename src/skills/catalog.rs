@@ -11,7 +11,7 @@ use super::Skill;
 use super::discover::{self, Candidate, Root, RootKind};
 use super::files::Location;
 use super::frontmatter::{self, Frontmatter};
-use super::index_file::{self, Entry};
+use super::index_file::{self, Cached, Entry};
 use super::validate::{self, Diagnostic, Fields, Level};
 
 /// The skills found and everything worth reporting about them.
@@ -68,7 +68,7 @@ fn bundled(diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
             let mut skill = Skill::new(
                 name,
                 fields,
-                frontmatter,
+                &frontmatter,
                 Location::Bundled(folder),
                 "SKILL.md",
             );
@@ -81,18 +81,26 @@ fn bundled(diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
 
 fn on_disk(root: &Path, use_index: bool, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
     let candidates = discover::walk(root, diagnostics);
-    let previous = use_index.then(|| index_file::read(root)).flatten();
+    let previous = use_index.then(|| index_file::read_cached(root)).flatten();
     let generated_at = previous.as_ref().map(|index| index.generated_at.clone());
-    let mut known: HashMap<String, Entry> = previous
+    let mut known: Vec<Cached> = previous
         .into_iter()
         .flat_map(|index| index.skills)
-        .map(|entry| (entry.path.clone(), entry))
         .collect();
+    let mut used = vec![false; known.len()];
     let mut changed = generated_at.is_none();
-    let mut skills = Vec::new();
-    let mut entries = Vec::new();
+    let mut skills = Vec::with_capacity(candidates.len());
+    // The scripts of each skill as the index lists them (`None`: list them when writing).
+    let mut tools: Vec<Option<Vec<String>>> = Vec::with_capacity(candidates.len());
     for candidate in &candidates {
-        let previous_entry = known.remove(&candidate.folder.display().to_string());
+        let path = candidate.folder.display().to_string();
+        let position = known
+            .binary_search_by(|entry| entry.path.as_str().cmp(&path))
+            .ok();
+        let previous_entry = position.map(|position| {
+            used[position] = true;
+            &mut known[position]
+        });
         let fresh = previous_entry.as_ref().is_some_and(|entry| {
             entry.size == candidate.size
                 && entry.modified_ns == index_file::nanos(candidate.modified)
@@ -100,7 +108,7 @@ fn on_disk(root: &Path, use_index: bool, diagnostics: &mut Vec<Diagnostic>) -> V
         });
         changed |= previous_entry.is_some() && !fresh;
         let reused = previous_entry.filter(|_| fresh);
-        let skill = match &reused {
+        let skill = match reused.as_deref() {
             Some(entry) => Some(from_entry(entry, candidate)),
             None => read_candidate(candidate, &candidate.skill_file(), diagnostics),
         };
@@ -110,13 +118,18 @@ fn on_disk(root: &Path, use_index: bool, diagnostics: &mut Vec<Diagnostic>) -> V
         skill.size = candidate.size;
         skill.modified = Some(candidate.modified);
         changed |= reused.is_none();
-        if use_index {
-            entries.push(reused.unwrap_or_else(|| entry(&skill)));
-        }
+        tools.push(reused.map(|entry| std::mem::take(&mut entry.tools)));
         skills.push(skill);
     }
     // Entries left over are skills that are gone.
-    if use_index && (changed || !known.is_empty()) {
+    let gone = used.contains(&false);
+    drop(known);
+    if use_index && (changed || gone) {
+        let entries = skills
+            .iter()
+            .zip(tools)
+            .map(|(skill, tools)| entry(skill, tools))
+            .collect();
         index_file::write(root, generated_at.as_deref(), entries, SystemTime::now());
     }
     skills
@@ -142,13 +155,13 @@ fn read_candidate(
     Some(Skill::new(
         name,
         fields,
-        frontmatter,
+        &frontmatter,
         location,
         candidate.file_name,
     ))
 }
 
-fn from_entry(entry: &Entry, candidate: &Candidate) -> Skill {
+fn from_entry(entry: &Cached, candidate: &Candidate) -> Skill {
     let (fields, _) = validate::check(
         &entry.frontmatter,
         &candidate.folder_name,
@@ -159,7 +172,7 @@ fn from_entry(entry: &Entry, candidate: &Candidate) -> Skill {
     Skill::new(
         entry.name.clone(),
         fields,
-        entry.frontmatter.clone(),
+        &entry.frontmatter,
         location,
         candidate.file_name,
     )
@@ -228,9 +241,16 @@ fn read_yaml(
     Some((parsed, validate::key_lines(split.yaml, split.yaml_line)))
 }
 
-/// The index entry of a skill on disk.
-fn entry(skill: &Skill) -> Entry {
-    let scripts = skill.scripts();
+/// The index entry of a skill on disk, with its scripts' tools when the index already listed
+/// them.
+fn entry(skill: &Skill, tools: Option<Vec<String>>) -> Entry {
+    let tools = tools.unwrap_or_else(|| {
+        skill
+            .scripts()
+            .iter()
+            .map(|script| format!("skill:{}:{script}", skill.name))
+            .collect()
+    });
     Entry {
         name: skill.name.clone(),
         title: skill
@@ -242,17 +262,14 @@ fn entry(skill: &Skill) -> Entry {
         version: skill.fields.version.clone(),
         tags: skill.fields.tags.clone(),
         author: skill.fields.author.clone(),
-        tools: scripts
-            .iter()
-            .map(|script| format!("skill:{}:{script}", skill.name))
-            .collect(),
-        script_count: scripts.len(),
+        script_count: tools.len(),
+        tools,
         path: skill.location.display(),
         has_skill_md: true,
         last_modified: index_file::timestamp(skill.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
         skill_file: skill.file_name.to_owned(),
         size: skill.size,
         modified_ns: index_file::nanos(skill.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
-        frontmatter: skill.frontmatter.clone(),
+        frontmatter: skill.frontmatter(),
     }
 }

@@ -59,6 +59,30 @@ pub struct Entry {
     pub frontmatter: Frontmatter,
 }
 
+/// What a start needs of an entry to reuse it instead of reading the SKILL.md; the rest of an
+/// entry is derived again from the skill when the file is rewritten. Reading only this keeps a
+/// warm start of a large library from holding every entry whole at once.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cached {
+    pub name: String,
+    pub path: String,
+    pub skill_file: String,
+    pub size: u64,
+    pub modified_ns: u128,
+    pub frontmatter: Frontmatter,
+    #[serde(default)]
+    pub tools: Vec<String>,
+}
+
+/// The cached entries of an index, sorted by path, and when the index was first generated.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CachedIndex {
+    pub skills: Vec<Cached>,
+    pub generated_at: String,
+}
+
 /// The nanoseconds since the epoch of a modification time.
 pub fn nanos(time: SystemTime) -> u128 {
     time.duration_since(SystemTime::UNIX_EPOCH)
@@ -72,6 +96,19 @@ pub fn timestamp(time: SystemTime) -> String {
 
 /// The index of a root, when there is a readable one.
 pub fn read(root: &Path) -> Option<IndexFile> {
+    read_as(root)
+}
+
+/// What a start reuses of a root's index, entries sorted by path.
+pub fn read_cached(root: &Path) -> Option<CachedIndex> {
+    let mut index: CachedIndex = read_as(root)?;
+    index
+        .skills
+        .sort_unstable_by(|left, right| left.path.cmp(&right.path));
+    Some(index)
+}
+
+fn read_as<Index: serde::de::DeserializeOwned>(root: &Path) -> Option<Index> {
     let path = root.join(FILE_NAME);
     let text = std::fs::read_to_string(&path).ok()?;
     match serde_json::from_str(&text) {

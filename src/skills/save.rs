@@ -40,8 +40,8 @@ pub struct Saved {
 /// Checks and writes a skill. The caller reloads the library afterwards.
 pub fn save(library: &Library, roots: &[Root], request: &Request) -> Result<Saved, Error> {
     let existing = library.find(&request.name);
-    let frontmatter = existing.map(|skill| &skill.frontmatter);
-    let text = render(request, frontmatter);
+    let frontmatter = existing.map(|skill| skill.frontmatter());
+    let text = render(request, frontmatter.as_ref());
     check(&request.name, &text)?;
     let files = checked_files(&request.files)?;
     let folder = match existing.map(|skill| &skill.location) {

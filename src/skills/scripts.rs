@@ -331,7 +331,7 @@ mod tests {
         Skill::new(
             "runner".to_owned(),
             Fields::default(),
-            Frontmatter::new(),
+            &Frontmatter::new(),
             Location::Disk(folder.to_owned()),
             crate::skills::SKILL_MD,
         )

@@ -31,24 +31,26 @@ const SATURATION: f32 = 1.2;
 /// How much a fuzzy match counts against an exact one.
 const FUZZY_WEIGHT: f32 = 0.3;
 
-#[derive(Debug, Clone, Copy)]
-struct Posting {
-    document: u32,
-    frequencies: [u16; FIELDS],
-}
-
-/// An inverted index over the skills' documents.
+/// An inverted index over the skills' documents, built once and then read only. It is laid out
+/// for memory: at 10,000 skills it holds over a million postings, so each one is a few bytes in
+/// one shared buffer (see [`encode_posting`]) rather than a struct in a vector per term, and the
+/// vocabulary is one string.
 pub struct Index {
     stemmer: Stemmer,
-    terms: HashMap<String, usize>,
-    vocabulary: Vec<String>,
-    /// Term slots by (first character, length in characters): the fuzzy expansion looks only
-    /// at terms that keep the first letter (or swap the first two), which is where typos
-    /// rarely fall, instead of scanning the whole vocabulary.
-    by_start: HashMap<(char, usize), Vec<usize>>,
-    /// Lower-cased words already seen, by term slot, so that indexing stems each word once.
-    words: HashMap<String, usize>,
-    postings: Vec<Vec<Posting>>,
+    /// Every term's text, back to back; term `t` ends at `term_ends[t]`.
+    vocabulary: String,
+    term_ends: Vec<u32>,
+    /// Term ids ordered by their text, for binary search.
+    sorted_terms: Vec<u32>,
+    /// Term ids by (first character, length in characters): the fuzzy expansion looks only at
+    /// terms that keep the first letter (or swap the first two), which is where typos rarely
+    /// fall, instead of scanning the whole vocabulary.
+    by_start: HashMap<(char, usize), Vec<u32>>,
+    /// Every term's postings, back to back; term `t`'s end at `posting_ends[t]`.
+    postings: Vec<u8>,
+    posting_ends: Vec<u32>,
+    /// How many documents hold each term.
+    document_counts: Vec<u32>,
     lengths: Vec<[u32; FIELDS]>,
     average_lengths: [f32; FIELDS],
 }
@@ -58,48 +60,61 @@ impl std::fmt::Debug for Index {
         formatter
             .debug_struct("Index")
             .field("documents", &self.lengths.len())
-            .field("terms", &self.vocabulary.len())
+            .field("terms", &self.term_ends.len())
+            .field("posting_bytes", &self.postings.len())
             .finish_non_exhaustive()
     }
+}
+
+/// What indexing needs and searching does not: the maps from words to terms, and the postings
+/// in document order (one growing buffer, laid out by term once at the end: a growing vector
+/// per term would leave its freed copies scattered through the allocator's memory).
+struct Builder {
+    stemmer: Stemmer,
+    terms: HashMap<String, u32>,
+    /// Lower-cased words already seen, by term id, so that indexing stems each word once.
+    words: HashMap<String, u32>,
+    vocabulary: Vec<String>,
+    /// Each document's `(term, frequencies)` in the posting encoding, the term id in the place
+    /// of the gap; document `d` ends at `document_ends[d]`.
+    forward: Vec<u8>,
+    document_ends: Vec<u32>,
+    document_counts: Vec<u32>,
+    lengths: Vec<[u32; FIELDS]>,
+    /// The current document's term counts by field (kept to reuse its allocation).
+    counts: HashMap<u32, [u16; FIELDS]>,
 }
 
 impl Index {
     /// Indexes the documents; a document's position is its id in search results.
     pub fn build(documents: impl IntoIterator<Item = Document>) -> Self {
-        let mut index = Self {
+        let mut builder = Builder {
             stemmer: Stemmer::create(Algorithm::English),
             terms: HashMap::new(),
-            vocabulary: Vec::new(),
-            by_start: HashMap::new(),
             words: HashMap::new(),
-            postings: Vec::new(),
+            vocabulary: Vec::new(),
+            forward: Vec::new(),
+            document_ends: Vec::new(),
+            document_counts: Vec::new(),
             lengths: Vec::new(),
-            average_lengths: [0.0; FIELDS],
+            counts: HashMap::new(),
         };
         for document in documents {
-            index.add(&document);
+            builder.add(&document);
         }
-        let count = index.lengths.len().max(1) as f32;
-        for field in 0..FIELDS {
-            let total: u64 = index
-                .lengths
-                .iter()
-                .map(|lengths| u64::from(lengths[field]))
-                .sum();
-            index.average_lengths[field] = (total as f32 / count).max(1.0);
-        }
-        index
+        builder.finish()
     }
+}
 
+impl Builder {
     fn add(&mut self, document: &Document) {
-        let id = u32::try_from(self.lengths.len()).unwrap_or(u32::MAX);
         let fields = [
             &document.name,
             &document.description,
             &document.headings,
             &document.body,
         ];
-        let mut counts: HashMap<usize, [u16; FIELDS]> = HashMap::new();
+        let mut counts = std::mem::take(&mut self.counts);
         let mut lengths = [0_u32; FIELDS];
         let mut word = String::new();
         for (field, text) in fields.into_iter().enumerate() {
@@ -109,44 +124,244 @@ impl Index {
                 }
                 word.clear();
                 word.extend(raw.chars().flat_map(char::to_lowercase));
-                let slot = self.slot_of(&word);
+                let term = self.term_of(&word);
                 lengths[field] = lengths[field].saturating_add(1);
-                let entry = counts.entry(slot).or_default();
+                let entry = counts.entry(term).or_default();
                 entry[field] = entry[field].saturating_add(1);
             }
         }
-        for (slot, frequencies) in counts {
-            self.postings[slot].push(Posting {
-                document: id,
-                frequencies,
-            });
+        for (term, frequencies) in counts.drain() {
+            encode_posting(&mut self.forward, term, frequencies);
+            self.document_counts[term as usize] += 1;
         }
+        self.document_ends.push(offset(self.forward.len()));
+        self.counts = counts;
         self.lengths.push(lengths);
     }
 
-    /// The term slot of a lower-cased word; each distinct word is stemmed once.
-    fn slot_of(&mut self, word: &str) -> usize {
-        if let Some(&slot) = self.words.get(word) {
-            return slot;
+    /// The term id of a lower-cased word; each distinct word is stemmed once.
+    fn term_of(&mut self, word: &str) -> u32 {
+        if let Some(&term) = self.words.get(word) {
+            return term;
         }
-        let term = self.stemmer.stem(word).into_owned();
-        let slot = if let Some(&slot) = self.terms.get(&term) {
-            slot
+        let stem = self.stemmer.stem(word).into_owned();
+        let term = if let Some(&term) = self.terms.get(&stem) {
+            term
         } else {
-            if let Some(first) = term.chars().next().filter(|first| !first.is_ascii_digit()) {
-                let key = (first, term.chars().count());
-                self.by_start
+            let term = u32::try_from(self.vocabulary.len()).unwrap_or(u32::MAX);
+            self.vocabulary.push(stem.clone());
+            self.document_counts.push(0);
+            self.terms.insert(stem, term);
+            term
+        };
+        self.words.insert(word.to_owned(), term);
+        term
+    }
+
+    /// Lays the index out for searching and drops what only indexing needed.
+    fn finish(self) -> Index {
+        let (postings, posting_ends) =
+            invert(&self.forward, &self.document_ends, self.vocabulary.len());
+        drop(self.forward);
+        drop(self.words);
+        drop(self.terms);
+        let total_text: usize = self.vocabulary.iter().map(String::len).sum();
+        let mut vocabulary = String::with_capacity(total_text);
+        let mut term_ends = Vec::with_capacity(self.vocabulary.len());
+        let mut by_start: HashMap<(char, usize), Vec<u32>> = HashMap::new();
+        for (term, text) in self.vocabulary.iter().enumerate() {
+            vocabulary.push_str(text);
+            term_ends.push(offset(vocabulary.len()));
+            if let Some(first) = text.chars().next().filter(|first| !first.is_ascii_digit()) {
+                let key = (first, text.chars().count());
+                by_start
                     .entry(key)
                     .or_default()
-                    .push(self.vocabulary.len());
+                    .push(u32::try_from(term).unwrap_or(u32::MAX));
             }
-            self.vocabulary.push(term.clone());
-            self.postings.push(Vec::new());
-            self.terms.insert(term, self.postings.len() - 1);
-            self.postings.len() - 1
+        }
+        for terms in by_start.values_mut() {
+            terms.shrink_to_fit();
+        }
+        by_start.shrink_to_fit();
+        let mut sorted_terms: Vec<u32> = (0..offset(term_ends.len())).collect();
+        sorted_terms.sort_unstable_by(|left, right| {
+            self.vocabulary[*left as usize].cmp(&self.vocabulary[*right as usize])
+        });
+        let count = self.lengths.len().max(1) as f32;
+        let mut average_lengths = [0.0; FIELDS];
+        for (field, average) in average_lengths.iter_mut().enumerate() {
+            let total: u64 = self
+                .lengths
+                .iter()
+                .map(|lengths| u64::from(lengths[field]))
+                .sum();
+            *average = (total as f32 / count).max(1.0);
+        }
+        let mut lengths = self.lengths;
+        lengths.shrink_to_fit();
+        let mut document_counts = self.document_counts;
+        document_counts.shrink_to_fit();
+        Index {
+            stemmer: self.stemmer,
+            vocabulary,
+            term_ends,
+            sorted_terms,
+            by_start,
+            postings,
+            posting_ends,
+            document_counts,
+            lengths,
+            average_lengths,
+        }
+    }
+}
+
+/// Lays document-ordered postings out by term: a first pass sizes each term's postings, a second
+/// writes them into one buffer allocated once. Returns the buffer and each term's end in it.
+fn invert(forward: &[u8], document_ends: &[u32], terms: usize) -> (Vec<u8>, Vec<u32>) {
+    let each = |visit: &mut dyn FnMut(u32, u32, [u16; FIELDS])| {
+        let mut start = 0;
+        for (document, &end) in document_ends.iter().enumerate() {
+            let document = offset(document);
+            let entries = &forward[..end as usize];
+            while let Some((term, frequencies)) = read_entry(entries, &mut start) {
+                let frequencies = frequencies.map(|count| u16::try_from(count).unwrap_or(u16::MAX));
+                visit(document, term, frequencies);
+            }
+        }
+    };
+    let mut sizes = vec![0_u32; terms];
+    let mut last_documents = vec![0_u32; terms];
+    let mut scratch = Vec::with_capacity(16);
+    each(&mut |document, term, frequencies| {
+        let term = term as usize;
+        scratch.clear();
+        encode_posting(&mut scratch, document - last_documents[term], frequencies);
+        sizes[term] += offset(scratch.len());
+        last_documents[term] = document;
+    });
+    let mut posting_ends = Vec::with_capacity(terms);
+    let mut cursors = Vec::with_capacity(terms);
+    let mut total = 0_u32;
+    for size in &sizes {
+        cursors.push(total);
+        total += size;
+        posting_ends.push(total);
+    }
+    drop(sizes);
+    let mut postings = vec![0_u8; total as usize];
+    last_documents.fill(0);
+    each(&mut |document, term, frequencies| {
+        let term = term as usize;
+        scratch.clear();
+        encode_posting(&mut scratch, document - last_documents[term], frequencies);
+        let at = cursors[term] as usize;
+        postings[at..at + scratch.len()].copy_from_slice(&scratch);
+        cursors[term] += offset(scratch.len());
+        last_documents[term] = document;
+    });
+    (postings, posting_ends)
+}
+
+/// A length as a `u32` offset (the index stays far below 4 GiB).
+fn offset(length: usize) -> u32 {
+    u32::try_from(length).unwrap_or(u32::MAX)
+}
+
+/// One posting: the gap to the term's previous document (LEB128), a byte whose low four bits
+/// say which fields hold the term, then each such field's count (LEB128). A body-only posting
+/// with a small gap takes three bytes instead of a twelve-byte struct.
+fn encode_posting(buffer: &mut Vec<u8>, gap: u32, frequencies: [u16; FIELDS]) {
+    write_varint(buffer, gap);
+    let mask = frequencies
+        .iter()
+        .enumerate()
+        .filter(|(_, count)| **count > 0)
+        .fold(0_u8, |mask, (field, _)| mask | (1 << field));
+    buffer.push(mask);
+    for count in frequencies.into_iter().filter(|count| *count > 0) {
+        write_varint(buffer, u32::from(count));
+    }
+}
+
+fn write_varint(buffer: &mut Vec<u8>, mut value: u32) {
+    while value >= 0x80 {
+        buffer.push(u8::try_from(value & 0x7f).unwrap_or(0) | 0x80);
+        value >>= 7;
+    }
+    buffer.push(u8::try_from(value).unwrap_or(0));
+}
+
+/// Reads a LEB128 number at `position`, moving past it.
+fn read_varint(bytes: &[u8], position: &mut usize) -> u32 {
+    let mut value = 0_u32;
+    let mut shift = 0;
+    while let Some(&byte) = bytes.get(*position) {
+        *position += 1;
+        value |= u32::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+    }
+    value
+}
+
+/// Decodes a term's postings: `(document, frequencies by field)`.
+fn decode_postings(bytes: &[u8]) -> impl Iterator<Item = (u32, [u32; FIELDS])> + '_ {
+    let mut position = 0;
+    let mut document = 0_u32;
+    std::iter::from_fn(move || {
+        let (gap, frequencies) = read_entry(bytes, &mut position)?;
+        document += gap;
+        Some((document, frequencies))
+    })
+}
+
+/// Reads one encoded entry at `position` (its leading number as written), moving past it.
+fn read_entry(bytes: &[u8], position: &mut usize) -> Option<(u32, [u32; FIELDS])> {
+    if *position >= bytes.len() {
+        return None;
+    }
+    let leading = read_varint(bytes, position);
+    let mask = bytes.get(*position).copied().unwrap_or(0);
+    *position += 1;
+    let mut frequencies = [0_u32; FIELDS];
+    for (field, frequency) in frequencies.iter_mut().enumerate() {
+        if mask & (1 << field) != 0 {
+            *frequency = read_varint(bytes, position);
+        }
+    }
+    Some((leading, frequencies))
+}
+
+impl Index {
+    fn term_text(&self, term: u32) -> &str {
+        let term = term as usize;
+        let start = if term == 0 {
+            0
+        } else {
+            self.term_ends[term - 1] as usize
         };
-        self.words.insert(word.to_owned(), slot);
-        slot
+        &self.vocabulary[start..self.term_ends[term] as usize]
+    }
+
+    fn find_term(&self, text: &str) -> Option<u32> {
+        self.sorted_terms
+            .binary_search_by(|&term| self.term_text(term).cmp(text))
+            .ok()
+            .map(|position| self.sorted_terms[position])
+    }
+
+    fn postings_of(&self, term: u32) -> &[u8] {
+        let term = term as usize;
+        let start = if term == 0 {
+            0
+        } else {
+            self.posting_ends[term - 1] as usize
+        };
+        &self.postings[start..self.posting_ends[term] as usize]
     }
 
     /// The best `limit` documents for a query among those `keep` accepts, best first.
@@ -160,12 +375,12 @@ impl Index {
         let mut query_terms = tokens(&self.stemmer, query);
         query_terms.sort();
         query_terms.dedup();
-        for term in &query_terms {
-            if let Some(&slot) = self.terms.get(term) {
-                self.score_term(slot, 1.0, &mut scores);
+        for text in &query_terms {
+            if let Some(term) = self.find_term(text) {
+                self.score_term(term, 1.0, &mut scores);
             }
-            for slot in self.near_terms(term) {
-                self.score_term(slot, FUZZY_WEIGHT, &mut scores);
+            for term in self.near_terms(text) {
+                self.score_term(term, FUZZY_WEIGHT, &mut scores);
             }
         }
         let mut ranked: Vec<(usize, f32)> = scores
@@ -186,29 +401,27 @@ impl Index {
         ranked
     }
 
-    fn score_term(&self, slot: usize, weight: f32, scores: &mut [f32]) {
-        let postings = &self.postings[slot];
+    fn score_term(&self, term: u32, weight: f32, scores: &mut [f32]) {
         let total = self.lengths.len() as f32;
-        let frequency = postings.len() as f32;
+        let frequency = self.document_counts[term as usize] as f32;
         let rarity = (1.0 + (total - frequency + 0.5) / (frequency + 0.5)).ln();
-        for posting in postings {
-            let lengths = &self.lengths[posting.document as usize];
+        for (document, frequencies) in decode_postings(self.postings_of(term)) {
+            let lengths = &self.lengths[document as usize];
             let mut weighted = 0.0;
             for field in 0..FIELDS {
-                let count = f32::from(posting.frequencies[field]);
+                let count = frequencies[field] as f32;
                 if count > 0.0 {
                     let relative = lengths[field] as f32 / self.average_lengths[field];
                     let b = LENGTH_NORMALISATION[field];
                     weighted += WEIGHTS[field] * count / (1.0 - b + b * relative);
                 }
             }
-            scores[posting.document as usize] +=
-                weight * rarity * weighted / (SATURATION + weighted);
+            scores[document as usize] += weight * rarity * weighted / (SATURATION + weighted);
         }
     }
 
     /// Vocabulary terms within the typo distance of `term` (not `term` itself).
-    fn near_terms<'a>(&'a self, term: &'a str) -> impl Iterator<Item = usize> + 'a {
+    fn near_terms<'a>(&'a self, term: &'a str) -> impl Iterator<Item = u32> + 'a {
         let length = term.chars().count();
         let distance = match length {
             0..=3 => 0,
@@ -225,7 +438,7 @@ impl Index {
             .flatten()
             .copied()
             .filter(move |&slot| {
-                let candidate = self.vocabulary[slot].as_str();
+                let candidate = self.term_text(slot);
                 candidate != term && strsim::osa_distance(candidate, term) <= distance
             })
     }
@@ -314,6 +527,19 @@ mod tests {
             [2]
         );
         assert_eq!(index.search("zebra", |_| true, 5), []);
+    }
+
+    #[test]
+    fn postings_round_trip_through_their_byte_encoding() {
+        let mut buffer = Vec::new();
+        encode_posting(&mut buffer, 3, [0, 0, 0, 1]);
+        encode_posting(&mut buffer, 300, [1, 0, 2, u16::MAX]);
+        assert_eq!(buffer.len(), 3 + 2 + 1 + 1 + 1 + 3, "{buffer:?}");
+        let decoded: Vec<_> = decode_postings(&buffer).collect();
+        assert_eq!(
+            decoded,
+            [(3, [0, 0, 0, 1]), (303, [1, 0, 2, u32::from(u16::MAX)])]
+        );
     }
 
     #[test]

@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 use super::approval::argument_shape;
 use super::outputs;
 use super::{
-    Answer, ApprovalQuestion, Asking, Fallback, Permission, Policy, Progress, Registry, Stage,
-    Tool, ToolCall, ToolError, ToolOutput, truncate_content,
+    Answer, ApprovalQuestion, Asking, Fallback, Permission, Policy, Progress, Registry, Sampler,
+    Stage, Tool, ToolCall, ToolError, ToolOutput, truncate_content,
 };
 use super::{RegisterError, ToolGroup};
 use crate::plans::output::OutputPath;
@@ -73,6 +73,8 @@ pub struct CallRequest<'a> {
     pub plan: Option<&'a PlanScope>,
     /// Where a long-running tool reports progress, when the client asked for it.
     pub progress: Option<&'a dyn Progress>,
+    /// The client's model, when the client declared sampling and this session may ask it.
+    pub sampler: Option<&'a dyn Sampler>,
 }
 
 /// The seed's `ToolExecuteStatus`.
@@ -346,6 +348,7 @@ impl Executor {
             executor: self,
             asker,
             progress: request.progress,
+            sampler: request.sampler,
         };
         let output = match run_guarded(tool, call, &request.cancellation).await {
             Ok(output) => output,

@@ -1,6 +1,10 @@
 //! The test harness: the real binary over stdio with rmcp's client, the server in process over a
 //! duplex pipe (for tool groups registered only by the tests), raw JSON-RPC lines for the
 //! protocol's rough edges, and golden files.
+#![expect(
+    deprecated,
+    reason = "the test client answers sampling, which SEP-2577 deprecates but clients still offer"
+)]
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -8,8 +12,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation, SamplingMessage,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -35,11 +40,19 @@ pub(crate) enum Elicitation {
     Decline,
 }
 
+/// How the test client's "model" answers a sampling request: from the request's user message
+/// to the answer's text, or an error.
+pub(crate) type Model = Arc<dyn Fn(&str) -> Result<String, ErrorData> + Send + Sync>;
+
 /// A client that records what it is asked and notified.
 #[derive(Clone)]
 pub(crate) struct TestClient {
     elicitation: Elicitation,
+    /// Declares sampling and answers `sampling/createMessage` with it, when set.
+    model: Option<Model>,
     asked: Arc<Mutex<Vec<String>>>,
+    /// `(system prompt, user message)` of every sampling request.
+    sampled: Arc<Mutex<Vec<(String, String)>>>,
     notifications: Arc<Mutex<Vec<String>>>,
     /// Runs while the user is being asked, before the answer is given.
     while_asking: Option<Arc<dyn Fn() + Send + Sync>>,
@@ -49,10 +62,25 @@ impl TestClient {
     pub(crate) fn new(elicitation: Elicitation) -> Self {
         Self {
             elicitation,
+            model: None,
             asked: Arc::default(),
+            sampled: Arc::default(),
             notifications: Arc::default(),
             while_asking: None,
         }
+    }
+
+    /// Declares sampling and answers each request with `model`.
+    pub(crate) fn with_model(
+        mut self,
+        model: impl Fn(&str) -> Result<String, ErrorData> + Send + Sync + 'static,
+    ) -> Self {
+        self.model = Some(Arc::new(model));
+        self
+    }
+
+    pub(crate) fn sampled(&self) -> Vec<(String, String)> {
+        self.sampled.lock().unwrap().clone()
     }
 
     /// Runs `hook` each time the client is asked, before it answers.
@@ -76,11 +104,42 @@ impl TestClient {
 
 impl ClientHandler for TestClient {
     fn get_info(&self) -> ClientConfig {
-        let capabilities = match self.elicitation {
+        let mut capabilities = match self.elicitation {
             Elicitation::Unsupported => ClientCapabilities::default(),
             _ => ClientCapabilities::builder().enable_elicitation().build(),
         };
+        if self.model.is_some() {
+            capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        }
         ClientConfig::new(capabilities, Implementation::new("synapse-tests", "1.0.0"))
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let message: String = params
+            .messages
+            .iter()
+            .flat_map(|message| message.content.iter())
+            .filter_map(|block| block.as_text().map(|text| text.text.clone()))
+            .collect();
+        self.sampled
+            .lock()
+            .unwrap()
+            .push((params.system_prompt.unwrap_or_default(), message.clone()));
+        let Some(model) = &self.model else {
+            return Err(ErrorData::invalid_request(
+                "sampling is not supported",
+                None,
+            ));
+        };
+        let answer = model(&message)?;
+        Ok(CreateMessageResult::new(
+            SamplingMessage::assistant_text(answer),
+            "test-model".to_owned(),
+        ))
     }
 
     async fn create_elicitation(

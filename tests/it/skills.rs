@@ -12,6 +12,7 @@ use crate::common::{Client, Elicitation, TestClient, call, is_error, spawn_binar
 
 mod catalog;
 mod reload;
+mod rerank;
 mod save;
 mod scripts;
 mod surface;
