@@ -154,6 +154,7 @@ fn main() {
             cancellation: tokio_util::sync::CancellationToken::new(),
             plan: None,
             progress: None,
+            sampler: None,
         };
         let started = Instant::now();
         let outcome = runtime.block_on(server.executor().execute(request));
