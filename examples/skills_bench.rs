@@ -7,7 +7,9 @@
 //!
 //! ```sh
 //! cargo build --release && cargo run --release --example skills_bench -- [SKILLS] [SERVER]
+//! cargo run --release --example skills_bench -- generate DIR [SKILLS]   # only write them
 //! ```
+//! `generate` prints the name of one skill written (`benches/peers.sh` loads it from each server).
 //! `SERVER` defaults to `target/release/synapse-mcp` beside this example.
 #![allow(
     clippy::print_stdout,
@@ -15,11 +17,19 @@
     reason = "an example reports its figures on stdout, as approximate milliseconds"
 )]
 
+#[path = "support/stdio_client.rs"]
+#[allow(
+    dead_code,
+    reason = "each example that shares the client uses a different part of it"
+)]
+mod stdio_client;
+
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use stdio_client::{Server, tool_call_params};
 
 use synapse_mcp::groups::skills::skill_content;
 use synapse_mcp::skills::Library;
@@ -213,97 +223,31 @@ fn in_process(root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
-
-struct Session {
-    child: Child,
-    output: BufReader<std::process::ChildStdout>,
+/// Starts the server on `root`; returns the time to the `initialize` answer and to the first
+/// answer that needs the catalog (`prompts/list`, one prompt per skill).
+async fn start(server: &Path, root: &Path) -> anyhow::Result<(Server, Duration, Duration)> {
+    let started = Instant::now();
+    let mut command = tokio::process::Command::new(server);
+    command.args([
+        "--skills",
+        &root.display().to_string(),
+        "--store",
+        "memory",
+        "--log-level",
+        "error",
+    ]);
+    let (mut session, initialized) = Server::start(command, false).await?;
+    session.expect_success("prompts/list", "{}").await?;
+    Ok((session, initialized, started.elapsed()))
 }
 
-impl Session {
-    /// Starts the server; returns the time to the `initialize` answer and to the first answer
-    /// that needs the catalog (`prompts/list`, one prompt per skill).
-    fn start(server: &Path, root: &Path) -> anyhow::Result<(Self, Duration, Duration)> {
-        let started = Instant::now();
-        let mut child = Command::new(server)
-            .args([
-                "--skills",
-                &root.display().to_string(),
-                "--store",
-                "memory",
-                "--log-level",
-                "error",
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()?;
-        let output = BufReader::new(
-            child
-                .stdout
-                .take()
-                .ok_or_else(|| anyhow::anyhow!("no stdout"))?,
-        );
-        let mut session = Self { child, output };
-        session.request(INITIALIZE)?;
-        let initialized = started.elapsed();
-        session.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)?;
-        session.request(r#"{"jsonrpc":"2.0","id":1,"method":"prompts/list"}"#)?;
-        Ok((session, initialized, started.elapsed()))
-    }
-
-    /// The server's resident memory, from `/proc` (Linux).
-    fn resident_mebibytes(&self) -> Option<f64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
-        let kibibytes: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kibibytes / 1024.0)
-    }
-
-    fn send(&mut self, line: &str) -> anyhow::Result<()> {
-        let input = self
-            .child
-            .stdin
-            .as_mut()
-            .ok_or_else(|| anyhow::anyhow!("no stdin"))?;
-        input.write_all(line.as_bytes())?;
-        input.write_all(b"\n")?;
-        input.flush()?;
-        Ok(())
-    }
-
-    fn request(&mut self, line: &str) -> anyhow::Result<Duration> {
-        let started = Instant::now();
-        self.send(line)?;
-        let mut answer = String::new();
-        loop {
-            answer.clear();
-            anyhow::ensure!(
-                self.output.read_line(&mut answer)? > 0,
-                "the server closed stdout"
-            );
-            if answer.contains("\"id\"") {
-                anyhow::ensure!(answer.contains("\"result\""), "unexpected answer: {answer}");
-                return Ok(started.elapsed());
-            }
-        }
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        if let Err(error) = self.child.kill() {
-            println!("(cannot stop the server: {error})");
-        }
-        self.child.wait().ok();
-    }
-}
-
-fn over_stdio(server: &Path, root: &Path, count: usize) -> anyhow::Result<()> {
+async fn over_stdio(server: &Path, root: &Path, count: usize) -> anyhow::Result<()> {
     std::fs::remove_file(root.join("index.json"))?;
-    let (_, cold, cold_ready) = Session::start(server, root)?;
-    let (mut session, warm, warm_ready) = Session::start(server, root)?;
+    let (cold_session, cold, cold_ready) = start(server, root).await?;
+    cold_session.stop().await?;
+    let (mut session, warm, warm_ready) = start(server, root).await?;
     println!(
-        "start → initialize answered, {count} skills: cold {} (budget ≤ 150 ms) · warm {} (budget ≤ 50 ms)",
+        "start → initialize answered, {count} skills: cold {} (budget ≤ 150 ms at 10,000) · warm {} (budget ≤ 50 ms at 10,000; ≤ 20 ms at 200)",
         milliseconds(cold),
         milliseconds(warm)
     );
@@ -312,46 +256,67 @@ fn over_stdio(server: &Path, root: &Path, count: usize) -> anyhow::Result<()> {
         milliseconds(cold_ready),
         milliseconds(warm_ready)
     );
-    let call = |id: usize, tool: &str, arguments: &str| {
-        format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}"#
-        )
-    };
     let mut searches = Vec::new();
-    for round in 0..40 {
-        for (index, query) in QUERIES.iter().enumerate() {
-            searches.push(session.request(&call(
-                1000 + round * 10 + index,
-                "SkillSearch",
-                &format!(r#"{{"query":"{query}"}}"#),
-            ))?);
+    for _ in 0..40 {
+        for query in QUERIES {
+            searches.push(
+                session
+                    .expect_success(
+                        "tools/call",
+                        &tool_call_params("SkillSearch", &format!(r#"{{"query":"{query}"}}"#)),
+                    )
+                    .await?,
+            );
         }
     }
-    let mut loads = Vec::new();
     let load = format!(
         r#"{{"name":"{}-{}-0","force":true}}"#,
         word(0, 1),
         word(0, 2)
     );
-    for round in 0..400 {
-        loads.push(session.request(&call(10_000 + round, "SkillLoad", &load))?);
+    let mut loads = Vec::new();
+    for _ in 0..400 {
+        loads.push(
+            session
+                .expect_success("tools/call", &tool_call_params("SkillLoad", &load))
+                .await?,
+        );
     }
     println!(
         "over stdio: SkillSearch p50 {} · SkillLoad (cached body) p50 {} (budget ≤ 60 µs)",
         microseconds(percentile(&mut searches, 500)),
         microseconds(percentile(&mut loads, 500))
     );
-    match session.resident_mebibytes() {
+    // The first page (200 skills): the whole library at 200 skills.
+    let mut lists = Vec::new();
+    for _ in 0..50 {
+        lists.push(session.expect_success("skills/list", "{}").await?);
+    }
+    println!(
+        "over stdio: skills/list, first page of {} skills: p50 {} (budget ≤ 5 ms for 200 skills)",
+        count.min(200),
+        milliseconds(percentile(&mut lists, 500))
+    );
+    match session.resident_kibibytes() {
         Some(resident) => println!(
-            "resident memory serving {count} skills (after the searches and loads): {resident:.1} MiB (budget ≤ 15 MiB at 200 skills, ≤ 40 MiB at 10,000)"
+            "resident memory serving {count} skills (after the searches and loads): {:.1} MiB (budget ≤ 15 MiB at 200 skills, ≤ 40 MiB at 10,000)",
+            resident as f64 / 1024.0
         ),
         None => println!("(resident memory is read from /proc, which this system lacks)"),
     }
-    Ok(())
+    session.stop().await
 }
 
 fn main() -> anyhow::Result<()> {
-    let mut arguments = std::env::args().skip(1);
+    let mut arguments = std::env::args().skip(1).peekable();
+    if arguments.peek().map(String::as_str) == Some("generate") {
+        let root = PathBuf::from(arguments.nth(1).context("generate DIR [SKILLS]")?);
+        let count: usize = arguments.next().map_or(Ok(200), |text| text.parse())?;
+        generate(&root, count)?;
+        // The name of one generated skill, for a client that loads it.
+        println!("{}-{}-0", word(0, 1), word(0, 2));
+        return Ok(());
+    }
     let count: usize = arguments.next().map_or(Ok(10_000), |text| text.parse())?;
     let server = arguments.next().map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/synapse-mcp"),
@@ -367,7 +332,10 @@ fn main() -> anyhow::Result<()> {
     );
     in_process(&root)?;
     if server.is_file() {
-        over_stdio(&server, &root, count)?;
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(over_stdio(&server, &root, count))?;
     } else {
         println!(
             "({} not built: run `cargo build --release` for the stdio figures)",
