@@ -2,7 +2,7 @@
 //! measures spawn → `initialize` answered, then times `--calls` sequential and `--calls`
 //! pipelined (`--in-flight` unanswered at once) `tools/call` round trips of one tool, and reads the
 //! server's CPU time and peak resident memory (`VmHWM`) from `/proc` after the run. Prints one
-//! JSON object. The client is plain tokio + serde_json over the pipes (no MCP SDK), the same for
+//! JSON object. The client is plain tokio + `serde_json` over the pipes (no MCP SDK), the same for
 //! every server, so figures of different servers compare.
 //!
 //! ```sh
@@ -79,7 +79,10 @@ impl Options {
     fn command(&self) -> anyhow::Result<Vec<String>> {
         if self.floor {
             let driver = std::env::current_exe()?;
-            return Ok(vec![driver.display().to_string(), "--serve-echo".to_owned()]);
+            return Ok(vec![
+                driver.display().to_string(),
+                "--serve-echo".to_owned(),
+            ]);
         }
         ensure!(
             !self.command.is_empty(),
@@ -146,7 +149,7 @@ async fn drive(options: &Options) -> anyhow::Result<Value> {
     }
     let cpu_per_call = cpu_before.zip(server.cpu_time()).map(|(before, after)| {
         let calls = options.calls.max(1) as f64;
-        round((after - before).as_secs_f64() * 1e6 / calls)
+        round(after.saturating_sub(before).as_secs_f64() * 1e6 / calls)
     });
     let pipelined = if options.in_flight == 0 {
         Value::Null

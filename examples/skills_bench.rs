@@ -23,125 +23,19 @@
     reason = "each example that shares the client uses a different part of it"
 )]
 mod stdio_client;
+#[path = "support/synthetic_skills.rs"]
+mod synthetic_skills;
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use stdio_client::{Server, tool_call_params};
+use synthetic_skills::{QUERIES, first_skill_name, generate};
 
 use synapse_mcp::groups::skills::skill_content;
 use synapse_mcp::skills::Library;
 use synapse_mcp::skills::discover::{Root, RootKind};
-
-const WORDS: [&str; 48] = [
-    "pdf",
-    "merge",
-    "split",
-    "csv",
-    "clean",
-    "data",
-    "chart",
-    "plot",
-    "report",
-    "invoice",
-    "email",
-    "draft",
-    "review",
-    "code",
-    "refactor",
-    "test",
-    "deploy",
-    "docker",
-    "kubernetes",
-    "database",
-    "migration",
-    "schema",
-    "query",
-    "index",
-    "search",
-    "translate",
-    "summarise",
-    "document",
-    "slide",
-    "deck",
-    "image",
-    "resize",
-    "audio",
-    "transcribe",
-    "video",
-    "subtitle",
-    "calendar",
-    "meeting",
-    "budget",
-    "forecast",
-    "stock",
-    "analysis",
-    "security",
-    "audit",
-    "license",
-    "release",
-    "notes",
-    "changelog",
-];
-
-fn mix(seed: usize, position: usize) -> usize {
-    seed.wrapping_mul(2_654_435_761)
-        .wrapping_add(position.wrapping_mul(40_503))
-        >> 7
-}
-
-fn word(seed: usize, position: usize) -> &'static str {
-    WORDS[mix(seed, position) % WORDS.len()]
-}
-
-const SYLLABLES: [&str; 24] = [
-    "ka", "lo", "mi", "ren", "tu", "vas", "no", "pel", "dri", "sto", "gan", "fe", "qua", "zin",
-    "bor", "tel", "ash", "umb", "cor", "ix", "ya", "hep", "ond", "ral",
-];
-
-/// A body word: one of about 8,000 pseudo-words, common ones far more often (roughly Zipf), as
-/// in real text; one in eight is a topic word.
-fn body_word(seed: usize, position: usize) -> String {
-    let draw = mix(seed, position);
-    if draw.is_multiple_of(8) {
-        return word(seed, position + 1000).to_owned();
-    }
-    let rank = (draw % 8000) * (draw % 8000) / 8000;
-    format!(
-        "{}{}{}",
-        SYLLABLES[rank % 24],
-        SYLLABLES[rank / 24 % 24],
-        SYLLABLES[rank / 576 % 24]
-    )
-}
-
-fn generate(root: &Path, count: usize) -> anyhow::Result<()> {
-    for number in 0..count {
-        let name = format!("{}-{}-{number}", word(number, 1), word(number, 2));
-        let folder = root.join(format!("group-{}", number % 100)).join(&name);
-        std::fs::create_dir_all(&folder)?;
-        let topic: Vec<&str> = (3..9).map(|position| word(number, position)).collect();
-        let mut body = format!("# {}\n\n## Steps\n\n", topic.join(" "));
-        for line in 0..12 {
-            let words: Vec<String> = (0..10)
-                .map(|position| body_word(number * 31 + line, position))
-                .collect();
-            writeln!(body, "{}. {}.", line + 1, words.join(" "))?;
-        }
-        let description = format!(
-            "Handles {} tasks. Use when the user asks to {}.",
-            topic[..3].join(", "),
-            topic[3..].join(" ")
-        );
-        std::fs::write(
-            folder.join("SKILL.md"),
-            format!("---\nname: {name}\ndescription: {description}\n---\n\n{body}"),
-        )?;
-    }
-    Ok(())
-}
 
 fn percentile(samples: &mut [Duration], per_mille: usize) -> Duration {
     samples.sort();
@@ -155,17 +49,6 @@ fn milliseconds(duration: Duration) -> String {
 fn microseconds(duration: Duration) -> String {
     format!("{:.1} µs", duration.as_secs_f64() * 1_000_000.0)
 }
-
-const QUERIES: [&str; 8] = [
-    "merge pdf files",
-    "clean csv data",
-    "kubernetes deploy",
-    "database migrations",
-    "translate documents",
-    "stock forecast analysis",
-    "mrege pdfs",
-    "transcribe audio meeting",
-];
 
 fn in_process(root: &Path) -> anyhow::Result<()> {
     let roots = [Root {
@@ -269,13 +152,9 @@ async fn over_stdio(server: &Path, root: &Path, count: usize) -> anyhow::Result<
             );
         }
     }
-    let load = format!(
-        r#"{{"name":"{}-{}-0","force":true}}"#,
-        word(0, 1),
-        word(0, 2)
-    );
+    let load = format!(r#"{{"name":"{}","force":true}}"#, first_skill_name());
     let mut loads = Vec::new();
-    for _ in 0..400 {
+    for _ in 0..2_000 {
         loads.push(
             session
                 .expect_success("tools/call", &tool_call_params("SkillLoad", &load))
@@ -314,7 +193,7 @@ fn main() -> anyhow::Result<()> {
         let count: usize = arguments.next().map_or(Ok(200), |text| text.parse())?;
         generate(&root, count)?;
         // The name of one generated skill, for a client that loads it.
-        println!("{}-{}-0", word(0, 1), word(0, 2));
+        println!("{}", first_skill_name());
         return Ok(());
     }
     let count: usize = arguments.next().map_or(Ok(10_000), |text| text.parse())?;

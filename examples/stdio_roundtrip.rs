@@ -75,7 +75,10 @@ async fn measure_server(
     session
         .expect_success(
             "tools/call",
-            &stdio_client::tool_call_params("WriteVar", &format!(r#"{{"name":"kb","value":"{value}"}}"#)),
+            &stdio_client::tool_call_params(
+                "WriteVar",
+                &format!(r#"{{"name":"kb","value":"{value}"}}"#),
+            ),
         )
         .await?;
     let reads = measure(&mut session, round_trips, "ReadVar", |_| {

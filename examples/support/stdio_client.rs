@@ -1,6 +1,6 @@
 //! The one MCP client the measuring examples share (`load_driver`, `stdio_roundtrip`,
 //! `skills_bench`): newline-delimited JSON-RPC written by hand over a child's pipes with tokio and
-//! serde_json, no MCP SDK, so that what is timed is the server and the pipes, not a client library.
+//! `serde_json`, no MCP SDK, so that what is timed is the server and the pipes, not a client library.
 //! Also the bare echo loop (`serve_echo`), the floor that pipes and process switches set on a
 //! machine, the percentile summary, and the server's memory and CPU time read from `/proc`.
 //!
@@ -125,7 +125,9 @@ impl Server {
         self.next_id += 1;
         (
             id,
-            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{params}}}\n"),
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{params}}}\n"
+            ),
         )
     }
 
@@ -249,7 +251,8 @@ impl Server {
         let stat = std::fs::read_to_string(format!("/proc/{process_id}/stat")).ok()?;
         // The command name (field 2) may hold spaces; the fields after its `)` are plain.
         let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-        let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        let ticks: u64 =
+            fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
         // Linux reports in USER_HZ, 100 per second on every architecture it supports.
         Some(Duration::from_millis(ticks * 10))
     }
@@ -257,7 +260,7 @@ impl Server {
     /// Closes stdin (a clean end of session) and ends the process if it has not exited.
     pub(crate) async fn stop(mut self) -> anyhow::Result<()> {
         drop(self.input);
-        if tokio::time::timeout(Duration::from_millis(500), self.child.wait())
+        if tokio::time::timeout(Duration::from_secs(10), self.child.wait())
             .await
             .is_err()
         {
@@ -289,7 +292,10 @@ impl Reader {
             };
             let id = id.as_u64().context("an answer with an id never sent")?;
             let failed = incoming.error.is_some()
-                || incoming.result.as_ref().is_none_or(|result| result.is_error);
+                || incoming
+                    .result
+                    .as_ref()
+                    .is_none_or(|result| result.is_error);
             let outcome = if failed {
                 Outcome::Failure(cut(&self.line))
             } else {
@@ -302,7 +308,10 @@ impl Reader {
 
 /// `tools/call` params for `tool` with `arguments` (JSON text).
 pub(crate) fn tool_call_params(tool: &str, arguments: &str) -> String {
-    format!(r#"{{"name":{},"arguments":{arguments}}}"#, Value::from(tool))
+    format!(
+        r#"{{"name":{},"arguments":{arguments}}}"#,
+        Value::from(tool)
+    )
 }
 
 fn cut(line: &str) -> String {
@@ -348,10 +357,7 @@ impl Summary {
             let index = ((sorted.len() as f64 * fraction).ceil() as usize).saturating_sub(1);
             sorted.get(index).copied().unwrap_or(f64::NAN)
         };
-        #[expect(
-            clippy::cast_precision_loss,
-            reason = "a sample count far below 2^52"
-        )]
+        #[expect(clippy::cast_precision_loss, reason = "a sample count far below 2^52")]
         let mean = sorted.iter().sum::<f64>() / sorted.len() as f64;
         Self {
             count: sorted.len(),
