@@ -1,10 +1,12 @@
 //! In-process benchmarks for DESIGN.md's budgets: `$VAR_REF` resolution throughput over large
 //! arguments (≥ 300 MB/s), variable writes with eviction at capacity 100,000 (≥ 1,000,000 per
 //! second), the skills library (search over 10,000 skills, a cached `SkillLoad` body, a warm
-//! catalog of 200 skills), workspace reads and writes on both stores and 1,000-step plans.
+//! catalog of 200 skills), chat snapshots, workspace reads and writes on both stores and
+//! 1,000-step plans.
 //! Criterion measures; afterwards each figure is printed beside its budget. The rows measured
 //! over stdio (round trips, start-up, resident memory) come from `examples/stdio_roundtrip.rs`
-//! and `examples/skills_bench.rs`; `SnapshotProcess` is not built yet (issue 6).
+//! and `examples/skills_bench.rs`. `SnapshotProcess` of a 10,000-message chat is timed through
+//! the executor (arguments parsed, calls applied, snapshots stored) on both stores.
 //! Run with `cargo bench --bench budgets` (one group: `cargo bench --bench budgets -- skills`).
 #![allow(
     clippy::print_stdout,
@@ -274,10 +276,18 @@ fn report_skills_and_snapshots() {
             None => println!("{figure:<40} {:>18}  {budget} (not run)", "-"),
         }
     }
-    println!(
-        "{:<40} {:>18}  ≤ 200 ms  not yet built (issue 6)",
-        "SnapshotProcess, 10,000 messages", "-"
-    );
+    for store in ["memory", "sqlite"] {
+        let function = format!("process_10000_messages_{store}");
+        match mean_nanoseconds("snapshots", &function) {
+            Some(nanoseconds) => println!(
+                "{:<40} {:>15.1} ms  ≤ 200 ms  {}",
+                format!("snapshots/{function}"),
+                nanoseconds / 1e6,
+                if nanoseconds <= 200e6 { "met" } else { "MISSED" }
+            ),
+            None => println!("snapshots/{function:<30} {:>18}  ≤ 200 ms (not run)", "-"),
+        }
+    }
 }
 
 /// The store's cost seen from a workspace: a 1 KB read and a 1 KB write, in memory and on SQLite.
@@ -318,20 +328,43 @@ fn bench_store(criterion: &mut Criterion) {
     std::fs::remove_dir_all(&directory).ok();
 }
 
-/// A 1,000-step plan of cheap steps (`WriteState`), each reading the previous step's result:
-/// validation alone (`dryRun`) and a full run through the executor.
-fn bench_plans(criterion: &mut Criterion) {
-    let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from([
-        "synapse-mcp",
-        "--store",
-        "memory",
-    ]);
+/// A server as `synapse-mcp` builds it from `arguments`, and a runtime to call its tools on.
+fn server_with(arguments: &[&str]) -> (synapse_mcp::server::Server, tokio::runtime::Runtime) {
+    let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from(
+        std::iter::once("synapse-mcp").chain(arguments.iter().copied()),
+    );
     let config = synapse_mcp::config::Config::load(&cli).expect("config");
     let server = synapse_mcp::server::Server::new(&config).expect("server");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
+    (server, runtime)
+}
+
+/// One `tools/call` through the executor, the whole pipeline but the transport.
+fn call(
+    server: &synapse_mcp::server::Server,
+    runtime: &tokio::runtime::Runtime,
+    tool: &'static str,
+    arguments: &Value,
+) -> impl Sized + use<> {
+    let request = synapse_mcp::tools::CallRequest {
+        tool,
+        arguments: arguments.as_object().cloned(),
+        asking: synapse_mcp::tools::Asking::Unavailable,
+        resume: None,
+        cancellation: tokio_util::sync::CancellationToken::new(),
+        plan: None,
+        progress: None,
+    };
+    runtime.block_on(server.executor().execute(request))
+}
+
+/// A 1,000-step plan of cheap steps (`WriteState`), each reading the previous step's result:
+/// validation alone (`dryRun`) and a full run through the executor.
+fn bench_plans(criterion: &mut Criterion) {
+    let (server, runtime) = server_with(&["--store", "memory"]);
     let steps: Vec<Value> = (0..PLAN_STEPS)
         .map(|index| {
             let value = if index == 0 { json!(0) } else { json!(format!("†steps.s{}.path", index - 1)) };
@@ -343,17 +376,52 @@ fn bench_plans(criterion: &mut Criterion) {
     for (label, dry_run) in [("validate_1000_steps", true), ("run_1000_steps", false)] {
         let arguments = json!({"steps": steps, "dryRun": dry_run, "_outputLimit": 200});
         group.bench_function(label, |bencher| {
+            bencher.iter(|| black_box(call(&server, &runtime, "RunPlan", &arguments)));
+        });
+    }
+    group.finish();
+}
+
+const CHAT_MESSAGES: usize = 10_000;
+
+/// A SillyTavern-shaped chat of `CHAT_MESSAGES` messages, user and AI in turn, every AI reply
+/// with three calls (a set, an add, a set in a nested map), so the state stays a role-play's
+/// size (a few dozen keys) rather than growing with the chat.
+fn chat_messages() -> Vec<Value> {
+    (0..CHAT_MESSAGES)
+        .map(|index| {
+            if index % 2 == 0 {
+                let text = format!("I walk to the {} gate.", index % 7);
+                return json!({"is_user": true, "mes": text, "swipe_id": 0, "swipes": [text]});
+            }
+            let text = format!(
+                "The guard nods. @.SET(\"scene.place\", \"gate {}\"); @.ADD(\"hero.gold\", 3); \
+                 @.SET(\"npcs.n{}.mood\", \"calm {}\");",
+                index % 7,
+                index % 20,
+                index % 5
+            );
+            json!({"is_user": false, "swipe_id": 0, "swipes": [text], "swipes_info": [{}]})
+        })
+        .collect()
+}
+
+/// `SnapshotProcess` of a whole chat none of whose messages is bound yet (the first processing,
+/// the most work: one snapshot per AI reply), in a new chat file each time, on both stores.
+fn bench_snapshots(criterion: &mut Criterion) {
+    let directory = tempfile::tempdir().expect("a temporary folder");
+    let data = directory.path().display().to_string();
+    let messages = chat_messages();
+    let mut group = criterion.benchmark_group("snapshots");
+    group.sample_size(10);
+    for (label, store) in [("memory", ["--store", "memory"]), ("sqlite", ["--data-dir", data.as_str()])] {
+        let (server, runtime) = server_with(&store);
+        let mut chat = 0_u32;
+        group.bench_function(format!("process_10000_messages_{label}"), |bencher| {
             bencher.iter(|| {
-                let request = synapse_mcp::tools::CallRequest {
-                    tool: "RunPlan",
-                    arguments: arguments.as_object().cloned(),
-                    asking: synapse_mcp::tools::Asking::Unavailable,
-                    resume: None,
-                    cancellation: tokio_util::sync::CancellationToken::new(),
-                    plan: None,
-                    progress: None,
-                };
-                black_box(runtime.block_on(server.executor().execute(request)))
+                chat += 1;
+                let arguments = json!({"chatFile": format!("chat-{chat}"), "messages": messages});
+                black_box(call(&server, &runtime, "SnapshotProcess", &arguments))
             });
         });
     }
@@ -408,6 +476,7 @@ fn main() {
     bench_store(&mut criterion);
     bench_plans(&mut criterion);
     bench_skills(&mut criterion);
+    bench_snapshots(&mut criterion);
     criterion.final_summary();
     report();
 }

@@ -11,7 +11,8 @@
 //!     -- target/release/synapse-mcp --store memory
 //! cargo run --release --example load_driver -- --floor   # the bare echo loop, same client
 //! ```
-//! `{index}` in `--arguments` becomes the call's number (to spread writes over names, say).
+//! `{index}` in `--arguments` becomes the call's number (to spread writes over names, say);
+//! `--arguments @FILE` reads them from a file (a whole chat for `SnapshotProcess`, say).
 //! The figures are only meaningful from a release build.
 #![allow(
     clippy::print_stdout,
@@ -43,7 +44,8 @@ struct Options {
     /// The tool to call.
     #[arg(long, default_value = "echo")]
     tool: String,
-    /// The tool's arguments, JSON; `{index}` becomes the call's number.
+    /// The tool's arguments, JSON, or `@FILE` to read them from a file; `{index}` becomes the
+    /// call's number.
     #[arg(long, default_value = r#"{"message":"hello"}"#)]
     arguments: String,
     /// A call made once before measuring: TOOL JSON (repeatable).
@@ -193,7 +195,11 @@ async fn drive(options: &Options) -> anyhow::Result<Value> {
 }
 
 fn main() -> anyhow::Result<()> {
-    let options = Options::parse();
+    let mut options = Options::parse();
+    if let Some(path) = options.arguments.strip_prefix('@') {
+        options.arguments = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the arguments from {path}"))?;
+    }
     if options.serve_echo {
         return stdio_client::serve_echo();
     }
