@@ -1,12 +1,11 @@
 //! In-process benchmarks for DESIGN.md's budgets: `$VAR_REF` resolution throughput over large
 //! arguments (≥ 300 MB/s), variable writes with eviction at capacity 100,000 (≥ 1,000,000 per
 //! second), the skills library (search over 10,000 skills, a cached `SkillLoad` body, a warm
-//! catalog of 200 skills), chat snapshots, workspace reads and writes on both stores and
-//! 1,000-step plans.
+//! catalog of 200 skills), workspace reads and writes on both stores and 1,000-step plans.
 //! Criterion measures; afterwards each figure is printed beside its budget. The rows measured
 //! over stdio (round trips, start-up, resident memory) come from `examples/stdio_roundtrip.rs`
-//! and `examples/skills_bench.rs`. `SnapshotProcess` of a 10,000-message chat is timed through
-//! the executor (arguments parsed, calls applied, snapshots stored) on both stores.
+//! and `examples/skills_bench.rs`; `SnapshotProcess` of a 10,000-message chat by
+//! `benches/snapshots.rs`.
 //! Run with `cargo bench --bench budgets` (one group: `cargo bench --bench budgets -- skills`).
 #![allow(
     clippy::print_stdout,
@@ -233,7 +232,7 @@ fn report() {
         write_memory / 1e3,
         write_sqlite / 1e3
     );
-    report_skills_and_snapshots();
+    report_skills();
     for (figure, measured, budget, unit) in cases {
         match measured {
             Some(measured) => println!(
@@ -251,7 +250,7 @@ fn report() {
     }
 }
 
-fn report_skills_and_snapshots() {
+fn report_skills() {
     let microseconds =
         |function: &str| mean_nanoseconds("skills", function).map(|nanoseconds| nanoseconds / 1e3);
     for (figure, function, budget) in [
@@ -276,18 +275,10 @@ fn report_skills_and_snapshots() {
             None => println!("{figure:<40} {:>18}  {budget} (not run)", "-"),
         }
     }
-    for store in ["memory", "sqlite"] {
-        let function = format!("process_10000_messages_{store}");
-        match mean_nanoseconds("snapshots", &function) {
-            Some(nanoseconds) => println!(
-                "{:<40} {:>15.1} ms  ≤ 200 ms  {}",
-                format!("snapshots/{function}"),
-                nanoseconds / 1e6,
-                if nanoseconds <= 200e6 { "met" } else { "MISSED" }
-            ),
-            None => println!("snapshots/{function:<30} {:>18}  ≤ 200 ms (not run)", "-"),
-        }
-    }
+    println!(
+        "{:<40} {:>18}  ≤ 200 ms  cargo bench --bench snapshots",
+        "SnapshotProcess, 10,000 messages", "-"
+    );
 }
 
 /// The store's cost seen from a workspace: a 1 KB read and a 1 KB write, in memory and on SQLite.
@@ -382,52 +373,6 @@ fn bench_plans(criterion: &mut Criterion) {
     group.finish();
 }
 
-const CHAT_MESSAGES: usize = 10_000;
-
-/// A SillyTavern-shaped chat of `CHAT_MESSAGES` messages, user and AI in turn, every AI reply
-/// with three calls (a set, an add, a set in a nested map), so the state stays a role-play's
-/// size (a few dozen keys) rather than growing with the chat.
-fn chat_messages() -> Vec<Value> {
-    (0..CHAT_MESSAGES)
-        .map(|index| {
-            if index % 2 == 0 {
-                let text = format!("I walk to the {} gate.", index % 7);
-                return json!({"is_user": true, "mes": text, "swipe_id": 0, "swipes": [text]});
-            }
-            let text = format!(
-                "The guard nods. @.SET(\"scene.place\", \"gate {}\"); @.ADD(\"hero.gold\", 3); \
-                 @.SET(\"npcs.n{}.mood\", \"calm {}\");",
-                index % 7,
-                index % 20,
-                index % 5
-            );
-            json!({"is_user": false, "swipe_id": 0, "swipes": [text], "swipes_info": [{}]})
-        })
-        .collect()
-}
-
-/// `SnapshotProcess` of a whole chat none of whose messages is bound yet (the first processing,
-/// the most work: one snapshot per AI reply), in a new chat file each time, on both stores.
-fn bench_snapshots(criterion: &mut Criterion) {
-    let directory = tempfile::tempdir().expect("a temporary folder");
-    let data = directory.path().display().to_string();
-    let messages = chat_messages();
-    let mut group = criterion.benchmark_group("snapshots");
-    group.sample_size(10);
-    for (label, store) in [("memory", ["--store", "memory"]), ("sqlite", ["--data-dir", data.as_str()])] {
-        let (server, runtime) = server_with(&store);
-        let mut chat = 0_u32;
-        group.bench_function(format!("process_10000_messages_{label}"), |bencher| {
-            bencher.iter(|| {
-                chat += 1;
-                let arguments = json!({"chatFile": format!("chat-{chat}"), "messages": messages});
-                black_box(call(&server, &runtime, "SnapshotProcess", &arguments))
-            });
-        });
-    }
-    group.finish();
-}
-
 const PLAN_STEPS: usize = 1_000;
 
 /// Synthetic skills in a temporary root: a search over 10,000 (index built first), a cached
@@ -476,7 +421,6 @@ fn main() {
     bench_store(&mut criterion);
     bench_plans(&mut criterion);
     bench_skills(&mut criterion);
-    bench_snapshots(&mut criterion);
     criterion.final_summary();
     report();
 }
