@@ -1,7 +1,12 @@
-//! In-process benchmarks for DESIGN.md's budgets that this code owns so far:
-//! `$VAR_REF` resolution throughput over large arguments (≥ 300 MB/s) and variable writes with
-//! eviction at capacity 100,000 (≥ 1,000,000 per second). Criterion measures; afterwards each
-//! figure is printed beside its budget. Run with `cargo bench --bench budgets`.
+//! In-process benchmarks for DESIGN.md's budgets: `$VAR_REF` resolution throughput over large
+//! arguments (≥ 300 MB/s), variable writes with eviction at capacity 100,000 (≥ 1,000,000 per
+//! second), the skills library (search over 10,000 skills, a cached `SkillLoad` body, a warm
+//! catalog of 200 skills), workspace reads and writes on both stores and 1,000-step plans.
+//! Criterion measures; afterwards each figure is printed beside its budget. The rows measured
+//! over stdio (round trips, start-up, resident memory) come from `examples/stdio_roundtrip.rs`
+//! and `examples/skills_bench.rs`; `SnapshotProcess` of a 10,000-message chat by
+//! `benches/snapshots.rs`.
+//! Run with `cargo bench --bench budgets` (one group: `cargo bench --bench budgets -- skills`).
 #![allow(
     clippy::print_stdout,
     reason = "a benchmark reports its figures on stdout"
@@ -19,9 +24,16 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+#[path = "../examples/support/synthetic_skills.rs"]
+#[allow(dead_code, reason = "the examples use more of it than the benchmarks")]
+mod synthetic_skills;
+
 use criterion::{BatchSize, Criterion, Throughput};
 use serde_json::{Value, json};
+use synapse_mcp::groups::skills::skill_content;
 use synapse_mcp::refs;
+use synapse_mcp::skills::Library;
+use synapse_mcp::skills::discover::{Root, RootKind};
 use synapse_mcp::store::{SqliteOptions, SqliteStore};
 use synapse_mcp::vars::{NewVariable, SystemClock, ValueKind, VarType, VariableSystem};
 use synapse_mcp::workspace::Workspace;
@@ -220,6 +232,7 @@ fn report() {
         write_memory / 1e3,
         write_sqlite / 1e3
     );
+    report_skills();
     for (figure, measured, budget, unit) in cases {
         match measured {
             Some(measured) => println!(
@@ -235,6 +248,37 @@ fn report() {
             ),
         }
     }
+}
+
+fn report_skills() {
+    let microseconds =
+        |function: &str| mean_nanoseconds("skills", function).map(|nanoseconds| nanoseconds / 1e3);
+    for (figure, function, budget) in [
+        (
+            "skills/search_10000 (mean; budget is p50)",
+            "search_10000",
+            "≤ 2,000 µs",
+        ),
+        (
+            "skills/load_cached_body",
+            "load_cached_body",
+            "(stdio round trip ≤ 60 µs)",
+        ),
+        (
+            "skills/catalog_warm_200",
+            "catalog_warm_200",
+            "(start ≤ 20 ms)",
+        ),
+    ] {
+        match microseconds(function) {
+            Some(measured) => println!("{figure:<40} {measured:>15.1} µs  {budget}"),
+            None => println!("{figure:<40} {:>18}  {budget} (not run)", "-"),
+        }
+    }
+    println!(
+        "{:<40} {:>18}  ≤ 200 ms  cargo bench --bench snapshots",
+        "SnapshotProcess, 10,000 messages", "-"
+    );
 }
 
 /// The store's cost seen from a workspace: a 1 KB read and a 1 KB write, in memory and on SQLite.
@@ -275,20 +319,44 @@ fn bench_store(criterion: &mut Criterion) {
     std::fs::remove_dir_all(&directory).ok();
 }
 
-/// A 1,000-step plan of cheap steps (`WriteState`), each reading the previous step's result:
-/// validation alone (`dryRun`) and a full run through the executor.
-fn bench_plans(criterion: &mut Criterion) {
-    let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from([
-        "synapse-mcp",
-        "--store",
-        "memory",
-    ]);
+/// A server as `synapse-mcp` builds it from `arguments`, and a runtime to call its tools on.
+fn server_with(arguments: &[&str]) -> (synapse_mcp::server::Server, tokio::runtime::Runtime) {
+    let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from(
+        std::iter::once("synapse-mcp").chain(arguments.iter().copied()),
+    );
     let config = synapse_mcp::config::Config::load(&cli).expect("config");
     let server = synapse_mcp::server::Server::new(&config).expect("server");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
+    (server, runtime)
+}
+
+/// One `tools/call` through the executor, the whole pipeline but the transport.
+fn call(
+    server: &synapse_mcp::server::Server,
+    runtime: &tokio::runtime::Runtime,
+    tool: &'static str,
+    arguments: &Value,
+) -> impl Sized + use<> {
+    let request = synapse_mcp::tools::CallRequest {
+        tool,
+        arguments: arguments.as_object().cloned(),
+        asking: synapse_mcp::tools::Asking::Unavailable,
+        resume: None,
+        cancellation: tokio_util::sync::CancellationToken::new(),
+        plan: None,
+        progress: None,
+        sampler: None,
+    };
+    runtime.block_on(server.executor().execute(request))
+}
+
+/// A 1,000-step plan of cheap steps (`WriteState`), each reading the previous step's result:
+/// validation alone (`dryRun`) and a full run through the executor.
+fn bench_plans(criterion: &mut Criterion) {
+    let (server, runtime) = server_with(&["--store", "memory"]);
     let steps: Vec<Value> = (0..PLAN_STEPS)
         .map(|index| {
             let value = if index == 0 { json!(0) } else { json!(format!("†steps.s{}.path", index - 1)) };
@@ -300,19 +368,7 @@ fn bench_plans(criterion: &mut Criterion) {
     for (label, dry_run) in [("validate_1000_steps", true), ("run_1000_steps", false)] {
         let arguments = json!({"steps": steps, "dryRun": dry_run, "_outputLimit": 200});
         group.bench_function(label, |bencher| {
-            bencher.iter(|| {
-                let request = synapse_mcp::tools::CallRequest {
-                    tool: "RunPlan",
-                    arguments: arguments.as_object().cloned(),
-                    asking: synapse_mcp::tools::Asking::Unavailable,
-                    resume: None,
-                    cancellation: tokio_util::sync::CancellationToken::new(),
-                    plan: None,
-                    progress: None,
-                    sampler: None,
-                };
-                black_box(runtime.block_on(server.executor().execute(request)))
-            });
+            bencher.iter(|| black_box(call(&server, &runtime, "RunPlan", &arguments)));
         });
     }
     group.finish();
@@ -320,12 +376,52 @@ fn bench_plans(criterion: &mut Criterion) {
 
 const PLAN_STEPS: usize = 1_000;
 
+/// Synthetic skills in a temporary root: a search over 10,000 (index built first), a cached
+/// body through `skill_content` (what `SkillLoad` returns), and the warm catalog load of 200
+/// (`index.json` reused), the work behind start-up and `skills/list`.
+fn bench_skills(criterion: &mut Criterion) {
+    let directory = tempfile::tempdir().expect("a temporary folder");
+    let mut group = criterion.benchmark_group("skills");
+    for count in [200, 10_000] {
+        let root = directory.path().join(count.to_string());
+        synthetic_skills::generate(&root, count).expect("write the skills");
+        let roots = [Root {
+            kind: RootKind::Configured,
+            path: root,
+        }];
+        let library = Library::load(&roots);
+        library.warm_up();
+        if count == 200 {
+            group.bench_function("catalog_warm_200", |bencher| {
+                bencher.iter(|| black_box(Library::load(&roots)));
+            });
+            continue;
+        }
+        let mut next = 0;
+        group.bench_function("search_10000", |bencher| {
+            bencher.iter(|| {
+                next = (next + 1) % synthetic_skills::QUERIES.len();
+                black_box(library.search(synthetic_skills::QUERIES[next], &[], 5))
+            });
+        });
+        let skill = &library.skills()[42];
+        group.bench_function("load_cached_body", |bencher| {
+            bencher.iter(|| {
+                let body = skill.body().expect("the body");
+                black_box(skill_content(skill, &body))
+            });
+        });
+    }
+    group.finish();
+}
+
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     bench_references(&mut criterion);
     bench_writes(&mut criterion);
     bench_store(&mut criterion);
     bench_plans(&mut criterion);
+    bench_skills(&mut criterion);
     criterion.final_summary();
     report();
 }
