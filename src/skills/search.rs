@@ -33,7 +33,7 @@ const FUZZY_WEIGHT: f32 = 0.3;
 
 /// An inverted index over the skills' documents, built once and then read only. It is laid out
 /// for memory: at 10,000 skills it holds over a million postings, so each one is a few bytes in
-/// one shared buffer (see [`encode_posting`]) rather than a struct in a vector per term, and the
+/// one shared buffer (see `encode_posting`) rather than a struct in a vector per term, and the
 /// vocabulary is one string.
 pub struct Index {
     stemmer: Stemmer,
