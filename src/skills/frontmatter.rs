@@ -48,7 +48,11 @@ pub struct Parsed {
 
 /// Strips a byte-order mark and turns CRLF and lone CR line ends into LF.
 pub fn normalise(text: &str) -> Cow<'_, str> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    unify_line_ends(text.strip_prefix('\u{feff}').unwrap_or(text))
+}
+
+/// Turns CRLF and lone CR line ends into LF.
+fn unify_line_ends(text: &str) -> Cow<'_, str> {
     if text.contains('\r') {
         Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))
     } else {
@@ -78,25 +82,39 @@ pub fn split(text: &str) -> Result<Split<'_>, SplitError> {
 }
 
 /// Reads a SKILL.md only up to its closing fence, so start-up never reads bodies. The text is
-/// normalised; a file without frontmatter yields what was read (the splitter then says why).
-pub fn read_head(reader: impl BufRead) -> std::io::Result<String> {
+/// normalised as [`normalise`] does (one BOM dropped; CRLF and lone CR end lines), so the YAML
+/// found here is the YAML [`split`] finds in the whole file; a file without frontmatter yields
+/// what was read (the splitter then says why).
+pub fn read_head(mut reader: impl BufRead) -> std::io::Result<String> {
     let mut head = String::new();
-    for (index, line) in reader.lines().enumerate() {
-        let line = line?;
-        let line = if index == 0 {
-            line.trim_start_matches('\u{feff}').to_owned()
+    let mut raw = Vec::new();
+    let mut first = true;
+    loop {
+        raw.clear();
+        if reader.read_until(b'\n', &mut raw)? == 0 {
+            return Ok(head);
+        }
+        let text = std::str::from_utf8(&raw)
+            .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))?;
+        let text = if first {
+            text.strip_prefix('\u{feff}').unwrap_or(text)
         } else {
-            line
+            text
         };
-        let fence = line.trim_end();
-        let closing = index > 0 && (fence == "---" || fence == "...");
-        head.push_str(line.trim_end_matches('\r'));
-        head.push('\n');
-        if closing || (index == 0 && fence != "---") {
-            break;
+        // A lone CR ends a line as well: one raw line may hold several.
+        for line in unify_line_ends(text).split_inclusive('\n') {
+            let content = line.strip_suffix('\n').unwrap_or(line);
+            let fence = content.trim_end();
+            let closing = !first && (fence == "---" || fence == "...");
+            let not_frontmatter = first && fence != "---";
+            head.push_str(content);
+            head.push('\n');
+            if closing || not_frontmatter {
+                return Ok(head);
+            }
+            first = false;
         }
     }
-    Ok(head)
 }
 
 /// Parses the YAML of a frontmatter; on failure, retries once with unquoted `: ` values quoted.
@@ -253,5 +271,16 @@ mod tests {
         let text = "\u{feff}---\r\nname: a\r\n---\r\nbody that is never read\n";
         let head = read_head(std::io::Cursor::new(text)).unwrap();
         assert_eq!(head, "---\nname: a\n---\n");
+    }
+
+    #[test]
+    fn the_head_reader_ends_lines_at_a_lone_carriage_return_as_normalise_does() {
+        let text = "---\rname: a\r---\rbody";
+        let head = read_head(std::io::Cursor::new(text)).unwrap();
+        assert_eq!(head, "---\nname: a\n---\n");
+        assert_eq!(
+            split(&head).unwrap().yaml,
+            split(&normalise(text)).unwrap().yaml
+        );
     }
 }

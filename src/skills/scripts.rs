@@ -177,6 +177,9 @@ pub async fn run(
             }
         });
     }
+    // Armed until the script is reaped: a cancelled call drops this future at an await, and
+    // `kill_on_drop` alone reaches only the script, not what it started in its group.
+    let mut group = ProcessGroup::of(&child);
     let stdout = Captured::start(child.stdout.take());
     let stderr = Captured::start(child.stderr.take());
     let wait_error = |source| Error::Wait {
@@ -189,11 +192,12 @@ pub async fn run(
         () = cancellation.cancelled() => (None, false),
     };
     if status.is_none() {
-        kill_group(&child);
+        group.kill();
         if let Err(error) = child.kill().await {
             tracing::warn!(%error, script = %script.relative, "cannot kill a script");
         }
     }
+    group.disarm();
     let (stdout, stdout_cut) = stdout.finish().await;
     let (stderr, stderr_cut) = stderr.finish().await;
     Ok(Ran {
@@ -256,12 +260,40 @@ fn scrub_environment(command: &mut Command, folder: &Path) {
     command.env("SKILL_DIR", folder);
 }
 
-/// Kills the script's process group, so that what it started dies with it.
+/// A script's process group, killed on drop unless disarmed, so that what the script started
+/// dies with it even when the call's future is dropped mid-run.
+struct ProcessGroup {
+    leader: Option<u32>,
+}
+
+impl ProcessGroup {
+    fn of(child: &tokio::process::Child) -> Self {
+        Self { leader: child.id() }
+    }
+
+    fn kill(&mut self) {
+        if let Some(leader) = self.leader.take() {
+            kill_group(leader);
+        }
+    }
+
+    /// The script was reaped: its id may be reused, so the group is left alone from now on.
+    fn disarm(&mut self) {
+        self.leader = None;
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Kills a process group by its leader's id.
 #[cfg(unix)]
-fn kill_group(child: &tokio::process::Child) {
-    let group = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
+fn kill_group(leader: u32) {
+    let group = i32::try_from(leader)
+        .ok()
         .and_then(rustix::process::Pid::from_raw);
     if let Some(group) = group
         && let Err(error) =
@@ -272,7 +304,7 @@ fn kill_group(child: &tokio::process::Child) {
 }
 
 #[cfg(not(unix))]
-fn kill_group(_child: &tokio::process::Child) {}
+fn kill_group(_leader: u32) {}
 
 /// One output pipe read into a capped buffer beside the script; what was read is kept even if
 /// the pipe never closes.

@@ -648,3 +648,18 @@ pub(crate) async fn wait_for(client: &TestClient, notification: &str) {
         client.notifications()
     );
 }
+
+/// Copies a folder with everything in it (skills are copied so that `index.json` and saves
+/// never land in the repository).
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

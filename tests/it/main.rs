@@ -8,10 +8,14 @@
 mod approval;
 mod bad_input;
 mod common;
+mod examples;
 mod executor;
+mod faults;
+mod fuzz_regressions;
 mod plans;
 mod schemas;
 mod skills;
 mod snapshots;
+mod soak;
 mod stdio;
 mod store;

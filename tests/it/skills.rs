@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::common::{Client, Elicitation, TestClient, call, is_error, spawn_binary, text};
+use crate::common::{
+    Client, Elicitation, TestClient, call, copy_tree, is_error, spawn_binary, text,
+};
 
 mod catalog;
 mod reload;
@@ -62,19 +64,6 @@ impl Fixture {
         let args = self.args();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         spawn_binary(&args, TestClient::new(Elicitation::Unsupported)).await
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
     }
 }
 

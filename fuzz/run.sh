@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds the fuzz targets and runs each for a bounded time (libFuzzer through cargo-fuzz).
+#
+#   fuzz/run.sh                     every target, 20 s each (what .ci/run does)
+#   fuzz/run.sh 600                 every target, ten minutes each
+#   fuzz/run.sh 3600 jsonrpc_lines  one target for an hour
+#
+# cargo-fuzz needs nightly-only flags (-Zsanitizer); RUSTC_BOOTSTRAP=1 lets the stable toolchain
+# accept them. The corpus each run grows is kept in fuzz/corpus/<target> (not committed) and
+# starts from the committed seeds in fuzz/seeds/<target>; a crash or a hang fails the script and
+# leaves its input in fuzz/artifacts/<target>/. Reproduce one with
+# `RUSTC_BOOTSTRAP=1 cargo fuzz run <target> fuzz/artifacts/<target>/<file>` from fuzz/.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+seconds="${1:-20}"
+shift || true
+targets=("$@")
+if [ "${#targets[@]}" -eq 0 ]; then
+  targets=(var_refs dagger_refs frontmatter plan jsonrpc_lines snapshot_calls)
+fi
+
+export RUSTC_BOOTSTRAP=1
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  cargo install --locked cargo-fuzz --version 0.13.2
+fi
+
+for target in "${targets[@]}"; do
+  corpus="corpus/$target"
+  mkdir -p "$corpus" "artifacts/$target"
+  inputs=("$corpus")
+  if [ -d "seeds/$target" ]; then
+    inputs+=("seeds/$target")
+  fi
+  options=(-max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 -print_final_stats=1)
+  if [ -f "dictionaries/$target.dict" ]; then
+    options+=(-dict="dictionaries/$target.dict")
+  fi
+  if [ "$target" = jsonrpc_lines ]; then
+    options+=(-max_len=16384)
+  fi
+  echo "== fuzz $target for ${seconds}s"
+  log="artifacts/$target/last-run.log"
+  status=0
+  cargo fuzz run "$target" "${inputs[@]}" -- "${options[@]}" >"$log" 2>&1 || status=$?
+  grep -E '^(#[0-9]+ +DONE|Done |stat::number_of_executed_units|stat::peak_rss_mb)|panicked|ERROR|SUMMARY|Test unit|^ +(left|right)' "$log" || true
+  if [ "$status" -ne 0 ]; then
+    tail -n 40 "$log" >&2
+    echo "fuzz target $target failed (exit $status); its input is in fuzz/artifacts/$target/" >&2
+    exit "$status"
+  fi
+done
+echo "== fuzzing passed: ${targets[*]}"

@@ -1,0 +1,60 @@
+//! The examples cannot rot: `examples/client_session.rs` runs against the real binary and must
+//! finish its walk (`cargo test` builds the examples beside the test binary), and the Claude
+//! Desktop config is valid JSON that names the server.
+
+use serde_json::Value;
+
+use crate::common::{binary, copy_tree, manifest};
+
+/// `target/<profile>/examples/<name>`, next to this test binary's `deps/` folder.
+fn example(name: &str) -> std::path::PathBuf {
+    let test_binary = std::env::current_exe().unwrap();
+    let profile = test_binary.parent().unwrap().parent().unwrap();
+    profile.join("examples").join(name)
+}
+
+#[test]
+fn the_client_session_example_walks_the_main_job() {
+    let path = example("client_session");
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` builds the examples; run it without --test filters",
+        path.display()
+    );
+    let directory = tempfile::tempdir().unwrap();
+    let skills = directory.path().join("skills");
+    copy_tree(&manifest("tests/fixtures/skills"), &skills);
+    let output = std::process::Command::new(&path)
+        .args(["--server", binary(), "--skills", skills.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        output.status.success(),
+        "the example failed: {shown}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for step in [
+        "connected to synapse-mcp",
+        "1. WriteVar report: 2400 characters stored",
+        "2. WriteState with $VAR_REF{{report:0:60}} stored: ",
+        "Quarterly report. Revenue grew 12% while costs stayed flat.",
+        "3. SkillSearch best match: ",
+        "4. RunPlan ok=true order=[[\"title\",\"body\"],[\"receipt\"]]",
+        "5. process a chat: not yet available",
+        "state article.title = ",
+        "session complete",
+    ] {
+        assert!(shown.contains(step), "missing `{step}` in:\n{shown}");
+    }
+}
+
+#[test]
+fn the_claude_desktop_config_names_the_server() {
+    let text = std::fs::read_to_string(manifest("examples/claude_desktop_config.json")).unwrap();
+    let config: Value = serde_json::from_str(&text).unwrap();
+    let server = &config["mcpServers"]["synapse"];
+    assert!(server["command"].as_str().unwrap().ends_with("synapse-mcp"));
+    assert!(server["args"].is_array());
+}

@@ -1,0 +1,283 @@
+//! Soak: the real binary on an SQLite workspace under a mixed concurrent load — variables,
+//! `$VAR_REF` references, skills, plans and state — for a bounded time, then the invariants a
+//! user relies on: every request answered, every acknowledged write readable (before and after
+//! a restart), the capacity never exceeded although eviction ran.
+//!
+//! The load runs `SYNAPSE_SOAK_SECONDS` seconds (default 15, the CI setting); set it higher to
+//! soak longer: `SYNAPSE_SOAK_SECONDS=600 cargo test --test it soak -- --nocapture`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use pretty_assertions::assert_eq;
+use rmcp::Peer;
+use rmcp::RoleClient;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use serde_json::{Value, json};
+
+use crate::common::{Elicitation, TestClient, copy_tree, manifest, spawn_binary, text};
+
+/// Concurrent clients' worth of load (tasks sharing one session, as an agent's parallel calls).
+const WORKERS: usize = 4;
+/// Variables each worker overwrites in turn.
+const SLOTS: usize = 4;
+/// Small enough that the cached results of the load overflow it many times.
+const CAPACITY: usize = 500;
+
+/// What one worker saw acknowledged.
+#[derive(Debug, Default)]
+struct Ledger {
+    /// The last acknowledged value of each of the worker's variables, by slot.
+    values: Vec<Option<String>>,
+    /// The last acknowledged state value of the worker.
+    state: Option<u64>,
+    requests: usize,
+    answered: usize,
+    /// Calls of tools whose results are cached as two variables each.
+    cached_calls: usize,
+}
+
+fn soak_duration() -> Duration {
+    let seconds = std::env::var("SYNAPSE_SOAK_SECONDS")
+        .ok()
+        .map_or(15, |text| {
+            text.parse()
+                .unwrap_or_else(|_| panic!("SYNAPSE_SOAK_SECONDS={text:?} is not whole seconds"))
+        });
+    Duration::from_secs(seconds)
+}
+
+fn structured(result: &CallToolResult) -> &Value {
+    result
+        .structured_content
+        .as_ref()
+        .unwrap_or_else(|| panic!("no structured content in {result:?}"))
+}
+
+/// One call with a deadline; a call never answered fails the soak.
+async fn call(
+    peer: &Peer<RoleClient>,
+    ledger: &mut Ledger,
+    tool: &str,
+    arguments: Value,
+) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    ledger.requests += 1;
+    let request =
+        peer.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments));
+    let result = tokio::time::timeout(Duration::from_mins(1), request)
+        .await
+        .unwrap_or_else(|_| panic!("{tool} was not answered within a minute"))
+        .unwrap_or_else(|error| panic!("{tool} failed at the protocol level: {error}"));
+    ledger.answered += 1;
+    result
+}
+
+fn name(worker: usize, slot: usize) -> String {
+    format!("soak-{worker}-{slot}")
+}
+
+/// One worker's loop: write, read back, copy by reference, search or load a skill, run a plan,
+/// write state; every result checked as it comes.
+async fn work(peer: Peer<RoleClient>, worker: usize, until: Instant) -> Ledger {
+    let mut ledger = Ledger {
+        values: vec![None; SLOTS],
+        ..Ledger::default()
+    };
+    let mut round: u64 = 0;
+    while Instant::now() < until {
+        round += 1;
+        let slot = usize::try_from(round).unwrap() % SLOTS;
+        let variable = name(worker, slot);
+        let value = format!(
+            "worker {worker} round {round} {}",
+            "x".repeat(usize::try_from(round % 7).unwrap() * 100)
+        );
+        let written = call(
+            &peer,
+            &mut ledger,
+            "WriteVar",
+            json!({"name": variable, "value": value}),
+        )
+        .await;
+        assert_eq!(written.is_error, Some(false), "{}", text(&written));
+        ledger.values[slot] = Some(value.clone());
+
+        let read = call(&peer, &mut ledger, "ReadVar", json!({"name": variable})).await;
+        assert!(text(&read).ends_with(&value), "read back {}", text(&read));
+
+        let copy = format!("soak-copy-{worker}");
+        let copied = call(&peer, &mut ledger, "WriteVar",
+            json!({"name": copy, "value": format!("<$VAR_REF{{{{{variable}}}}}|$VAR_REF{{{{{variable}:0:6}}}}>")})).await;
+        assert_eq!(copied.is_error, Some(false), "{}", text(&copied));
+        let read = call(&peer, &mut ledger, "ReadVar", json!({"name": copy})).await;
+        assert!(
+            text(&read).ends_with(&format!("<{value}|worker>")),
+            "{}",
+            text(&read)
+        );
+
+        let skill = if round.is_multiple_of(2) {
+            call(
+                &peer,
+                &mut ledger,
+                "SkillSearch",
+                json!({"query": "merge pdf files"}),
+            )
+            .await
+        } else {
+            call(
+                &peer,
+                &mut ledger,
+                "SkillLoad",
+                json!({"name": "csv-cleaner", "force": true}),
+            )
+            .await
+        };
+        assert_eq!(skill.is_error, Some(false), "{}", text(&skill));
+        ledger.cached_calls += 1;
+
+        let plan = json!({"input": {"n": round}, "steps": [
+            {"id": "put", "_tool": "WriteState", "path": format!("soak.plan-{worker}"), "value": "†input.n",
+             "_outputPath": format!("†state.soak.trace-{worker}")},
+            {"id": "copy", "_tool": "WriteVar", "name": format!("soak-plan-{worker}"), "value": "†steps.put"}
+        ]});
+        let ran = call(&peer, &mut ledger, "RunPlan", plan).await;
+        assert_eq!(structured(&ran)["ok"], json!(true), "{}", text(&ran));
+        ledger.cached_calls += 2;
+
+        let state = call(
+            &peer,
+            &mut ledger,
+            "WriteState",
+            json!({"path": format!("soak.worker-{worker}"), "value": round}),
+        )
+        .await;
+        assert_eq!(state.is_error, Some(false), "{}", text(&state));
+        ledger.state = Some(round);
+        ledger.cached_calls += 1;
+    }
+    ledger
+}
+
+/// Every worker's last acknowledged variables and state, as the server has them now.
+async fn check_acknowledged(peer: &Peer<RoleClient>, ledgers: &[Ledger]) {
+    let mut scratch = Ledger::default();
+    for (worker, ledger) in ledgers.iter().enumerate() {
+        for (slot, value) in ledger.values.iter().enumerate() {
+            let Some(value) = value else { continue };
+            let read = call(
+                peer,
+                &mut scratch,
+                "ReadVar",
+                json!({"name": name(worker, slot)}),
+            )
+            .await;
+            assert_eq!(
+                read.is_error,
+                Some(false),
+                "acknowledged {} lost: {}",
+                name(worker, slot),
+                text(&read)
+            );
+            assert!(
+                text(&read).ends_with(value.as_str()),
+                "{} holds {}",
+                name(worker, slot),
+                text(&read)
+            );
+        }
+        let state = call(
+            peer,
+            &mut scratch,
+            "ReadState",
+            json!({"path": format!("soak.worker-{worker}")}),
+        )
+        .await;
+        let expected = ledger
+            .state
+            .expect("every worker finished a round")
+            .to_string();
+        assert!(
+            text(&state).ends_with(&format!("\n{expected}")),
+            "state of worker {worker}: {}",
+            text(&state)
+        );
+    }
+}
+
+async fn variable_count(peer: &Peer<RoleClient>) -> usize {
+    let listed = call(peer, &mut Ledger::default(), "ListVars", json!({})).await;
+    structured(&listed)["variables"].as_array().unwrap().len()
+}
+
+async fn durable_client(data: &Path, skills: &Path, config: &Path) -> crate::common::Client {
+    let args = [
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--skills",
+        skills.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    spawn_binary(&args, TestClient::new(Elicitation::Unsupported)).await
+}
+
+#[allow(
+    clippy::print_stderr,
+    clippy::cast_precision_loss,
+    reason = "the soak reports its rate for people reading the test log"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mixed_concurrent_load_loses_no_acknowledged_write() {
+    let directory = tempfile::tempdir().unwrap();
+    let skills = directory.path().join("skills");
+    copy_tree(&manifest("tests/fixtures/skills"), &skills);
+    let config = directory.path().join("config.toml");
+    std::fs::write(&config, format!("capacity = {CAPACITY}\n")).unwrap();
+    let data = directory.path().join("data");
+    let client = durable_client(&data, &skills, &config).await;
+
+    let started = Instant::now();
+    let until = started + soak_duration();
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|worker| tokio::spawn(work(client.peer().clone(), worker, until)))
+        .collect();
+    let mut ledgers = Vec::new();
+    for worker in workers {
+        ledgers.push(worker.await.unwrap());
+    }
+    let elapsed = started.elapsed();
+    let requests: usize = ledgers.iter().map(|ledger| ledger.requests).sum();
+    let answered: usize = ledgers.iter().map(|ledger| ledger.answered).sum();
+    let cached: usize = ledgers.iter().map(|ledger| ledger.cached_calls).sum();
+    eprintln!(
+        "soak: {requests} requests in {elapsed:.1?} ({:.0}/s) over {WORKERS} workers, {} variables cached",
+        requests as f64 / elapsed.as_secs_f64(),
+        cached * 2
+    );
+    assert_eq!(answered, requests, "every request is answered");
+    assert!(
+        cached * 2 > CAPACITY,
+        "the soak cached only {} results: too short to exercise eviction at capacity {CAPACITY}",
+        cached * 2
+    );
+    check_acknowledged(client.peer(), &ledgers).await;
+    let count = variable_count(client.peer()).await;
+    assert!(
+        count <= CAPACITY,
+        "{count} variables kept at capacity {CAPACITY}"
+    );
+    client.cancel().await.unwrap();
+
+    let restarted = durable_client(&data, &skills, &config).await;
+    check_acknowledged(restarted.peer(), &ledgers).await;
+    let count = variable_count(restarted.peer()).await;
+    assert!(
+        count <= CAPACITY,
+        "{count} variables after the restart at capacity {CAPACITY}"
+    );
+    restarted.cancel().await.unwrap();
+}
