@@ -6,7 +6,8 @@
 //!    (`WriteState` with `$VAR_REF{{report:0:60}}`, then `ReadState`);
 //! 3. search the skills library and load the best match (`SkillSearch`, `SkillLoad`);
 //! 4. run a plan whose steps are linked by `†` references (`RunPlan`);
-//! 5. process a chat — added when the snapshot tools of issue 6 land (see the marked place).
+//! 5. process a SillyTavern-shaped chat (`examples/sillytavern_chat.json`) into a state snapshot
+//!    per AI reply (`SnapshotProcess`), then read the newest one back (`SnapshotGet`).
 //!
 //! ```sh
 //! cargo run --example client_session                       # bundled skills, memory store
@@ -199,10 +200,30 @@ async fn main() -> anyhow::Result<()> {
         bail!("the plan failed: {}", text(&ran));
     }
 
-    // 5. Process a chat: the snapshot tools (SnapshotProcess, SnapshotApply, …) arrive with
-    //    issue 6. This is where the example will hand a chat's replies to SnapshotProcess and
-    //    read the resulting state; until then it says so rather than pretend.
-    println!("5. process a chat: not yet available (the snapshot tools of issue 6)");
+    // 5. A role-play chat: the calls in each AI reply (`@.SUB("角色.金币", 20);` …) update a
+    //    state; every AI reply gets its own snapshot, to bind into the message's swipe.
+    let chat: Value = serde_json::from_str(include_str!("sillytavern_chat.json"))
+        .context("examples/sillytavern_chat.json is not JSON")?;
+    let processed = call(&client, "SnapshotProcess", chat).await?;
+    let outcome = structured(&processed)?;
+    let bindings = outcome["bindings"].as_array().map_or(0, Vec::len);
+    println!(
+        "5. SnapshotProcess: {bindings} snapshots, errors {}, state {}",
+        outcome["errors"], outcome["vs_stat_data"]
+    );
+    if bindings != 3 || outcome["errors"] != json!([]) {
+        bail!(
+            "the chat was not processed as expected: {}",
+            text(&processed)
+        );
+    }
+    let latest = call(
+        &client,
+        "SnapshotGet",
+        json!({"id": outcome["latestSnapshotId"]}),
+    )
+    .await?;
+    println!("   newest snapshot: {}", preview(&text(&latest), 80));
 
     let state = call(&client, "ReadState", json!({"path": "article.title"})).await?;
     println!("   state article.title = {}", preview(&text(&state), 80));

@@ -42,7 +42,7 @@ fn the_client_session_example_walks_the_main_job() {
         "Quarterly report. Revenue grew 12% while costs stayed flat.",
         "3. SkillSearch best match: ",
         "4. RunPlan ok=true order=[[\"title\",\"body\"],[\"receipt\"]]",
-        "5. process a chat: not yet available",
+        "5. SnapshotProcess: 3 snapshots, errors []",
         "state article.title = ",
         "session complete",
     ] {
