@@ -37,7 +37,10 @@ for target in "${targets[@]}"; do
     options+=(-dict="dictionaries/$target.dict")
   fi
   if [ "$target" = jsonrpc_lines ]; then
-    options+=(-max_len=16384)
+    # The whole server per input: its background threads (the skill catalog loader, the
+    # JavaScript engine of the snapshot tools) may still be finishing when an input ends, which
+    # LeakSanitizer reports as a leak of that input. Leak checks stay on for the other targets.
+    options+=(-max_len=16384 -detect_leaks=0)
   fi
   echo "== fuzz $target for ${seconds}s"
   log="artifacts/$target/last-run.log"
