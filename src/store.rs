@@ -134,15 +134,21 @@ pub trait Store: Send + Sync {
     fn delete_workspace(&self, workspace: &str) -> Result<bool, Error>;
 }
 
-/// A chat state snapshot as stored (seed 002 §2.2).
-#[derive(Debug, Clone, PartialEq)]
+/// A chat state snapshot as stored (seed 002 §2.2), as `SnapshotGet` shows it and workspace
+/// exports carry it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StoredSnapshot {
     pub id: String,
     pub chat_file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_id: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swipe_id: Option<u64>,
     /// Microseconds since 1970.
     pub created_at: i64,
+    /// The state.
+    #[serde(rename = "snapshot")]
     pub value: serde_json::Value,
 }
 

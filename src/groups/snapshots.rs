@@ -14,6 +14,7 @@ use crate::snapshots::builtins::strip_mvu_metadata;
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::functions::{Export, Scope, VarFunction};
 use crate::snapshots::{self, Applied, Processed, Snapshots};
+use crate::store::StoredSnapshot;
 use crate::tools::{
     Annotations, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
     parse_arguments,
@@ -64,22 +65,21 @@ fn failed(error: snapshots::Error) -> ToolError {
     }
 }
 
+const READ_ONLY: Annotations = annotations(true, false, true);
+const WRITES: Annotations = annotations(false, false, false);
+const IDEMPOTENT_WRITE: Annotations = annotations(false, false, true);
+const DESTRUCTIVE: Annotations = annotations(false, true, true);
+
+const fn annotations(read_only: bool, destructive: bool, idempotent: bool) -> Annotations {
+    Annotations {
+        read_only,
+        destructive,
+        idempotent,
+        open_world: false,
+    }
+}
+
 pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
-    let read_only = Annotations {
-        read_only: true,
-        idempotent: true,
-        ..Annotations::default()
-    };
-    let writes = Annotations::default();
-    let idempotent_write = Annotations {
-        idempotent: true,
-        ..Annotations::default()
-    };
-    let destructive = Annotations {
-        destructive: true,
-        idempotent: true,
-        ..Annotations::default()
-    };
     let tool = |definition: ToolDefinition, run: Run| -> Arc<dyn Tool> {
         Arc::new(SnapshotTool {
             definition,
@@ -89,22 +89,22 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
     };
     let mut tools = vec![
         tool(
-            ToolDefinition::new::<ProcessArguments>("SnapshotProcess", PROCESS, writes)
+            ToolDefinition::new::<ProcessArguments>("SnapshotProcess", PROCESS, WRITES)
                 .with_output::<Processed>(),
             process,
         ),
         tool(
-            ToolDefinition::new::<ApplyArguments>("SnapshotApply", APPLY, writes)
+            ToolDefinition::new::<ApplyArguments>("SnapshotApply", APPLY, WRITES)
                 .with_output::<Applied>(),
             apply,
         ),
         tool(
-            ToolDefinition::new::<GetArguments>("SnapshotGet", GET, read_only)
+            ToolDefinition::new::<GetArguments>("SnapshotGet", GET, READ_ONLY)
                 .with_output::<SnapshotOutput>(),
             get,
         ),
         tool(
-            ToolDefinition::new::<UpdateArguments>("SnapshotUpdate", UPDATE, idempotent_write)
+            ToolDefinition::new::<UpdateArguments>("SnapshotUpdate", UPDATE, IDEMPOTENT_WRITE)
                 .with_output::<SnapshotOutput>(),
             update,
         ),
@@ -112,13 +112,13 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
             ToolDefinition::new::<DeleteChatArguments>(
                 "SnapshotDeleteChat",
                 DELETE_CHAT,
-                destructive,
+                DESTRUCTIVE,
             )
             .with_output::<DeletedOutput>(),
             delete_chat,
         ),
         tool(
-            ToolDefinition::new::<CleanupArguments>("SnapshotCleanup", CLEANUP, destructive)
+            ToolDefinition::new::<CleanupArguments>("SnapshotCleanup", CLEANUP, DESTRUCTIVE)
                 .with_output::<CleanupOutput>(),
             cleanup,
         ),
@@ -136,24 +136,9 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
 
 /// The function library's and the templates' tools.
 fn library_tools(tool: &dyn Fn(ToolDefinition, Run) -> Arc<dyn Tool>) -> Vec<Arc<dyn Tool>> {
-    let read_only = Annotations {
-        read_only: true,
-        idempotent: true,
-        ..Annotations::default()
-    };
-    let writes = Annotations::default();
-    let idempotent_write = Annotations {
-        idempotent: true,
-        ..Annotations::default()
-    };
-    let destructive = Annotations {
-        destructive: true,
-        idempotent: true,
-        ..Annotations::default()
-    };
     vec![
         tool(
-            ToolDefinition::new::<ScopeArguments>("FunctionList", FUNCTION_LIST, read_only)
+            ToolDefinition::new::<ScopeArguments>("FunctionList", FUNCTION_LIST, READ_ONLY)
                 .with_output::<FunctionListOutput>(),
             function_list,
         ),
@@ -161,28 +146,28 @@ fn library_tools(tool: &dyn Fn(ToolDefinition, Run) -> Arc<dyn Tool>) -> Vec<Arc
             ToolDefinition::new::<UpsertArguments>(
                 "FunctionUpsert",
                 FUNCTION_UPSERT,
-                idempotent_write,
+                IDEMPOTENT_WRITE,
             )
             .with_output::<VarFunction>(),
             function_upsert,
         ),
         tool(
-            ToolDefinition::new::<RemoveArguments>("FunctionRemove", FUNCTION_REMOVE, destructive)
+            ToolDefinition::new::<RemoveArguments>("FunctionRemove", FUNCTION_REMOVE, DESTRUCTIVE)
                 .with_output::<VarFunction>(),
             function_remove,
         ),
         tool(
-            ToolDefinition::new::<ImportArguments>("FunctionImport", FUNCTION_IMPORT, writes)
+            ToolDefinition::new::<ImportArguments>("FunctionImport", FUNCTION_IMPORT, WRITES)
                 .with_output::<ImportOutput>(),
             function_import,
         ),
         tool(
-            ToolDefinition::new::<ExportArguments>("FunctionExport", FUNCTION_EXPORT, read_only)
+            ToolDefinition::new::<ExportArguments>("FunctionExport", FUNCTION_EXPORT, READ_ONLY)
                 .with_output::<Export>(),
             function_export,
         ),
         tool(
-            ToolDefinition::new::<TemplateGetArguments>("TemplateGet", TEMPLATE_GET, read_only)
+            ToolDefinition::new::<TemplateGetArguments>("TemplateGet", TEMPLATE_GET, READ_ONLY)
                 .with_output::<TemplateOutput>(),
             template_get,
         ),
@@ -190,7 +175,7 @@ fn library_tools(tool: &dyn Fn(ToolDefinition, Run) -> Arc<dyn Tool>) -> Vec<Arc
             ToolDefinition::new::<TemplateSetArguments>(
                 "TemplateSet",
                 TEMPLATE_SET,
-                idempotent_write,
+                IDEMPOTENT_WRITE,
             )
             .with_output::<TemplateOutput>(),
             template_set,
@@ -307,17 +292,9 @@ pub struct GetArguments {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
 pub struct SnapshotOutput {
-    pub id: String,
-    pub chat_file: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message_id: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub swipe_id: Option<u64>,
-    /// Microseconds since 1970.
-    pub created_at: i64,
-    pub snapshot: Value,
+    #[serde(flatten)]
+    pub stored: StoredSnapshot,
     /// The snapshot's size as JSON text.
     pub bytes: usize,
 }
@@ -326,12 +303,7 @@ fn snapshot_output(service: &Snapshots, id: &str) -> Result<ToolOutput, ToolErro
     let stored = service.snapshot(id).map_err(failed)?;
     structured(&SnapshotOutput {
         bytes: stored.value.to_string().len(),
-        id: stored.id,
-        chat_file: stored.chat_file,
-        message_id: stored.message_id,
-        swipe_id: stored.swipe_id,
-        created_at: stored.created_at,
-        snapshot: stored.value,
+        stored,
     })
 }
 

@@ -50,16 +50,23 @@ pub fn find(text: &str, syntaxes: &Syntaxes) -> Vec<Found> {
         find_patches(text, &mut found);
     }
     found.sort_by_key(|call| call.position);
-    // Text inside a call (`@.SET("log", "then @.ADD(\"gold\", 5);")`) is an argument, not a call.
+    keep_outermost(&mut found, |call| (call.position, call.end));
+    found
+}
+
+/// Drops every call that starts inside an earlier one: text inside a call
+/// (`@.SET("log", "then @.ADD(\"gold\", 5);")`) is its argument, not a call. `calls` are sorted
+/// by position; `span` gives a call's start and end (a malformed call claims no text).
+pub fn keep_outermost<T>(calls: &mut Vec<T>, span: impl Fn(&T) -> (usize, usize)) {
     let mut claimed = 0;
-    found.retain(|call| {
-        if call.position < claimed {
+    calls.retain(|call| {
+        let (start, end) = span(call);
+        if start < claimed {
             return false;
         }
-        claimed = claimed.max(call.end);
+        claimed = claimed.max(end);
         true
     });
-    found
 }
 
 /// Where a call read by `reader` ends: after its `)` and an optional `;`.

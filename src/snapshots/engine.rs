@@ -3,6 +3,7 @@
 //! call that fails is skipped and recorded; the others still apply. The same snapshot, text
 //! and library always give the same result.
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -82,63 +83,25 @@ pub fn apply(
     context: &MessageContext,
 ) -> Vec<CallError> {
     let mut errors = Vec::new();
-    let mut context_json: Option<String> = None;
-    let mut context_text = || {
-        context_json
-            .get_or_insert_with(|| {
-                serde_json::to_string(context).unwrap_or_else(|_| "{}".to_owned())
-            })
-            .clone()
+    let context = ScriptContext {
+        message: context,
+        json: OnceCell::new(),
     };
-    for function in &active.before {
-        run_script(
-            engine,
-            function,
-            snapshot,
-            &[],
-            &context_text(),
-            context,
-            None,
-            &mut errors,
-        );
-    }
-    let mut planned = plan(engine, active, text, &mut errors);
-    if !planned.is_empty() {
-        let context_json = context_text();
-        planned.sort_by_key(Planned::position);
-        // A call that starts inside another (a user pattern's match inside a built-in call's
-        // string, say) is part of that call's text.
-        let mut claimed = 0;
-        planned.retain(|call| {
-            if call.position() < claimed {
-                return false;
+    let run_passive =
+        |functions: &[Arc<VarFunction>], snapshot: &mut Value, errors: &mut Vec<CallError>| {
+            for function in functions {
+                run_script(engine, function, snapshot, &[], &context, None, errors);
             }
-            claimed = claimed.max(call.end());
-            true
-        });
-        for call in planned {
-            run_planned(
-                engine,
-                call,
-                snapshot,
-                text,
-                (&context_json, context),
-                &mut errors,
-            );
-        }
+        };
+    run_passive(&active.before, snapshot, &mut errors);
+    let mut planned = plan(engine, active, text, &mut errors);
+    planned.sort_by_key(Planned::position);
+    // A user pattern's match inside a built-in call's string (say) is that call's text.
+    calls::keep_outermost(&mut planned, |call| (call.position(), call.end()));
+    for call in planned {
+        run_planned(engine, call, snapshot, text, &context, &mut errors);
     }
-    for function in &active.after {
-        run_script(
-            engine,
-            function,
-            snapshot,
-            &[],
-            &context_text(),
-            context,
-            None,
-            &mut errors,
-        );
-    }
+    run_passive(&active.after, snapshot, &mut errors);
     errors
 }
 
@@ -197,7 +160,7 @@ fn run_planned(
     call: Planned,
     snapshot: &mut Value,
     text: &str,
-    (context_json, context): (&str, &MessageContext),
+    context: &ScriptContext<'_>,
     errors: &mut Vec<CallError>,
 ) {
     let characters = |position: usize| Some(text[..position].chars().count());
@@ -242,7 +205,6 @@ fn run_planned(
                 &function,
                 snapshot,
                 &arguments,
-                context_json,
                 context,
                 characters(position),
                 errors,
@@ -251,20 +213,16 @@ fn run_planned(
     }
 }
 
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one call site each; a struct would only rename them"
-)]
 fn run_script(
     engine: &Engine,
     function: &VarFunction,
     snapshot: &mut Value,
     arguments: &[Value],
-    context_json: &str,
-    context: &MessageContext,
+    context: &ScriptContext<'_>,
     position: Option<usize>,
     errors: &mut Vec<CallError>,
 ) {
+    let context_json = context.json();
     let invocation = Invocation {
         source: Arc::from(function.executor.as_str()),
         snapshot: snapshot.to_string(),
@@ -275,7 +233,7 @@ fn run_script(
             &function.id,
             &position.unwrap_or(usize::MAX).to_string(),
         ]),
-        now_millis: context.send_date.unwrap_or(0.0),
+        now_millis: context.message.send_date.unwrap_or(0.0),
     };
     let outcome = engine.run(&invocation).and_then(|json| {
         serde_json::from_str(&json)
@@ -288,6 +246,20 @@ fn run_script(
             position,
             message,
         }),
+    }
+}
+
+/// The message context with its JSON, made on first use: messages whose calls are all
+/// built-ins never serialize it.
+struct ScriptContext<'a> {
+    message: &'a MessageContext,
+    json: OnceCell<String>,
+}
+
+impl ScriptContext<'_> {
+    fn json(&self) -> &str {
+        self.json
+            .get_or_init(|| serde_json::to_string(self.message).unwrap_or_else(|_| "{}".to_owned()))
     }
 }
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::tree::{Encoded, SnapshotKey};
-use super::{Batch, Error, SnapshotStore, Store};
+use super::{Batch, Error, SnapshotStore, Store, StoredSnapshot};
 use crate::vars::{RestoredVariable, Timestamp, ValueKind, VarType};
 
 /// The `format` every export carries.
@@ -46,25 +46,11 @@ pub struct WorkspaceExport {
     pub templates: BTreeMap<String, Value>,
     /// Chat state snapshots, by chat and message (version 2).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub snapshots: Vec<ExportedSnapshot>,
+    pub snapshots: Vec<StoredSnapshot>,
 }
 
 fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
-}
-
-/// One chat state snapshot. `createdAt` is microseconds since the Unix epoch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ExportedSnapshot {
-    pub id: String,
-    pub chat_file: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message_id: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub swipe_id: Option<u64>,
-    pub created_at: i64,
-    pub snapshot: Value,
 }
 
 /// One variable with every field. Times are microseconds since the Unix epoch.
@@ -155,18 +141,6 @@ pub fn export(
         let stored = store.functions(workspace, &scope)?;
         functions.insert(scope, stored);
     }
-    let snapshots = store
-        .all_snapshots(workspace)?
-        .into_iter()
-        .map(|stored| ExportedSnapshot {
-            id: stored.id,
-            chat_file: stored.chat_file,
-            message_id: stored.message_id,
-            swipe_id: stored.swipe_id,
-            created_at: stored.created_at,
-            snapshot: stored.value,
-        })
-        .collect();
     Ok(WorkspaceExport {
         format: FORMAT.to_owned(),
         version: 2,
@@ -177,7 +151,7 @@ pub fn export(
         state: store.state(workspace)?,
         functions,
         templates: store.templates(workspace)?.into_iter().collect(),
-        snapshots,
+        snapshots: store.all_snapshots(workspace)?,
     })
 }
 
@@ -237,7 +211,7 @@ pub fn import(
                 swipe_id: snapshot.swipe_id,
                 created_at: Some(snapshot.created_at),
             };
-            encoded.add(key, &snapshot.snapshot);
+            encoded.add(key, &snapshot.value);
         }
         store.put_snapshots(workspace, &encoded)?;
     }
