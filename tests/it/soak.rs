@@ -1,7 +1,9 @@
 //! Soak: the real binary on an SQLite workspace under a mixed concurrent load — variables,
-//! `$VAR_REF` references, skills, plans and state — for a bounded time, then the invariants a
-//! user relies on: every request answered, every acknowledged write readable (before and after
-//! a restart), the capacity never exceeded although eviction ran.
+//! `$VAR_REF` references, skills, plans, state and chat snapshots — for a bounded time, then the
+//! invariants a user relies on: every request answered, every acknowledged write readable (before
+//! and after a restart), every snapshot of a live chat intact although other workers' chats were
+//! deleted and their shared nodes swept meanwhile, the capacity never exceeded although eviction
+//! ran.
 //!
 //! The load runs `SYNAPSE_SOAK_SECONDS` seconds (default 15, the CI setting); set it higher to
 //! soak longer: `SYNAPSE_SOAK_SECONDS=600 cargo test --test it soak -- --nocapture`.
@@ -23,6 +25,12 @@ const WORKERS: usize = 4;
 const SLOTS: usize = 4;
 /// Small enough that the cached results of the load overflow it many times.
 const CAPACITY: usize = 500;
+/// AI replies per chat before its worker deletes the chat and starts the next one.
+const CHAT_LENGTH: usize = 12;
+/// Long enough to be a stored tree node of its own: every worker's snapshots share it, so
+/// deleting one worker's chat sweeps nodes while the others' snapshots still point at this one.
+const LORE: &str =
+    "The city of Soak stands where four rivers meet; every traveller pays one coin at the gate.";
 
 /// What one worker saw acknowledged.
 #[derive(Debug, Default)]
@@ -31,6 +39,10 @@ struct Ledger {
     values: Vec<Option<String>>,
     /// The last acknowledged state value of the worker.
     state: Option<u64>,
+    /// Snapshots of the worker's live chat: id and the state it must hold.
+    snapshots: Vec<(String, Value)>,
+    /// Snapshots of the worker's deleted chats, the most recent last.
+    deleted: Vec<String>,
     requests: usize,
     answered: usize,
     /// Calls of tools whose results are cached as two variables each.
@@ -79,6 +91,134 @@ fn name(worker: usize, slot: usize) -> String {
     format!("soak-{worker}-{slot}")
 }
 
+/// A worker's chat as a SillyTavern client holds it: messages with the snapshot ids the server
+/// bound written back, and the tag of each AI message's selected swipe.
+struct Chat {
+    worker: usize,
+    generation: u64,
+    messages: Vec<Value>,
+    tags: Vec<String>,
+}
+
+impl Chat {
+    fn new(worker: usize) -> Self {
+        Self {
+            worker,
+            generation: 0,
+            messages: Vec::new(),
+            tags: Vec::new(),
+        }
+    }
+
+    fn file(&self) -> String {
+        format!("soak-chat-{}-{}", self.worker, self.generation)
+    }
+
+    /// The state the selected swipes' calls build from the template.
+    fn expected(&self) -> Value {
+        json!({"lore": LORE, "turns": self.tags.len(), "log": self.tags, "last": self.tags.last()})
+    }
+
+    fn reply(tag: &str) -> String {
+        format!(
+            "好的。 @.ADD(\"turns\", 1); @.SET(\"last\", \"{tag}\"); @.APPEND(\"log\", \"{tag}\");"
+        )
+    }
+
+    /// A new user message and AI reply, or a regenerated (new, selected) swipe of the last reply.
+    fn advance(&mut self, tag: String, regenerate: bool) {
+        if regenerate && !self.tags.is_empty() {
+            let last = self.messages.last_mut().unwrap();
+            last["swipes"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!(Self::reply(&tag)));
+            last["swipes_info"].as_array_mut().unwrap().push(json!({}));
+            last["swipe_id"] = json!(last["swipes"].as_array().unwrap().len() - 1);
+            *self.tags.last_mut().unwrap() = tag;
+        } else {
+            self.messages
+                .push(json!({"is_user": true, "mes": "继续", "swipe_id": 0, "swipes": ["继续"]}));
+            self.messages.push(json!({"is_user": false, "swipe_id": 0, "swipes": [Self::reply(&tag)], "swipes_info": [{}]}));
+            self.tags.push(tag);
+        }
+    }
+
+    /// Writes the server's bindings back into the messages, as a client does.
+    fn bind(&mut self, processed: &Value) {
+        for binding in processed["bindings"].as_array().unwrap() {
+            let index = usize::try_from(binding["messageIndex"].as_u64().unwrap()).unwrap();
+            let swipe = usize::try_from(binding["swipeId"].as_u64().unwrap()).unwrap();
+            self.messages[index]["swipes_info"][swipe]["st_var_system_snapshot_id"] =
+                binding["snapshotId"].clone();
+        }
+    }
+}
+
+/// One round of chat: a reply or a regenerated swipe processed incrementally, the result checked
+/// against the calls made; a snapshot applied on top of it; every `CHAT_LENGTH` replies the chat
+/// is deleted (sweeping its nodes while other workers write theirs) and a new one begins.
+async fn chat_round(peer: &Peer<RoleClient>, ledger: &mut Ledger, chat: &mut Chat, round: u64) {
+    if chat.tags.len() >= CHAT_LENGTH {
+        let deleted = call(
+            peer,
+            ledger,
+            "SnapshotDeleteChat",
+            json!({"chatFile": chat.file()}),
+        )
+        .await;
+        assert_eq!(
+            structured(&deleted)["deleted"],
+            json!(ledger.snapshots.len()),
+            "{}",
+            text(&deleted)
+        );
+        ledger
+            .deleted
+            .extend(ledger.snapshots.drain(..).map(|(id, _)| id));
+        *chat = Chat {
+            generation: chat.generation + 1,
+            ..Chat::new(chat.worker)
+        };
+    }
+    let tag = format!("{}-{round}", chat.worker);
+    chat.advance(tag.clone(), round.is_multiple_of(3));
+    let processed = call(
+        peer,
+        ledger,
+        "SnapshotProcess",
+        json!({"chatFile": chat.file(), "messages": chat.messages, "characterId": "soak"}),
+    )
+    .await;
+    let processed = structured(&processed).clone();
+    assert_eq!(processed["errors"], json!([]), "{processed}");
+    assert_eq!(
+        processed["bindings"].as_array().unwrap().len(),
+        1,
+        "only the new reply or swipe is processed: {processed}"
+    );
+    assert_eq!(processed["vs_stat_data"], chat.expected(), "{processed}");
+    chat.bind(&processed);
+    let latest = processed["latestSnapshotId"].as_str().unwrap().to_owned();
+    ledger.snapshots.push((latest.clone(), chat.expected()));
+
+    let applied = call(
+        peer,
+        ledger,
+        "SnapshotApply",
+        json!({"chatFile": chat.file(), "baseId": latest, "characterId": "soak",
+               "text": format!("@.SET(\"applied\", \"{tag}\");")}),
+    )
+    .await;
+    let applied = structured(&applied).clone();
+    let mut expected = chat.expected();
+    expected["applied"] = json!(tag);
+    assert_eq!(applied["snapshot"], expected, "{applied}");
+    ledger
+        .snapshots
+        .push((applied["snapshotId"].as_str().unwrap().to_owned(), expected));
+}
+
 /// One worker's loop: write, read back, copy by reference, search or load a skill, run a plan,
 /// write state; every result checked as it comes.
 async fn work(peer: Peer<RoleClient>, worker: usize, until: Instant) -> Ledger {
@@ -86,6 +226,7 @@ async fn work(peer: Peer<RoleClient>, worker: usize, until: Instant) -> Ledger {
         values: vec![None; SLOTS],
         ..Ledger::default()
     };
+    let mut chat = Chat::new(worker);
     let mut round: u64 = 0;
     while Instant::now() < until {
         round += 1;
@@ -158,6 +299,8 @@ async fn work(peer: Peer<RoleClient>, worker: usize, until: Instant) -> Ledger {
         assert_eq!(state.is_error, Some(false), "{}", text(&state));
         ledger.state = Some(round);
         ledger.cached_calls += 1;
+
+        chat_round(&peer, &mut ledger, &mut chat, round).await;
     }
     ledger
 }
@@ -205,6 +348,22 @@ async fn check_acknowledged(peer: &Peer<RoleClient>, ledgers: &[Ledger]) {
             "state of worker {worker}: {}",
             text(&state)
         );
+        for (id, expected) in &ledger.snapshots {
+            let stored = call(peer, &mut scratch, "SnapshotGet", json!({"id": id})).await;
+            assert_eq!(
+                &structured(&stored)["snapshot"],
+                expected,
+                "snapshot {id} of worker {worker}"
+            );
+        }
+        for id in ledger.deleted.iter().rev().take(50) {
+            let gone = call(peer, &mut scratch, "SnapshotGet", json!({"id": id})).await;
+            assert!(
+                gone.is_error == Some(true) && text(&gone).contains("no snapshot"),
+                "snapshot {id} of a deleted chat: {}",
+                text(&gone)
+            );
+        }
     }
 }
 
@@ -239,6 +398,14 @@ async fn mixed_concurrent_load_loses_no_acknowledged_write() {
     std::fs::write(&config, format!("capacity = {CAPACITY}\n")).unwrap();
     let data = directory.path().join("data");
     let client = durable_client(&data, &skills, &config).await;
+    let template = call(
+        client.peer(),
+        &mut Ledger::default(),
+        "TemplateSet",
+        json!({"characterId": "soak", "template": {"lore": LORE, "turns": 0, "log": []}}),
+    )
+    .await;
+    assert_eq!(template.is_error, Some(false), "{}", text(&template));
 
     let started = Instant::now();
     let until = started + soak_duration();
@@ -253,8 +420,12 @@ async fn mixed_concurrent_load_loses_no_acknowledged_write() {
     let requests: usize = ledgers.iter().map(|ledger| ledger.requests).sum();
     let answered: usize = ledgers.iter().map(|ledger| ledger.answered).sum();
     let cached: usize = ledgers.iter().map(|ledger| ledger.cached_calls).sum();
+    let snapshots: usize = ledgers
+        .iter()
+        .map(|ledger| ledger.snapshots.len() + ledger.deleted.len())
+        .sum();
     eprintln!(
-        "soak: {requests} requests in {elapsed:.1?} ({:.0}/s) over {WORKERS} workers, {} variables cached",
+        "soak: {requests} requests in {elapsed:.1?} ({:.0}/s) over {WORKERS} workers, {} variables cached, {snapshots} snapshots",
         requests as f64 / elapsed.as_secs_f64(),
         cached * 2
     );
