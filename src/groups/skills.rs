@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ready, structured};
+use super::{off_thread, ready, structured};
 use crate::skills::rerank::{self, Candidate};
 use crate::skills::shelf::Shelf;
 use crate::skills::{Hit, Skill};
@@ -83,7 +83,7 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
                     },
                 )
                 .with_output::<save::SaveOutput>(),
-                save::run,
+                unreachable_run,
                 Kind::Save,
             ),
             tool(
@@ -133,10 +133,11 @@ enum Kind {
 
 type Run = fn(&Shared, ToolCall<'_>) -> Result<ToolOutput, ToolError>;
 
-/// `SkillSearch` is asynchronous and runs through [`search`] instead.
+/// `SkillSearch` and `SkillSave` do not run on the session's thread: [`SkillsTool::execute`]
+/// sends them their own ways.
 fn unreachable_run(_shared: &Shared, _call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     Err(ToolError::Internal(
-        "SkillSearch runs asynchronously; this synchronous entry is never called".to_owned(),
+        "this tool runs asynchronously; its synchronous entry is never called".to_owned(),
     ))
 }
 
@@ -168,6 +169,12 @@ impl Tool for SkillsTool {
         match self.kind {
             // The only tool here that may wait on the client (its model, for `rerank`).
             Kind::Search => Box::pin(search(&self.shared, call)),
+            // Writes files and rescans every skill root.
+            Kind::Save => {
+                let shared = Arc::clone(&self.shared);
+                let arguments = call.arguments;
+                off_thread(move || save::run(&shared, arguments))
+            }
             _ => ready((self.run)(&self.shared, call)),
         }
     }

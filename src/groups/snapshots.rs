@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::structured;
+use super::{off_thread, structured};
 use crate::snapshots::builtins::strip_mvu_metadata;
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::functions::{Export, Scope, VarFunction};
@@ -44,13 +44,7 @@ impl Tool for SnapshotTool {
         let service = Arc::clone(&self.service);
         let run = self.run;
         let arguments = call.arguments;
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || run(&service, arguments))
-                .await
-                .map_err(|error| {
-                    ToolError::Internal(format!("the snapshot task failed: {error}"))
-                })?
-        })
+        off_thread(move || run(&service, arguments))
     }
 
     fn caches_result(&self) -> bool {

@@ -7,11 +7,12 @@ use std::path::PathBuf;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::Shared;
 use crate::groups::structured;
 use crate::skills::{Error, save};
-use crate::tools::{ToolCall, ToolError, ToolOutput, parse_arguments};
+use crate::tools::{ToolError, ToolOutput, parse_arguments};
 
 pub(super) const DESCRIPTION: &str = "Save a skill you wrote (or an improved version of one) \
     so that later sessions find it with SkillSearch: a SKILL.md made of `name` and \
@@ -47,8 +48,8 @@ pub struct SaveOutput {
     pub backup: Option<String>,
 }
 
-pub(super) fn run(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: SaveArguments = parse_arguments("SkillSave", call.arguments)?;
+pub(super) fn run(shared: &Shared, arguments: Value) -> Result<ToolOutput, ToolError> {
+    let arguments: SaveArguments = parse_arguments("SkillSave", arguments)?;
     let request = save::Request {
         name: arguments.name,
         description: arguments.description,
