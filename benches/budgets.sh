@@ -11,6 +11,8 @@ say() { printf '\n== %s\n' "$*"; }
 
 say "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r), $(date -u +%FT%TZ)"
 say "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+source benches/awake.sh
+hold_cpus_awake
 # The server alone first: built with the examples, it would get the dev-dependencies' features.
 cargo build --release --locked --bin synapse-mcp
 cargo build --release --locked --example stdio_roundtrip --example skills_bench

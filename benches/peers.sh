@@ -37,6 +37,8 @@ say() { printf '== %s\n' "$*" >&2; }
 
 say "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r)"
 say "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+source "$repository/benches/awake.sh"
+hold_cpus_awake >&2
 
 say "installing @modelcontextprotocol/server-everything (npm) into $work/npm"
 if [[ ! -f "$work/npm/node_modules/@modelcontextprotocol/server-everything/package.json" ]]; then
