@@ -190,6 +190,15 @@ pub trait Tool: Send + Sync {
         true
     }
 
+    /// Whether `tools/list` offers the `_outputPath` meta-argument. The executor honours it on
+    /// every call; it is advertised where a result is worth keeping in state: by every tool whose
+    /// results are cached, and by tools that skip the cache only because of size
+    /// (`SnapshotProcess`). The variable and state tools leave it out (their results are the
+    /// variables and state already).
+    fn offers_output_path(&self) -> bool {
+        self.caches_result()
+    }
+
     /// Listed whenever any group is enabled, even when its own group is not (`ReadVar`,
     /// `ListVars`).
     fn always_listed(&self) -> bool {

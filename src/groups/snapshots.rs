@@ -50,6 +50,11 @@ impl Tool for SnapshotTool {
     fn caches_result(&self) -> bool {
         !UNCACHED.contains(&self.definition.name.as_str())
     }
+
+    /// A processed chat's newest state (`vs_stat_data`) is what a plan keeps in state.
+    fn offers_output_path(&self) -> bool {
+        true
+    }
 }
 
 fn failed(error: snapshots::Error) -> ToolError {

@@ -46,7 +46,7 @@ pub(super) fn wire_tool(tool: &dyn Tool) -> WireTool {
                 }),
         );
     }
-    if tool.caches_result()
+    if tool.offers_output_path()
         && let Some(Value::Object(properties)) = schema.get_mut("properties")
         && !properties.contains_key(OUTPUT_PATH_ARGUMENT)
     {

@@ -678,3 +678,39 @@ async fn the_sillytavern_example_processes_as_documented() {
         })
     );
 }
+
+/// `SnapshotProcess` is not cached as variables (whole chats are too large), yet it offers
+/// `_outputPath`: a plan keeps the processed chat's state in the state document.
+#[tokio::test]
+async fn snapshot_process_offers_an_output_path_and_writes_state() {
+    let client = client().await;
+    let tools = client.list_all_tools().await.unwrap();
+    let process = tools
+        .iter()
+        .find(|tool| tool.name == "SnapshotProcess")
+        .unwrap();
+    assert!(
+        process.input_schema["properties"]
+            .as_object()
+            .unwrap()
+            .contains_key("_outputPath"),
+        "{:?}",
+        process.input_schema
+    );
+    let messages = vec![user("开始"), ai(0, &["@.SET(\"金币\", 7);"])];
+    let processed = ok(
+        &client,
+        "SnapshotProcess",
+        json!({"chatFile": "kept", "messages": messages, "_outputPath": "†state.rp"}),
+    )
+    .await;
+    assert_eq!(processed["vs_stat_data"], json!({"金币": 7}));
+    let read = call(
+        &client,
+        "ReadState",
+        json!({"path": "rp.vs_stat_data.金币"}),
+    )
+    .await;
+    assert!(!is_error(&read), "{}", text(&read));
+    assert!(text(&read).ends_with("\n7"), "{}", text(&read));
+}
