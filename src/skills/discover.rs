@@ -148,6 +148,12 @@ fn visit(
     }
 }
 
+/// Folders the walk never enters: hidden ones (`.git`, `.backups`, staged saves) and
+/// `node_modules`. The watcher skips the same ones.
+pub(super) fn skipped_folder(name: &str) -> bool {
+    name.starts_with('.') || name == "node_modules"
+}
+
 /// The folders inside `folder` worth visiting: not hidden, not `node_modules`, and not a
 /// symlink that leaves the root (reported).
 fn sub_folders(
@@ -162,7 +168,7 @@ fn sub_folders(
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with('.') || name == "node_modules" {
+        if skipped_folder(&name) {
             continue;
         }
         let path = entry.path();

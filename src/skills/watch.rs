@@ -1,6 +1,6 @@
-//! Hot reload (seed 004 §8): the skill roots on disk are watched (notify with the full
-//! debouncer, 250 ms), and a relevant change rescans them through [`Shelf::reload`], which
-//! refreshes `index.json` and the catalog and wakes the sessions so that they send
+//! Hot reload (seed 004 §8): every folder under the skill roots on disk is watched, and once a
+//! change has been followed by 250 ms of quiet the roots are rescanned through [`Shelf::reload`],
+//! which refreshes `index.json` and the catalog and wakes the sessions so that they send
 //! `resources/list_changed` and `prompts/list_changed`. The search index is rebuilt on the
 //! watcher's thread.
 //!
@@ -9,21 +9,30 @@
 //! batch is reconciled by a rescan, and a batch that created or moved a folder is rescanned once
 //! more a moment later. Reads (`Access`), hidden paths (`.backups/`, staged saves, our
 //! temporary index) and `index.json` itself (which the rescan writes) are ignored.
+//!
+//! The walk is ours, one non-recursive notify watch per folder the discovery would visit (no
+//! hidden folders, no `node_modules`, no symbolic links), and a folder that appears is watched
+//! when its event arrives. notify's recursive mode with notify-debouncer-full, used first, held
+//! 7 MiB more resident memory at 10,000 skills (53.7 → 46–47 MiB measured: the recursive walk's
+//! garbage stays in the allocator arena of notify's thread), and the debouncer's thread woke 16
+//! times a second for ever; here the thread sleeps until an event comes.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
 
-use notify_debouncer_full::notify::event::{CreateKind, ModifyKind};
-use notify_debouncer_full::notify::{EventKind, RecommendedWatcher, RecursiveMode};
-use notify_debouncer_full::{DebounceEventResult, DebouncedEvent, Debouncer, RecommendedCache};
+use notify::event::{CreateKind, ModifyKind};
+use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use super::discover::RootKind;
+use super::discover::{RootKind, skipped_folder};
 use super::index_file::FILE_NAME as INDEX_FILE;
 use super::shelf::Shelf;
 
-/// How long events are gathered before a rescan.
+/// How long the folders must be quiet before a rescan.
 const DEBOUNCE: Duration = Duration::from_millis(250);
+/// The longest a batch gathers events while they keep coming.
+const LONGEST_BATCH: Duration = Duration::from_secs(2);
 /// The second look after a folder appeared, for files written into it right after.
 const SETTLE: Duration = Duration::from_millis(300);
 
@@ -32,18 +41,25 @@ const SETTLE: Duration = Duration::from_millis(300);
 #[error("cannot watch the skills folder {path} for changes: {source}")]
 pub struct Error {
     path: PathBuf,
-    source: notify_debouncer_full::notify::Error,
+    source: notify::Error,
 }
 
 /// The running watcher; dropping it stops watching.
+#[derive(Debug)]
 pub struct Watch {
-    _debouncer: Debouncer<RecommendedWatcher, RecommendedCache>,
+    messages: Sender<Message>,
 }
 
-impl std::fmt::Debug for Watch {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("Watch")
+impl Drop for Watch {
+    fn drop(&mut self) {
+        // The thread may be gone already (it ends when the watcher fails); nothing to stop then.
+        self.messages.send(Message::Stop).ok();
     }
+}
+
+enum Message {
+    Event(notify::Result<Event>),
+    Stop,
 }
 
 /// Watches every root of the shelf that is a folder on disk; `None` when there is none.
@@ -54,55 +70,136 @@ pub fn start(shelf: Arc<Shelf>) -> Result<Option<Watch>, Error> {
         .filter(|root| root.kind != RootKind::Bundled && root.path.is_dir())
         .map(|root| root.path.clone())
         .collect();
-    if roots.is_empty() {
+    let Some(first_root) = roots.first().cloned() else {
         return Ok(None);
-    }
-    let watched = roots.clone();
-    let handler = move |result: DebounceEventResult| match result {
-        Ok(events) => changed(&shelf, &watched, &events),
-        Err(errors) => {
-            for error in errors {
-                tracing::warn!(%error, "watching the skills folders");
-            }
-        }
     };
-    let wrap = |path: &Path| {
-        let path = path.to_owned();
-        move |source| Error { path, source }
-    };
-    let mut debouncer =
-        notify_debouncer_full::new_debouncer(DEBOUNCE, None, handler).map_err(wrap(&roots[0]))?;
+    let (messages, receiver) = mpsc::channel();
+    let events = messages.clone();
+    let mut watcher = notify::recommended_watcher(move |event| {
+        events.send(Message::Event(event)).ok();
+    })
+    .map_err(|source| Error {
+        path: first_root.clone(),
+        source,
+    })?;
     for root in &roots {
-        debouncer
-            .watch(root, RecursiveMode::Recursive)
-            .map_err(wrap(root))?;
+        watch_tree(&mut watcher, root).map_err(|source| Error {
+            path: root.clone(),
+            source,
+        })?;
     }
     tracing::debug!(?roots, "watching the skills folders");
-    Ok(Some(Watch {
-        _debouncer: debouncer,
-    }))
+    std::thread::Builder::new()
+        .name("skills-watch".to_owned())
+        .spawn(move || run(&shelf, &roots, &mut watcher, &receiver))
+        .map_err(|error| Error {
+            path: first_root,
+            source: notify::Error::io(error),
+        })?;
+    Ok(Some(Watch { messages }))
 }
 
-fn changed(shelf: &Shelf, roots: &[PathBuf], events: &[DebouncedEvent]) {
-    let relevant: Vec<&DebouncedEvent> = events
-        .iter()
-        .filter(|event| !matches!(event.kind, EventKind::Access(_)))
-        .filter(|event| event.paths.iter().any(|path| matters(roots, path)))
-        .collect();
-    if relevant.is_empty() {
+/// Watches `top` and every folder below it that the discovery would visit. Only `top` must be
+/// watchable; a folder below that vanished meanwhile is skipped, and running out of watches
+/// (`fs.inotify.max_user_watches`) is reported once and stops the walk.
+fn watch_tree(watcher: &mut RecommendedWatcher, top: &Path) -> notify::Result<()> {
+    watcher.watch(top, RecursiveMode::NonRecursive)?;
+    let mut pending = vec![top.to_owned()];
+    while let Some(folder) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let is_folder = entry.file_type().is_ok_and(|kind| kind.is_dir());
+            if !is_folder || skipped_folder(&entry.file_name().to_string_lossy()) {
+                continue;
+            }
+            let path = entry.path();
+            match watcher.watch(&path, RecursiveMode::NonRecursive) {
+                Ok(()) => pending.push(path),
+                Err(error) if matches!(error.kind, notify::ErrorKind::MaxFilesWatch) => {
+                    tracing::warn!(
+                        "out of inotify watches at {}: changes below it are seen after a restart \
+                         (raise fs.inotify.max_user_watches)",
+                        path.display()
+                    );
+                    return Ok(());
+                }
+                Err(error) => tracing::debug!(%error, "not watching {}", path.display()),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What one batch of events asks for.
+#[derive(Default)]
+struct Batch {
+    relevant: bool,
+    folder_appeared: bool,
+}
+
+/// Waits for an event, gathers the batch it starts, rescans; until the [`Watch`] is dropped.
+fn run(
+    shelf: &Shelf,
+    roots: &[PathBuf],
+    watcher: &mut RecommendedWatcher,
+    receiver: &Receiver<Message>,
+) {
+    while let Ok(first) = receiver.recv() {
+        let started = Instant::now();
+        let mut batch = Batch::default();
+        let mut next = first;
+        loop {
+            match next {
+                Message::Stop => return,
+                Message::Event(Ok(event)) => gather(watcher, roots, &event, &mut batch),
+                Message::Event(Err(error)) => {
+                    tracing::warn!(%error, "watching the skills folders");
+                }
+            }
+            if started.elapsed() >= LONGEST_BATCH {
+                break;
+            }
+            next = match receiver.recv_timeout(DEBOUNCE) {
+                Ok(message) => message,
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+        }
+        if batch.relevant {
+            rescan(shelf, batch.folder_appeared);
+        }
+    }
+}
+
+/// Adds one event to the batch; a folder that appeared under a root is watched from now on.
+fn gather(watcher: &mut RecommendedWatcher, roots: &[PathBuf], event: &Event, batch: &mut Batch) {
+    if matches!(event.kind, EventKind::Access(_)) {
         return;
     }
-    tracing::debug!(
-        events = relevant.len(),
-        "the skills folders changed; rescanning"
+    let appeared = matches!(
+        event.kind,
+        EventKind::Create(CreateKind::Folder | CreateKind::Any)
+            | EventKind::Modify(ModifyKind::Name(_))
     );
+    for path in event.paths.iter().filter(|path| matters(roots, path)) {
+        batch.relevant = true;
+        let watchable = path
+            .file_name()
+            .is_some_and(|name| !skipped_folder(&name.to_string_lossy()));
+        if appeared && watchable && path.is_dir() {
+            batch.folder_appeared = true;
+            if let Err(error) = watch_tree(watcher, path) {
+                tracing::debug!(%error, "not watching {}", path.display());
+            }
+        }
+    }
+}
+
+fn rescan(shelf: &Shelf, folder_appeared: bool) {
+    tracing::debug!("the skills folders changed; rescanning");
     shelf.reload().warm_up();
-    let folder_appeared = relevant.iter().any(|event| {
-        matches!(
-            event.kind,
-            EventKind::Create(CreateKind::Folder) | EventKind::Modify(ModifyKind::Name(_))
-        )
-    });
     if folder_appeared {
         std::thread::sleep(SETTLE);
         shelf.reload().warm_up();

@@ -103,5 +103,18 @@ async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() 
     )
     .unwrap();
     wait_for_search(&client, "espresso", "quick-skill", true).await;
+
+    // A folder that appears empty is watched from then on: a SKILL.md written into it later,
+    // long after the folder's own batch was rescanned, is seen too.
+    let before = count(&observer, "resources/list_changed");
+    std::fs::create_dir_all(root.join("late-skill")).unwrap();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    std::fs::write(
+        root.join("late-skill/SKILL.md"),
+        "---\nname: late-skill\ndescription: Water orchids sparingly. Use when gardening.\n---\n",
+    )
+    .unwrap();
+    wait_for_more(&observer, "resources/list_changed", before).await;
+    wait_for_search(&client, "orchids", "late-skill", true).await;
     client.cancel().await.unwrap();
 }
