@@ -154,9 +154,9 @@ impl Server {
         &self.inner.executor
     }
 
-    /// The skill library as it is now (a saved skill replaces it).
-    pub fn library(&self) -> Arc<Library> {
-        self.inner.shelf.library()
+    /// The skill library as it is now (a saved skill replaces it), once the first scan is done.
+    pub async fn library(&self) -> Arc<Library> {
+        self.inner.shelf.loaded().await
     }
 
     /// Serves one MCP session over stdin/stdout until the client closes it.
@@ -281,7 +281,7 @@ impl ServerHandler for Server {
     ) -> Result<ListResourcesResult, ErrorData> {
         Ok(ListResourcesResult::with_all_items(resources::list(
             self.executor(),
-            &self.library(),
+            self.library().await.as_ref(),
         )?))
     }
 
@@ -302,7 +302,7 @@ impl ServerHandler for Server {
     ) -> Result<ReadResourceResponse, ErrorData> {
         resources::read(
             self.executor(),
-            &self.library(),
+            self.library().await.as_ref(),
             &self.inner.snapshots,
             &request.uri,
         )
@@ -334,7 +334,7 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         Ok(ListPromptsResult::with_all_items(prompts::list(
-            &self.library(),
+            self.library().await.as_ref(),
         )))
     }
 
@@ -345,7 +345,7 @@ impl ServerHandler for Server {
     ) -> Result<GetPromptResponse, ErrorData> {
         prompts::get(
             self.executor(),
-            &self.library(),
+            self.library().await.as_ref(),
             &self.inner.snapshots,
             &request.name,
             request.arguments.as_ref(),
@@ -358,7 +358,7 @@ impl ServerHandler for Server {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let values = skills::complete(&self.library(), &request);
+        let values = skills::complete(self.library().await.as_ref(), &request);
         let info =
             CompletionInfo::new(values).map_err(|error| ErrorData::internal_error(error, None))?;
         Ok(CompleteResult::new(info))
@@ -372,7 +372,7 @@ impl ServerHandler for Server {
         let cursor = request
             .as_ref()
             .and_then(|request| request.cursor.as_deref());
-        skills::list_skills(&self.library(), cursor)
+        skills::list_skills(self.library().await.as_ref(), cursor)
     }
 
     async fn get_skill(
@@ -380,7 +380,7 @@ impl ServerHandler for Server {
         request: GetSkillRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, ErrorData> {
-        skills::get_skill(&self.library(), &request.uri).map(GetSkillResult::new)
+        skills::get_skill(self.library().await.as_ref(), &request.uri).map(GetSkillResult::new)
     }
 
     async fn read_resource_directory(
@@ -388,7 +388,7 @@ impl ServerHandler for Server {
         request: ReadResourceDirectoryRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, ErrorData> {
-        skills::read_directory(&self.library(), &request.uri)
+        skills::read_directory(self.library().await.as_ref(), &request.uri)
             .map(ReadResourceDirectoryResult::with_all_items)
     }
 }

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{off_thread, ready, structured};
+use super::{off_thread, structured};
 use crate::skills::rerank::{self, Candidate};
 use crate::skills::shelf::Shelf;
 use crate::skills::{Hit, Skill};
@@ -175,7 +175,11 @@ impl Tool for SkillsTool {
                 let arguments = call.arguments;
                 off_thread(move || save::run(&shared, arguments))
             }
-            _ => ready((self.run)(&self.shared, call)),
+            // Quick once the first scan is done; until then, wait for it without blocking.
+            _ => Box::pin(async move {
+                self.shared.shelf.loaded().await;
+                (self.run)(&self.shared, call)
+            }),
         }
     }
 
@@ -263,7 +267,7 @@ async fn search(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolE
     let limit = arguments.max_results.unwrap_or(5).clamp(1, 50);
     let tags = arguments.tags.unwrap_or_default();
     let rerank = arguments.rerank == Some(true);
-    let library = shared.shelf.library();
+    let library = shared.shelf.loaded().await;
     let wanted = if rerank {
         limit.max(RERANK_CANDIDATES)
     } else {
