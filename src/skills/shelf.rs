@@ -46,13 +46,20 @@ impl Shelf {
         shelf
     }
 
-    /// Scans the roots on a background thread, then builds the search index there too.
-    pub fn load_in_background(roots: Vec<Root>) -> Arc<Self> {
+    /// Scans the roots on a background thread, builds the search index there too, then runs
+    /// `then` on that thread (the server starts watching the roots there: the walk reuses the
+    /// memory the scan freed instead of taking fresh pages on a thread of its own).
+    pub fn load_in_background(
+        roots: Vec<Root>,
+        then: impl FnOnce(Arc<Self>) + Send + 'static,
+    ) -> Arc<Self> {
         let shelf = Arc::new(Self::empty(roots));
         let loading = shelf.clone();
         std::thread::spawn(move || {
             let library = loading.install(scan(&loading.roots));
             library.warm_up();
+            drop(library);
+            then(loading);
         });
         shelf
     }
