@@ -33,6 +33,8 @@ pub struct LineTransport<R, W> {
     line: Vec<u8>,
     /// Bytes of the current line dropped past [`MAX_LINE_BYTES`].
     dropped: usize,
+    /// Answers to broken lines still being written (see [`LineTransport::answer`]).
+    answering: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -46,7 +48,23 @@ where
             writer: Arc::new(Mutex::new(writer)),
             line: Vec::new(),
             dropped: 0,
+            answering: Vec::new(),
         }
+    }
+
+    /// Writes the answer to a broken line on a task of its own. rmcp polls `receive` in a
+    /// `select!` and drops it when another branch is ready first; an answer written inside
+    /// `receive` was lost when that happened while it waited for the writer (held by a response
+    /// being sent), and its request was never answered (found by the `jsonrpc_lines` fuzz
+    /// target). The task finishes the whole line whatever becomes of `receive`.
+    fn answer(&mut self, bytes: Vec<u8>) {
+        self.answering.retain(|task| !task.is_finished());
+        let writer = Arc::clone(&self.writer);
+        self.answering.push(tokio::spawn(async move {
+            if let Err(error) = write_line(&writer, &bytes).await {
+                tracing::error!(%error, "cannot write stdout");
+            }
+        }));
     }
 
     /// Reads up to the next newline; `false` at the end of input. Cancel-safe: bytes are moved
@@ -108,17 +126,16 @@ where
             match decoded {
                 Decoded::Message(message) => return Some(*message),
                 Decoded::Skip => {}
-                Decoded::Answer(bytes) => {
-                    if let Err(error) = write_line(&self.writer, &bytes).await {
-                        tracing::error!(%error, "cannot write stdout");
-                        return None;
-                    }
-                }
+                Decoded::Answer(bytes) => self.answer(bytes),
             }
         }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        // Answers to broken lines go out before the output closes.
+        for task in self.answering.drain(..) {
+            task.await.ok();
+        }
         self.writer.lock().await.shutdown().await
     }
 }

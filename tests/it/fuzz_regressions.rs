@@ -41,3 +41,42 @@ fn a_lone_carriage_return_ends_a_frontmatter_line_at_start_up_too() {
     let report = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "the skill is refused: {report}");
 }
+
+/// `jsonrpc_lines`: the answer to a broken request was written inside `receive`, which rmcp
+/// polls in a `select!` and drops whenever another branch is ready first. Dropped while the
+/// answer waited on the output, the answer was lost half-written and the request never answered.
+/// Here the output pipe holds 16 bytes until the client reads, and `receive` is dropped meanwhile.
+#[tokio::test]
+async fn a_broken_request_is_answered_whole_although_receiving_was_dropped() {
+    use rmcp::transport::Transport;
+    use synapse_mcp::server::transport::LineTransport;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    let (server_input, mut client_output) = tokio::io::duplex(64 * 1024);
+    let (server_output, client_input) = tokio::io::duplex(16);
+    let mut transport = LineTransport::new(server_input, server_output);
+    client_output
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":\n")
+        .await
+        .unwrap();
+    let receiving = tokio::time::timeout(
+        std::time::Duration::from_millis(100),
+        Transport::<rmcp::RoleServer>::receive(&mut transport),
+    )
+    .await;
+    assert!(receiving.is_err(), "a broken line delivers no message");
+
+    let mut line = String::new();
+    let mut reader = tokio::io::BufReader::new(client_input);
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        reader.read_line(&mut line),
+    )
+    .await
+    .expect("the answer arrives")
+    .unwrap();
+    let answer: serde_json::Value = serde_json::from_str(&line)
+        .unwrap_or_else(|error| panic!("a whole JSON line, not {line:?}: {error}"));
+    assert_eq!(answer["id"], 7);
+    assert_eq!(answer["error"]["code"], -32700);
+}
