@@ -435,20 +435,20 @@ async fn mixed_concurrent_load_loses_no_acknowledged_write() {
         "the soak cached only {} results: too short to exercise eviction at capacity {CAPACITY}",
         cached * 2
     );
-    check_acknowledged(client.peer(), &ledgers).await;
-    let count = variable_count(client.peer()).await;
-    assert!(
-        count <= CAPACITY,
-        "{count} variables kept at capacity {CAPACITY}"
-    );
+    check_invariants(client.peer(), &ledgers, "after the load").await;
     client.cancel().await.unwrap();
 
     let restarted = durable_client(&data, &skills, &config).await;
-    check_acknowledged(restarted.peer(), &ledgers).await;
-    let count = variable_count(restarted.peer()).await;
+    check_invariants(restarted.peer(), &ledgers, "after a restart").await;
+    restarted.cancel().await.unwrap();
+}
+
+/// Every acknowledged write readable, every live snapshot intact, the capacity respected.
+async fn check_invariants(peer: &Peer<RoleClient>, ledgers: &[Ledger], when: &str) {
+    check_acknowledged(peer, ledgers).await;
+    let count = variable_count(peer).await;
     assert!(
         count <= CAPACITY,
-        "{count} variables after the restart at capacity {CAPACITY}"
+        "{count} variables {when} at capacity {CAPACITY}"
     );
-    restarted.cancel().await.unwrap();
 }
