@@ -67,6 +67,25 @@ impl Setup {
         RawSession::initialized(&args).await
     }
 
+    /// A raw session, split into its process and pipes, whose call 1 runs a 30-second script;
+    /// with the script's process id.
+    async fn raw_with_a_sleeper(
+        &self,
+    ) -> (
+        tokio::process::Child,
+        tokio::process::ChildStdin,
+        tokio::io::BufReader<tokio::process::ChildStdout>,
+        u32,
+    ) {
+        let (child, mut stdin, stdout) = self.raw().await.split();
+        stdin
+            .write_all(format!("{}\n", self.sleeper(1, "pid")).as_bytes())
+            .await
+            .unwrap();
+        let sleeping = self.sleeping_pid("pid").await;
+        (child, stdin, stdout, sleeping)
+    }
+
     async fn client(&self) -> crate::common::Client {
         let args = self.args();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -179,12 +198,7 @@ async fn assert_store_sound(setup: &Setup, acknowledged: &[usize]) {
 #[tokio::test]
 async fn stdin_closed_while_calls_run_exits_cleanly_and_keeps_every_acknowledged_write() {
     let setup = Setup::new();
-    let (mut child, mut stdin, mut stdout) = setup.raw().await.split();
-    stdin
-        .write_all(format!("{}\n", setup.sleeper(1, "pid")).as_bytes())
-        .await
-        .unwrap();
-    let sleeping = setup.sleeping_pid("pid").await;
+    let (mut child, mut stdin, mut stdout, sleeping) = setup.raw_with_a_sleeper().await;
     for index in 0..200 {
         stdin
             .write_all(format!("{}\n", write_request(index)).as_bytes())
@@ -206,12 +220,7 @@ async fn stdin_closed_while_calls_run_exits_cleanly_and_keeps_every_acknowledged
 #[tokio::test]
 async fn a_client_that_vanishes_mid_call_leaves_a_sound_store() {
     let setup = Setup::new();
-    let (mut child, mut stdin, mut stdout) = setup.raw().await.split();
-    stdin
-        .write_all(format!("{}\n", setup.sleeper(1, "pid")).as_bytes())
-        .await
-        .unwrap();
-    let sleeping = setup.sleeping_pid("pid").await;
+    let (mut child, mut stdin, mut stdout, sleeping) = setup.raw_with_a_sleeper().await;
     let plan = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "RunPlan", "arguments": {"steps": (0..50).map(|step| json!({
             "id": format!("s{step}"), "_tool": "WriteState", "path": format!("chain.s{step}"),
