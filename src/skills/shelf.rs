@@ -1,11 +1,11 @@
-//! The library as the server holds it: the current [`Library`] behind a lock, replaced whole when a
+//! The library as the server holds it: the current [`Library`] in a watch channel, replaced whole when a
 //! skill is saved or the roots change on disk (`watch`). The first scan may run on a background
 //! thread so that the session starts at once; whoever needs the library before it is ready waits
 //! for it. Readers take an `Arc` of the current library and never wait for a later rescan, which
 //! reuses `index.json` so that only a changed skill is read again.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use super::Library;
@@ -17,25 +17,22 @@ use super::validate::Level;
 #[derive(Debug)]
 pub struct Shelf {
     roots: Vec<Root>,
-    current: Mutex<Option<Arc<Library>>>,
-    loaded: Condvar,
+    /// The library now; `None` until the first scan is installed. A channel, so that a request
+    /// can await the first scan without blocking the session's one thread.
+    current: tokio::sync::watch::Sender<Option<Arc<Library>>>,
     /// Held through a rescan, so that of two saves the later scan (which sees both) wins.
     rescanning: Mutex<()>,
     /// Counts rescans after the first, so that sessions can tell their clients the lists changed.
     revision: tokio::sync::watch::Sender<u64>,
-    /// `true` once the first scan is installed: what [`Shelf::loaded`] awaits.
-    ready: tokio::sync::watch::Sender<bool>,
 }
 
 impl Shelf {
     fn empty(roots: Vec<Root>) -> Self {
         Self {
             roots,
-            current: Mutex::new(None),
-            loaded: Condvar::new(),
+            current: tokio::sync::watch::Sender::new(None),
             rescanning: Mutex::new(()),
             revision: tokio::sync::watch::Sender::new(0),
-            ready: tokio::sync::watch::Sender::new(false),
         }
     }
 
@@ -68,28 +65,26 @@ impl Shelf {
         &self.roots
     }
 
-    /// The library as it is now; waits for the first scan if it is still running.
+    /// The library as it is now; blocks the thread until the first scan is done. For
+    /// synchronous callers off the session's thread; requests use [`Shelf::loaded`].
     pub fn library(&self) -> Arc<Library> {
-        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        loop {
-            if let Some(library) = current.as_ref() {
-                return library.clone();
-            }
-            current = self
-                .loaded
-                .wait(current)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+        futures::executor::block_on(self.loaded())
     }
 
     /// The library once the first scan is done, waiting without blocking the thread: the
-    /// session runs on one thread, so a request that blocked in [`Shelf::library`] during a
-    /// long first scan (0.4 s at 10,000 skills) would hold up every other request.
+    /// session runs on one thread, so a request that blocked during a long first scan (0.4 s at
+    /// 10,000 skills) would hold up every other request.
     pub async fn loaded(&self) -> Arc<Library> {
-        let mut ready = self.ready.subscribe();
-        // The sender lives as long as `self`, so the wait ends only when the scan is installed.
-        ready.wait_for(|loaded| *loaded).await.ok();
-        self.library()
+        let mut current = self.current.subscribe();
+        loop {
+            if let Some(library) = current.borrow_and_update().as_ref() {
+                return library.clone();
+            }
+            // The sender lives as long as `self`, so a change always comes.
+            if current.changed().await.is_err() {
+                return Arc::new(Library::from_catalog(Catalog::default()));
+            }
+        }
     }
 
     /// Scans the roots again and serves the result from now on.
@@ -105,9 +100,7 @@ impl Shelf {
 
     fn install(&self, library: Library) -> Arc<Library> {
         let library = Arc::new(library);
-        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(library.clone());
-        self.loaded.notify_all();
-        self.ready.send_replace(true);
+        self.current.send_replace(Some(library.clone()));
         library
     }
 
