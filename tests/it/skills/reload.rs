@@ -44,16 +44,23 @@ fn count(observer: &TestClient, notification: &str) -> usize {
         .count()
 }
 
+/// Writes `folder/SKILL.md` with the given name, description and body.
+fn write_skill(folder: &std::path::Path, name: &str, description: &str, body: &str) {
+    let text = format!("---\nname: {name}\ndescription: {description}\n---\n{body}\n");
+    std::fs::write(folder.join("SKILL.md"), text).unwrap();
+}
+
 #[tokio::test]
 async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() {
     let directory = tempfile::tempdir().unwrap();
     let root = directory.path().join("skills");
     std::fs::create_dir_all(root.join("existing")).unwrap();
-    std::fs::write(
-        root.join("existing/SKILL.md"),
-        "---\nname: existing\ndescription: Already there. Use when testing.\n---\nBody.\n",
-    )
-    .unwrap();
+    write_skill(
+        &root.join("existing"),
+        "existing",
+        "Already there. Use when testing.",
+        "Body.",
+    );
     let args = [
         "--skills".to_owned(),
         root.display().to_string(),
@@ -70,22 +77,24 @@ async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() 
     let before = count(&observer, "resources/list_changed");
     let staging = directory.path().join("staging/telescope-care");
     std::fs::create_dir_all(&staging).unwrap();
-    std::fs::write(
-        staging.join("SKILL.md"),
-        "---\nname: telescope-care\ndescription: Clean and align telescope mirrors. Use when stargazing.\n---\n# Mirrors\n",
-    )
-    .unwrap();
+    write_skill(
+        &staging,
+        "telescope-care",
+        "Clean and align telescope mirrors. Use when stargazing.",
+        "# Mirrors",
+    );
     std::fs::rename(&staging, root.join("telescope-care")).unwrap();
     wait_for_more(&observer, "resources/list_changed", before).await;
     wait_for_more(&observer, "prompts/list_changed", 0).await;
     wait_for_search(&client, "telescope mirrors", "telescope-care", true).await;
 
     let before = count(&observer, "resources/list_changed");
-    std::fs::write(
-        root.join("telescope-care/SKILL.md"),
-        "---\nname: telescope-care\ndescription: Polish binocular lenses. Use when birdwatching.\n---\n# Lenses\n",
-    )
-    .unwrap();
+    write_skill(
+        &root.join("telescope-care"),
+        "telescope-care",
+        "Polish binocular lenses. Use when birdwatching.",
+        "# Lenses",
+    );
     wait_for_more(&observer, "resources/list_changed", before).await;
     wait_for_search(&client, "binocular lenses", "telescope-care", true).await;
 
@@ -97,11 +106,12 @@ async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() 
     // A folder made and filled at once: inotify may miss the files, the settling rescan not.
     let quick = root.join("quick-skill/references/deeper");
     std::fs::create_dir_all(&quick).unwrap();
-    std::fs::write(
-        root.join("quick-skill/SKILL.md"),
-        "---\nname: quick-skill\ndescription: Brew espresso quickly. Use when tired.\n---\n",
-    )
-    .unwrap();
+    write_skill(
+        &root.join("quick-skill"),
+        "quick-skill",
+        "Brew espresso quickly. Use when tired.",
+        "",
+    );
     wait_for_search(&client, "espresso", "quick-skill", true).await;
 
     // A folder that appears empty is watched from then on: a SKILL.md written into it later,
@@ -109,11 +119,12 @@ async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() 
     let before = count(&observer, "resources/list_changed");
     std::fs::create_dir_all(root.join("late-skill")).unwrap();
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    std::fs::write(
-        root.join("late-skill/SKILL.md"),
-        "---\nname: late-skill\ndescription: Water orchids sparingly. Use when gardening.\n---\n",
-    )
-    .unwrap();
+    write_skill(
+        &root.join("late-skill"),
+        "late-skill",
+        "Water orchids sparingly. Use when gardening.",
+        "",
+    );
     wait_for_more(&observer, "resources/list_changed", before).await;
     wait_for_search(&client, "orchids", "late-skill", true).await;
     client.cancel().await.unwrap();
