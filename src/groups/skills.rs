@@ -133,8 +133,8 @@ enum Kind {
 
 type Run = fn(&Shared, ToolCall<'_>) -> Result<ToolOutput, ToolError>;
 
-/// `SkillSearch` and `SkillSave` do not run on the session's thread: [`SkillsTool::execute`]
-/// sends them their own ways.
+/// `SkillSearch` (asynchronous) and `SkillSave` (on the blocking pool) take their own paths in
+/// [`SkillsTool::execute`] and never come here.
 fn unreachable_run(_shared: &Shared, _call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     Err(ToolError::Internal(
         "this tool runs asynchronously; its synchronous entry is never called".to_owned(),
