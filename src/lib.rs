@@ -13,6 +13,7 @@
 //!   announced to subscribers.
 //! - [`store`]: durable workspaces (SQLite), shared between processes by a change sequence.
 //! - [`maintenance`]: `workspace list|export|import|delete` and `doctor`.
+//! - [`nesting`]: the one depth limit for JSON values and dot paths entering the workspace.
 //! - Domain modules, which know nothing of MCP: [`vars`] (the capacity-bounded variable system of
 //!   seed 000), [`refs`] (`$VAR_REF` and `†kind.path` resolution), [`plans`] (dot paths, the
 //!   state document's `_outputPath` targets, plan validation and execution of seed 003),
@@ -40,6 +41,7 @@
 pub mod config;
 pub mod groups;
 pub mod maintenance;
+pub mod nesting;
 pub mod plans;
 pub mod refs;
 pub mod rules;
