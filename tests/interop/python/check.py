@@ -425,7 +425,7 @@ async def call_step(session: Session, step: dict[str, Any]) -> str:
         session.saved[step["save"]] = structured
     detail = f"{len(text)} characters of text"
     if structured is not None:
-        detail += ", structured content valid"
+        detail += f", {len(json.dumps(structured, ensure_ascii=False))} characters of valid structured content"
     if asked:
         detail += f", approval asked {asked}x and accepted"
     return detail
@@ -486,7 +486,8 @@ async def saw_list_changed(session: Session) -> str:
             await anyio.sleep(0.05)
     missing = wanted - set(seen)
     if missing:
-        raise Fail(f"never received {', '.join(sorted(missing))} (received: {sorted(set(seen)) or 'nothing'})")
+        stream = " through the subscriptions/listen stream" if session.era == "modern" else ""
+        raise Fail(f"never received {', '.join(sorted(missing))}{stream} (received: {sorted(set(seen)) or 'nothing'})")
     return "resources and prompts list_changed received"
 
 

@@ -291,7 +291,7 @@ async function run(binary, work) {
       checkExpectations(step, result.structuredContent, text);
       if (step.save) session.saved[step.save] = result.structuredContent;
       let detail = `${text.length} characters of text`;
-      if (result.structuredContent !== undefined) detail += ", structured content valid";
+      if (result.structuredContent !== undefined) detail += `, ${JSON.stringify(result.structuredContent).length} characters of valid structured content`;
       if (asked) detail += `, approval asked ${asked}x and accepted`;
       return detail;
     });
