@@ -329,6 +329,7 @@ async def exercise(session: Session, log_messages: list[str]) -> None:
             await run_step(session, step)
         await coverage(session)
         await checks.run("list_changed after SkillSave", lambda: saw_list_changed(session))
+    await checks.run("prompts/list after SkillSave", lambda: relist_prompts(session))
 
     for prompt in session.prompts:
         await checks.run(f"prompts/get {prompt.name}", lambda prompt=prompt: get_prompt(session, prompt, scenario))
@@ -489,6 +490,15 @@ async def saw_list_changed(session: Session) -> str:
         stream = " through the subscriptions/listen stream" if session.era == "modern" else ""
         raise Fail(f"never received {', '.join(sorted(missing))}{stream} (received: {sorted(set(seen)) or 'nothing'})")
     return "resources and prompts list_changed received"
+
+
+async def relist_prompts(session: Session) -> str:
+    """The saved skill's prompt is listed now (a caching client refetches after list_changed)."""
+    session.prompts = await all_pages(lambda cursor: session.client.list_prompts(cursor=cursor), "prompts")
+    names = [prompt.name for prompt in session.prompts]
+    if "skill-interop-farewell" not in names:
+        raise Fail(f"the saved skill's prompt `skill-interop-farewell` is not listed: {names}")
+    return f"{len(names)} prompts, the saved skill's included"
 
 
 async def get_prompt(session: Session, prompt: types.Prompt, scenario: dict[str, Any]) -> str:

@@ -316,6 +316,14 @@ async function run(binary, work) {
     return "resources and prompts list_changed received";
   });
 
+  await check("prompts/list after SkillSave", async () => {
+    session.prompts = await allPages((params) => client.listPrompts(params), "prompts");
+    const names = session.prompts.map((prompt) => prompt.name);
+    if (!names.includes("skill-interop-farewell")) {
+      throw new Fail(`the saved skill's prompt \`skill-interop-farewell\` is not listed: ${names.join(", ")}`);
+    }
+    return `${names.length} prompts, the saved skill's included`;
+  });
   for (const prompt of session.prompts) {
     await check(`prompts/get ${prompt.name}`, async () => {
       const argumentsNow = { ...(scenario.prompts[prompt.name] ?? {}) };
