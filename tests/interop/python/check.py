@@ -207,10 +207,10 @@ def make_elicitation(questions: list[str]):
     return answer
 
 
-def make_message_handler(notifications: list[str]):
+def make_message_handler(notifications: list[str], transport_errors: list[str]):
     async def handle(message: Any) -> None:
         if isinstance(message, Exception):
-            notifications.append(f"transport error: {describe(message)}")
+            transport_errors.append(describe(message))
             return
         method = getattr(message, "method", type(message).__name__)
         params = getattr(message, "params", None)
@@ -236,8 +236,9 @@ async def main() -> int:
     warnings.simplefilter("ignore", MCPDeprecationWarning)
 
     work = Path(tempfile.mkdtemp(prefix="synapse-interop-py-"))
+    transport_errors: list[str] = []
     try:
-        await run(options, checks, work)
+        await run(options, checks, work, transport_errors)
     finally:
         log = work / "server.log"
         server_log = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
@@ -248,6 +249,8 @@ async def main() -> int:
     panics = [line for line in server_log.splitlines() if "panicked" in line or " ERROR " in line]
     if panics:
         checks.fail("server log", f"{len(panics)} error line(s), first: {panics[0]}")
+    for error in transport_errors:
+        checks.fail("transport error", error)
     if warning_log.records:
         for record in warning_log.records:
             checks.fail("client warning", record)
@@ -257,7 +260,7 @@ async def main() -> int:
     return 1 if checks.failed else 0
 
 
-async def run(options: argparse.Namespace, checks: Checks, work: Path) -> None:
+async def run(options: argparse.Namespace, checks: Checks, work: Path, transport_errors: list[str]) -> None:
     home, skills = work / "home", work / "skills"
     home.mkdir()
     shutil.copytree(STAGE / "fixtures" / "skills", skills)
@@ -286,7 +289,7 @@ async def run(options: argparse.Namespace, checks: Checks, work: Path) -> None:
             mode="legacy" if options.era == "legacy" else "auto",
             read_timeout_seconds=60,
             elicitation_callback=make_elicitation(questions),
-            message_handler=make_message_handler(notifications),
+            message_handler=make_message_handler(notifications, transport_errors),
             logging_callback=on_log,
             log_level="info" if options.era == "modern" else None,
             client_info=types.Implementation(name="synapse-interop-python", version="1.0.0"),
