@@ -1,0 +1,601 @@
+"""The interop stage's Python client: the official `mcp` SDK drives the built synapse-mcp over stdio.
+
+It lists everything (all pages), runs the shared session in ../scenario.json (every tool the server
+lists, a resource of every scheme), gets every prompt, completes every argument, answers the
+approvals the server asks for, and subscribes to a variable and waits for its change notification.
+
+    python check.py --binary target/debug/synapse-mcp --era legacy    # initialize, 2025-11-25
+    python check.py --binary target/debug/synapse-mcp --era modern    # server/discover, 2026-07-28
+
+`legacy` forces the initialize handshake; `modern` is the SDK's default (`mode="auto"`), which
+probes `server/discover` and adopts 2026-07-28 when the server offers it. Each check prints one
+line; any client-side error, exception, validation failure or SDK warning fails the run (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+import tempfile
+import traceback
+import warnings
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.client.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ToolsListChanged,
+)
+
+HERE = Path(__file__).resolve().parent
+STAGE = HERE.parent
+REPOSITORY = STAGE.parent.parent
+NOTIFICATION_WAIT_SECONDS = 10
+APPROVAL = {"approve": True, "reason": "approved by the interop check"}
+
+
+class Checks:
+    """Counts and prints one line per check."""
+
+    def __init__(self, client: str) -> None:
+        self.client = client
+        self.passed = 0
+        self.failed: list[str] = []
+
+    def ok(self, name: str, detail: str = "") -> None:
+        self.passed += 1
+        print(f"ok   {self.client} {name}{': ' + detail if detail else ''}", flush=True)
+
+    def fail(self, name: str, message: str) -> None:
+        self.failed.append(name)
+        first = " ".join(message.split())
+        print(f"FAIL {self.client} {name}: {first[:600]}", flush=True)
+
+    async def run(self, name: str, body: Callable[[], Awaitable[str | None]]) -> bool:
+        """Runs one check; an exception of any kind fails it with its message."""
+        try:
+            detail = await body()
+        except Exception as error:  # noqa: BLE001 - every failure is reported, none hidden
+            self.fail(name, describe(error))
+            return False
+        self.ok(name, detail or "")
+        return True
+
+
+def describe(error: BaseException) -> str:
+    """An exception as one line: its type, message and, for grouped errors, the first cause."""
+    if isinstance(error, BaseExceptionGroup) and error.exceptions:
+        return describe(error.exceptions[0])
+    code = getattr(error, "code", None)
+    text = f"{type(error).__name__}{f' {code}' if isinstance(code, int) else ''}: {error}"
+    if error.__cause__ is not None:
+        text += f" (caused by {type(error.__cause__).__name__}: {error.__cause__})"
+    return text
+
+
+class WarningLog(logging.Handler):
+    """Collects what the SDK logs at WARNING or above (dropped notifications, failed validation)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(f"{record.name}: {record.getMessage()}")
+
+
+class Fail(Exception):
+    """A check's own verdict (not an SDK exception)."""
+
+
+def dig(value: Any, path: str) -> Any:
+    """The value at a dot path (`a.0.b`) of a JSON value."""
+    for segment in path.split("."):
+        if isinstance(value, list) and segment.isdigit() and int(segment) < len(value):
+            value = value[int(segment)]
+        elif isinstance(value, dict) and segment in value:
+            value = value[segment]
+        else:
+            raise Fail(f"the result has nothing at `{path}` (stopped at `{segment}`)")
+    return value
+
+
+def substitute(value: Any, saved: dict[str, Any]) -> Any:
+    """Resolves the scenario's `${step.path}` placeholders and `{"$file": path}` objects."""
+    if isinstance(value, dict):
+        if set(value) == {"$file"}:
+            return json.loads((REPOSITORY / value["$file"]).read_text(encoding="utf-8"))
+        return {key: substitute(item, saved) for key, item in value.items()}
+    if isinstance(value, list):
+        return [substitute(item, saved) for item in value]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+    if value.startswith("${") and value.endswith("}") and value.count("${") == 1:
+        return placeholder(value[2:-1], saved)
+    out, rest = "", value
+    while "${" in rest:
+        before, _, after = rest.partition("${")
+        inner, _, rest = after.partition("}")
+        found = placeholder(inner, saved)
+        out += before + (found if isinstance(found, str) else json.dumps(found, ensure_ascii=False))
+    return out + rest
+
+
+def placeholder(inner: str, saved: dict[str, Any]) -> Any:
+    expression, _, pipe = inner.partition("|")
+    step, _, path = expression.partition(".")
+    if step not in saved:
+        raise Fail(f"placeholder `${{{inner}}}` names step `{step}`, which saved no result")
+    value = dig(saved[step], path) if path else saved[step]
+    if pipe == "uri":
+        return quote(str(value), safe="")
+    return value
+
+
+def result_text(result: types.CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def contents_text(result: types.ReadResourceResult) -> str:
+    parts = []
+    for content in result.contents:
+        parts.append(content.text if isinstance(content, types.TextResourceContents) else content.blob)
+    return "".join(parts)
+
+
+def check_expectations(step: dict[str, Any], structured: Any, text: str) -> None:
+    for path, wanted in step.get("expect", {}).items():
+        if structured is None:
+            raise Fail(f"expected `{path}` = {json.dumps(wanted, ensure_ascii=False)} but the result has no structured content")
+        got = dig(structured, path)
+        if got != wanted:
+            raise Fail(
+                f"`{path}` is {json.dumps(got, ensure_ascii=False)}, expected {json.dumps(wanted, ensure_ascii=False)}"
+            )
+    if "expectText" in step and step["expectText"] not in text:
+        raise Fail(f"the text does not contain {step['expectText']!r}: {text[:300]!r}")
+
+
+async def all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(1000):
+        page = await fetch(cursor)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            return items
+    raise Fail(f"{field}: more than 1000 pages; the cursor never ends")
+
+
+class Session:
+    """One client connected to one fresh server, and what it has seen."""
+
+    def __init__(self, era: str, checks: Checks, client: Client) -> None:
+        self.era = era
+        self.checks = checks
+        self.client = client
+        self.questions: list[str] = []
+        self.notifications: list[str] = []
+        self.events: list[str] = []
+        self.called: set[str] = set()
+        self.read_schemes: set[str] = set()
+        self.saved: dict[str, Any] = {}
+        self.tools: list[types.Tool] = []
+        self.templates: list[types.ResourceTemplate] = []
+        self.prompts: list[types.Prompt] = []
+
+
+def make_elicitation(questions: list[str]):
+    async def answer(_context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        questions.append(getattr(params, "message", ""))
+        return types.ElicitResult(action="accept", content=APPROVAL)
+
+    return answer
+
+
+def make_message_handler(notifications: list[str], transport_errors: list[str]):
+    async def handle(message: Any) -> None:
+        if isinstance(message, Exception):
+            transport_errors.append(describe(message))
+            return
+        method = getattr(message, "method", type(message).__name__)
+        params = getattr(message, "params", None)
+        uri = getattr(params, "uri", None)
+        notifications.append(f"{method} {uri}" if uri else str(method))
+        await anyio.lowlevel.checkpoint()
+
+    return handle
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--binary", required=True, help="the synapse-mcp binary to test")
+    parser.add_argument("--era", choices=["legacy", "modern"], required=True)
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder (server log)")
+    options = parser.parse_args()
+
+    label = "python/" + ("2025-11-25" if options.era == "legacy" else "2026-07-28")
+    checks = Checks(label)
+    warning_log = WarningLog()
+    logging.getLogger().addHandler(warning_log)
+    # resources/subscribe is deprecated in the SDK but is what initialize-era hosts use.
+    warnings.simplefilter("ignore", MCPDeprecationWarning)
+
+    work = Path(tempfile.mkdtemp(prefix="synapse-interop-py-"))
+    transport_errors: list[str] = []
+    try:
+        await run(options, checks, work, transport_errors)
+    finally:
+        log = work / "server.log"
+        server_log = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+        if options.keep:
+            print(f"     {label} kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    panics = [line for line in server_log.splitlines() if "panicked" in line or " ERROR " in line]
+    if panics:
+        checks.fail("server log", f"{len(panics)} error line(s), first: {panics[0]}")
+    for error in transport_errors:
+        checks.fail("transport error", error)
+    if warning_log.records:
+        for record in warning_log.records:
+            checks.fail("client warning", record)
+    else:
+        checks.ok("client warnings", "none")
+    print(f"{label}: {checks.passed} passed, {len(checks.failed)} failed", flush=True)
+    return 1 if checks.failed else 0
+
+
+async def run(options: argparse.Namespace, checks: Checks, work: Path, transport_errors: list[str]) -> None:
+    home, skills = work / "home", work / "skills"
+    home.mkdir()
+    shutil.copytree(STAGE / "fixtures" / "skills", skills)
+    parameters = StdioServerParameters(
+        command=str(Path(options.binary).resolve()),
+        args=[
+            "--data-dir", str(work / "data"),
+            "--skills", str(skills),
+            "--config", str(STAGE / "fixtures" / "config.toml"),
+            "--log-level", "info",
+        ],
+        env={"HOME": str(home), "XDG_DATA_HOME": str(home / ".local" / "share")},
+        cwd=str(work),
+    )
+    questions: list[str] = []
+    notifications: list[str] = []
+    log_messages: list[str] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        log_messages.append(f"{params.level} {params.logger}")
+
+    async with AsyncExitStack() as stack:
+        errlog = stack.enter_context((work / "server.log").open("w", encoding="utf-8"))
+        client = Client(
+            stdio_client(parameters, errlog=errlog),
+            mode="legacy" if options.era == "legacy" else "auto",
+            read_timeout_seconds=60,
+            elicitation_callback=make_elicitation(questions),
+            message_handler=make_message_handler(notifications, transport_errors),
+            logging_callback=on_log,
+            log_level="info" if options.era == "modern" else None,
+            client_info=types.Implementation(name="synapse-interop-python", version="1.0.0"),
+        )
+
+        async def connect() -> str:
+            await stack.enter_async_context(client)
+            wanted = "2025-11-25" if options.era == "legacy" else "2026-07-28"
+            if client.protocol_version != wanted:
+                raise Fail(f"negotiated {client.protocol_version}, expected {wanted}")
+            return f"protocol {client.protocol_version}"
+
+        if not await checks.run("connect", connect):
+            return
+        session = Session(options.era, checks, client)
+        session.questions = questions
+        session.notifications = notifications
+        await exercise(session, log_messages)
+
+
+async def exercise(session: Session, log_messages: list[str]) -> None:
+    checks, client = session.checks, session.client
+    scenario = json.loads((STAGE / "scenario.json").read_text(encoding="utf-8"))
+
+    async def capabilities() -> str:
+        capabilities = client.server_capabilities
+        listed = [name for name in ("tools", "resources", "prompts", "completions", "logging") if getattr(capabilities, name, None) is not None]
+        return "advertised " + ", ".join(listed)
+
+    await checks.run("capabilities", capabilities)
+    logging_on = await checks.run("logging", lambda: logging_check(session))
+    await list_everything(session)
+
+    async with AsyncExitStack() as stack:
+        # Change notifications: on 2026-07-28 a listen stream open for the whole session; on
+        # initialize-era sessions they arrive unasked (list_changed) through the message handler.
+        if session.era == "modern":
+            await checks.run("subscriptions/listen (list_changed)", lambda: open_listen(session, stack))
+        for step in scenario["steps"]:
+            await run_step(session, step)
+        await coverage(session)
+        await checks.run("list_changed after SkillSave", lambda: saw_list_changed(session))
+    await checks.run("prompts/list after SkillSave", lambda: relist_prompts(session))
+
+    for prompt in session.prompts:
+        await checks.run(f"prompts/get {prompt.name}", lambda prompt=prompt: get_prompt(session, prompt, scenario))
+    await completions(session)
+    await checks.run("resources/updated after subscribe", lambda: subscription(session, scenario["subscription"]))
+    if session.era == "legacy" and logging_on:
+        await checks.run("notifications/message after logging/setLevel", lambda: log_delivery(log_messages))
+
+
+async def logging_check(session: Session) -> str:
+    if session.client.server_capabilities.logging is None:
+        raise Fail("the server does not advertise the `logging` capability")
+    if session.era == "legacy":
+        await session.client.set_logging_level("info")
+        return "capability advertised, logging/setLevel info accepted"
+    return "capability advertised (2026-07-28 asks per request with _meta logLevel)"
+
+
+async def log_delivery(log_messages: list[str]) -> str:
+    """SkillSave rescans the skill roots, which the server logs at `info`: the client hears it."""
+    with anyio.move_on_after(NOTIFICATION_WAIT_SECONDS):
+        while not log_messages:
+            await anyio.sleep(0.05)
+    if not log_messages:
+        raise Fail("no notifications/message at level info, though SkillSave rescanned the skills")
+    return f"{len(log_messages)} message(s), first: {log_messages[0]}"
+
+
+async def list_everything(session: Session) -> None:
+    checks, client = session.checks, session.client
+
+    async def tools() -> str:
+        session.tools = await all_pages(lambda cursor: client.list_tools(cursor=cursor), "tools")
+        with_output = sum(1 for tool in session.tools if tool.output_schema is not None)
+        return f"{len(session.tools)} tools ({with_output} with an output schema)"
+
+    async def resources() -> str:
+        listed = await all_pages(lambda cursor: client.list_resources(cursor=cursor), "resources")
+        for resource in listed:
+            await client.read_resource(resource.uri)
+            session.read_schemes.add(str(resource.uri).split("://")[0])
+        return f"{len(listed)} resources, each read"
+
+    async def templates() -> str:
+        session.templates = await all_pages(lambda cursor: client.list_resource_templates(cursor=cursor), "resource_templates")
+        return ", ".join(template.uri_template for template in session.templates)
+
+    async def prompts() -> str:
+        session.prompts = await all_pages(lambda cursor: client.list_prompts(cursor=cursor), "prompts")
+        return f"{len(session.prompts)} prompts"
+
+    await checks.run("tools/list", tools)
+    await checks.run("resources/list + read", resources)
+    await checks.run("resources/templates/list", templates)
+    await checks.run("prompts/list", prompts)
+
+
+async def run_step(session: Session, step: dict[str, Any]) -> None:
+    if "read" in step:
+        await session.checks.run(f"resources/read {step['read']}", lambda: read_step(session, step))
+    else:
+        await session.checks.run(f"tools/call {step['call']}", lambda: call_step(session, step))
+
+
+async def read_step(session: Session, step: dict[str, Any]) -> str:
+    uri = substitute(step["read"], session.saved)
+    result = await session.client.read_resource(uri)
+    text = contents_text(result)
+    check_expectations(step, None, text)
+    session.read_schemes.add(uri.split("://")[0])
+    return f"{len(text)} characters"
+
+
+async def call_step(session: Session, step: dict[str, Any]) -> str:
+    name = step["call"]
+    session.called.add(name)
+    arguments = substitute(step["arguments"], session.saved)
+    asked_before = len(session.questions)
+    result = await session.client.call_tool(name, arguments)
+    text = result_text(result)
+    if result.is_error:
+        raise Fail(f"tool error: {text[:400]}")
+    tool = next((tool for tool in session.tools if tool.name == name), None)
+    if tool is not None and tool.output_schema is not None and result.structured_content is None:
+        raise Fail("the tool has an output schema but the result has no structured content")
+    structured = result.structured_content
+    asked = len(session.questions) - asked_before
+    if step.get("approval") and asked == 0:
+        raise Fail("the server ran the call without asking for approval")
+    if not step.get("approval") and asked:
+        raise Fail(f"the server asked for approval unexpectedly: {session.questions[-1][:200]}")
+    check_expectations(step, structured, text)
+    if "save" in step:
+        session.saved[step["save"]] = structured
+    detail = f"{len(text)} characters of text"
+    if structured is not None:
+        detail += f", {len(json.dumps(structured, ensure_ascii=False))} characters of valid structured content"
+    if asked:
+        detail += f", approval asked {asked}x and accepted"
+    return detail
+
+
+async def coverage(session: Session) -> None:
+    async def tools_called() -> str:
+        missing = sorted(tool.name for tool in session.tools if tool.name not in session.called)
+        if missing:
+            raise Fail(f"listed but never called by scenario.json: {', '.join(missing)}")
+        return f"all {len(session.tools)} listed tools called"
+
+    async def schemes_read() -> str:
+        schemes = {template.uri_template.split("://")[0] for template in session.templates}
+        missing = sorted(schemes - session.read_schemes)
+        if missing:
+            raise Fail(f"resource schemes never read: {', '.join(missing)}")
+        return "read " + ", ".join(f"{scheme}://" for scheme in sorted(session.read_schemes))
+
+    await session.checks.run("every tool called", tools_called)
+    await session.checks.run("every resource scheme read", schemes_read)
+
+
+async def open_listen(session: Session, stack: AsyncExitStack) -> str:
+    subscription = await stack.enter_async_context(
+        session.client.listen(tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True)
+    )
+
+    async def collect() -> None:
+        async for event in subscription:
+            session.events.append(event_name(event))
+
+    group = await stack.enter_async_context(anyio.create_task_group())
+    stack.callback(group.cancel_scope.cancel)
+    group.start_soon(collect)
+    honored = subscription.honored
+    return f"honored {honored.model_dump(by_alias=True, exclude_none=True)}"
+
+
+def event_name(event: Any) -> str:
+    if isinstance(event, ResourceUpdated):
+        return f"notifications/resources/updated {event.uri}"
+    if isinstance(event, ResourcesListChanged):
+        return "notifications/resources/list_changed"
+    if isinstance(event, PromptsListChanged):
+        return "notifications/prompts/list_changed"
+    if isinstance(event, ToolsListChanged):
+        return "notifications/tools/list_changed"
+    return type(event).__name__
+
+
+async def saw_list_changed(session: Session) -> str:
+    """SkillSave added a skill: its resource and its prompt appear, and the client is told."""
+    wanted = {"notifications/resources/list_changed", "notifications/prompts/list_changed"}
+    seen = session.events if session.era == "modern" else session.notifications
+    with anyio.move_on_after(NOTIFICATION_WAIT_SECONDS):
+        while not wanted <= set(seen):
+            await anyio.sleep(0.05)
+    missing = wanted - set(seen)
+    if missing:
+        stream = " through the subscriptions/listen stream" if session.era == "modern" else ""
+        raise Fail(f"never received {', '.join(sorted(missing))}{stream} (received: {sorted(set(seen)) or 'nothing'})")
+    return "resources and prompts list_changed received"
+
+
+async def relist_prompts(session: Session) -> str:
+    """The saved skill's prompt is listed now (a caching client refetches after list_changed)."""
+    session.prompts = await all_pages(lambda cursor: session.client.list_prompts(cursor=cursor), "prompts")
+    names = [prompt.name for prompt in session.prompts]
+    if "skill-interop-farewell" not in names:
+        raise Fail(f"the saved skill's prompt `skill-interop-farewell` is not listed: {names}")
+    return f"{len(names)} prompts, the saved skill's included"
+
+
+async def get_prompt(session: Session, prompt: types.Prompt, scenario: dict[str, Any]) -> str:
+    arguments = dict(scenario["prompts"].get(prompt.name, {}))
+    for argument in prompt.arguments or []:
+        if argument.required and argument.name not in arguments:
+            raise Fail(f"scenario.json gives no value for the required argument `{argument.name}`")
+    result = await session.client.get_prompt(prompt.name, arguments or None)
+    if not result.messages:
+        raise Fail("no messages")
+    return f"{len(result.messages)} message(s)"
+
+
+async def completions(session: Session) -> None:
+    """Every template and prompt argument completes to at least one value."""
+    if session.client.server_capabilities.completions is None:
+        session.checks.fail("completion/complete", "the server does not advertise `completions`")
+        return
+    context = dict(scenario_context(session))
+    for template in session.templates:
+        for name in argument_names(template.uri_template):
+            ref = types.ResourceTemplateReference(type="ref/resource", uri=template.uri_template)
+            await session.checks.run(
+                f"completion/complete {template.uri_template} {name}",
+                lambda ref=ref, name=name: complete(session, ref, name, context),
+            )
+    for prompt in session.prompts:
+        for argument in prompt.arguments or []:
+            ref = types.PromptReference(type="ref/prompt", name=prompt.name)
+            await session.checks.run(
+                f"completion/complete prompt {prompt.name} {argument.name}",
+                lambda ref=ref, argument=argument: complete(session, ref, argument.name, {}),
+            )
+
+
+def scenario_context(session: Session) -> dict[str, str]:
+    """Values for the other arguments of a template, as a client's form would have them filled in."""
+    latest = session.saved.get("latest") or {}
+    return {"name": "interop-greeting", "group": "Agent", "chat": str(latest.get("chatFile", ""))}
+
+
+def argument_names(uri_template: str) -> list[str]:
+    names, rest = [], uri_template
+    while "{" in rest:
+        _, _, after = rest.partition("{")
+        name, _, rest = after.partition("}")
+        names.append(name.lstrip("+#./;?&"))
+    return names
+
+
+async def complete(session: Session, ref: Any, name: str, context: dict[str, str]) -> str:
+    arguments = {key: value for key, value in context.items() if key != name and value}
+    result = await session.client.complete(ref, {"name": name, "value": ""}, arguments or None)
+    values = result.completion.values
+    if not values:
+        raise Fail("no values offered for an empty prefix")
+    total = result.completion.total
+    return f"{len(values)} value(s){f' of {total}' if total is not None else ''}, e.g. {values[0]!r}"
+
+
+async def subscription(session: Session, spec: dict[str, Any]) -> str:
+    uri = spec["uri"]
+    write = spec["write"]
+    if session.era == "legacy":
+        before = len(session.notifications)
+        await session.client.subscribe_resource(uri)
+        result = await session.client.call_tool(write["call"], write["arguments"])
+        if result.is_error:
+            raise Fail(f"{write['call']} failed: {result_text(result)}")
+        wanted = f"notifications/resources/updated {uri}"
+        with anyio.move_on_after(NOTIFICATION_WAIT_SECONDS):
+            while wanted not in session.notifications[before:]:
+                await anyio.sleep(0.05)
+        if wanted not in session.notifications[before:]:
+            raise Fail(f"no {wanted} within {NOTIFICATION_WAIT_SECONDS} s of the write")
+        await session.client.unsubscribe_resource(uri)
+        return f"resources/subscribe, {write['call']}, {wanted}"
+    async with session.client.listen(resource_subscriptions=[uri]) as stream:
+        if uri not in (stream.honored.resource_subscriptions or []):
+            raise Fail(f"the server did not honor the subscription to {uri}: {stream.honored}")
+        result = await session.client.call_tool(write["call"], write["arguments"])
+        if result.is_error:
+            raise Fail(f"{write['call']} failed: {result_text(result)}")
+        with anyio.fail_after(NOTIFICATION_WAIT_SECONDS):
+            async for event in stream:
+                if isinstance(event, ResourceUpdated) and event.uri == uri:
+                    return f"subscriptions/listen, {write['call']}, resources/updated {uri}"
+        raise Fail("the listen stream ended before the update arrived")
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(anyio.run(main))
+    except Exception:  # noqa: BLE001 - an unexpected crash of the check itself fails the stage
+        traceback.print_exc()
+        print("FAIL python: the check itself crashed", flush=True)
+        sys.exit(1)
