@@ -69,6 +69,7 @@ pub struct Processed {
     pub latest_snapshot_id: Option<String>,
     /// The newest snapshot: the chat variable `{{vs_stat_data}}`.
     #[serde(rename = "vs_stat_data")]
+    #[schemars(extend("type" = "object"))]
     pub vs_stat_data: Value,
     /// Calls that failed and were skipped; every other call applied.
     pub errors: Vec<MessageError>,
@@ -81,6 +82,7 @@ pub struct Processed {
 #[serde(rename_all = "camelCase")]
 pub struct Applied {
     pub snapshot_id: String,
+    #[schemars(extend("type" = "object"))]
     pub snapshot: Value,
     pub errors: Vec<CallError>,
     pub storage: StorageReport,

@@ -149,6 +149,7 @@ pub struct StoredSnapshot {
     pub created_at: i64,
     /// The state.
     #[serde(rename = "snapshot")]
+    #[schemars(extend("type" = "object"))]
     pub value: serde_json::Value,
 }
 

@@ -183,8 +183,10 @@ fn write_state(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
 #[serde(deny_unknown_fields)]
 pub struct RunPlanArguments {
     /// The steps: objects `{"id": "…", "_tool": "ToolName", …the tool's arguments, "_outputPath": "†state.…"}`. Arguments may refer to earlier results with `†steps.<id>.<path>`, `†state.<path>`, `†input.<path>` or `†var.<name>`.
+    #[schemars(with = "Option<Vec<Map<String, Value>>>")]
     pub steps: Option<Vec<Value>>,
     /// A whole plan `{"steps": […], "input": {…}}`, as an object or as JSON text — for example `"$VAR_REF{{myPlan}}"` to run a plan stored with `WriteVar`.
+    #[schemars(extend("anyOf" = [{"type": "object"}, {"type": "string"}]))]
     pub plan: Option<Value>,
     /// Inputs the steps read with `†input.<path>`.
     pub input: Option<Value>,

@@ -240,6 +240,7 @@ pub struct ProcessArguments {
     /// The character whose template and local functions apply.
     pub character_id: Option<String>,
     /// A template to start from instead of the stored one.
+    #[schemars(extend("type" = "object"))]
     pub template: Option<Value>,
 }
 
@@ -316,6 +317,7 @@ fn get(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
 pub struct UpdateArguments {
     pub id: String,
     /// The new state (a JSON object).
+    #[schemars(extend("type" = "object"))]
     pub snapshot: Value,
     /// Remove MVU metadata first.
     #[serde(default)]
@@ -449,6 +451,7 @@ fn function_remove(service: &Snapshots, arguments: Value) -> Result<ToolOutput, 
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ImportArguments {
     /// The export: `{"version": "1.0", "functions": [...]}`, as an object or JSON text.
+    #[schemars(extend("anyOf" = [{"type": "object"}, {"type": "string"}]))]
     pub data: Value,
     pub character_id: Option<String>,
 }
@@ -510,7 +513,9 @@ pub struct TemplateGetArguments {
 #[serde(rename_all = "camelCase")]
 pub struct TemplateOutput {
     pub character_id: String,
-    /// The template; null when none is stored (chats then start from `{}`).
+    /// The template; absent when none is stored (chats then start from `{}`).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    #[schemars(extend("type" = "object"))]
     pub template: Value,
 }
 
@@ -531,6 +536,7 @@ fn template_get(service: &Snapshots, arguments: Value) -> Result<ToolOutput, Too
 pub struct TemplateSetArguments {
     pub character_id: String,
     /// The starting state (a JSON object).
+    #[schemars(extend("type" = "object"))]
     pub template: Value,
     /// Remove MVU metadata first.
     #[serde(default)]

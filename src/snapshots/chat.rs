@@ -33,9 +33,11 @@ pub struct ChatMessage {
     pub swipes: Option<Vec<String>>,
     /// Per-swipe metadata; `st_var_system_snapshot_id` binds a swipe to its snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<serde_json::Map<String, Value>>>")]
     pub swipes_info: Option<Vec<Value>>,
     /// Milliseconds since 1970 (what `Date.now()` answers in user functions), when numeric.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("anyOf" = [{"type": "number"}, {"type": "string"}]))]
     pub send_date: Option<Value>,
 }
 

@@ -6,6 +6,7 @@
     reason = "the test client answers sampling, which SEP-2577 deprecates but clients still offer"
 )]
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -56,6 +57,8 @@ pub(crate) struct TestClient {
     notifications: Arc<Mutex<Vec<String>>>,
     /// Runs while the user is being asked, before the answer is given.
     while_asking: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// This session's tool output schemas, compiled: see [`assert_valid_output`].
+    output_schemas: OutputSchemas,
 }
 
 impl TestClient {
@@ -67,6 +70,7 @@ impl TestClient {
             sampled: Arc::default(),
             notifications: Arc::default(),
             while_asking: None,
+            output_schemas: Arc::default(),
         }
     }
 
@@ -474,15 +478,67 @@ impl Tool for Pinned {
     }
 }
 
-/// Calls a tool and returns its result (tool errors included).
+/// Calls a tool and returns its result (tool errors included), after checking its structured
+/// content against the tool's output schema.
 pub(crate) async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be an object")
     };
-    client
+    let result = client
         .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
         .await
-        .unwrap_or_else(|error| panic!("{tool} failed at the protocol level: {error}"))
+        .unwrap_or_else(|error| panic!("{tool} failed at the protocol level: {error}"));
+    assert_valid_output(client, tool, &result).await;
+    result
+}
+
+/// A session's output schemas by tool name (`None`: the tool declares none), compiled once.
+type OutputSchemas = Arc<Mutex<HashMap<String, Option<Arc<jsonschema::Validator>>>>>;
+
+/// Fails the test when a result's `structuredContent` does not validate against the
+/// `outputSchema` the session's `tools/list` gives for the tool, naming the tool, the path in the
+/// content and the error, as a client that validates (the TypeScript and Python SDKs) would
+/// reject it.
+pub(crate) async fn assert_valid_output(client: &Client, tool: &str, result: &CallToolResult) {
+    let Some(content) = &result.structured_content else {
+        return;
+    };
+    let Some(validator) = output_validator(client, tool).await else {
+        return;
+    };
+    let errors: Vec<String> = validator
+        .iter_errors(content)
+        .map(|error| format!("at `{}`: {error}", error.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{tool}'s structuredContent does not match its outputSchema:\n{}\ncontent: {content}",
+        errors.join("\n")
+    );
+}
+
+/// The tool's compiled output schema, from the session's cache or a fresh `tools/list`.
+async fn output_validator(client: &Client, tool: &str) -> Option<Arc<jsonschema::Validator>> {
+    let schemas = &client.service().output_schemas;
+    if let Some(cached) = schemas.lock().unwrap().get(tool) {
+        return cached.clone();
+    }
+    let listed = client
+        .list_all_tools()
+        .await
+        .unwrap_or_else(|error| panic!("tools/list to check {tool}'s output: {error}"));
+    let mut schemas = schemas.lock().unwrap();
+    for listed in listed {
+        let validator = listed.output_schema.map(|schema| {
+            let schema = Value::Object(schema.as_ref().clone());
+            let validator = jsonschema::draft202012::new(&schema).unwrap_or_else(|error| {
+                panic!("{}'s outputSchema does not compile: {error}", listed.name)
+            });
+            Arc::new(validator)
+        });
+        schemas.insert(listed.name.to_string(), validator);
+    }
+    schemas.get(tool).cloned().flatten()
 }
 
 /// The names of the tools the client sees, in the server's order.
