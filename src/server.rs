@@ -6,6 +6,7 @@
 mod approval;
 mod errors;
 mod notifications;
+mod pages;
 mod prompts;
 mod resources;
 mod sampling;
@@ -23,10 +24,10 @@ use rmcp::model::{
     Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListSkillsResult, ListToolsResult, PaginatedRequestParams, ReadResourceDirectoryRequestParams,
     ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool as WireTool,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool as WireTool,
     UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
 use crate::config::Config;
@@ -203,6 +204,11 @@ impl Server {
     }
 }
 
+/// The cursor of a list request, if it gave one.
+fn cursor(request: Option<&PaginatedRequestParams>) -> Option<&str> {
+    request.and_then(|request| request.cursor.as_deref())
+}
+
 /// Starts watching the skill roots and keeps the watch in `slot`.
 fn start_watching(
     shelf: Arc<crate::skills::shelf::Shelf>,
@@ -249,12 +255,13 @@ impl ServerHandler for Server {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::list(
-            self.executor(),
-        )))
+        let (items, next) = pages::page(tools::list(self.executor()), cursor(request.as_ref()))?;
+        let mut result = ListToolsResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<WireTool> {
@@ -272,23 +279,25 @@ impl ServerHandler for Server {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(resources::list(
-            self.executor(),
-            self.library().await.as_ref(),
-        )?))
+        let all = resources::list(self.executor(), self.library().await.as_ref())?;
+        let (items, next) = pages::page(all, cursor(request.as_ref()))?;
+        let mut result = ListResourcesResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(
-            resources::templates(),
-        ))
+        let (items, next) = pages::page(resources::templates(), cursor(request.as_ref()))?;
+        let mut result = ListResourceTemplatesResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn read_resource(
@@ -324,14 +333,44 @@ impl ServerHandler for Server {
         Ok(())
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::builder()
+            .tools_list_changed()
+            .prompts_list_changed()
+            .resources_list_changed()
+            .build();
+        accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
+            uris.iter()
+                .filter(|uri| resources::check_subscribable(self.executor(), uri).is_ok())
+                .cloned()
+                .collect()
+        });
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let outlet = notifications::Outlet::Stream {
+            sink: context.sink().clone(),
+            accepted: context.accepted().clone(),
+        };
+        let stop = context.request_context().ct.clone();
+        notifications::forward(self, &outlet, &stop).await;
+        Ok(())
+    }
+
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(prompts::list(
-            self.library().await.as_ref(),
-        )))
+        let all = prompts::list(self.library().await.as_ref());
+        let (items, next) = pages::page(all, cursor(request.as_ref()))?;
+        let mut result = ListPromptsResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn get_prompt(
