@@ -14,6 +14,7 @@ mod faults;
 mod fuzz_regressions;
 mod notifications;
 mod plans;
+mod results;
 mod schemas;
 mod skills;
 mod snapshots;
