@@ -5,6 +5,7 @@
 
 mod approval;
 mod errors;
+mod logging;
 mod notifications;
 mod pages;
 mod prompts;
@@ -14,18 +15,20 @@ mod skills;
 mod tools;
 pub mod transport;
 
+pub use logging::layer as logging_layer;
+
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
-    GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
-    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListSkillsResult, ListToolsResult, PaginatedRequestParams, ReadResourceDirectoryRequestParams,
-    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool as WireTool,
-    UnsubscribeRequestParams,
+    DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams,
+    GetSkillResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestMethod,
+    SubscribeRequestParams, SubscriptionFilter, Tool as WireTool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -70,6 +73,8 @@ struct Inner {
     _watch: Arc<Mutex<Option<crate::skills::watch::Watch>>>,
     subscriptions: Mutex<HashSet<String>>,
     notifications_started: AtomicBool,
+    /// Where this connection's client gets log messages, once it set a level.
+    log: Mutex<Option<Arc<logging::Outlet>>>,
 }
 
 impl Server {
@@ -148,6 +153,7 @@ impl Server {
                 _watch: watch,
                 subscriptions: Mutex::default(),
                 notifications_started: AtomicBool::new(false),
+                log: Mutex::default(),
             }),
         })
     }
@@ -224,7 +230,12 @@ fn start_watching(
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
+        #[expect(
+            deprecated,
+            reason = "logging is deprecated by SEP-2577 but initialize-era clients use it"
+        )]
         let capabilities = ServerCapabilities::builder()
+            .enable_logging()
             .enable_completions()
             .enable_prompts()
             .enable_prompts_list_changed()
@@ -241,6 +252,42 @@ impl ServerHandler for Server {
                 env!("CARGO_PKG_VERSION"),
             ))
             .with_instructions(self.executor().tool_rules())
+    }
+
+    /// The 2026-07-28 capabilities: those of `initialize` without logging, which
+    /// `logging/setLevel` serves to initialize-era sessions only.
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let mut info = self.get_info();
+        info.capabilities.logging = None;
+        let versions = ServerHandler::supported_protocol_versions(self).into_owned();
+        Ok(DiscoverResult::from_server_info(versions, info))
+    }
+
+    #[expect(
+        deprecated,
+        reason = "logging is deprecated by SEP-2577 but initialize-era clients use it"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if approval::is_inline_session(&context) {
+            return Err(ErrorData::method_not_found::<SetLevelRequestMethod>());
+        }
+        let mut log = self
+            .inner
+            .log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match log.as_ref() {
+            Some(outlet) => outlet.set_level(request.level),
+            None => *log = Some(logging::Outlet::start(context.peer, request.level)),
+        }
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

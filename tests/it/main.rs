@@ -12,6 +12,7 @@ mod examples;
 mod executor;
 mod faults;
 mod fuzz_regressions;
+mod logging;
 mod notifications;
 mod plans;
 mod results;

@@ -11,6 +11,8 @@
 //! Every cut is recorded (a JSON pointer and how much was left out) so the result can say
 //! where the whole value is.
 
+use std::fmt::Write as _;
+
 use serde_json::{Map, Value};
 
 use super::truncate_content;
@@ -159,7 +161,7 @@ impl<'a> Walker<'a> {
             }
             if kept.is_empty() {
                 let length = path.len();
-                path.push_str(&format!("/{index}"));
+                write!(path, "/{index}").ok();
                 kept.push(self.fit(item, items_schema, budget.saturating_sub(used), path));
                 path.truncate(length);
             }
