@@ -2,6 +2,9 @@
 
 use clap::Parser;
 use synapse_mcp::config::{Cli, Config};
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// One thread serves the session. A stdio session is one client whose requests are small, so the
 /// work-stealing runtime's cross-thread wake-ups cost more than they bring: measured with
@@ -15,10 +18,14 @@ use synapse_mcp::config::{Cli, Config};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<std::process::ExitCode> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(cli.log_filter()))
+    // Logs go to stderr, and to clients that set a level (`logging/setLevel`).
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(false)
+        .with_filter(tracing_subscriber::EnvFilter::new(cli.log_filter()));
+    tracing_subscriber::registry()
+        .with(stderr)
+        .with(synapse_mcp::server::logging_layer())
         .init();
     let config = Config::load(&cli)?;
     Ok(synapse_mcp::run(&cli, &config).await?)

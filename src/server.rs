@@ -5,7 +5,9 @@
 
 mod approval;
 mod errors;
+mod logging;
 mod notifications;
+mod pages;
 mod prompts;
 mod resources;
 mod sampling;
@@ -13,20 +15,22 @@ mod skills;
 mod tools;
 pub mod transport;
 
+pub use logging::layer as logging_layer;
+
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
-    GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
-    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListSkillsResult, ListToolsResult, PaginatedRequestParams, ReadResourceDirectoryRequestParams,
-    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool as WireTool,
-    UnsubscribeRequestParams,
+    DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams,
+    GetSkillResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestMethod,
+    SubscribeRequestParams, SubscriptionFilter, Tool as WireTool, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
 use crate::config::Config;
@@ -69,6 +73,8 @@ struct Inner {
     _watch: Arc<Mutex<Option<crate::skills::watch::Watch>>>,
     subscriptions: Mutex<HashSet<String>>,
     notifications_started: AtomicBool,
+    /// Where this connection's client gets log messages, once it set a level.
+    log: Mutex<Option<Arc<logging::Outlet>>>,
 }
 
 impl Server {
@@ -147,6 +153,7 @@ impl Server {
                 _watch: watch,
                 subscriptions: Mutex::default(),
                 notifications_started: AtomicBool::new(false),
+                log: Mutex::default(),
             }),
         })
     }
@@ -203,6 +210,11 @@ impl Server {
     }
 }
 
+/// The cursor of a list request, if it gave one.
+fn cursor(request: Option<&PaginatedRequestParams>) -> Option<&str> {
+    request.and_then(|request| request.cursor.as_deref())
+}
+
 /// Starts watching the skill roots and keeps the watch in `slot`.
 fn start_watching(
     shelf: Arc<crate::skills::shelf::Shelf>,
@@ -218,7 +230,12 @@ fn start_watching(
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
+        #[expect(
+            deprecated,
+            reason = "logging is deprecated by SEP-2577 but initialize-era clients use it"
+        )]
         let capabilities = ServerCapabilities::builder()
+            .enable_logging()
             .enable_completions()
             .enable_prompts()
             .enable_prompts_list_changed()
@@ -237,6 +254,42 @@ impl ServerHandler for Server {
             .with_instructions(self.executor().tool_rules())
     }
 
+    /// The 2026-07-28 capabilities: those of `initialize` without logging, which
+    /// `logging/setLevel` serves to initialize-era sessions only.
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let mut info = self.get_info();
+        info.capabilities.logging = None;
+        let versions = ServerHandler::supported_protocol_versions(self).into_owned();
+        Ok(DiscoverResult::from_server_info(versions, info))
+    }
+
+    #[expect(
+        deprecated,
+        reason = "logging is deprecated by SEP-2577 but initialize-era clients use it"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if approval::is_inline_session(&context) {
+            return Err(ErrorData::method_not_found::<SetLevelRequestMethod>());
+        }
+        let mut log = self
+            .inner
+            .log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match log.as_ref() {
+            Some(outlet) => outlet.set_level(request.level),
+            None => *log = Some(logging::Outlet::start(context.peer, request.level)),
+        }
+        Ok(())
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         if !self
             .inner
@@ -249,12 +302,13 @@ impl ServerHandler for Server {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::list(
-            self.executor(),
-        )))
+        let (items, next) = pages::page(tools::list(self.executor()), cursor(request.as_ref()))?;
+        let mut result = ListToolsResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<WireTool> {
@@ -272,23 +326,25 @@ impl ServerHandler for Server {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(resources::list(
-            self.executor(),
-            self.library().await.as_ref(),
-        )?))
+        let all = resources::list(self.executor(), self.library().await.as_ref())?;
+        let (items, next) = pages::page(all, cursor(request.as_ref()))?;
+        let mut result = ListResourcesResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(
-            resources::templates(),
-        ))
+        let (items, next) = pages::page(resources::templates(), cursor(request.as_ref()))?;
+        let mut result = ListResourceTemplatesResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn read_resource(
@@ -324,14 +380,44 @@ impl ServerHandler for Server {
         Ok(())
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::builder()
+            .tools_list_changed()
+            .prompts_list_changed()
+            .resources_list_changed()
+            .build();
+        accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
+            uris.iter()
+                .filter(|uri| resources::check_subscribable(self.executor(), uri).is_ok())
+                .cloned()
+                .collect()
+        });
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let outlet = notifications::Outlet::Stream {
+            sink: context.sink().clone(),
+            accepted: context.accepted().clone(),
+        };
+        let stop = context.request_context().ct.clone();
+        notifications::forward(self, &outlet, &stop).await;
+        Ok(())
+    }
+
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(prompts::list(
-            self.library().await.as_ref(),
-        )))
+        let all = prompts::list(self.library().await.as_ref());
+        let (items, next) = pages::page(all, cursor(request.as_ref()))?;
+        let mut result = ListPromptsResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn get_prompt(

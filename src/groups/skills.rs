@@ -1,12 +1,12 @@
 //! The `skills` group (seed 004): `SkillSearch`, `SkillLoad`, `SkillReadFile`, `SkillSave`
-//! (in `skills/save.rs`) — thin adapters over [`crate::skills`]. Loads are remembered per
-//! server, so a second load of the same skill says so instead of repeating the body.
+//! (in `skills/save.rs`) — thin adapters over [`crate::skills`]. `SkillLoad` answers with the
+//! whole body every time: one server process serves many conversations (hosts keep it across
+//! chats), so "already loaded" can never be known here.
 
 pub mod save;
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
@@ -24,28 +24,14 @@ use crate::tools::{
 
 pub const GROUP: &str = "skills";
 
-/// What the tools share: the library and the names loaded so far.
+/// What the tools share: the library.
 pub struct Shared {
     shelf: Arc<Shelf>,
-    loaded: Mutex<HashSet<String>>,
-}
-
-impl Shared {
-    /// A saved skill has new instructions: its next load is not "already loaded".
-    fn forget(&self, name: &str) {
-        self.loaded
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(name);
-    }
 }
 
 /// The group with its tools and its rule prompt.
 pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
-    let shared = Arc::new(Shared {
-        shelf,
-        loaded: Mutex::default(),
-    });
+    let shared = Arc::new(Shared { shelf });
     let read_only = Annotations {
         read_only: true,
         idempotent: true,
@@ -116,8 +102,8 @@ const SKILL_SEARCH: &str = "Search the skill library. ALWAYS call this before st
 const SKILL_LOAD: &str = "Load a skill's instructions by name (from SkillSearch) and follow \
     them. The answer wraps the SKILL.md body in <skill_content>, gives the skill's folder and \
     lists its other files in <skill_resources> without their contents; read those with \
-    SkillReadFile when the instructions point to them. A skill already loaded in this session \
-    is not repeated unless `force` is true.";
+    SkillReadFile when the instructions point to them. Every call returns the whole \
+    instructions, so load a skill again whenever you no longer have them.";
 
 const SKILL_READ_FILE: &str = "Read one file of a skill (a reference, template or script \
     source) by its path relative to the skill folder, as listed in <skill_resources>, whole or \
@@ -408,7 +394,8 @@ fn escape(text: &str) -> String {
 pub struct LoadArguments {
     /// The skill's name, as `SkillSearch` returns it.
     pub name: String,
-    /// Load it again even if it was already loaded in this session.
+    /// Accepted for calls written for older versions; the instructions are returned on every
+    /// call whatever its value.
     pub force: Option<bool>,
 }
 
@@ -416,18 +403,6 @@ fn load(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     let arguments: LoadArguments = parse_arguments("SkillLoad", call.arguments)?;
     let library = shared.shelf.library();
     let skill = library.get(&arguments.name).map_err(ToolError::invalid)?;
-    let first = shared
-        .loaded
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(skill.name.clone());
-    if !first && arguments.force != Some(true) {
-        return Ok(ToolOutput::Text(format!(
-            "Skill `{}` is already loaded in this session: follow the <skill_content> given earlier. \
-             Call SkillLoad with \"force\": true to get it again.",
-            skill.name
-        )));
-    }
     let body = skill.body().map_err(internal)?;
     Ok(ToolOutput::Text(skill_content(skill, &body)))
 }

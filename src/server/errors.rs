@@ -26,13 +26,22 @@ pub(super) fn tool_response(tool: &str, outcome: Outcome) -> Result<CallToolResp
 
 fn finished(tool: &str, result: ExecuteResult) -> Result<CallToolResult, ErrorData> {
     match (result.status, &result.error) {
-        (ExecuteStatus::Success, _) => {
-            let mut wire = CallToolResult::success(vec![ContentBlock::text(result.final_text)]);
-            if let (true, Some(ToolOutput::Structured(value))) = (result.structured, result.data) {
-                wire.structured_content = Some(value);
+        (ExecuteStatus::Success, _) => match (result.structured, result.data) {
+            (true, Some(ToolOutput::Structured(value))) => {
+                let mut wire = CallToolResult::success(vec![ContentBlock::text(result.final_text)]);
+                wire.structured_content = Some(result.structured_cut.unwrap_or(value));
+                Ok(wire)
             }
-            Ok(wire)
-        }
+            // A failure an `_outputPath` `||` branch caught, of a tool that declares an output
+            // schema: the call went on (a plan continues), but there is no result of that shape,
+            // and clients reject a success without one. The text says the error was stored.
+            (true, _) => Ok(CallToolResult::error(vec![ContentBlock::text(
+                result.final_text,
+            )])),
+            (false, _) => Ok(CallToolResult::success(vec![ContentBlock::text(
+                result.final_text,
+            )])),
+        },
         (ExecuteStatus::NotFound, _) => Err(ErrorData::invalid_params(
             result.final_text,
             Some(json!({ "tool": tool })),

@@ -14,7 +14,7 @@ use crate::plans::path::Path;
 use crate::skills::Library;
 use crate::snapshots::Snapshots;
 use crate::tools::Executor;
-use crate::vars::ListFilter;
+use crate::vars::{ListFilter, VarType, Variable};
 
 const VAR_SCHEME: &str = "var://";
 const RULE_SCHEME: &str = "rule://";
@@ -58,7 +58,7 @@ pub(super) fn list(executor: &Executor, library: &Library) -> Result<Vec<Resourc
         .workspace()
         .list(&ListFilter::default())
         .map_err(|error| errors::workspace_failed(&error))?;
-    for variable in variables {
+    for variable in variables.iter().filter(|variable| is_listed(variable)) {
         let mut resource = Resource::new(var_uri(&variable.name), variable.name.to_string())
             .with_mime_type("text/plain")
             .with_size(variable.value.len() as u64);
@@ -68,6 +68,17 @@ pub(super) fn list(executor: &Executor, library: &Library) -> Result<Vec<Resourc
         resources.push(resource);
     }
     Ok(resources)
+}
+
+/// Whether `resources/list` shows this variable. Cached tool results and their arguments are
+/// not listed one by one (a listing that grew by two entries per call, and a
+/// `resources/list_changed` after every call): they are reached through the `var://{name}`
+/// template, `ListVars` and the hint of a truncated result.
+pub(super) fn is_listed(variable: &Variable) -> bool {
+    !matches!(
+        variable.var_type,
+        VarType::ToolCallResult | VarType::ToolCallArgs
+    )
 }
 
 pub(super) fn read(

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::approval::argument_shape;
 use super::outputs;
+use super::truncate;
 use super::{
     Answer, ApprovalQuestion, Asking, Fallback, Permission, Policy, Progress, Registry, Sampler,
     Stage, Tool, ToolCall, ToolError, ToolOutput, truncate_content,
@@ -101,6 +102,9 @@ pub struct ExecuteResult {
     pub cache_var_args: Option<String>,
     /// Whether the tool declares an output schema, so `data` is sent as structured content.
     pub structured: bool,
+    /// The structured content cut to the output limit, sent in place of `data` (which stays
+    /// whole for `_outputPath`); `None` when `data` fits.
+    pub structured_cut: Option<Value>,
     /// Paths the result was written to (`_outputPath`).
     pub written: Vec<String>,
     /// Where the result goes once the result gate lets it through.
@@ -120,6 +124,7 @@ impl ExecuteResult {
             cache_var_result: None,
             cache_var_args: None,
             structured: false,
+            structured_cut: None,
             written: Vec::new(),
             output_path: None,
         }
@@ -357,12 +362,11 @@ impl Executor {
                 let Some(output_path) = caught else {
                     return Err(error);
                 };
-                return Ok(Outcome::Finished(outputs::failure_as_data(
-                    &self.workspace,
-                    name,
-                    &output_path,
-                    &error,
-                )));
+                let mut caught =
+                    outputs::failure_as_data(&self.workspace, name, &output_path, &error);
+                // The caught error is not of the declared output shape: the wire says so.
+                caught.structured = tool.definition().output_schema.is_some();
+                return Ok(Outcome::Finished(caught));
             }
         };
         let mut result = self.shape_result(tool, output, &arguments, limit);
@@ -408,10 +412,27 @@ impl Executor {
             )
             .ok();
         }
+        let structured = tool.definition().output_schema.is_some()
+            && matches!(output, ToolOutput::Structured(_));
+        let structured_cut = if structured && !tool.skip_truncation() {
+            cut_structure(tool, &output, limit, cache_var_result.as_deref())
+        } else {
+            None
+        };
+        if let Some(cut) = &structured_cut
+            && !is_truncated
+        {
+            write!(
+                final_text,
+                "\n\n{}",
+                structure_hint(cut, cache_var_result.as_deref())
+            )
+            .ok();
+        }
         ExecuteResult {
             status: ExecuteStatus::Success,
-            structured: tool.definition().output_schema.is_some()
-                && matches!(output, ToolOutput::Structured(_)),
+            structured,
+            structured_cut: structured_cut.map(|cut| cut.value),
             data: Some(output),
             error: None,
             reject_reason: None,
@@ -684,6 +705,85 @@ fn truncation_hint(cut: &Cut, formatted: &str, variable: Option<&str>) -> String
         None => format!(
             "[Output truncated: the full result ({total} characters) is in variable `{variable}`. \
              Read it with ReadVar {{\"name\": \"{variable}\", \"start\": 0}} or pass $VAR_REF{{{{{variable}}}}} to another tool.]"
+        ),
+    }
+}
+
+/// The member of cut structured content that says what was cut and where the whole is.
+const TRUNCATED_MEMBER: &str = "_truncated";
+/// Cuts listed one by one in [`TRUNCATED_MEMBER`]; the rest are counted.
+const LISTED_CUTS: usize = 10;
+
+/// Structured content cut to the output limit, described in a `_truncated` member where the
+/// schema allows one.
+fn cut_structure(
+    tool: &dyn Tool,
+    output: &ToolOutput,
+    limit: Option<usize>,
+    variable: Option<&str>,
+) -> Option<truncate::Fitted> {
+    let (ToolOutput::Structured(value), Some(limit)) = (output, limit) else {
+        return None;
+    };
+    let schema = tool.definition().output_schema.as_ref()?;
+    let schema = Value::Object(schema.as_ref().clone());
+    let mut fitted = truncate::fit_structure(value, &schema, limit)?;
+    if let Value::Object(members) = &mut fitted.value
+        && truncate::allows_extra_member(&schema, TRUNCATED_MEMBER)
+    {
+        let mut about = Map::new();
+        match variable {
+            Some(variable) => {
+                about.insert("variable".to_owned(), Value::from(variable));
+                about.insert(
+                    "reference".to_owned(),
+                    Value::from(format!("$VAR_REF{{{{{variable}}}}}")),
+                );
+            }
+            None => {
+                about.insert(
+                    "hint".to_owned(),
+                    Value::from(format!("call again with {OUTPUT_LIMIT_ARGUMENT}: -1")),
+                );
+            }
+        }
+        let cuts: Vec<Value> = fitted
+            .omissions
+            .iter()
+            .take(LISTED_CUTS)
+            .map(|omission| {
+                let (unit, count) = match omission.what {
+                    truncate::Omitted::Characters(count) => ("characters", count),
+                    truncate::Omitted::Items(count) => ("items", count),
+                    truncate::Omitted::Members(count) => ("members", count),
+                };
+                serde_json::json!({"path": omission.path, unit: count})
+            })
+            .collect();
+        about.insert("omitted".to_owned(), Value::Array(cuts));
+        if fitted.omissions.len() > LISTED_CUTS {
+            about.insert(
+                "moreCuts".to_owned(),
+                Value::from(fitted.omissions.len() - LISTED_CUTS),
+            );
+        }
+        members.insert(TRUNCATED_MEMBER.to_owned(), Value::Object(about));
+    }
+    Some(fitted)
+}
+
+/// The text hint for structured content that was cut while the text was not.
+fn structure_hint(cut: &truncate::Fitted, variable: Option<&str>) -> String {
+    let cuts = cut.omissions.len();
+    match variable {
+        Some(variable) => format!(
+            "[Structured content cut to the output limit ({cuts} cuts): the full result is in \
+             variable `{variable}`. Read it with ReadVar {{\"name\": \"{variable}\", \"start\": 0}} \
+             or pass $VAR_REF{{{{{variable}}}}} to another tool.]"
+        ),
+        None => format!(
+            "[Structured content cut to the output limit ({cuts} cuts). Call again with \
+             {OUTPUT_LIMIT_ARGUMENT}: -1 to see everything.]"
         ),
     }
 }

@@ -1,5 +1,10 @@
 //! The executor's default truncation (the seed's `truncateContent`): keep the head and the tail,
 //! replace the middle with a marker that says how much was left out and where it starts.
+//! Structured content is cut to the same limit in `truncate/structure.rs`.
+
+mod structure;
+
+pub(crate) use structure::{Fitted, Omitted, allows_extra_member, fit_structure};
 
 /// A text cut to at most `limit` characters of content plus a marker.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -678,6 +678,19 @@ impl RawSession {
         .unwrap_or_else(|_| panic!("no response for id {id}"))
     }
 
+    /// The next message the server writes, whatever it is.
+    pub(crate) async fn message(&mut self) -> Value {
+        tokio::time::timeout(Duration::from_mins(1), async {
+            let mut line = String::new();
+            let read = self.stdout.read_line(&mut line).await.unwrap();
+            assert!(read > 0, "the server closed stdout");
+            serde_json::from_str(&line)
+                .unwrap_or_else(|_| panic!("stdout carried a non-JSON line: {line}"))
+        })
+        .await
+        .expect("no message from the server")
+    }
+
     /// A `tools/call` and its response.
     pub(crate) async fn call(&mut self, id: i64, tool: &str, arguments: Value) -> Value {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",

@@ -132,7 +132,13 @@ async fn every_acknowledged_write_survives_sigkill_in_a_burst() {
 
     let config = config.display().to_string();
     let client = durable_client(directory.path(), &["--config", &config]).await;
-    let listed = call(&client, "ListVars", json!({"filter": {"search": "burst-"}})).await;
+    let listed = call(
+        &client,
+        "ListVars",
+        // The whole list: the default output limit would cut it.
+        json!({"filter": {"search": "burst-"}, "_outputLimit": -1}),
+    )
+    .await;
     let stored = variable_names(&listed);
     let missing: Vec<i64> = acknowledged
         .iter()
@@ -192,7 +198,12 @@ async fn two_processes_on_one_workspace_see_each_other_and_lose_nothing() {
     tokio::join!(write_many(&first, "a"), write_many(&second, "b"));
 
     for client in [&first, &second] {
-        let listed = call(client, "ListVars", json!({"filter": {"type": "LLMAdd"}})).await;
+        let listed = call(
+            client,
+            "ListVars",
+            json!({"filter": {"type": "LLMAdd"}, "_outputLimit": -1}),
+        )
+        .await;
         let names = variable_names(&listed);
         assert_eq!(names.len(), 102, "{names:?}");
         for index in 0..50 {

@@ -66,7 +66,6 @@ pub(super) fn run(shared: &Shared, arguments: Value) -> Result<ToolOutput, ToolE
     let library = shared.shelf.reload();
     // The new library's search index is built beside the session, as at start-up.
     std::thread::spawn(move || library.warm_up());
-    shared.forget(&request.name);
     structured(&SaveOutput {
         name: request.name,
         path: saved.folder.display().to_string(),
