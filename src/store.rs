@@ -134,8 +134,7 @@ pub trait Store: Send + Sync {
     fn delete_workspace(&self, workspace: &str) -> Result<bool, Error>;
 }
 
-/// A chat state snapshot as stored (seed 002 §2.2), as `SnapshotGet` shows it and workspace
-/// exports carry it.
+/// A chat state snapshot as stored, as `SnapshotGet` shows it and workspace exports carry it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StoredSnapshot {

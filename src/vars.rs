@@ -49,7 +49,7 @@ pub enum Error {
     UnknownType { value: String },
 }
 
-/// The kind of a variable, serialized exactly as the seed names it.
+/// The kind of a variable, by the name it is serialized under.
 #[derive(
     Debug,
     Clone,
@@ -62,7 +62,7 @@ pub enum Error {
     schemars::JsonSchema,
 )]
 pub enum VarType {
-    /// A rule the agent must follow; rules cannot be removed through [`VariableSystem::remove`].
+    /// A rule the agent must follow; rules cannot be removed.
     #[serde(rename = "RULE")]
     Rule,
     /// The result of a tool call.

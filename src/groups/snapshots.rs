@@ -416,7 +416,7 @@ fn function_list(service: &Snapshots, arguments: Value) -> Result<ToolOutput, To
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpsertArguments {
-    /// The function, in the seed's `VarFunction` shape.
+    /// The function, in the shareable `VarFunction` shape.
     pub function: VarFunction,
     /// Store it in this character's (local) library instead of the global one.
     pub character_id: Option<String>,

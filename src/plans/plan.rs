@@ -257,15 +257,17 @@ fn writers_of(steps: &[Step], writes: impl Fn(&Target) -> bool) -> Vec<usize> {
 
 /// Literal arguments against the tool's schema: required properties present, no unknown ones
 /// where the schema forbids them, and the declared JSON types of literal (non-reference) values.
+/// An optional argument given as `null` means "left out", as in a direct call.
 fn check_arguments(step: &Step, schema: &Map<String, Value>, problems: &mut Vec<String>) {
     let properties = schema.get("properties").and_then(Value::as_object);
-    for required in schema
+    let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
-    {
+        .collect();
+    for &required in &required {
         if !step.arguments.contains_key(required) {
             problems.push(format!(
                 "step `{}`: `{}` needs argument `{required}`",
@@ -283,6 +285,7 @@ fn check_arguments(step: &Step, schema: &Map<String, Value>, problems: &mut Vec<
                     step.id, step.tool
                 ));
             }
+            Some(_) if value.is_null() && !required.contains(&name.as_str()) => {}
             Some(property) if !is_reference(value) && !type_matches(property, value) => {
                 problems.push(format!(
                     "step `{}`: argument `{name}` of `{}` must be {}, not {}",

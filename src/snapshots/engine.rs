@@ -15,7 +15,7 @@ use super::functions::{Active, VarFunction, split_pattern};
 use super::javascript::{Engine, Invocation};
 use super::literal::decode_capture;
 
-/// A call that failed, as the result lists it (the seed's warning toast).
+/// A call that failed, as the result lists it (a client shows it as a warning).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CallError {

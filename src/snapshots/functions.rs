@@ -30,8 +30,8 @@ pub enum Timing {
     AfterActive,
 }
 
-/// A function, in the seed's `VarFunction` shape (plus `builtin`, `signature` and `example`,
-/// which other tools ignore).
+/// A state function, in the shareable `VarFunction` shape (plus `builtin`, `signature` and
+/// `example`, which other tools ignore).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VarFunction {

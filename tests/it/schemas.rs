@@ -390,3 +390,19 @@ async fn a_missing_template_is_left_out_rather_than_sent_as_null() {
         Some(json!({"characterId": "nobody"}))
     );
 }
+
+#[tokio::test]
+async fn an_optional_argument_given_as_null_is_left_out_in_a_plan_as_in_a_direct_call() {
+    let client = spawn_binary(&[], TestClient::new(Elicitation::Unsupported)).await;
+    let direct = call(&client, "ListVars", json!({"filter": null})).await;
+    assert_eq!(direct.is_error, Some(false), "{direct:?}");
+    let planned = call(
+        &client,
+        "RunPlan",
+        json!({"steps": [{"id": "list", "_tool": "ListVars", "filter": null}]}),
+    )
+    .await;
+    assert_eq!(planned.is_error, Some(false), "{planned:?}");
+    let structured = planned.structured_content.unwrap();
+    pretty_assertions::assert_eq!(structured["ok"], json!(true));
+}
