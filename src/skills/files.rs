@@ -3,9 +3,16 @@
 //! any file is opened: relative, no `..`, no percent-encoded tricks, and (on disk) no symlink
 //! that leaves the skill folder.
 
+use std::collections::HashSet;
+use std::io::{BufRead as _, Read as _};
 use std::path::{Component, Path, PathBuf};
 
 use include_dir::{Dir, DirEntry};
+use sha2::Digest as _;
+
+mod window;
+
+pub use window::Window;
 
 /// Why a path given for a skill file is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -24,6 +31,10 @@ pub enum PathProblem {
     LeavesFolder,
     #[error("SKILL.md is written from `body`, and hidden files are not allowed")]
     Reserved,
+    #[error(
+        "a folder on the way is a symlink, and SkillSave writes only into real folders of the skill"
+    )]
+    ThroughLink,
 }
 
 /// A path relative to a skill folder, checked and normalised to `a/b/c`.
@@ -86,6 +97,14 @@ pub enum FileError {
     Missing,
     #[error("{0}")]
     Refused(PathProblem),
+    #[error("it is a FIFO, socket or device, not a regular file")]
+    NotRegular,
+    #[error(
+        "the file has {size} bytes, more than the {limit} read whole; read it in windows with SkillReadFile `start`/`length`"
+    )]
+    TooLarge { size: u64, limit: u64 },
+    #[error("the file is not UTF-8 text")]
+    Binary,
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
@@ -113,28 +132,108 @@ impl Location {
                 .map(|file| file.contents().to_vec())
                 .ok_or(FileError::Missing),
             Self::Disk(folder) => {
-                let path = confined(folder, relative)?;
-                if !path.is_file() {
-                    return Err(FileError::Missing);
+                let (path, file, size) = open_regular(folder, relative)?;
+                if size > MAX_READ_BYTES {
+                    return Err(FileError::TooLarge {
+                        size,
+                        limit: MAX_READ_BYTES,
+                    });
                 }
-                std::fs::read(&path).map_err(|source| FileError::Io { path, source })
+                let mut bytes = Vec::new();
+                file.take(MAX_READ_BYTES)
+                    .read_to_end(&mut bytes)
+                    .map_err(|source| FileError::Io { path, source })?;
+                Ok(bytes)
             }
         }
     }
 
     /// Every file below the folder, relative and sorted; `.git` and `node_modules` are skipped,
-    /// and so is any symlink that leaves the folder.
+    /// and so are any symlink that leaves the folder and anything that is not a regular file.
     pub fn files(&self) -> Vec<String> {
-        let mut files = Vec::new();
         match self {
-            Self::Bundled(directory) => bundled_files(directory, directory.path(), &mut files),
+            Self::Bundled(directory) => {
+                let mut files = Vec::new();
+                bundled_files(directory, directory.path(), &mut files);
+                files.sort();
+                files
+            }
+            Self::Disk(folder) => walk(folder, LISTING).files,
+        }
+    }
+
+    /// Every entry below the folder within `limits`, with what was left out and why; a bundled
+    /// skill has nothing left out.
+    pub fn walk(&self, limits: Limits) -> Walk {
+        match self {
+            Self::Bundled(_) => Walk {
+                files: self.files(),
+                ..Walk::default()
+            },
+            Self::Disk(folder) => walk(folder, limits),
+        }
+    }
+
+    /// The `sha256:` digest and size of a file, read in blocks (never whole), by a path already
+    /// cleaned with [`clean_relative`]. `limit` refuses files larger than that many bytes.
+    pub fn digest(&self, relative: &str, limit: Option<u64>) -> Result<(String, u64), FileError> {
+        match self {
+            Self::Bundled(_) => {
+                let bytes = self.read(relative)?;
+                Ok((super::sha256(&bytes), bytes.len() as u64))
+            }
             Self::Disk(folder) => {
-                let root = std::fs::canonicalize(folder).unwrap_or_else(|_| folder.clone());
-                disk_files(&root, &root, 0, &mut files);
+                let (path, file, size) = open_regular(folder, relative)?;
+                if let Some(limit) = limit
+                    && size > limit
+                {
+                    return Err(FileError::TooLarge { size, limit });
+                }
+                let io = |source| FileError::Io {
+                    path: path.clone(),
+                    source,
+                };
+                let mut hasher = sha2::Sha256::new();
+                let mut reader = std::io::BufReader::with_capacity(BLOCK, file);
+                let mut total = 0_u64;
+                loop {
+                    let block = reader.fill_buf().map_err(io)?;
+                    if block.is_empty() {
+                        break;
+                    }
+                    hasher.update(block);
+                    let read = block.len();
+                    total += read as u64;
+                    reader.consume(read);
+                }
+                Ok((super::hex_digest(&hasher.finalize()), total))
             }
         }
-        files.sort();
-        files
+    }
+
+    /// A window of a text file in characters, read in blocks: only what precedes the window
+    /// and the window itself are read, and the whole file is counted only when it is small.
+    pub fn read_window(
+        &self,
+        relative: &str,
+        start: usize,
+        length: usize,
+    ) -> Result<Window, FileError> {
+        match self {
+            Self::Bundled(_) => {
+                let bytes = self.read(relative)?;
+                window::cut(bytes.as_slice(), start, length, true)
+            }
+            Self::Disk(folder) => {
+                let (path, file, size) = open_regular(folder, relative)?;
+                window::cut(file, start, length, size <= COUNT_WHOLE_BYTES).map_err(|error| {
+                    match error {
+                        FileError::Io { source, .. } => FileError::Io { path, source },
+                        other => other,
+                    }
+                })
+            }
+        }
     }
 
     /// The resolved path of a file on disk, by a path already cleaned with [`clean_relative`];
@@ -195,32 +294,142 @@ fn skipped(name: &str) -> bool {
     name == ".git" || name == "node_modules"
 }
 
-const MAX_FILE_DEPTH: usize = 8;
+/// Files read whole at most (resources, SKILL.md); larger ones are read in windows.
+pub const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
 
-fn disk_files(root: &Path, folder: &Path, depth: usize, files: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return;
+/// Files up to this size are counted to the end when a window is read, so the answer can say
+/// how many characters there are in all.
+const COUNT_WHOLE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// How much is read at a time.
+const BLOCK: usize = 64 * 1024;
+
+/// How far and how wide a walk through a skill folder goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Folder levels below the skill folder.
+    pub depth: usize,
+    /// Entries looked at in all (files, folders, links).
+    pub entries: usize,
+    /// Whether `.git` and `node_modules` are left out.
+    pub skip_vendored: bool,
+}
+
+/// What `SkillLoad`, resources and `skills/list` show.
+pub const LISTING: Limits = Limits {
+    depth: 8,
+    entries: 10_000,
+    skip_vendored: true,
+};
+
+/// What an approval to run a skill's code is bound to: everything, or nothing runs.
+pub const EVERYTHING: Limits = Limits {
+    depth: 32,
+    entries: 50_000,
+    skip_vendored: false,
+};
+
+/// The result of a walk: the regular files, sorted, and what was left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Walk {
+    pub files: Vec<String>,
+    /// Symlinks that resolve outside the folder.
+    pub leaving: Vec<String>,
+    /// FIFOs, sockets and devices.
+    pub special: Vec<String>,
+    /// Whether the depth or entry limit cut the walk short.
+    pub truncated: bool,
+}
+
+/// Walks a folder without recursion: each real folder is entered once (a set of canonical
+/// paths), so links such as `loop -> .` cannot multiply the walk, and the limits bound it.
+fn walk(folder: &Path, limits: Limits) -> Walk {
+    let mut result = Walk::default();
+    let Ok(root) = std::fs::canonicalize(folder) else {
+        return result;
     };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if skipped(&name) {
-            continue;
-        }
-        let Ok(resolved) = std::fs::canonicalize(entry.path()) else {
+    let mut visited = HashSet::from([root.clone()]);
+    let mut pending = vec![(root.clone(), String::new(), 0_usize)];
+    let mut seen = 0_usize;
+    while let Some((directory, prefix, depth)) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&directory) else {
             continue;
         };
-        if !resolved.starts_with(root) {
-            tracing::debug!(path = %entry.path().display(), "skipping a symlink that leaves the skill folder");
-            continue;
-        }
-        if resolved.is_dir() {
-            if depth < MAX_FILE_DEPTH {
-                disk_files(root, &entry.path(), depth + 1, files);
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if limits.skip_vendored && skipped(&name) {
+                continue;
             }
-        } else if let Ok(relative) = entry.path().strip_prefix(root) {
-            files.push(relative.to_string_lossy().replace('\\', "/"));
+            seen += 1;
+            if seen > limits.entries {
+                result.truncated = true;
+                tracing::warn!(folder = %folder.display(), limit = limits.entries, "a skill folder has too many entries; the rest is left out");
+                pending.clear();
+                break;
+            }
+            let relative = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let (resolved, metadata) = if kind.is_symlink() {
+                let Ok(resolved) = std::fs::canonicalize(entry.path()) else {
+                    continue;
+                };
+                if !resolved.starts_with(&root) {
+                    tracing::debug!(path = %entry.path().display(), "skipping a symlink that leaves the skill folder");
+                    result.leaving.push(relative);
+                    continue;
+                }
+                let Ok(metadata) = std::fs::metadata(&resolved) else {
+                    continue;
+                };
+                (resolved, metadata)
+            } else {
+                let Ok(metadata) = entry.metadata() else {
+                    continue;
+                };
+                (entry.path(), metadata)
+            };
+            if metadata.is_dir() {
+                if depth >= limits.depth {
+                    result.truncated = true;
+                } else if visited.insert(resolved.clone()) {
+                    pending.push((resolved, relative, depth + 1));
+                }
+            } else if metadata.is_file() {
+                result.files.push(relative);
+            } else {
+                tracing::warn!(path = %entry.path().display(), "skipping a skill file that is not a regular file (FIFO, socket or device)");
+                result.special.push(relative);
+            }
         }
     }
+    result.files.sort();
+    result.leaving.sort();
+    result.special.sort();
+    result
+}
+
+/// Opens a cleaned path for reading: it must stay inside the folder and be a regular file
+/// (a FIFO would block the reader forever).
+fn open_regular(folder: &Path, relative: &str) -> Result<(PathBuf, std::fs::File, u64), FileError> {
+    let path = confined(folder, relative)?;
+    let metadata = std::fs::metadata(&path).map_err(|_| FileError::Missing)?;
+    if metadata.is_dir() {
+        return Err(FileError::Missing);
+    }
+    if !metadata.is_file() {
+        return Err(FileError::NotRegular);
+    }
+    let file = std::fs::File::open(&path).map_err(|source| FileError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    Ok((path, file, metadata.len()))
 }
 
 fn disk_children(root: &Path, path: &Path) -> Result<Vec<Child>, FileError> {
