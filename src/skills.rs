@@ -330,7 +330,7 @@ impl Skill {
                 }
                 Err(error) => return Err(self.file_error(&path, error)),
             };
-            digests.push(FileDigest { digest, size, path });
+            digests.push(FileDigest { path, digest, size });
         }
         let manifest: Arc<[FileDigest]> = digests.into();
         Ok(self.manifest.get_or_init(|| manifest).clone())

@@ -197,7 +197,7 @@ impl Tool for SkillsTool {
                 })
             }
             // Quick once the first scan is done; until then, wait for it without blocking.
-            _ => Box::pin(async move {
+            Kind::Load => Box::pin(async move {
                 self.shared.shelf.loaded().await;
                 (self.run)(&self.shared, call)
             }),

@@ -375,11 +375,11 @@ fn kill_group(_leader: u32) {}
 fn kill_marked(marker: &str) {
     let wanted = format!("{RUN_MARKER}={marker}");
     for _ in 0..4 {
-        let marked = marked_processes(wanted.as_bytes());
-        if marked.is_empty() {
+        let found = marked_processes(wanted.as_bytes());
+        if found.is_empty() {
             return;
         }
-        for pid in marked {
+        for pid in found {
             if let Err(error) = rustix::process::kill_process(pid, rustix::process::Signal::KILL) {
                 tracing::debug!(%error, "cannot kill a process a script left running");
             }

@@ -36,7 +36,7 @@ fn skill(fixture: &Fixture, name: &str) -> std::path::PathBuf {
     folder
 }
 
-fn save(name: &str, files: Value) -> Value {
+fn save(name: &str, files: &Value) -> Value {
     json!({"name": name, "description": "A test skill. Use when testing.", "body": "# Steps", "files": files})
 }
 
@@ -54,7 +54,7 @@ async fn a_save_never_writes_through_a_symlink() {
     let replaced = call(
         &client,
         "SkillSave",
-        save("victim", json!({"notes.md": "PWNED"})),
+        save("victim", &json!({"notes.md": "PWNED"})),
     )
     .await;
     assert!(!is_error(&replaced), "{}", text(&replaced));
@@ -69,7 +69,7 @@ async fn a_save_never_writes_through_a_symlink() {
     let through = call(
         &client,
         "SkillSave",
-        save("victim", json!({"docs/evil.txt": "PWNED"})),
+        save("victim", &json!({"docs/evil.txt": "PWNED"})),
     )
     .await;
     assert!(
@@ -88,7 +88,7 @@ async fn an_approved_save_covers_only_its_own_skill() {
     let remember = Elicitation::Accept(json!({"approve": true, "remember": true}));
     let (client, observer) = client(&fixture, "", remember).await;
     for name in ["first-save", "first-save", "victim"] {
-        let result = call(&client, "SkillSave", save(name, json!({"notes.md": "x"}))).await;
+        let result = call(&client, "SkillSave", save(name, &json!({"notes.md": "x"}))).await;
         assert!(!is_error(&result), "{}", text(&result));
     }
     let asked = observer.asked();
@@ -107,7 +107,7 @@ async fn an_approval_without_remember_covers_just_this_call() {
     let once = Elicitation::Accept(json!({"approve": true}));
     let (client, observer) = client(&fixture, "", once).await;
     for _ in 0..2 {
-        let result = call(&client, "SkillSave", save("twice", json!({}))).await;
+        let result = call(&client, "SkillSave", save("twice", &json!({}))).await;
         assert!(!is_error(&result), "{}", text(&result));
     }
     assert_eq!(observer.asked().len(), 2);
@@ -243,7 +243,7 @@ async fn a_call_cancelled_while_asking_never_runs() {
         session
             .send(
                 &json!({"jsonrpc": "2.0", "id": round, "method": "tools/call",
-                "params": {"name": "SkillSave", "arguments": save(&name, json!({}))}}),
+                "params": {"name": "SkillSave", "arguments": save(&name, &json!({}))}}),
             )
             .await;
         let question = loop {
@@ -266,7 +266,7 @@ async fn a_call_cancelled_while_asking_never_runs() {
     // A later call that runs: the cancelled ones, had they run, ran before it.
     session
         .send(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
-            "params": {"name": "SkillSave", "arguments": save("kept", json!({}))}}))
+            "params": {"name": "SkillSave", "arguments": save("kept", &json!({}))}}))
         .await;
     let answer = loop {
         let message = session.next_message().await;
@@ -299,7 +299,7 @@ async fn saves_are_bounded_and_old_backups_pruned() {
         let result = call(
             &client,
             "SkillSave",
-            save("versioned", json!({"round.md": round.to_string()})),
+            save("versioned", &json!({"round.md": round.to_string()})),
         )
         .await;
         assert!(!is_error(&result), "{}", text(&result));
@@ -319,7 +319,7 @@ async fn saves_are_bounded_and_old_backups_pruned() {
     let refused = call(
         &client,
         "SkillSave",
-        save("too-big", json!({"huge.md": huge})),
+        save("too-big", &json!({"huge.md": huge})),
     )
     .await;
     assert!(
@@ -330,7 +330,7 @@ async fn saves_are_bounded_and_old_backups_pruned() {
     let many: serde_json::Map<String, Value> = (0..101)
         .map(|index| (format!("f{index}.md"), json!("x")))
         .collect();
-    let refused = call(&client, "SkillSave", save("too-many", Value::Object(many))).await;
+    let refused = call(&client, "SkillSave", save("too-many", &Value::Object(many))).await;
     assert!(
         is_error(&refused) && text(&refused).contains("at most 100 files"),
         "{}",
@@ -394,7 +394,7 @@ impl Drop for SmallDisk {
 #[tokio::test]
 async fn a_full_disk_still_starts_and_serves_reads() {
     let Some(disk) = SmallDisk::mount() else {
-        eprintln!("skipped: cannot mount a tmpfs here");
+        // Mounting needs root; elsewhere the test has nothing to check.
         return;
     };
     let data = disk.directory.path().join("data").display().to_string();
