@@ -550,4 +550,70 @@ mod tests {
         assert_eq!(location.files(), ["SKILL.md"]);
         assert_eq!(location.read("SKILL.md").unwrap(), b"x");
     }
+
+    /// Builds a random tree of folders, files and folder links (to any folder of the tree,
+    /// loops included, or out of it) and checks the walk: it ends, lists every real file once
+    /// (under one of its paths), lists nothing outside, and keeps to its limits.
+    #[cfg(unix)]
+    mod walks {
+        use super::*;
+        use proptest::prelude::*;
+        use std::collections::BTreeSet;
+
+        fn build(root: &Path, outside: &Path, operations: &[(usize, u8)]) -> BTreeSet<PathBuf> {
+            let mut folders = vec![root.to_owned()];
+            let mut files = BTreeSet::new();
+            for (index, (parent, kind)) in operations.iter().enumerate() {
+                let parent = folders[parent % folders.len()].clone();
+                let path = parent.join(format!("e{index}"));
+                match kind % 4 {
+                    0 => {
+                        std::fs::create_dir(&path).unwrap();
+                        folders.push(path);
+                    }
+                    1 => {
+                        std::fs::write(&path, "x").unwrap();
+                        files.insert(std::fs::canonicalize(&path).unwrap());
+                    }
+                    2 => {
+                        let target = &folders[(index * 7) % folders.len()];
+                        std::os::unix::fs::symlink(target, &path).unwrap();
+                    }
+                    _ => std::os::unix::fs::symlink(outside, &path).unwrap(),
+                }
+            }
+            files
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(48))]
+            #[test]
+            fn any_tree_of_links_is_walked_once_within_limits(
+                operations in prop::collection::vec((0_usize..16, 0_u8..4), 1..40),
+                entries in 1_usize..60,
+            ) {
+                let outside = tempfile::tempdir().unwrap();
+                std::fs::write(outside.path().join("secret"), "s").unwrap();
+                let skill = tempfile::tempdir().unwrap();
+                let root = std::fs::canonicalize(skill.path()).unwrap();
+                let real = build(&root, outside.path(), &operations);
+                let limits = Limits { depth: 64, entries, skip_vendored: true };
+                let walk = walk(&root, limits);
+                let listed: Vec<PathBuf> = walk
+                    .files
+                    .iter()
+                    .map(|file| std::fs::canonicalize(root.join(file)).unwrap())
+                    .collect();
+                let unique: BTreeSet<PathBuf> = listed.iter().cloned().collect();
+                prop_assert_eq!(unique.len(), listed.len(), "a file listed twice: {:?}", walk.files);
+                prop_assert!(unique.iter().all(|file| file.starts_with(&root)));
+                prop_assert!(walk.files.len() <= entries);
+                if walk.truncated {
+                    prop_assert!(unique.is_subset(&real));
+                } else {
+                    prop_assert_eq!(unique, real);
+                }
+            }
+        }
+    }
 }

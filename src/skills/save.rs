@@ -472,4 +472,57 @@ mod tests {
             assert!(checked_files(&files).is_err(), "{bad}");
         }
     }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_in_the_staged_folder_are_replaced_or_refused_never_followed() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("target.txt"), "original").unwrap();
+        let staging = tempfile::tempdir().unwrap();
+        let staging = staging.path();
+        std::os::unix::fs::symlink(outside.path().join("target.txt"), staging.join("notes.md"))
+            .unwrap();
+        std::os::unix::fs::symlink(outside.path(), staging.join("docs")).unwrap();
+        let notes = real_destination(staging, "notes.md").unwrap();
+        replace_file(&notes, "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "new");
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("target.txt")).unwrap(),
+            "original"
+        );
+        assert!(matches!(
+            real_destination(staging, "docs/evil.txt"),
+            Err(Error::BadPath { .. })
+        ));
+        let deep = real_destination(staging, "a/b/c.md").unwrap();
+        assert!(staging.join("a/b").is_dir() && deep.ends_with("a/b/c.md"));
+    }
+
+    #[test]
+    fn only_the_newest_backups_of_the_skill_are_kept() {
+        let backups = tempfile::tempdir().unwrap();
+        for stamp in 1..=8 {
+            std::fs::create_dir(backups.path().join(format!("notes-{stamp}"))).unwrap();
+        }
+        std::fs::create_dir(backups.path().join("notes-extra-1")).unwrap();
+        std::fs::create_dir(backups.path().join("other-1")).unwrap();
+        prune_backups(backups.path(), "notes");
+        let mut kept: Vec<String> = std::fs::read_dir(backups.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        kept.sort();
+        assert_eq!(
+            kept,
+            [
+                "notes-4",
+                "notes-5",
+                "notes-6",
+                "notes-7",
+                "notes-8",
+                "notes-extra-1",
+                "other-1"
+            ]
+        );
+    }
 }
