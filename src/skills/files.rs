@@ -10,6 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use include_dir::{Dir, DirEntry};
 use sha2::Digest as _;
 
+mod digests;
 mod window;
 
 pub use window::Window;
@@ -132,7 +133,8 @@ impl Location {
                 .map(|file| file.contents().to_vec())
                 .ok_or(FileError::Missing),
             Self::Disk(folder) => {
-                let (path, file, size) = open_regular(folder, relative)?;
+                let (path, file, metadata) = open_regular(folder, relative)?;
+                let size = metadata.len();
                 if size > MAX_READ_BYTES {
                     return Err(FileError::TooLarge {
                         size,
@@ -183,11 +185,16 @@ impl Location {
                 Ok((super::sha256(&bytes), bytes.len() as u64))
             }
             Self::Disk(folder) => {
-                let (path, file, size) = open_regular(folder, relative)?;
+                let (path, file, metadata) = open_regular(folder, relative)?;
+                let size = metadata.len();
                 if let Some(limit) = limit
                     && size > limit
                 {
                     return Err(FileError::TooLarge { size, limit });
+                }
+                let version = digests::version(&metadata);
+                if let Some(digest) = version.and_then(|version| digests::known(&path, version)) {
+                    return Ok((digest, size));
                 }
                 let io = |source| FileError::Io {
                     path: path.clone(),
@@ -206,7 +213,11 @@ impl Location {
                     total += read as u64;
                     reader.consume(read);
                 }
-                Ok((super::hex_digest(&hasher.finalize()), total))
+                let digest = super::hex_digest(&hasher.finalize());
+                if let Some(version) = version.filter(|_| total == size) {
+                    digests::remember(path, version, digest.clone());
+                }
+                Ok((digest, total))
             }
         }
     }
@@ -225,13 +236,13 @@ impl Location {
                 window::cut(bytes.as_slice(), start, length, true)
             }
             Self::Disk(folder) => {
-                let (path, file, size) = open_regular(folder, relative)?;
-                window::cut(file, start, length, size <= COUNT_WHOLE_BYTES).map_err(|error| {
-                    match error {
+                let (path, file, metadata) = open_regular(folder, relative)?;
+                window::cut(file, start, length, metadata.len() <= COUNT_WHOLE_BYTES).map_err(
+                    |error| match error {
                         FileError::Io { source, .. } => FileError::Io { path, source },
                         other => other,
-                    }
-                })
+                    },
+                )
             }
         }
     }
@@ -417,20 +428,37 @@ fn walk(folder: &Path, limits: Limits) -> Walk {
 
 /// Opens a cleaned path for reading: it must stay inside the folder and be a regular file
 /// (a FIFO would block the reader forever).
-fn open_regular(folder: &Path, relative: &str) -> Result<(PathBuf, std::fs::File, u64), FileError> {
+fn open_regular(
+    folder: &Path,
+    relative: &str,
+) -> Result<(PathBuf, std::fs::File, std::fs::Metadata), FileError> {
     let path = confined(folder, relative)?;
-    let metadata = std::fs::metadata(&path).map_err(|_| FileError::Missing)?;
+    // Checked before opening (opening a FIFO blocks) and again on the open file.
+    let checked = std::fs::metadata(&path).map_err(|_| FileError::Missing)?;
+    if checked.is_dir() {
+        return Err(FileError::Missing);
+    }
+    if !checked.is_file() {
+        return Err(FileError::NotRegular);
+    }
+    let file = std::fs::File::open(&path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => FileError::Missing,
+        _ => FileError::Io {
+            path: path.clone(),
+            source,
+        },
+    })?;
+    let metadata = file.metadata().map_err(|source| FileError::Io {
+        path: path.clone(),
+        source,
+    })?;
     if metadata.is_dir() {
         return Err(FileError::Missing);
     }
     if !metadata.is_file() {
         return Err(FileError::NotRegular);
     }
-    let file = std::fs::File::open(&path).map_err(|source| FileError::Io {
-        path: path.clone(),
-        source,
-    })?;
-    Ok((path, file, metadata.len()))
+    Ok((path, file, metadata))
 }
 
 fn disk_children(root: &Path, path: &Path) -> Result<Vec<Child>, FileError> {
