@@ -331,17 +331,21 @@ impl Executor {
         };
         let question =
             || execution_question(name, &arguments, permission.execution, scope.as_deref());
-        match self
-            .gate(
-                name,
-                Stage::Execution,
-                permission.execution,
-                (&arguments, scope.as_deref()),
-                question,
-                &request.asking,
-            )
-            .await
-        {
+        let gate = self.gate(
+            name,
+            Stage::Execution,
+            permission.execution,
+            (&arguments, scope.as_deref()),
+            question,
+            &request.asking,
+        );
+        // A call cancelled while the user is being asked stops waiting for the answer.
+        let gate = tokio::select! {
+            biased;
+            () = request.cancellation.cancelled() => return Err(cancelled(name)),
+            gate = gate => gate,
+        };
+        match gate {
             Gate::Pass => {}
             Gate::Reject(reason) => {
                 let result =
