@@ -134,8 +134,7 @@ enum Kind {
 type Run = fn(&Shared, ToolCall<'_>) -> Result<ToolOutput, ToolError>;
 
 /// `SkillSearch` (asynchronous), `SkillSave` and `SkillReadFile` (on the blocking pool) take
-/// their own paths in
-/// [`SkillsTool::execute`] and never come here.
+/// their own paths in [`SkillsTool::execute`] and never come here.
 fn unreachable_run(_shared: &Shared, _call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     Err(ToolError::Internal(
         "this tool runs asynchronously; its synchronous entry is never called".to_owned(),
