@@ -59,6 +59,12 @@ pub enum Error {
         path: String,
         known: String,
     },
+    #[error("`{path}` of skill `{skill}` cannot be read: {problem}")]
+    Unreadable {
+        skill: String,
+        path: String,
+        problem: String,
+    },
     #[error("skill `{skill}` has no folder `{path}`")]
     UnknownFolder { skill: String, path: String },
     #[error("skill `{name}` is not valid: {problems}")]
@@ -191,8 +197,44 @@ impl Skill {
         }
     }
 
+    /// A window of a text file of the skill, in characters, by a client-given relative path;
+    /// only the part up to the window's end is read.
+    pub fn read_window(
+        &self,
+        path: &str,
+        start: usize,
+        length: usize,
+    ) -> Result<files::Window, Error> {
+        let relative = files::clean_relative(path).map_err(|problem| Error::BadPath {
+            path: path.to_owned(),
+            problem,
+        })?;
+        let relative = if relative == SKILL_MD {
+            self.file_name.to_owned()
+        } else {
+            relative
+        };
+        self.location
+            .read_window(&relative, start, length)
+            .map_err(|error| match error {
+                FileError::Missing => Error::UnknownFile {
+                    skill: self.name.clone(),
+                    path: path.to_owned(),
+                    known: self.files().join(", "),
+                },
+                other => self.file_error(path, other),
+            })
+    }
+
     fn file_error(&self, path: &str, error: FileError) -> Error {
         match error {
+            problem @ (FileError::NotRegular | FileError::TooLarge { .. } | FileError::Binary) => {
+                Error::Unreadable {
+                    skill: self.name.clone(),
+                    path: path.to_owned(),
+                    problem: problem.to_string(),
+                }
+            }
             FileError::Refused(problem) => Error::BadPath {
                 path: path.to_owned(),
                 problem,
@@ -273,14 +315,22 @@ impl Skill {
         }
         let mut digests = Vec::new();
         for path in self.files() {
-            let bytes = self
-                .read(&path)
-                .map_err(|error| self.file_error(&path, error))?;
-            digests.push(FileDigest {
-                digest: sha256(&bytes),
-                size: bytes.len() as u64,
-                path,
-            });
+            let relative = if path == SKILL_MD {
+                self.file_name
+            } else {
+                &path
+            };
+            // Hashed in blocks; a file too large to be read whole is not served, so it is
+            // not listed either (and never read here).
+            let (digest, size) = match self.location.digest(relative, Some(files::MAX_READ_BYTES)) {
+                Ok(found) => found,
+                Err(error @ (FileError::TooLarge { .. } | FileError::NotRegular)) => {
+                    tracing::warn!(skill = %self.name, %path, %error, "a file of the skill is left out of its listing");
+                    continue;
+                }
+                Err(error) => return Err(self.file_error(&path, error)),
+            };
+            digests.push(FileDigest { path, digest, size });
         }
         let manifest: Arc<[FileDigest]> = digests.into();
         Ok(self.manifest.get_or_init(|| manifest).clone())
@@ -289,10 +339,14 @@ impl Skill {
 
 /// `sha256:` and the lowercase hex digest of the bytes.
 pub fn sha256(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
+    hex_digest(&Sha256::digest(bytes))
+}
+
+/// `sha256:` and the lowercase hex of a finished hash.
+pub(crate) fn hex_digest(hash: &[u8]) -> String {
     let mut digest = String::with_capacity(71);
     digest.push_str("sha256:");
-    for byte in hash {
+    for &byte in hash {
         digest.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
         digest.push(char::from_digit(u32::from(byte & 15), 16).unwrap_or('0'));
     }

@@ -1,7 +1,9 @@
 //! The `scripts` group (seed 004 §7): `SkillRunScript`, a thin adapter over
 //! [`crate::skills::scripts`]. The group is off unless the config file turns it on, and every
-//! run asks the user once per skill *and its digest set* ([`Tool::approval_scope`]), so a
-//! changed file of the skill voids the approval and the next run asks again.
+//! run asks the user once per script *and the digest set of its skill folder*
+//! ([`Tool::approval_scope`]), so a changed file anywhere in the folder (`.git` and
+//! `node_modules` included) voids the approval, another script of the skill asks again, and a
+//! folder with a symlink leaving it cannot run at all.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,7 +32,7 @@ const DESCRIPTION: &str = "Run a script that a loaded skill provides (a file of 
     other executable file directly. It runs in the skill folder with `SKILL_DIR` set, `args` \
     as its arguments and `stdin` as its input, for at most `timeoutSeconds` (default 30, at \
     most 300). The answer gives the exit code, stdout and stderr (each cut at 1 MiB) and \
-    whether it timed out. The user approves the first run of each skill's scripts, and again \
+    whether it timed out. The user approves the first run of each script, and again \
     whenever a file of the skill changes.";
 
 /// The group with its one tool.
@@ -127,7 +129,7 @@ impl Tool for RunScript {
         &self.definition
     }
 
-    /// Running code needs the user's consent: ask once per skill and digest set unless the
+    /// Running code needs the user's consent: ask once per script and digest set unless the
     /// configuration says otherwise.
     fn permission(&self) -> Permission {
         Permission {
@@ -136,11 +138,12 @@ impl Tool for RunScript {
         }
     }
 
-    /// The skill's name and the digest of all its files as they are now; a bad call is refused
-    /// here, before the user is asked.
+    /// The script, its skill and the digest of every file of the skill folder as it is now; a
+    /// bad call (or a folder that cannot be digested whole) is refused here, before the user is
+    /// asked.
     fn approval_scope(&self, arguments: &Value) -> Result<Option<String>, ToolError> {
         let parsed: RunArguments = parse_arguments(NAME, arguments.clone())?;
-        self.locate(&parsed)?;
+        let script = self.locate(&parsed)?;
         let library = self.shelf.library();
         let skill = library.get(&parsed.name).map_err(ToolError::invalid)?;
         let digest = scripts::digest_set(skill).map_err(tool_error)?;
@@ -149,7 +152,10 @@ impl Tool for RunScript {
             asked.clear();
         }
         asked.insert(arguments.to_string(), digest.clone());
-        Ok(Some(format!("{}@{digest}", skill.name)))
+        Ok(Some(format!(
+            "script `{}` of skill `{}` only, while every file of the skill folder stays as it is now ({digest})",
+            script.relative, skill.name
+        )))
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {

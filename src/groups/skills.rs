@@ -78,7 +78,7 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
                     SKILL_READ_FILE,
                     read_only,
                 ),
-                read_file,
+                unreachable_run,
                 Kind::ReadFile,
             ),
         ],
@@ -119,8 +119,8 @@ enum Kind {
 
 type Run = fn(&Shared, ToolCall<'_>) -> Result<ToolOutput, ToolError>;
 
-/// `SkillSearch` (asynchronous) and `SkillSave` (on the blocking pool) take their own paths in
-/// [`SkillsTool::execute`] and never come here.
+/// `SkillSearch` (asynchronous), `SkillSave` and `SkillReadFile` (on the blocking pool) take
+/// their own paths in [`SkillsTool::execute`] and never come here.
 fn unreachable_run(_shared: &Shared, _call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     Err(ToolError::Internal(
         "this tool runs asynchronously; its synchronous entry is never called".to_owned(),
@@ -151,6 +151,17 @@ impl Tool for SkillsTool {
         }
     }
 
+    /// A save is approved per skill: approving a save of one skill never covers another.
+    fn approval_scope(&self, arguments: &Value) -> Result<Option<String>, ToolError> {
+        if self.kind != Kind::Save {
+            return Ok(None);
+        }
+        Ok(arguments
+            .get("name")
+            .and_then(Value::as_str)
+            .map(|name| format!("skill `{name}` only")))
+    }
+
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         match self.kind {
             // The only tool here that may wait on the client (its model, for `rerank`).
@@ -161,8 +172,17 @@ impl Tool for SkillsTool {
                 let arguments = call.arguments;
                 off_thread(move || save::run(&shared, arguments))
             }
+            // Reads a file from disk, however large, beside the session.
+            Kind::ReadFile => {
+                let shared = Arc::clone(&self.shared);
+                let (arguments, limit) = (call.arguments, call.output_limit);
+                Box::pin(async move {
+                    shared.shelf.loaded().await;
+                    off_thread(move || read_file(&shared, arguments, limit)).await
+                })
+            }
             // Quick once the first scan is done; until then, wait for it without blocking.
-            _ => Box::pin(async move {
+            Kind::Load => Box::pin(async move {
                 self.shared.shelf.loaded().await;
                 (self.run)(&self.shared, call)
             }),
@@ -443,45 +463,38 @@ pub struct ReadFileArguments {
     pub length: Option<usize>,
 }
 
-fn read_file(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: ReadFileArguments = parse_arguments("SkillReadFile", call.arguments)?;
+fn read_file(
+    shared: &Shared,
+    arguments: Value,
+    output_limit: Option<usize>,
+) -> Result<ToolOutput, ToolError> {
+    let arguments: ReadFileArguments = parse_arguments("SkillReadFile", arguments)?;
     let library = shared.shelf.library();
     let skill = library.get(&arguments.name).map_err(ToolError::invalid)?;
-    let bytes = skill
-        .read_file(&arguments.path)
-        .map_err(|error| match error {
-            crate::skills::Error::Io { .. } => internal(error),
-            other => ToolError::invalid(other),
-        })?;
-    let Ok(text) = String::from_utf8(bytes) else {
-        return Err(ToolError::invalid(format!(
-            "`{}` of skill `{}` is a binary file; only text files can be read",
-            arguments.path, skill.name
-        )));
-    };
     let start = arguments.start.unwrap_or(0);
-    let length = arguments.length.or(call.output_limit).unwrap_or(usize::MAX);
-    let total = text.chars().count();
-    let window: String = text.chars().skip(start).take(length).collect();
-    let end = (start + window.chars().count()).min(total);
-    let header = if end < total {
+    let length = arguments.length.or(output_limit).unwrap_or(usize::MAX);
+    let window =
+        skill
+            .read_window(&arguments.path, start, length)
+            .map_err(|error| match error {
+                crate::skills::Error::Io { .. } => internal(error),
+                other => ToolError::invalid(other),
+            })?;
+    let (path, name) = (&arguments.path, &skill.name);
+    let (start, end) = (window.start, window.end);
+    let total = window
+        .total
+        .map_or_else(|| "a large file".to_owned(), |total| total.to_string());
+    let header = if window.more {
         format!(
-            "[File `{}` of skill `{}`: characters {}–{end} of {total}; more remains: SkillReadFile {{\"name\": \"{}\", \"path\": \"{}\", \"start\": {end}}}]",
-            arguments.path,
-            skill.name,
-            start.min(total),
-            skill.name,
-            arguments.path
+            "[File `{path}` of skill `{name}`: characters {start}–{end} of {total}; more remains: SkillReadFile {{\"name\": \"{name}\", \"path\": \"{path}\", \"start\": {end}}}]"
         )
     } else {
         format!(
-            "[File `{}` of skill `{}`: characters {}–{end} of {total}; nothing more remains]",
-            arguments.path,
-            skill.name,
-            start.min(total)
+            "[File `{path}` of skill `{name}`: characters {start}–{end} of {total}; nothing more remains]"
         )
     };
-    Ok(ToolOutput::Text(format!("{header}\n{window}")))
+    Ok(ToolOutput::Text(format!("{header}\n{}", window.text)))
 }
 
 fn internal(error: impl std::fmt::Display) -> ToolError {

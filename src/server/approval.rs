@@ -20,6 +20,10 @@ use crate::tools::{Answer, ApprovalQuestion, Asker, Stage};
 struct ApprovalForm {
     /// Allow it? Leave unticked to reject.
     approve: bool,
+    /// From now on: also allow, without asking again, the later calls the question says this
+    /// approval covers. Leave unticked to allow just this call.
+    #[serde(default)]
+    remember: bool,
     /// Optional: why — passed on to the model, most useful when you reject.
     #[serde(default)]
     reason: Option<String>,
@@ -111,10 +115,15 @@ fn answer_from(result: &ElicitResult) -> Answer {
                 .clone()
                 .and_then(|content| serde_json::from_value::<ApprovalForm>(content).ok());
             match form {
-                Some(ApprovalForm { approve: true, .. }) => Answer::Approved,
+                Some(ApprovalForm {
+                    approve: true,
+                    remember,
+                    ..
+                }) => Answer::Approved { remember },
                 Some(ApprovalForm {
                     approve: false,
                     reason,
+                    ..
                 }) => Answer::Rejected {
                     reason: reason.filter(|text| !text.trim().is_empty()),
                 },

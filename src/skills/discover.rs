@@ -4,6 +4,7 @@
 //! `.git`, `node_modules` and hidden folders are skipped, the walk never descends into a skill,
 //! and a symlink that leaves the root is refused and reported.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use include_dir::{Dir, include_dir};
@@ -111,40 +112,111 @@ pub fn walk(root: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<Candidate> {
         ));
         return Vec::new();
     };
-    let mut found = Vec::new();
-    visit(&canonical, root, 0, &mut found, diagnostics);
+    let mut walk = Walk {
+        canonical_root: &canonical,
+        visited: HashSet::from([canonical.clone()]),
+        found: Vec::new(),
+        diagnostics,
+    };
+    // Breadth first, so that a folder is entered at the least depth it can be reached at.
+    let mut pending = std::collections::VecDeque::from([(root.to_owned(), canonical.clone(), 0)]);
+    while let Some((folder, resolved, depth)) = pending.pop_front() {
+        pending.extend(walk.visit(&folder, &resolved, depth));
+    }
+    let mut found = walk.found;
     found.sort_by(|left, right| left.folder.cmp(&right.folder));
     found
 }
 
-fn visit(
-    canonical_root: &Path,
-    folder: &Path,
-    depth: usize,
-    found: &mut Vec<Candidate>,
-    diagnostics: &mut Vec<Diagnostic>,
-) {
-    if let Some((file_name, metadata)) = skill_file(canonical_root, folder) {
-        let folder_name = folder
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        found.push(Candidate {
-            folder: folder.to_owned(),
-            file_name,
-            folder_name,
-            size: metadata.len(),
-            modified: metadata
-                .modified()
-                .unwrap_or(std::time::SystemTime::UNIX_EPOCH),
-        });
-        return;
+/// One walk of a root, breadth first. Every real folder is entered once, by its canonical path (known without
+/// a system call for a real folder met walking down, resolved for a symlink), so links such as
+/// `loop -> .` neither repeat skills nor multiply the walk.
+struct Walk<'a> {
+    canonical_root: &'a Path,
+    visited: HashSet<PathBuf>,
+    found: Vec<Candidate>,
+    diagnostics: &'a mut Vec<Diagnostic>,
+}
+
+impl Walk<'_> {
+    /// Takes a folder that holds a skill; otherwise returns the folders to visit next.
+    fn visit(
+        &mut self,
+        folder: &Path,
+        canonical: &Path,
+        depth: usize,
+    ) -> Vec<(PathBuf, PathBuf, usize)> {
+        if let Some((file_name, metadata)) = skill_file(self.canonical_root, folder) {
+            let folder_name = folder
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            self.found.push(Candidate {
+                folder: folder.to_owned(),
+                file_name,
+                folder_name,
+                size: metadata.len(),
+                modified: metadata
+                    .modified()
+                    .unwrap_or(std::time::SystemTime::UNIX_EPOCH),
+            });
+            return Vec::new();
+        }
+        if depth >= MAX_DEPTH {
+            return Vec::new();
+        }
+        self.sub_folders(folder, canonical)
+            .into_iter()
+            .filter(|(_, resolved)| self.visited.insert(resolved.clone()))
+            .map(|(path, resolved)| (path, resolved, depth + 1))
+            .collect()
     }
-    if depth >= MAX_DEPTH {
-        return;
-    }
-    for path in sub_folders(canonical_root, folder, diagnostics) {
-        visit(canonical_root, &path, depth + 1, found, diagnostics);
+
+    /// The folders inside `folder` worth visiting, with their canonical paths: not hidden, not
+    /// `node_modules`, and not a symlink that leaves the root (reported). Real folders come
+    /// before links, so a skill reached both ways is found at its real place when it can be.
+    fn sub_folders(&mut self, folder: &Path, canonical: &Path) -> Vec<(PathBuf, PathBuf)> {
+        let Ok(entries) = std::fs::read_dir(folder) else {
+            return Vec::new();
+        };
+        let mut folders = Vec::new();
+        let mut links = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if skipped_folder(&name.to_string_lossy()) {
+                continue;
+            }
+            // A real folder met while walking down from the root is inside it; only a symlink
+            // needs resolving.
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => folders.push((entry.path(), canonical.join(&name))),
+                Ok(kind) if kind.is_symlink() => links.push(entry.path()),
+                _ => {}
+            }
+        }
+        for path in links {
+            let Ok(resolved) = std::fs::canonicalize(&path) else {
+                continue;
+            };
+            if !resolved.is_dir() {
+                continue;
+            }
+            if resolved.starts_with(self.canonical_root) {
+                folders.push((path, resolved));
+            } else {
+                let message = format!(
+                    "symlink to {} leaves the skills folder; refused",
+                    resolved.display()
+                );
+                self.diagnostics.push(Diagnostic::new(
+                    Level::Warning,
+                    &path,
+                    "symlink-leaves-root",
+                    message,
+                ));
+            }
+        }
+        folders
     }
 }
 
@@ -152,58 +224,6 @@ fn visit(
 /// `node_modules`. The watcher skips the same ones.
 pub(super) fn skipped_folder(name: &str) -> bool {
     name.starts_with('.') || name == "node_modules"
-}
-
-/// The folders inside `folder` worth visiting: not hidden, not `node_modules`, and not a
-/// symlink that leaves the root (reported).
-fn sub_folders(
-    canonical_root: &Path,
-    folder: &Path,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return Vec::new();
-    };
-    let mut folders = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if skipped_folder(&name) {
-            continue;
-        }
-        let path = entry.path();
-        // A real folder met while walking down from the root is inside it; only a symlink
-        // needs resolving.
-        match entry.file_type() {
-            Ok(kind) if kind.is_dir() => {
-                folders.push(path);
-                continue;
-            }
-            Ok(kind) if kind.is_symlink() => {}
-            _ => continue,
-        }
-        let Ok(resolved) = std::fs::canonicalize(&path) else {
-            continue;
-        };
-        if !resolved.is_dir() {
-            continue;
-        }
-        if resolved.starts_with(canonical_root) {
-            folders.push(path);
-        } else {
-            let message = format!(
-                "symlink to {} leaves the skills folder; refused",
-                resolved.display()
-            );
-            diagnostics.push(Diagnostic::new(
-                Level::Warning,
-                &path,
-                "symlink-leaves-root",
-                message,
-            ));
-        }
-    }
-    folders
 }
 
 /// `SKILL.md` (preferred) or `skill.md`, when it is a file that stays inside the root.
@@ -267,6 +287,26 @@ mod tests {
         assert_eq!(diagnostics, []);
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn link_loops_find_each_skill_once() {
+        let root = tempfile::tempdir().unwrap();
+        skill(root.path(), "group/a");
+        for index in 0..6 {
+            std::os::unix::fs::symlink(".", root.path().join(format!("l{index}"))).unwrap();
+            std::os::unix::fs::symlink("..", root.path().join(format!("group/u{index}"))).unwrap();
+        }
+        std::os::unix::fs::symlink("group/a", root.path().join("alias")).unwrap();
+        let mut diagnostics = Vec::new();
+        let folders: Vec<PathBuf> = walk(root.path(), &mut diagnostics)
+            .into_iter()
+            .map(|candidate| std::fs::canonicalize(candidate.folder).unwrap())
+            .collect();
+        let real = std::fs::canonicalize(root.path().join("group/a")).unwrap();
+        assert_eq!(folders, [real], "found once, through the link or not");
+        assert_eq!(diagnostics, []);
+    }
+
     #[test]
     fn lower_case_skill_md_is_accepted() {
         let root = tempfile::tempdir().unwrap();
@@ -310,5 +350,49 @@ mod tests {
             .map(|folder| folder.path().display().to_string())
             .collect();
         assert!(names.contains(&"synapse-workspace".to_owned()), "{names:?}");
+    }
+
+    #[cfg(unix)]
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Random trees of folders, skills and folder links (loops included): the walk ends and
+        /// finds each real skill folder at most once, and every one within the depth limit.
+        #[test]
+        fn any_tree_of_links_finds_each_skill_once(
+            operations in proptest::collection::vec((0_usize..12, 0_u8..3), 1..30),
+        ) {
+            let directory = tempfile::tempdir().unwrap();
+            let root = std::fs::canonicalize(directory.path()).unwrap();
+            let mut folders = vec![(root.clone(), 0_usize)];
+            let mut skills = std::collections::BTreeSet::new();
+            for (index, (parent, kind)) in operations.iter().enumerate() {
+                let (parent, depth) = folders[parent % folders.len()].clone();
+                let path = parent.join(format!("f{index}"));
+                match kind {
+                    0 => {
+                        std::fs::create_dir(&path).unwrap();
+                        folders.push((path, depth + 1));
+                    }
+                    1 => {
+                        std::fs::create_dir(&path).unwrap();
+                        std::fs::write(path.join("SKILL.md"), "---\n---\n").unwrap();
+                        if depth < MAX_DEPTH && !skills.iter().any(|skill: &PathBuf| parent.starts_with(skill)) {
+                            skills.insert(path);
+                        }
+                    }
+                    _ => {
+                        let target = &folders[(index * 5) % folders.len()].0;
+                        std::os::unix::fs::symlink(target, &path).unwrap();
+                    }
+                }
+            }
+            let found: Vec<PathBuf> = walk(&root, &mut Vec::new())
+                .into_iter()
+                .map(|candidate| std::fs::canonicalize(candidate.folder).unwrap())
+                .collect();
+            let unique: std::collections::BTreeSet<PathBuf> = found.iter().cloned().collect();
+            proptest::prop_assert_eq!(unique.len(), found.len(), "{:?}", found);
+            proptest::prop_assert!(skills.is_subset(&unique), "{:?} not all in {:?}", skills, unique);
+        }
     }
 }

@@ -3,9 +3,17 @@
 //! any file is opened: relative, no `..`, no percent-encoded tricks, and (on disk) no symlink
 //! that leaves the skill folder.
 
+use std::collections::HashSet;
+use std::io::{BufRead as _, Read as _};
 use std::path::{Component, Path, PathBuf};
 
 use include_dir::{Dir, DirEntry};
+use sha2::Digest as _;
+
+mod digests;
+mod window;
+
+pub use window::Window;
 
 /// Why a path given for a skill file is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -24,6 +32,10 @@ pub enum PathProblem {
     LeavesFolder,
     #[error("SKILL.md is written from `body`, and hidden files are not allowed")]
     Reserved,
+    #[error(
+        "a folder on the way is a symlink, and SkillSave writes only into real folders of the skill"
+    )]
+    ThroughLink,
 }
 
 /// A path relative to a skill folder, checked and normalised to `a/b/c`.
@@ -86,6 +98,14 @@ pub enum FileError {
     Missing,
     #[error("{0}")]
     Refused(PathProblem),
+    #[error("it is a FIFO, socket or device, not a regular file")]
+    NotRegular,
+    #[error(
+        "the file has {size} bytes, more than the {limit} read whole; read it in windows with SkillReadFile `start`/`length`"
+    )]
+    TooLarge { size: u64, limit: u64 },
+    #[error("the file is not UTF-8 text")]
+    Binary,
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
@@ -113,28 +133,118 @@ impl Location {
                 .map(|file| file.contents().to_vec())
                 .ok_or(FileError::Missing),
             Self::Disk(folder) => {
-                let path = confined(folder, relative)?;
-                if !path.is_file() {
-                    return Err(FileError::Missing);
+                let (path, file, metadata) = open_regular(folder, relative)?;
+                let size = metadata.len();
+                if size > MAX_READ_BYTES {
+                    return Err(FileError::TooLarge {
+                        size,
+                        limit: MAX_READ_BYTES,
+                    });
                 }
-                std::fs::read(&path).map_err(|source| FileError::Io { path, source })
+                let mut bytes = Vec::new();
+                file.take(MAX_READ_BYTES)
+                    .read_to_end(&mut bytes)
+                    .map_err(|source| FileError::Io { path, source })?;
+                Ok(bytes)
             }
         }
     }
 
     /// Every file below the folder, relative and sorted; `.git` and `node_modules` are skipped,
-    /// and so is any symlink that leaves the folder.
+    /// and so are any symlink that leaves the folder and anything that is not a regular file.
     pub fn files(&self) -> Vec<String> {
-        let mut files = Vec::new();
         match self {
-            Self::Bundled(directory) => bundled_files(directory, directory.path(), &mut files),
+            Self::Bundled(directory) => {
+                let mut files = Vec::new();
+                bundled_files(directory, directory.path(), &mut files);
+                files.sort();
+                files
+            }
+            Self::Disk(folder) => walk(folder, LISTING).files,
+        }
+    }
+
+    /// Every entry below the folder within `limits`, with what was left out and why; a bundled
+    /// skill has nothing left out.
+    pub fn walk(&self, limits: Limits) -> Walk {
+        match self {
+            Self::Bundled(_) => Walk {
+                files: self.files(),
+                ..Walk::default()
+            },
+            Self::Disk(folder) => walk(folder, limits),
+        }
+    }
+
+    /// The `sha256:` digest and size of a file, read in blocks (never whole), by a path already
+    /// cleaned with [`clean_relative`]. `limit` refuses files larger than that many bytes.
+    pub fn digest(&self, relative: &str, limit: Option<u64>) -> Result<(String, u64), FileError> {
+        match self {
+            Self::Bundled(_) => {
+                let bytes = self.read(relative)?;
+                Ok((super::sha256(&bytes), bytes.len() as u64))
+            }
             Self::Disk(folder) => {
-                let root = std::fs::canonicalize(folder).unwrap_or_else(|_| folder.clone());
-                disk_files(&root, &root, 0, &mut files);
+                let (path, file, metadata) = open_regular(folder, relative)?;
+                let size = metadata.len();
+                if let Some(limit) = limit
+                    && size > limit
+                {
+                    return Err(FileError::TooLarge { size, limit });
+                }
+                let version = digests::version(&metadata);
+                if let Some(digest) = version.and_then(|version| digests::known(&path, version)) {
+                    return Ok((digest, size));
+                }
+                let io = |source| FileError::Io {
+                    path: path.clone(),
+                    source,
+                };
+                let mut hasher = sha2::Sha256::new();
+                let mut reader = std::io::BufReader::with_capacity(BLOCK, file);
+                let mut total = 0_u64;
+                loop {
+                    let block = reader.fill_buf().map_err(io)?;
+                    if block.is_empty() {
+                        break;
+                    }
+                    hasher.update(block);
+                    let read = block.len();
+                    total += read as u64;
+                    reader.consume(read);
+                }
+                let digest = super::hex_digest(&hasher.finalize());
+                if let Some(version) = version.filter(|_| total == size) {
+                    digests::remember(path, version, digest.clone());
+                }
+                Ok((digest, total))
             }
         }
-        files.sort();
-        files
+    }
+
+    /// A window of a text file in characters, read in blocks: only what precedes the window
+    /// and the window itself are read, and the whole file is counted only when it is small.
+    pub fn read_window(
+        &self,
+        relative: &str,
+        start: usize,
+        length: usize,
+    ) -> Result<Window, FileError> {
+        match self {
+            Self::Bundled(_) => {
+                let bytes = self.read(relative)?;
+                window::cut(bytes.as_slice(), start, length, true)
+            }
+            Self::Disk(folder) => {
+                let (path, file, metadata) = open_regular(folder, relative)?;
+                window::cut(file, start, length, metadata.len() <= COUNT_WHOLE_BYTES).map_err(
+                    |error| match error {
+                        FileError::Io { source, .. } => FileError::Io { path, source },
+                        other => other,
+                    },
+                )
+            }
+        }
     }
 
     /// The resolved path of a file on disk, by a path already cleaned with [`clean_relative`];
@@ -195,32 +305,160 @@ fn skipped(name: &str) -> bool {
     name == ".git" || name == "node_modules"
 }
 
-const MAX_FILE_DEPTH: usize = 8;
+/// Files read whole at most (resources, SKILL.md); larger ones are read in windows.
+pub const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
 
-fn disk_files(root: &Path, folder: &Path, depth: usize, files: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return;
+/// Files up to this size are counted to the end when a window is read, so the answer can say
+/// how many characters there are in all.
+const COUNT_WHOLE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// How much is read at a time.
+const BLOCK: usize = 64 * 1024;
+
+/// How far and how wide a walk through a skill folder goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Folder levels below the skill folder.
+    pub depth: usize,
+    /// Entries looked at in all (files, folders, links).
+    pub entries: usize,
+    /// Whether `.git` and `node_modules` are left out.
+    pub skip_vendored: bool,
+}
+
+/// What `SkillLoad`, resources and `skills/list` show.
+pub const LISTING: Limits = Limits {
+    depth: 8,
+    entries: 10_000,
+    skip_vendored: true,
+};
+
+/// What an approval to run a skill's code is bound to: everything, or nothing runs.
+pub const EVERYTHING: Limits = Limits {
+    depth: 32,
+    entries: 50_000,
+    skip_vendored: false,
+};
+
+/// The result of a walk: the regular files, sorted, and what was left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Walk {
+    pub files: Vec<String>,
+    /// Symlinks that resolve outside the folder.
+    pub leaving: Vec<String>,
+    /// FIFOs, sockets and devices.
+    pub special: Vec<String>,
+    /// Whether the depth or entry limit cut the walk short.
+    pub truncated: bool,
+}
+
+/// Walks a folder without recursion: each real folder is entered once (a set of canonical
+/// paths), so links such as `loop -> .` cannot multiply the walk, and the limits bound it.
+fn walk(folder: &Path, limits: Limits) -> Walk {
+    let mut result = Walk::default();
+    let Ok(root) = std::fs::canonicalize(folder) else {
+        return result;
     };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if skipped(&name) {
-            continue;
-        }
-        let Ok(resolved) = std::fs::canonicalize(entry.path()) else {
+    let mut visited = HashSet::from([root.clone()]);
+    // Breadth first, so that a folder is entered at the least depth it can be reached at.
+    let mut pending = std::collections::VecDeque::from([(root.clone(), String::new(), 0_usize)]);
+    let mut seen = 0_usize;
+    while let Some((directory, prefix, depth)) = pending.pop_front() {
+        let Ok(entries) = std::fs::read_dir(&directory) else {
             continue;
         };
-        if !resolved.starts_with(root) {
-            tracing::debug!(path = %entry.path().display(), "skipping a symlink that leaves the skill folder");
-            continue;
-        }
-        if resolved.is_dir() {
-            if depth < MAX_FILE_DEPTH {
-                disk_files(root, &entry.path(), depth + 1, files);
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if limits.skip_vendored && skipped(&name) {
+                continue;
             }
-        } else if let Ok(relative) = entry.path().strip_prefix(root) {
-            files.push(relative.to_string_lossy().replace('\\', "/"));
+            seen += 1;
+            if seen > limits.entries {
+                result.truncated = true;
+                tracing::warn!(folder = %folder.display(), limit = limits.entries, "a skill folder has too many entries; the rest is left out");
+                pending.clear();
+                break;
+            }
+            let relative = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let (resolved, metadata) = if kind.is_symlink() {
+                let Ok(resolved) = std::fs::canonicalize(entry.path()) else {
+                    continue;
+                };
+                if !resolved.starts_with(&root) {
+                    tracing::debug!(path = %entry.path().display(), "skipping a symlink that leaves the skill folder");
+                    result.leaving.push(relative);
+                    continue;
+                }
+                let Ok(metadata) = std::fs::metadata(&resolved) else {
+                    continue;
+                };
+                (resolved, metadata)
+            } else {
+                let Ok(metadata) = entry.metadata() else {
+                    continue;
+                };
+                (entry.path(), metadata)
+            };
+            if metadata.is_dir() {
+                if depth >= limits.depth {
+                    result.truncated = true;
+                } else if visited.insert(resolved.clone()) {
+                    pending.push_back((resolved, relative, depth + 1));
+                }
+            } else if metadata.is_file() {
+                result.files.push(relative);
+            } else {
+                tracing::warn!(path = %entry.path().display(), "skipping a skill file that is not a regular file (FIFO, socket or device)");
+                result.special.push(relative);
+            }
         }
     }
+    result.files.sort();
+    result.leaving.sort();
+    result.special.sort();
+    result
+}
+
+/// Opens a cleaned path for reading: it must stay inside the folder and be a regular file
+/// (a FIFO would block the reader forever).
+fn open_regular(
+    folder: &Path,
+    relative: &str,
+) -> Result<(PathBuf, std::fs::File, std::fs::Metadata), FileError> {
+    let path = confined(folder, relative)?;
+    // Checked before opening (opening a FIFO blocks) and again on the open file.
+    let checked = std::fs::metadata(&path).map_err(|_| FileError::Missing)?;
+    if checked.is_dir() {
+        return Err(FileError::Missing);
+    }
+    if !checked.is_file() {
+        return Err(FileError::NotRegular);
+    }
+    let file = std::fs::File::open(&path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => FileError::Missing,
+        _ => FileError::Io {
+            path: path.clone(),
+            source,
+        },
+    })?;
+    let metadata = file.metadata().map_err(|source| FileError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    if metadata.is_dir() {
+        return Err(FileError::Missing);
+    }
+    if !metadata.is_file() {
+        return Err(FileError::NotRegular);
+    }
+    Ok((path, file, metadata))
 }
 
 fn disk_children(root: &Path, path: &Path) -> Result<Vec<Child>, FileError> {
@@ -340,5 +578,75 @@ mod tests {
         ));
         assert_eq!(location.files(), ["SKILL.md"]);
         assert_eq!(location.read("SKILL.md").unwrap(), b"x");
+    }
+
+    /// Builds a random tree of folders, files and folder links (to any folder of the tree,
+    /// loops included, or out of it) and checks the walk: it ends, lists every real file once
+    /// (under one of its paths), lists nothing outside, and keeps to its limits.
+    #[cfg(unix)]
+    mod walks {
+        use super::*;
+        use proptest::prelude::*;
+        use std::collections::BTreeSet;
+
+        fn build(root: &Path, outside: &Path, operations: &[(usize, u8)]) -> BTreeSet<PathBuf> {
+            let mut folders = vec![root.to_owned()];
+            let mut files = BTreeSet::new();
+            for (index, (parent, kind)) in operations.iter().enumerate() {
+                let parent = folders[parent % folders.len()].clone();
+                let path = parent.join(format!("e{index}"));
+                match kind % 4 {
+                    0 => {
+                        std::fs::create_dir(&path).unwrap();
+                        folders.push(path);
+                    }
+                    1 => {
+                        std::fs::write(&path, "x").unwrap();
+                        files.insert(std::fs::canonicalize(&path).unwrap());
+                    }
+                    2 => {
+                        let target = &folders[(index * 7) % folders.len()];
+                        std::os::unix::fs::symlink(target, &path).unwrap();
+                    }
+                    _ => std::os::unix::fs::symlink(outside, &path).unwrap(),
+                }
+            }
+            files
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(48))]
+            #[test]
+            fn any_tree_of_links_is_walked_once_within_limits(
+                operations in prop::collection::vec((0_usize..16, 0_u8..4), 1..40),
+                entries in 1_usize..60,
+            ) {
+                let outside = tempfile::tempdir().unwrap();
+                std::fs::write(outside.path().join("secret"), "s").unwrap();
+                let skill = tempfile::tempdir().unwrap();
+                let root = std::fs::canonicalize(skill.path()).unwrap();
+                let real = build(&root, outside.path(), &operations);
+                let limits = Limits { depth: 3, entries: 10_000, skip_vendored: true };
+                let whole = walk(&root, limits);
+                let listed: Vec<PathBuf> = whole
+                    .files
+                    .iter()
+                    .map(|file| std::fs::canonicalize(root.join(file)).unwrap())
+                    .collect();
+                let unique: BTreeSet<PathBuf> = listed.iter().cloned().collect();
+                prop_assert_eq!(unique.len(), listed.len(), "a file listed twice: {:?}", whole.files);
+                // Within the depth limit, every real file is found (through a link or not).
+                let within: BTreeSet<PathBuf> = real
+                    .iter()
+                    .filter(|file| file.strip_prefix(&root).unwrap().components().count() <= 4)
+                    .cloned()
+                    .collect();
+                prop_assert!(within.is_subset(&unique), "{:?} not all in {:?}", within, unique);
+                prop_assert!(unique.is_subset(&real), "listed outside: {:?}", unique);
+                let capped = walk(&root, Limits { entries, ..limits });
+                prop_assert!(capped.files.len() <= entries);
+                prop_assert!(capped.files.iter().all(|file| whole.files.contains(file)));
+            }
+        }
     }
 }

@@ -2,7 +2,13 @@
 //! strict mode before anything is written; the folder is built beside its final place (a copy
 //! of the old folder, when there is one, so files not named in the request are kept), then
 //! swapped in with renames. The previous version is kept in `.backups/` next to the skill
-//! (hidden, so never scanned as a skill).
+//! (hidden, so never scanned as a skill); the last [`KEEP_BACKUPS`] versions of each skill
+//! are kept there.
+//!
+//! Symlinks are never written through: a file given in the request whose path is a symlink in
+//! the skill replaces the link itself (the link's target is left alone), and a path through a
+//! folder that is a symlink is refused — the same containment reads enforce, for writes. A
+//! save is bounded in files and bytes.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -15,6 +21,15 @@ use super::discover::{Root, RootKind};
 use super::files::{Location, clean_relative};
 use super::validate::Level;
 use super::{Error, Library, SKILL_MD, catalog, index_file};
+
+/// Files a single save may write besides SKILL.md.
+pub const MAX_FILES: usize = 100;
+/// Bytes one file of a save may have.
+pub const MAX_FILE_BYTES: usize = 1024 * 1024;
+/// Bytes a save may write in all (SKILL.md included).
+pub const MAX_SAVE_BYTES: usize = 4 * 1024 * 1024;
+/// Earlier versions kept per skill in `.backups/`.
+pub const KEEP_BACKUPS: usize = 5;
 
 /// What to save.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,6 +59,7 @@ pub fn save(library: &Library, roots: &[Root], request: &Request) -> Result<Save
     let text = render(request, frontmatter.as_ref());
     check(&request.name, &text)?;
     let files = checked_files(&request.files)?;
+    check_size(&request.name, &text, &files)?;
     let folder = match existing.map(|skill| &skill.location) {
         Some(Location::Disk(folder)) => folder.clone(),
         Some(Location::Bundled(_)) => {
@@ -52,7 +68,16 @@ pub fn save(library: &Library, roots: &[Root], request: &Request) -> Result<Save
                 "is a bundled skill, which is read-only; save it under another name",
             ));
         }
-        None => target_root(roots, request.root.as_deref())?.join(&request.name),
+        None => {
+            let folder = target_root(roots, request.root.as_deref())?.join(&request.name);
+            if std::fs::symlink_metadata(&folder).is_ok_and(|metadata| !metadata.is_dir()) {
+                return Err(invalid(
+                    &request.name,
+                    "already names a file or a symlink in the skills folder; choose another name",
+                ));
+            }
+            folder
+        }
     };
     write(
         &folder,
@@ -104,6 +129,45 @@ fn check(name: &str, text: &str) -> Result<(), Error> {
         .collect();
     if parsed.is_none() || !problems.is_empty() {
         return Err(invalid(name, &problems.join("; ")));
+    }
+    Ok(())
+}
+
+/// A save is bounded: so many files, so many bytes each and in all.
+fn check_size(name: &str, text: &str, files: &[(String, &str)]) -> Result<(), Error> {
+    if files.len() > MAX_FILES {
+        return Err(invalid(
+            name,
+            &format!(
+                "a save writes at most {MAX_FILES} files besides SKILL.md, and this one has {}; save the rest in further calls",
+                files.len()
+            ),
+        ));
+    }
+    if let Some((path, contents)) = files
+        .iter()
+        .find(|(_, contents)| contents.len() > MAX_FILE_BYTES)
+    {
+        return Err(invalid(
+            name,
+            &format!(
+                "file `{path}` has {} bytes, more than the {MAX_FILE_BYTES} a saved file may have",
+                contents.len()
+            ),
+        ));
+    }
+    let total = text.len()
+        + files
+            .iter()
+            .map(|(_, contents)| contents.len())
+            .sum::<usize>();
+    if total > MAX_SAVE_BYTES {
+        return Err(invalid(
+            name,
+            &format!(
+                "the save has {total} bytes, more than the {MAX_SAVE_BYTES} one save may write"
+            ),
+        ));
     }
     Ok(())
 }
@@ -222,11 +286,40 @@ fn write(
             source,
         });
     }
+    if backup.is_some() {
+        prune_backups(&parent.join(".backups"), &name);
+    }
     Ok(Saved {
         folder: folder.to_owned(),
         created,
         backup,
     })
+}
+
+/// Removes all but the newest [`KEEP_BACKUPS`] backups of one skill (`{name}-{stamp}`).
+fn prune_backups(backups: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(backups) else {
+        return;
+    };
+    let mut found: Vec<(u128, PathBuf)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let file_name = entry.file_name();
+            let stamp = file_name
+                .to_str()?
+                .strip_prefix(name)?
+                .strip_prefix('-')?
+                .parse::<u128>()
+                .ok()?;
+            Some((stamp, entry.path()))
+        })
+        .collect();
+    found.sort_unstable_by_key(|(stamp, _)| std::cmp::Reverse(*stamp));
+    for (_, old) in found.into_iter().skip(KEEP_BACKUPS) {
+        if let Err(error) = std::fs::remove_dir_all(&old) {
+            tracing::warn!(%error, backup = %old.display(), "cannot remove an old backup");
+        }
+    }
 }
 
 /// The new folder, complete, beside the old one: a copy of the old folder (without a
@@ -245,15 +338,58 @@ fn stage(
         }
     }
     std::fs::create_dir_all(staging).map_err(io(staging))?;
-    std::fs::write(staging.join(SKILL_MD), text).map_err(io(staging))?;
+    replace_file(&staging.join(SKILL_MD), text)?;
     for (relative, contents) in files {
-        let path = staging.join(relative);
-        if let Some(directory) = path.parent() {
-            std::fs::create_dir_all(directory).map_err(io(directory))?;
-        }
-        std::fs::write(&path, contents).map_err(io(&path))?;
+        let path = real_destination(staging, relative)?;
+        replace_file(&path, contents)?;
     }
     Ok(())
+}
+
+/// Where a file goes inside the staged folder: every folder on the way is created as a real
+/// folder, and one that already exists as a symlink is refused, so no write leaves the skill.
+fn real_destination(staging: &Path, relative: &str) -> Result<PathBuf, Error> {
+    let mut path = staging.to_owned();
+    let mut parts = relative.split('/').peekable();
+    while let Some(part) = parts.next() {
+        path.push(part);
+        if parts.peek().is_none() {
+            break;
+        }
+        match std::fs::symlink_metadata(&path) {
+            Ok(metadata) if metadata.is_symlink() => {
+                return Err(Error::BadPath {
+                    path: relative.to_owned(),
+                    problem: super::files::PathProblem::ThroughLink,
+                });
+            }
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => {
+                return Err(Error::BadPath {
+                    path: relative.to_owned(),
+                    problem: super::files::PathProblem::ThroughLink,
+                });
+            }
+            Err(_) => std::fs::create_dir(&path).map_err(io(&path))?,
+        }
+    }
+    Ok(path)
+}
+
+/// Writes a file; a symlink (or anything else) at its place is removed first, so the link
+/// itself is replaced and its target never written.
+fn replace_file(path: &Path, contents: &str) -> Result<(), Error> {
+    if let Ok(metadata) = std::fs::symlink_metadata(path)
+        && !metadata.is_dir()
+    {
+        std::fs::remove_file(path).map_err(io(path))?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(io(path))?;
+    std::io::Write::write_all(&mut file, contents.as_bytes()).map_err(io(path))
 }
 
 /// Removes a staging folder that will not be used.
@@ -278,8 +414,11 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
             std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
         } else if kind.is_dir() {
             copy_tree(&entry.path(), &target)?;
-        } else {
+        } else if kind.is_file() {
             std::fs::copy(entry.path(), &target)?;
+        } else {
+            // A FIFO would block the copy forever; sockets and devices are no skill content.
+            tracing::warn!(path = %entry.path().display(), "a FIFO, socket or device is not carried into the saved skill");
         }
     }
     Ok(())
@@ -332,5 +471,58 @@ mod tests {
             let files = BTreeMap::from([(bad.to_owned(), String::new())]);
             assert!(checked_files(&files).is_err(), "{bad}");
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_in_the_staged_folder_are_replaced_or_refused_never_followed() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("target.txt"), "original").unwrap();
+        let staging = tempfile::tempdir().unwrap();
+        let staging = staging.path();
+        std::os::unix::fs::symlink(outside.path().join("target.txt"), staging.join("notes.md"))
+            .unwrap();
+        std::os::unix::fs::symlink(outside.path(), staging.join("docs")).unwrap();
+        let notes = real_destination(staging, "notes.md").unwrap();
+        replace_file(&notes, "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "new");
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("target.txt")).unwrap(),
+            "original"
+        );
+        assert!(matches!(
+            real_destination(staging, "docs/evil.txt"),
+            Err(Error::BadPath { .. })
+        ));
+        let deep = real_destination(staging, "a/b/c.md").unwrap();
+        assert!(staging.join("a/b").is_dir() && deep.ends_with("a/b/c.md"));
+    }
+
+    #[test]
+    fn only_the_newest_backups_of_the_skill_are_kept() {
+        let backups = tempfile::tempdir().unwrap();
+        for stamp in 1..=8 {
+            std::fs::create_dir(backups.path().join(format!("notes-{stamp}"))).unwrap();
+        }
+        std::fs::create_dir(backups.path().join("notes-extra-1")).unwrap();
+        std::fs::create_dir(backups.path().join("other-1")).unwrap();
+        prune_backups(backups.path(), "notes");
+        let mut kept: Vec<String> = std::fs::read_dir(backups.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        kept.sort();
+        assert_eq!(
+            kept,
+            [
+                "notes-4",
+                "notes-5",
+                "notes-6",
+                "notes-7",
+                "notes-8",
+                "notes-extra-1",
+                "other-1"
+            ]
+        );
     }
 }

@@ -45,6 +45,8 @@ pub enum Error {
         path: String,
         source: std::io::Error,
     },
+    #[error("the scripts of skill `{skill}` cannot run: {problem}")]
+    Unbound { skill: String, problem: String },
     #[error("cannot wait for `{path}`: {source}")]
     Wait {
         path: String,
@@ -110,6 +112,16 @@ pub fn locate(skill: &Skill, path: &str) -> Result<Script, Error> {
             }
             .into());
         }
+        Some(Err(
+            problem @ (FileError::NotRegular | FileError::TooLarge { .. } | FileError::Binary),
+        )) => {
+            return Err(SkillError::Unreadable {
+                skill: skill.name.clone(),
+                path: path.to_owned(),
+                problem: problem.to_string(),
+            }
+            .into());
+        }
         Some(Err(FileError::Io { path, source })) => {
             return Err(SkillError::Io { path, source }.into());
         }
@@ -127,16 +139,50 @@ pub fn locate(skill: &Skill, path: &str) -> Result<Script, Error> {
     })
 }
 
-/// One digest over every file of the skill as it is on disk now (read afresh, not the cached
-/// manifest): `sha256` of the sorted `path digest` lines.
+/// One digest over every file of the skill folder as it is on disk now (read afresh in
+/// blocks, not the cached manifest): `sha256` of the sorted `path digest` lines. Nothing is
+/// skipped — `.git`, `node_modules` and deep folders count too — and a folder that cannot be
+/// digested whole (a symlink leaving it, too many entries) cannot be approved, so nothing in
+/// it runs.
 pub fn digest_set(skill: &Skill) -> Result<String, Error> {
+    let walk = skill.location.walk(files::EVERYTHING);
+    if let Some(path) = walk.leaving.first() {
+        return Err(Error::Unbound {
+            skill: skill.name.clone(),
+            problem: format!(
+                "`{path}` is a symlink that leaves the skill folder, so what the script may use cannot be approved; replace the link with the file itself"
+            ),
+        });
+    }
+    if walk.truncated {
+        return Err(Error::Unbound {
+            skill: skill.name.clone(),
+            problem: format!(
+                "the folder has more than {} entries or is deeper than {} levels, so it cannot be digested whole for an approval",
+                files::EVERYTHING.entries,
+                files::EVERYTHING.depth
+            ),
+        });
+    }
     let mut lines = String::new();
-    for path in skill.files() {
-        let bytes = skill.read_file(&path)?;
-        lines.push_str(&path);
+    for path in &walk.files {
+        let (digest, _) =
+            skill
+                .location
+                .digest(path, None)
+                .map_err(|error| SkillError::Unreadable {
+                    skill: skill.name.clone(),
+                    path: path.clone(),
+                    problem: error.to_string(),
+                })?;
+        lines.push_str(path);
         lines.push(' ');
-        lines.push_str(&sha256(&bytes));
+        lines.push_str(&digest);
         lines.push('\n');
+    }
+    for path in &walk.special {
+        lines.push_str(path);
+        lines.push_str(" special\n");
     }
     Ok(sha256(lines.as_bytes()))
 }
@@ -161,6 +207,8 @@ pub async fn run(
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     scrub_environment(&mut command, &script.folder);
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    command.env(RUN_MARKER, &marker);
     #[cfg(unix)]
     command.process_group(0);
     let program = command.as_std().get_program().display().to_string();
@@ -179,7 +227,7 @@ pub async fn run(
     }
     // Armed until the script is reaped: a cancelled call drops this future at an await, and
     // `kill_on_drop` alone reaches only the script, not what it started in its group.
-    let mut group = ProcessGroup::of(&child);
+    let mut group = ProcessGroup::of(&child, marker);
     let stdout = Captured::start(child.stdout.take());
     let stderr = Captured::start(child.stderr.take());
     let wait_error = |source| Error::Wait {
@@ -197,6 +245,8 @@ pub async fn run(
             tracing::warn!(%error, script = %script.relative, "cannot kill a script");
         }
     }
+    // The script is reaped; what it started and left running (in its group, or escaped into
+    // a session of its own with `setsid`) dies now, so nothing holds the output pipes open.
     group.disarm();
     let (stdout, stdout_cut) = stdout.finish().await;
     let (stderr, stderr_cut) = stderr.finish().await;
@@ -260,26 +310,39 @@ fn scrub_environment(command: &mut Command, folder: &Path) {
     command.env("SKILL_DIR", folder);
 }
 
-/// A script's process group, killed on drop unless disarmed, so that what the script started
-/// dies with it even when the call's future is dropped mid-run.
+/// The variable that marks every process a run starts, inherited through forks and `setsid`.
+const RUN_MARKER: &str = "SYNAPSE_SCRIPT_RUN";
+
+/// A script's processes: its process group while the script lives, and everything carrying
+/// the run's marker. Killed on drop, so that what the script started dies with it even when
+/// the call's future is dropped mid-run.
 struct ProcessGroup {
     leader: Option<u32>,
+    marker: Option<String>,
 }
 
 impl ProcessGroup {
-    fn of(child: &tokio::process::Child) -> Self {
-        Self { leader: child.id() }
+    fn of(child: &tokio::process::Child, marker: String) -> Self {
+        Self {
+            leader: child.id(),
+            marker: Some(marker),
+        }
     }
 
     fn kill(&mut self) {
         if let Some(leader) = self.leader.take() {
             kill_group(leader);
         }
+        if let Some(marker) = self.marker.take() {
+            kill_marked(&marker);
+        }
     }
 
-    /// The script was reaped: its id may be reused, so the group is left alone from now on.
+    /// The script was reaped: its id may be reused, so its group is left alone from now on;
+    /// what carries the marker is killed.
     fn disarm(&mut self) {
         self.leader = None;
+        self.kill();
     }
 }
 
@@ -305,6 +368,46 @@ fn kill_group(leader: u32) {
 
 #[cfg(not(unix))]
 fn kill_group(_leader: u32) {}
+
+/// Kills every process whose environment carries this run's marker (found in `/proc`), a few
+/// rounds so that a process forked during a round is caught by the next.
+#[cfg(target_os = "linux")]
+fn kill_marked(marker: &str) {
+    let wanted = format!("{RUN_MARKER}={marker}");
+    for _ in 0..4 {
+        let found = marked_processes(wanted.as_bytes());
+        if found.is_empty() {
+            return;
+        }
+        for pid in found {
+            if let Err(error) = rustix::process::kill_process(pid, rustix::process::Signal::KILL) {
+                tracing::debug!(%error, "cannot kill a process a script left running");
+            }
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn marked_processes(wanted: &[u8]) -> Vec<rustix::process::Pid> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            let environment = std::fs::read(entry.path().join("environ")).ok()?;
+            environment
+                .split(|byte| *byte == 0)
+                .any(|variable| variable == wanted)
+                .then(|| rustix::process::Pid::from_raw(pid))
+                .flatten()
+        })
+        .collect()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kill_marked(_marker: &str) {}
 
 /// One output pipe read into a capped buffer beside the script; what was read is kept even if
 /// the pipe never closes.

@@ -273,6 +273,10 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), Error> {
             supported: SCHEMA_VERSION,
         });
     }
+    // An up-to-date database is not written at all, so a full disk still opens for reading.
+    if found == SCHEMA_VERSION {
+        return Ok(());
+    }
     for (index, migration) in MIGRATIONS
         .iter()
         .enumerate()

@@ -22,8 +22,9 @@ pub enum Policy {
     #[default]
     #[serde(alias = "never")]
     Auto,
-    /// Ask the first time a tool is called with a given argument shape; remember an approval
-    /// for the workspace.
+    /// Ask the first time a tool is called with a given argument shape (and scope, such as the
+    /// skill a save writes); an approval the user marks "from now on" is remembered for the
+    /// workspace.
     AskOnce,
     /// Ask every time.
     AskAlways,
@@ -83,8 +84,14 @@ pub struct ApprovalQuestion {
 /// The user's decision. A rejection's reason is passed back to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    Approved,
-    Rejected { reason: Option<String> },
+    /// `remember`: the user chose "from now on" (an `ask-once` approval is kept for later
+    /// calls it covers) rather than "just this call".
+    Approved {
+        remember: bool,
+    },
+    Rejected {
+        reason: Option<String>,
+    },
 }
 
 /// Asks the user and waits for the answer (elicitation). `None` means the client could not be

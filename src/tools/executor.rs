@@ -228,16 +228,29 @@ impl Executor {
                 variable
             })
             .collect();
-        // One durable commit for all of a group's rules, not one per rule, at every start.
-        if !variables.is_empty() {
-            self.workspace
-                .insert_all(variables)
-                .map_err(|source| RegisterError::Rules {
-                    group: group.name.clone(),
-                    source,
-                })?;
+        // Only rules that changed are written (one durable commit for all of them), so a
+        // start with unchanged rules writes nothing; a failed write (a full disk, a read-only
+        // store) is logged and the server starts anyway, serving what is stored.
+        let changed: Vec<NewVariable> = variables
+            .into_iter()
+            .filter(|variable| !self.rule_is_stored(variable))
+            .collect();
+        if !changed.is_empty()
+            && let Err(error) = self.workspace.insert_all(changed)
+        {
+            tracing::error!(group = %group.name, %error, "cannot store the group's rules; starting without updating them");
         }
         Ok(self.registry.register(group, enabled)?)
+    }
+
+    /// Whether a rule variable is stored exactly as it would be written.
+    fn rule_is_stored(&self, variable: &NewVariable) -> bool {
+        self.workspace.peek(&variable.name).is_some_and(|stored| {
+            *stored.value == *variable.value
+                && stored.desc == variable.desc
+                && stored.var_type == variable.var_type
+                && stored.keep == variable.keep
+        })
     }
 
     /// The tool-rules text for the enabled groups (server `instructions`, prompt `tool-rules`).
@@ -321,18 +334,23 @@ impl Executor {
             Policy::Auto => None,
             Policy::AskOnce | Policy::AskAlways => tool.approval_scope(&arguments)?,
         };
-        let question = || execution_question(name, &arguments);
-        match self
-            .gate(
-                name,
-                Stage::Execution,
-                permission.execution,
-                (&arguments, scope.as_deref()),
-                question,
-                &request.asking,
-            )
-            .await
-        {
+        let question =
+            || execution_question(name, &arguments, permission.execution, scope.as_deref());
+        let gate = self.gate(
+            name,
+            Stage::Execution,
+            permission.execution,
+            (&arguments, scope.as_deref()),
+            question,
+            &request.asking,
+        );
+        // A call cancelled while the user is being asked stops waiting for the answer.
+        let gate = tokio::select! {
+            biased;
+            () = request.cancellation.cancelled() => return Err(cancelled(name)),
+            gate = gate => gate,
+        };
+        match gate {
             Gate::Pass => {}
             Gate::Reject(reason) => {
                 let result =
@@ -340,6 +358,10 @@ impl Executor {
                 return Ok(Outcome::Finished(result));
             }
             Gate::Ask(question) => return Ok(self.defer(question, Pending::Execution)),
+        }
+        // A call cancelled while the user was being asked never runs, whatever the answer.
+        if request.cancellation.is_cancelled() {
+            return Err(cancelled(name));
         }
         let asker = match request.asking {
             Asking::Direct(asker) => Some(asker),
@@ -522,8 +544,8 @@ impl Executor {
             Asking::Unavailable => None,
         };
         match answer {
-            Some(Answer::Approved) => {
-                if policy == Policy::AskOnce {
+            Some(Answer::Approved { remember }) => {
+                if policy == Policy::AskOnce && remember {
                     self.workspace.remember_approval(remember_key);
                 }
                 Gate::Pass
@@ -642,13 +664,19 @@ async fn run_guarded(
     let name = tool.definition().name.clone();
     let running = AssertUnwindSafe(tool.execute(call)).catch_unwind();
     tokio::select! {
+        // Cancellation first: a call already cancelled is never started.
+        biased;
+        () = cancellation.cancelled() => Err(cancelled(&name)),
         outcome = running => outcome.unwrap_or_else(|panic| {
             let message = panic_message(panic.as_ref());
             tracing::error!(tool = %name, %message, "tool panicked");
             Err(ToolError::Internal(format!("tool `{name}` panicked: {message}")))
         }),
-        () = cancellation.cancelled() => Err(ToolError::invalid(format!("the call of `{name}` was cancelled"))),
     }
+}
+
+fn cancelled(tool: &str) -> ToolError {
+    ToolError::invalid(format!("the call of `{tool}` was cancelled"))
 }
 
 /// The text of a panic payload.
@@ -788,15 +816,32 @@ fn structure_hint(cut: &truncate::Fitted, variable: Option<&str>) -> String {
     }
 }
 
-fn execution_question(tool: &str, arguments: &Value) -> ApprovalQuestion {
+fn execution_question(
+    tool: &str,
+    arguments: &Value,
+    policy: Policy,
+    scope: Option<&str>,
+) -> ApprovalQuestion {
     let shown = serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string());
+    let mut message = format!(
+        "Allow `{tool}` to run with these arguments?\n\n{}",
+        preview(&shown)
+    );
+    if policy == Policy::AskOnce {
+        let covered = scope.map_or_else(String::new, |scope| format!(", for {scope}"));
+        write!(
+            message,
+            "\n\nApproving allows just this call. Tick `remember` to also allow from now on, \
+             without asking, every call of `{tool}` with arguments of the same keys and types \
+             ({}){covered}.",
+            argument_shape(arguments)
+        )
+        .ok();
+    }
     ApprovalQuestion {
         tool: tool.to_owned(),
         stage: Stage::Execution,
-        message: format!(
-            "Allow `{tool}` to run with these arguments?\n\n{}",
-            preview(&shown)
-        ),
+        message,
     }
 }
 

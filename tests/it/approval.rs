@@ -74,7 +74,9 @@ async fn a_declined_form_rejects_the_call() {
 
 #[tokio::test]
 async fn ask_once_remembers_an_approval_per_argument_shape() {
-    let asker = TestClient::new(Elicitation::Accept(json!({"approve": true})));
+    let asker = TestClient::new(Elicitation::Accept(
+        json!({"approve": true, "remember": true}),
+    ));
     let (_server, client) =
         in_process("[tools.Echo]\nexecution = \"ask-once\"\n", asker.clone()).await;
     call(&client, "Echo", json!({"text": "one"})).await;

@@ -637,6 +637,21 @@ impl RawSession {
         session
     }
 
+    /// The server's process id.
+    pub(crate) fn id(&self) -> u32 {
+        self.child.id().unwrap()
+    }
+
+    /// The next line the server writes, as JSON.
+    pub(crate) async fn next_message(&mut self) -> Value {
+        let mut line = String::new();
+        tokio::time::timeout(Duration::from_mins(1), self.stdout.read_line(&mut line))
+            .await
+            .expect("the server wrote nothing for a minute")
+            .unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON: {line}"))
+    }
+
     /// The process and its two pipes, for tests that write and read at the same time.
     pub(crate) fn split(self) -> (Child, ChildStdin, BufReader<ChildStdout>) {
         (self.child, self.stdin, self.stdout)

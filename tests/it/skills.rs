@@ -13,6 +13,7 @@ use crate::common::{
 };
 
 mod catalog;
+mod hardening;
 mod reload;
 mod rerank;
 mod save;

@@ -1,6 +1,6 @@
 //! `SkillSave`: writes a skill through [`crate::skills::save`], then rescans the roots so the
 //! catalog, `index.json`, resources, prompts and search see it at once. It asks the user once
-//! per argument shape by default (`Tool::permission`), since it writes to disk.
+//! per skill by default (`Tool::permission`, `Tool::approval_scope`), since it writes to disk.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -139,9 +139,9 @@ async fn invalid_skills_and_paths_are_refused_before_writing() {
 #[tokio::test]
 async fn saving_asks_once_by_default() {
     let fixture = Fixture::new();
-    let (client, observer) =
-        client(&fixture, "", Elicitation::Accept(json!({"approve": true}))).await;
-    for name in ["first-save", "second-save"] {
+    let remember = Elicitation::Accept(json!({"approve": true, "remember": true}));
+    let (client, observer) = client(&fixture, "", remember).await;
+    for name in ["first-save", "first-save"] {
         let result = call(
             &client,
             "SkillSave",

@@ -43,12 +43,25 @@ impl Scripts {
             std::fs::write(skill.join("scripts").join(name), source).unwrap();
         }
         std::fs::write(directory.path().join("outside.sh"), "echo escaped\n").unwrap();
+        Self { directory }
+    }
+
+    /// `scripts/link.sh`, a symlink to a script outside the skill folder.
+    fn link_out(&self) {
         std::os::unix::fs::symlink(
-            directory.path().join("outside.sh"),
-            skill.join("scripts/link.sh"),
+            self.directory.path().join("outside.sh"),
+            self.skill().join("scripts/link.sh"),
         )
         .unwrap();
-        Self { directory }
+    }
+
+    /// A script of the skill, written now.
+    fn script(&self, name: &str, source: &str) {
+        std::fs::write(self.skill().join("scripts").join(name), source).unwrap();
+    }
+
+    fn pid_file(&self) -> PathBuf {
+        self.directory.path().join("child.pid")
     }
 
     fn skill(&self) -> PathBuf {
@@ -92,7 +105,7 @@ async fn run(client: &Client, script: &str, extra: Value) -> (bool, Value, Strin
 }
 
 fn approve() -> Elicitation {
-    Elicitation::Accept(json!({"approve": true}))
+    Elicitation::Accept(json!({"approve": true, "remember": true}))
 }
 
 #[tokio::test]
@@ -209,6 +222,7 @@ async fn a_hanging_script_is_killed_at_its_timeout() {
 #[tokio::test]
 async fn paths_leaving_the_skill_folder_are_refused_before_asking() {
     let scripts = Scripts::new();
+    scripts.link_out();
     let (client, observer) = scripts.client(ON, approve()).await;
     let cases = [
         ("../../outside.sh", "is refused"),
@@ -253,6 +267,88 @@ async fn bundled_skills_have_no_scripts_to_run() {
         is_error(&result) && text(&result).contains("is bundled into synapse-mcp"),
         "{}",
         text(&result)
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_approval_covers_one_script_and_every_file_of_the_folder() {
+    let scripts = Scripts::new();
+    let (client, observer) = scripts.client(ON, approve()).await;
+    let (error, _, message) = run(&client, "scripts/mark.sh", json!({})).await;
+    assert!(!error, "{message}");
+    let (error, _, message) = run(&client, "scripts/hello.sh", json!({})).await;
+    assert!(!error, "{message}");
+    assert_eq!(observer.asked().len(), 2, "another script asks again");
+    assert!(
+        observer.asked()[1].contains("script `scripts/hello.sh` of skill `runner` only"),
+        "{}",
+        observer.asked()[1]
+    );
+    for vendored in [
+        "node_modules/lib/util.sh",
+        ".git/hooks/x",
+        "a/b/c/d/e/f/g/h/i/j/deep.sh",
+    ] {
+        let path = scripts.skill().join(vendored);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "echo sourced\n").unwrap();
+        let before = observer.asked().len();
+        let (error, _, message) = run(&client, "scripts/mark.sh", json!({})).await;
+        assert!(!error, "{message}");
+        assert_eq!(observer.asked().len(), before + 1, "{vendored} counts");
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_link_out_of_the_folder_keeps_every_script_from_running() {
+    let scripts = Scripts::new();
+    scripts.link_out();
+    let (client, observer) = scripts.client(ON, approve()).await;
+    let (error, _, message) = run(&client, "scripts/mark.sh", json!({})).await;
+    assert!(
+        error && message.contains("`scripts/link.sh` is a symlink that leaves the skill folder"),
+        "{message}"
+    );
+    assert!(!scripts.marker().exists());
+    assert_eq!(observer.asked(), Vec::<String>::new());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn what_a_script_leaves_running_dies_when_it_exits() {
+    let scripts = Scripts::new();
+    scripts.script(
+        "background.sh",
+        "sleep 60 &\necho $! > \"$SKILL_DIR/../../child.pid\"\necho started\n",
+    );
+    let (client, _) = scripts.client(ON_AUTO, Elicitation::Unsupported).await;
+    let (error, output, message) = run(&client, "scripts/background.sh", json!({})).await;
+    assert!(!error, "{message}");
+    assert_eq!(output["exitCode"], json!(0));
+    assert!(
+        super::hardening::ends(&scripts.pid_file()).await,
+        "the background child outlived the script"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn setsid_does_not_escape_the_timeout() {
+    let scripts = Scripts::new();
+    scripts.script(
+        "escape.sh",
+        "setsid sleep 60 &\necho $! > \"$SKILL_DIR/../../child.pid\"\nwait\n",
+    );
+    let (client, _) = scripts.client(ON_AUTO, Elicitation::Unsupported).await;
+    let (error, output, message) =
+        run(&client, "scripts/escape.sh", json!({"timeoutSeconds": 1})).await;
+    assert!(!error, "{message}");
+    assert_eq!(output["timedOut"], json!(true), "{output}");
+    assert!(
+        super::hardening::ends(&scripts.pid_file()).await,
+        "the process in its own session outlived the timeout"
     );
     client.cancel().await.unwrap();
 }
