@@ -413,6 +413,11 @@ async def call_step(session: Session, step: dict[str, Any]) -> str:
     asked_before = len(session.questions)
     result = await session.client.call_tool(name, arguments)
     text = result_text(result)
+    if step.get("expectError"):
+        if not result.is_error:
+            raise Fail(f"expected a tool error, got a success: {text[:400]}")
+        check_expectations(step, None, text)
+        return f"tool error as expected: {text[:120]}"
     if result.is_error:
         raise Fail(f"tool error: {text[:400]}")
     tool = next((tool for tool in session.tools if tool.name == name), None)

@@ -284,6 +284,11 @@ async function run(binary, work) {
       const askedBefore = questions.length;
       const result = await client.callTool({ name: step.call, arguments: argumentsNow });
       const text = textOf(result);
+      if (step.expectError) {
+        if (!result.isError) throw new Fail(`expected a tool error, got a success: ${text.slice(0, 400)}`);
+        checkExpectations(step, undefined, text);
+        return `tool error as expected: ${text.slice(0, 120)}`;
+      }
       if (result.isError) throw new Fail(`tool error: ${text.slice(0, 400)}`);
       const asked = questions.length - askedBefore;
       if (step.approval && asked === 0) throw new Fail("the server ran the call without asking for approval");
