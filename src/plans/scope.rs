@@ -7,6 +7,7 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::Value;
 
 use super::path::Path;
+use crate::refs;
 use crate::refs::dagger::{Context, Kind};
 use crate::vars::ValueKind;
 use crate::workspace::Workspace;
@@ -16,6 +17,9 @@ use crate::workspace::Workspace;
 pub struct PlanScope {
     pub input: Value,
     results: Mutex<HashMap<String, Value>>,
+    /// What `$VAR_REF` expansions in the steps' arguments may still cost: one budget for the
+    /// whole plan, as for one call.
+    pub budget: refs::Budget,
 }
 
 impl PlanScope {
@@ -23,6 +27,7 @@ impl PlanScope {
         Self {
             input,
             results: Mutex::default(),
+            budget: refs::Budget::default(),
         }
     }
 
