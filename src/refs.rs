@@ -949,4 +949,58 @@ mod tests {
         assert_eq!(levels, DEPTH);
         assert_eq!(value, Value::String("found".to_owned()));
     }
+
+    /// `l0` empty, each `lK` referencing `l(K-1)` `fan_out` times.
+    fn fan_out_store(levels: usize, fan_out: usize) -> Store {
+        let mut store = Store::with(&[("l0", "")]);
+        for level in 1..=levels {
+            let value = format!("$VAR_REF{{{{l{}}}}}", level - 1).repeat(fan_out);
+            store.insert(&format!("l{level}"), &value, ValueKind::Text);
+        }
+        store
+    }
+
+    /// Most lookups one budget pays for: every expansion costs at least `EXPANSION_COST`.
+    const MOST_LOOKUPS: usize = MAX_RESOLVED_BYTES / EXPANSION_COST + 1;
+
+    #[test]
+    fn empty_expansions_are_paid_for_too() {
+        let mut store = fan_out_store(10, 8);
+        let error = resolve("$VAR_REF{{l10}}", &mut store).unwrap_err();
+        assert!(matches!(error, Error::TooLarge { .. }), "{error:?}");
+        assert!(store.lookups <= MOST_LOOKUPS, "{} lookups", store.lookups);
+    }
+
+    #[test]
+    fn resolutions_sharing_a_budget_stop_together() {
+        let mut store = fan_out_store(14, 2);
+        let budget = Budget::default();
+        let mut first = json!("$VAR_REF{{l14}}");
+        resolve_value_within(&mut first, &mut store, &budget).unwrap();
+        let mut second = json!("$VAR_REF{{l14}}");
+        let error = resolve_value_within(&mut second, &mut store, &budget).unwrap_err();
+        assert!(matches!(error, Error::TooLarge { .. }), "{error:?}");
+        let mut fresh = json!("$VAR_REF{{l14}}");
+        resolve_value(&mut fresh, &mut store).unwrap();
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+        #[test]
+        fn no_resolution_looks_up_more_than_its_budget_pays_for(
+            levels in 1..12usize,
+            fan_out in 1..9usize,
+            copies in 1..4usize,
+        ) {
+            let mut store = fan_out_store(levels, fan_out);
+            let mut arguments = Value::Array(vec![json!(format!("$VAR_REF{{{{l{levels}}}}}")); copies]);
+            let outcome = resolve_value(&mut arguments, &mut store);
+            proptest::prop_assert!(store.lookups <= MOST_LOOKUPS, "{} lookups", store.lookups);
+            let expansions = (0..=levels).map(|level| fan_out.pow(u32::try_from(level).unwrap())).sum::<usize>() * copies;
+            if expansions < MAX_RESOLVED_BYTES / (EXPANSION_COST + 16 * fan_out) {
+                proptest::prop_assert!(outcome.is_ok(), "{outcome:?}");
+            }
+        }
+    }
 }
