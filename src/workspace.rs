@@ -156,12 +156,13 @@ impl Workspace {
         let mut state = self.synced()?;
         if self.max_bytes.is_some() {
             let system = &state.system;
-            let mut total = system.bytes() + self.state_bytes.load(Ordering::Relaxed);
+            let before = system.bytes() + self.state_bytes.load(Ordering::Relaxed);
+            let mut after = before;
             for variable in &variables {
                 let replaced = system.peek(&variable.name).map_or(0, |old| old.value.len());
-                total = (total + variable.value.len()).saturating_sub(replaced);
+                after = (after + variable.value.len()).saturating_sub(replaced);
             }
-            self.check_bytes(total).map_err(Error::Full)?;
+            self.check_bytes(before, after).map_err(Error::Full)?;
         }
         let mut written = Vec::with_capacity(variables.len());
         let mut outcomes = Vec::with_capacity(variables.len());
@@ -188,10 +189,9 @@ impl Workspace {
             && self.max_bytes.is_some()
         {
             let replaced = state.system.peek(name).map_or(0, |old| old.value.len());
-            let total =
-                (state.system.bytes() + self.state_bytes.load(Ordering::Relaxed) + value.len())
-                    .saturating_sub(replaced);
-            self.check_bytes(total).map_err(Error::Full)?;
+            let before = state.system.bytes() + self.state_bytes.load(Ordering::Relaxed);
+            let after = (before + value.len()).saturating_sub(replaced);
+            self.check_bytes(before, after).map_err(Error::Full)?;
         }
         let outcome = state.system.update(name, patch)?;
         let name: Arc<str> = Arc::from(name);
@@ -349,10 +349,11 @@ impl Workspace {
         let variable_bytes = self.lock().system.bytes();
         let mut state_bytes = 0;
         let mut set = |document: &mut Value| {
+            let current = json_length(document);
             let replaced = path.get(document).map_or(0, json_length);
-            let projected = (json_length(document) + json_length(value) + path.to_string().len())
-                .saturating_sub(replaced);
-            self.check_bytes(variable_bytes + projected)?;
+            let projected =
+                (current + json_length(value) + path.to_string().len()).saturating_sub(replaced);
+            self.check_bytes(variable_bytes + current, variable_bytes + projected)?;
             path.set(document, value.clone())
                 .map_err(|error| error.to_string())?;
             state_bytes = projected;
@@ -383,11 +384,13 @@ impl Workspace {
         self
     }
 
-    /// Refuses a total past the cap, with a message saying what to do.
-    fn check_bytes(&self, total: usize) -> Result<(), String> {
+    /// Refuses a write that grows the workspace past its cap, with a message saying what to do.
+    /// A write that does not grow it passes even over the cap (a cap lowered below what is
+    /// stored), so the workspace can always be trimmed and rewritten.
+    fn check_bytes(&self, before: usize, after: usize) -> Result<(), String> {
         match self.max_bytes {
-            Some(cap) if total > cap => Err(format!(
-                "workspace `{}` would hold {total} bytes, over its cap of {cap} bytes; remove variables with RemoveVars (or state with WriteState), or raise workspace_max_bytes in the config file (--workspace-max-bytes)",
+            Some(cap) if after > cap && after > before => Err(format!(
+                "workspace `{}` would hold {after} bytes, over its cap of {cap} bytes; remove variables with RemoveVars (or state with WriteState), or raise workspace_max_bytes in the config file (--workspace-max-bytes)",
                 self.name
             )),
             _ => Ok(()),
