@@ -303,7 +303,9 @@ impl Executor {
         let output_path = outputs::take_output_path(tool, &mut arguments)?;
         // The cached `_args` keep the arguments as written, references and all: the expansion
         // may be far larger, and it is in the variables already.
-        let as_written = tool.caches_result().then(|| arguments.clone());
+        let as_written = (tool.caches_result()
+            && crate::workspace::contains_any_reference(&arguments))
+        .then(|| arguments.clone());
         let own_budget = crate::refs::Budget::default();
         let budget = request.plan.map_or(&own_budget, |plan| &plan.budget);
         self.workspace
