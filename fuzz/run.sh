@@ -17,7 +17,7 @@ seconds="${1:-20}"
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-  targets=(var_refs dagger_refs frontmatter plan jsonrpc_lines snapshot_calls)
+  targets=(var_refs dagger_refs frontmatter plan jsonrpc_lines snapshot_calls var_ref_budget dot_paths)
 fi
 
 export RUSTC_BOOTSTRAP=1

@@ -4,6 +4,7 @@
 //! capacity = 1000              # variables kept before the least recently used are evicted
 //! output_limit = 10000         # characters of a tool result shown to the model
 //! approval_fallback = "deny"   # when a policy asks but the client cannot: "deny" or "allow"
+//! workspace_max_bytes = 1073741824  # bytes of variable values and state a workspace may hold
 //!
 //! [groups]                     # which tool groups are on
 //! vars = true
@@ -35,6 +36,9 @@ Examples:
 Claude Code:  claude mcp add synapse -- synapse-mcp
 Logs go to stderr only; stdout carries the MCP protocol.";
 
+/// Bytes a workspace may hold when the configuration does not say.
+pub const DEFAULT_WORKSPACE_MAX_BYTES: u64 = 1 << 30;
+
 /// The command line.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "synapse-mcp", version, about, after_help = EXAMPLES)]
@@ -59,6 +63,10 @@ pub struct Cli {
     /// (default: `DATA_DIR/synapse.db`).
     #[arg(long, value_name = "STORE", global = true)]
     pub store: Option<String>,
+    /// Most bytes a workspace may hold, variable values and the state document together
+    /// (default 1 GiB, or `workspace_max_bytes` in the config file); writes past it are refused.
+    #[arg(long, value_name = "BYTES", global = true)]
+    pub workspace_max_bytes: Option<u64>,
     /// A TOML configuration file (groups, per-tool policies, capacity, output limit).
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
@@ -77,8 +85,14 @@ pub enum Command {
     /// List, export, import or delete stored workspaces.
     #[command(subcommand)]
     Workspace(WorkspaceCommand),
-    /// Check the store: its path, schema version, sizes and integrity.
-    Doctor,
+    /// Check the store: its path, schema version, sizes, integrity, and state documents
+    /// nesting deeper than the limit.
+    Doctor {
+        /// Rewrite over-deep state documents: each branch past the nesting limit is kept, where
+        /// it was, as a string holding its JSON text.
+        #[arg(long)]
+        repair: bool,
+    },
     /// Work with skill folders.
     #[command(subcommand)]
     Skills(SkillsCommand),
@@ -177,6 +191,9 @@ pub struct FileConfig {
     pub skills: Vec<PathBuf>,
     /// Caps the store's database file, in bytes; writes past it fail as on a full disk.
     pub store_max_bytes: Option<u64>,
+    /// Most bytes a workspace may hold, variable values and the state document's JSON text
+    /// together (default 1 GiB); a write that would pass it is refused.
+    pub workspace_max_bytes: Option<u64>,
     /// Limits on the chat snapshots' user functions.
     #[serde(default)]
     pub snapshots: SnapshotsConfig,
@@ -212,6 +229,8 @@ pub struct Config {
     pub workspace: String,
     pub store: Location,
     pub store_max_bytes: Option<u64>,
+    /// Most bytes a workspace may hold.
+    pub workspace_max_bytes: u64,
     pub data_dir: Option<PathBuf>,
     pub skills: Vec<PathBuf>,
     /// Serve `./.agents/skills` and `./.claude/skills` too.
@@ -253,6 +272,9 @@ impl Config {
         config.store = Location::resolve(cli.store.as_deref(), cli.data_dir.as_deref())
             .map_err(Error::Store)?;
         config.trust_project = cli.trust_project;
+        if let Some(bytes) = cli.workspace_max_bytes {
+            config.workspace_max_bytes = bytes;
+        }
         Ok(config)
     }
 
@@ -290,6 +312,9 @@ impl Config {
             workspace,
             store: Location::Memory,
             store_max_bytes: file.store_max_bytes,
+            workspace_max_bytes: file
+                .workspace_max_bytes
+                .unwrap_or(DEFAULT_WORKSPACE_MAX_BYTES),
             data_dir,
             skills,
             trust_project: false,
@@ -352,6 +377,7 @@ mod tests {
             r#"
             capacity = 50
             output_limit = 300
+            workspace_max_bytes = 5000
             approval_fallback = "allow"
             [groups]
             vars = false
@@ -363,6 +389,11 @@ mod tests {
         .unwrap();
         let config = Config::from_parts(&file, "w".into(), None, Vec::new());
         assert_eq!(config.capacity, 50);
+        assert_eq!(config.workspace_max_bytes, 5000);
+        assert_eq!(
+            Config::default().workspace_max_bytes,
+            DEFAULT_WORKSPACE_MAX_BYTES
+        );
         assert_eq!(config.executor.output_limit, 300);
         assert_eq!(config.executor.fallback, Fallback::Allow);
         assert!(!config.group_enabled("vars", true));

@@ -82,7 +82,9 @@ pub async fn run(
         Some(config::Command::Workspace(command)) => {
             maintenance::workspace(config, command, cli.workspace.as_deref(), &mut stdout)?;
         }
-        Some(config::Command::Doctor) => maintenance::doctor(config, &mut stdout)?,
+        Some(config::Command::Doctor { repair }) => {
+            maintenance::doctor(config, *repair, &mut stdout)?;
+        }
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

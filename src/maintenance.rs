@@ -6,8 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::config::{Config, WorkspaceCommand};
+use crate::nesting::MAX_DEPTH;
 use crate::store::export::{self, WorkspaceExport};
-use crate::store::{self, Location, SCHEMA_VERSION, SqliteOptions, SqliteStore, Store};
+use crate::store::{self, DeepState, Location, SCHEMA_VERSION, SqliteOptions, SqliteStore, Store};
 use crate::vars::{Clock, SystemClock};
 
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +32,10 @@ pub enum Error {
     },
     #[error("the store at {path} failed its integrity check: {problems}")]
     Damaged { path: String, problems: String },
+    #[error(
+        "the state of workspace `{workspace}` (and {count} in all) nests deeper than the limit of {MAX_DEPTH}; it is read with its deepest branches as text, and `synapse-mcp doctor --repair` stores it that way"
+    )]
+    TooDeep { workspace: String, count: usize },
 }
 
 fn open(config: &Config) -> Result<Arc<SqliteStore>, Error> {
@@ -159,8 +164,9 @@ fn import(
     Ok(())
 }
 
-/// `synapse-mcp doctor`: where the store is, its schema, sizes, workspaces and integrity.
-pub fn doctor(config: &Config, out: &mut dyn Write) -> Result<(), Error> {
+/// `synapse-mcp doctor`: where the store is, its schema, sizes, workspaces, integrity, and
+/// state documents nesting deeper than the limit (which `--repair` flattens).
+pub fn doctor(config: &Config, repair: bool, out: &mut dyn Write) -> Result<(), Error> {
     let store = open(config)?;
     let diagnosis = store.doctor()?;
     let file_size = std::fs::metadata(&diagnosis.path).map_or(0, |metadata| metadata.len());
@@ -195,5 +201,56 @@ pub fn doctor(config: &Config, out: &mut dyn Write) -> Result<(), Error> {
             problems,
         });
     }
+    let deep = store.deep_states(repair)?;
+    report_deep_states(&deep, repair, out)?;
+    if !repair && let Some(first) = deep.first() {
+        return Err(Error::TooDeep {
+            workspace: first.workspace.clone(),
+            count: deep.len(),
+        });
+    }
     Ok(())
+}
+
+/// One line per over-deep state, naming the branches cut (at most a few of them).
+fn report_deep_states(deep: &[DeepState], repair: bool, out: &mut dyn Write) -> Result<(), Error> {
+    const SHOWN: usize = 5;
+    for state in deep {
+        let mut branches: Vec<String> = state
+            .cut
+            .iter()
+            .take(SHOWN)
+            .map(|path| format!("`{}`", shorten(path)))
+            .collect();
+        if state.cut.len() > SHOWN {
+            branches.push(format!("and {} more", state.cut.len() - SHOWN));
+        }
+        let branches = branches.join(", ");
+        if repair {
+            writeln!(
+                out,
+                "repaired the state of workspace `{}` ({} levels deep): {} branches past level {MAX_DEPTH} are now strings holding their JSON text: {branches}",
+                state.workspace,
+                state.depth,
+                state.cut.len()
+            )?;
+        } else {
+            writeln!(
+                out,
+                "state:           the state of workspace `{}` nests deeper than the limit of {MAX_DEPTH} ({} levels); {} branches to cut: {branches}",
+                state.workspace,
+                state.depth,
+                state.cut.len()
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The beginning of a long path.
+fn shorten(path: &str) -> String {
+    match path.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &path[..cut]),
+        None => path.to_owned(),
+    }
 }

@@ -72,9 +72,40 @@ const CLOSING: &str = "}}";
 /// of variables, outermost to innermost, that resolves.
 pub const MAX_DEPTH: usize = 64;
 
-/// Most bytes that references may insert into one call's arguments. A handful of variables
-/// that each reference the next one twice would otherwise expand to gigabytes.
-pub const MAX_RESOLVED_BYTES: usize = 256 << 20;
+/// Most bytes that references may insert into one call's arguments (a plan's steps share
+/// one budget). A handful of variables that each reference the next one twice would otherwise
+/// expand to gigabytes.
+pub const MAX_RESOLVED_BYTES: usize = 64 << 20;
+
+/// What one expansion costs besides the bytes it inserts: an empty value is not free, so a
+/// fan-out of empty variables stops after `MAX_RESOLVED_BYTES / EXPANSION_COST` (65,536)
+/// expansions, a fraction of a second, instead of running for billions.
+pub const EXPANSION_COST: usize = 1024;
+
+/// What references may still insert: one budget per call, shared by every step of a plan.
+#[derive(Debug)]
+pub struct Budget {
+    remaining: std::sync::Mutex<usize>,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            remaining: std::sync::Mutex::new(MAX_RESOLVED_BYTES),
+        }
+    }
+}
+
+impl Budget {
+    /// Runs `spend` with the remaining budget (resolutions sharing a budget take turns).
+    fn spend<T>(&self, spend: impl FnOnce(&mut usize) -> T) -> T {
+        let mut remaining = self
+            .remaining
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        spend(&mut remaining)
+    }
+}
 
 /// Longest reference text, in characters, quoted whole in an error.
 const QUOTE_LIMIT: usize = 80;
@@ -107,9 +138,10 @@ pub enum Error {
         "malformed reference {reference}: {reason}; write $VAR_REF{{{{name}}}} or $VAR_REF{{{{name:start:length}}}}, or $$VAR_REF{{{{ for the literal text"
     )]
     Malformed { reference: String, reason: String },
-    /// Expanding the references would produce more than [`MAX_RESOLVED_BYTES`].
+    /// Expanding the references would produce more than [`MAX_RESOLVED_BYTES`] (every
+    /// expansion counting at least [`EXPANSION_COST`]).
     #[error(
-        "{reference}: the references in these arguments expand to more than {limit} bytes; pass fewer or smaller slices, or let the tool read the variable itself"
+        "{reference}: the references in these arguments expand more than {limit} bytes (every expansion counts at least {EXPANSION_COST} bytes, and a plan's steps share one budget); pass fewer or smaller slices, or let the tool read the variable itself"
     )]
     TooLarge { reference: String, limit: usize },
 }
@@ -319,12 +351,28 @@ fn resolve_within<'a>(
 /// elements at any depth. Keys and non-string values are left alone. Fails on
 /// the first error, in document order.
 pub fn resolve_value(value: &mut Value, lookup: &mut dyn Lookup) -> Result<(), Error> {
+    resolve_value_within(value, lookup, &Budget::default())
+}
+
+/// [`resolve_value`], paying from a budget that other resolutions may share (a plan's steps).
+pub fn resolve_value_within(
+    value: &mut Value,
+    lookup: &mut dyn Lookup,
+    budget: &Budget,
+) -> Result<(), Error> {
+    budget.spend(|remaining| resolve_tree(value, lookup, remaining))
+}
+
+fn resolve_tree(
+    value: &mut Value,
+    lookup: &mut dyn Lookup,
+    budget: &mut usize,
+) -> Result<(), Error> {
     let mut pending = vec![value];
-    let mut budget = MAX_RESOLVED_BYTES;
     while let Some(current) = pending.pop() {
         match current {
             Value::String(text) => {
-                if let Cow::Owned(resolved) = resolve_within(text, lookup, &mut budget)? {
+                if let Cow::Owned(resolved) = resolve_within(text, lookup, budget)? {
                     *text = resolved;
                 }
             }
@@ -396,7 +444,7 @@ impl Expansion<'_, '_> {
         };
         *self.budget = self
             .budget
-            .checked_sub(text.len())
+            .checked_sub(text.len().saturating_add(EXPANSION_COST))
             .ok_or_else(|| Error::TooLarge {
                 reference: source.to_owned(),
                 limit: MAX_RESOLVED_BYTES,
@@ -900,5 +948,59 @@ mod tests {
         }
         assert_eq!(levels, DEPTH);
         assert_eq!(value, Value::String("found".to_owned()));
+    }
+
+    /// `l0` empty, each `lK` referencing `l(K-1)` `fan_out` times.
+    fn fan_out_store(levels: usize, fan_out: usize) -> Store {
+        let mut store = Store::with(&[("l0", "")]);
+        for level in 1..=levels {
+            let value = format!("$VAR_REF{{{{l{}}}}}", level - 1).repeat(fan_out);
+            store.insert(&format!("l{level}"), &value, ValueKind::Text);
+        }
+        store
+    }
+
+    /// Most lookups one budget pays for: every expansion costs at least `EXPANSION_COST`.
+    const MOST_LOOKUPS: usize = MAX_RESOLVED_BYTES / EXPANSION_COST + 1;
+
+    #[test]
+    fn empty_expansions_are_paid_for_too() {
+        let mut store = fan_out_store(10, 8);
+        let error = resolve("$VAR_REF{{l10}}", &mut store).unwrap_err();
+        assert!(matches!(error, Error::TooLarge { .. }), "{error:?}");
+        assert!(store.lookups <= MOST_LOOKUPS, "{} lookups", store.lookups);
+    }
+
+    #[test]
+    fn resolutions_sharing_a_budget_stop_together() {
+        let mut store = fan_out_store(14, 2);
+        let budget = Budget::default();
+        let mut first = json!("$VAR_REF{{l14}}");
+        resolve_value_within(&mut first, &mut store, &budget).unwrap();
+        let mut second = json!("$VAR_REF{{l14}}");
+        let error = resolve_value_within(&mut second, &mut store, &budget).unwrap_err();
+        assert!(matches!(error, Error::TooLarge { .. }), "{error:?}");
+        let mut fresh = json!("$VAR_REF{{l14}}");
+        resolve_value(&mut fresh, &mut store).unwrap();
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+        #[test]
+        fn no_resolution_looks_up_more_than_its_budget_pays_for(
+            levels in 1..12usize,
+            fan_out in 1..9usize,
+            copies in 1..4usize,
+        ) {
+            let mut store = fan_out_store(levels, fan_out);
+            let mut arguments = Value::Array(vec![json!(format!("$VAR_REF{{{{l{levels}}}}}")); copies]);
+            let outcome = resolve_value(&mut arguments, &mut store);
+            proptest::prop_assert!(store.lookups <= MOST_LOOKUPS, "{} lookups", store.lookups);
+            let expansions = (0..=levels).map(|level| fan_out.pow(u32::try_from(level).unwrap())).sum::<usize>() * copies;
+            if expansions < MAX_RESOLVED_BYTES / (EXPANSION_COST + 16 * fan_out) {
+                proptest::prop_assert!(outcome.is_ok(), "{outcome:?}");
+            }
+        }
     }
 }

@@ -107,7 +107,7 @@ impl Server {
             config.workspace.clone(),
             config.script_limits,
         ));
-        let workspace = Arc::new(workspace);
+        let workspace = Arc::new(workspace.with_max_bytes(Some(config.workspace_max_bytes)));
         let executor = Executor::new(
             Arc::new(Registry::default()),
             workspace,

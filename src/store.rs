@@ -18,7 +18,7 @@ pub mod export;
 mod sqlite;
 pub mod tree;
 
-pub use sqlite::{Diagnosis, SCHEMA_VERSION, SqliteOptions, SqliteStore};
+pub use sqlite::{DeepState, Diagnosis, SCHEMA_VERSION, SqliteOptions, SqliteStore};
 
 use std::path::{Path, PathBuf};
 

@@ -589,6 +589,8 @@ pub struct VariableSystem {
     variables: HashMap<Arc<str>, Box<Variable>, foldhash::fast::RandomState>,
     /// The evictable (non-`keep`) variables in eviction order; kept in step with `variables`.
     eviction_index: BTreeSet<EvictionKey>,
+    /// Bytes of every value held, kept in step with `variables` (for the workspace's byte cap).
+    bytes: usize,
 }
 
 impl fmt::Debug for VariableSystem {
@@ -614,7 +616,13 @@ impl VariableSystem {
             clock,
             variables: HashMap::default(),
             eviction_index: BTreeSet::new(),
+            bytes: 0,
         }
+    }
+
+    /// Bytes of every value held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     pub fn capacity(&self) -> usize {
@@ -648,12 +656,15 @@ impl VariableSystem {
         let (name, created) = match self.variables.entry(candidate) {
             Entry::Occupied(mut slot) => {
                 let existing = slot.get_mut();
+                self.bytes =
+                    (self.bytes + variable.value.len()).saturating_sub(existing.value.len());
                 reindexed(&mut self.eviction_index, existing, |existing| {
                     replace_fields(existing, variable, now);
                 });
                 (Arc::clone(&existing.name), false)
             }
             Entry::Vacant(slot) => {
+                self.bytes += variable.value.len();
                 let name = Arc::clone(slot.key());
                 let created =
                     slot.insert(Box::new(create_variable(Arc::clone(&name), variable, now)));
@@ -677,6 +688,9 @@ impl VariableSystem {
                 name: name.to_owned(),
             })?;
         let now = self.clock.now();
+        if let Some((value, _)) = &patch.value {
+            self.bytes = (self.bytes + value.len()).saturating_sub(variable.value.len());
+        }
         reindexed(&mut self.eviction_index, variable, |variable| {
             apply_patch(variable, patch, now);
         });
@@ -803,6 +817,7 @@ impl VariableSystem {
         if !restored.keep {
             self.eviction_index.insert(EvictionKey::of(&restored));
         }
+        self.bytes += restored.value.len();
         self.variables.insert(name, Box::new(restored));
     }
 
@@ -838,6 +853,7 @@ impl VariableSystem {
         let Some(variable) = self.variables.remove(name) else {
             return false;
         };
+        self.bytes = self.bytes.saturating_sub(variable.value.len());
         if !variable.keep {
             self.eviction_index.remove(&EvictionKey::of(&variable));
         }
@@ -859,7 +875,9 @@ impl VariableSystem {
                 spared = Some(oldest);
                 continue;
             }
-            self.variables.remove(&oldest.name);
+            if let Some(variable) = self.variables.remove(&oldest.name) {
+                self.bytes = self.bytes.saturating_sub(variable.value.len());
+            }
             evicted.push(oldest.name);
         }
         if let Some(spared) = spared {

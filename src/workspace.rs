@@ -9,11 +9,13 @@
 //! transaction per read, and at the end.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+use crate::nesting;
 use crate::plans::path::Path;
 use crate::refs;
 use crate::store::{self, Batch, Store, Visit};
@@ -34,6 +36,8 @@ pub enum Error {
     Reference(#[from] refs::Error),
     #[error(transparent)]
     Store(#[from] store::Error),
+    #[error("{0}")]
+    Full(String),
 }
 
 /// A change that subscribers may care about.
@@ -71,6 +75,10 @@ pub struct Workspace {
     state_document: Mutex<Value>,
     store: Option<Arc<dyn Store>>,
     changes: broadcast::Sender<Change>,
+    /// Most bytes the workspace may hold (variable values and the state's JSON text).
+    max_bytes: Option<usize>,
+    /// The state document's JSON text length when it was last read or written here.
+    state_bytes: AtomicUsize,
 }
 
 impl Workspace {
@@ -88,6 +96,8 @@ impl Workspace {
             state_document: Mutex::new(Value::Object(serde_json::Map::new())),
             store: None,
             changes,
+            max_bytes: None,
+            state_bytes: AtomicUsize::new(2),
         }
     }
 
@@ -111,6 +121,8 @@ impl Workspace {
             }
             state.seen = loaded.sequence;
         }
+        let state_bytes = json_length(&store.state(&workspace.name)?);
+        workspace.state_bytes = AtomicUsize::new(state_bytes);
         workspace.store = Some(store);
         let mut state = workspace.lock();
         let evicted = state.system.evict();
@@ -142,6 +154,16 @@ impl Workspace {
     /// arguments).
     pub fn insert_all(&self, variables: Vec<NewVariable>) -> Result<Vec<WriteOutcome>, Error> {
         let mut state = self.synced()?;
+        if self.max_bytes.is_some() {
+            let system = &state.system;
+            let before = system.bytes() + self.state_bytes.load(Ordering::Relaxed);
+            let mut after = before;
+            for variable in &variables {
+                let replaced = system.peek(&variable.name).map_or(0, |old| old.value.len());
+                after = (after + variable.value.len()).saturating_sub(replaced);
+            }
+            self.check_bytes(before, after).map_err(Error::Full)?;
+        }
         let mut written = Vec::with_capacity(variables.len());
         let mut outcomes = Vec::with_capacity(variables.len());
         for variable in variables {
@@ -163,6 +185,14 @@ impl Workspace {
     /// Changes fields of an existing variable, durably.
     pub fn update(&self, name: &str, patch: VariablePatch) -> Result<WriteOutcome, Error> {
         let mut state = self.synced()?;
+        if let Some((value, _)) = &patch.value
+            && self.max_bytes.is_some()
+        {
+            let replaced = state.system.peek(name).map_or(0, |old| old.value.len());
+            let before = state.system.bytes() + self.state_bytes.load(Ordering::Relaxed);
+            let after = (before + value.len()).saturating_sub(replaced);
+            self.check_bytes(before, after).map_err(Error::Full)?;
+        }
         let outcome = state.system.update(name, patch)?;
         let name: Arc<str> = Arc::from(name);
         self.persist_write(&mut state, &name, &outcome)?;
@@ -221,23 +251,29 @@ impl Workspace {
         Ok(state.system.list(filter).into_iter().cloned().collect())
     }
 
-    /// Resolves every `$VAR_REF{{…}}` in a tool's arguments, in place.
-    pub fn resolve_references(&self, arguments: &mut Value) -> Result<(), Error> {
+    /// Resolves every `$VAR_REF{{…}}` in a tool's arguments, in place, paying from `budget`
+    /// (one per call; a plan's steps share theirs).
+    pub fn resolve_references(
+        &self,
+        arguments: &mut Value,
+        budget: &refs::Budget,
+    ) -> Result<(), Error> {
         if !contains_reference(arguments) {
             return Ok(());
         }
         let mut state = self.synced()?;
-        let mut used = Vec::new();
+        // Each variable is recorded once, however many times it is expanded.
+        let mut used: HashSet<Arc<str>> = HashSet::new();
         let resolved = {
             let system = &mut state.system;
             let mut lookup = |name: &str| {
                 let found = system.resolve_reference(name);
-                if found.is_some() {
-                    used.push(Arc::<str>::from(name));
+                if found.is_some() && !used.contains(name) {
+                    used.insert(Arc::<str>::from(name));
                 }
                 found
             };
-            refs::resolve_value(arguments, &mut lookup)
+            refs::resolve_value_within(arguments, &mut lookup, budget)
         };
         for name in &used {
             self.visited(&mut state, name);
@@ -302,11 +338,26 @@ impl Workspace {
     }
 
     /// Writes a value into the state document at a path, atomically: a refused write (a
-    /// scalar in the way, a gap in an array) changes nothing and comes back as the inner `Err`.
+    /// scalar in the way, a gap in an array, a value nesting too deep, past the byte cap)
+    /// changes nothing and comes back as the inner `Err`.
     pub fn write_state(&self, path: &Path, value: &Value) -> Result<Result<(), String>, Error> {
+        if let Err(too_deep) = nesting::check(value, path.segments().len()) {
+            return Ok(Err(format!(
+                "cannot write `{path}`: the value written there {too_deep}"
+            )));
+        }
+        let variable_bytes = self.lock().system.bytes();
+        let mut state_bytes = 0;
         let mut set = |document: &mut Value| {
+            let current = json_length(document);
+            let replaced = path.get(document).map_or(0, json_length);
+            let projected =
+                (current + json_length(value) + path.to_string().len()).saturating_sub(replaced);
+            self.check_bytes(variable_bytes + current, variable_bytes + projected)?;
             path.set(document, value.clone())
-                .map_err(|error| error.to_string())
+                .map_err(|error| error.to_string())?;
+            state_bytes = projected;
+            Ok(())
         };
         let outcome = if let Some(store) = &self.store {
             store.update_state(&self.name, &mut set)?.map(drop)
@@ -317,10 +368,33 @@ impl Workspace {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner))
         };
-        if outcome.is_ok() && self.changes.receiver_count() > 0 {
-            self.changes.send(Change::State).ok();
+        if outcome.is_ok() {
+            self.state_bytes.store(state_bytes, Ordering::Relaxed);
+            if self.changes.receiver_count() > 0 {
+                self.changes.send(Change::State).ok();
+            }
         }
         Ok(outcome)
+    }
+
+    /// Caps the workspace's bytes (variable values and the state document's JSON text).
+    #[must_use]
+    pub fn with_max_bytes(mut self, max_bytes: Option<u64>) -> Self {
+        self.max_bytes = max_bytes.map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX));
+        self
+    }
+
+    /// Refuses a write that grows the workspace past its cap, with a message saying what to do.
+    /// A write that does not grow it passes even over the cap (a cap lowered below what is
+    /// stored), so the workspace can always be trimmed and rewritten.
+    fn check_bytes(&self, before: usize, after: usize) -> Result<(), String> {
+        match self.max_bytes {
+            Some(cap) if after > cap && after > before => Err(format!(
+                "workspace `{}` would hold {after} bytes, over its cap of {cap} bytes; remove variables with RemoveVars (or state with WriteState), or raise workspace_max_bytes in the config file (--workspace-max-bytes)",
+                self.name
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Writes pending visits (`last_visited`, reference counts).
@@ -512,12 +586,42 @@ fn names_of(names: &[Arc<str>]) -> Vec<String> {
     names.iter().map(ToString::to_string).collect()
 }
 
-/// Whether any string in the arguments could hold a reference (so plain calls skip the lock).
+/// The length of a value's compact JSON text, counted without building it.
+fn json_length(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, value) {
+        Ok(()) => counter.0,
+        Err(_) => 0,
+    }
+}
+
+/// Whether any string in the arguments could hold a `$VAR_REF` (so plain calls skip the lock).
 fn contains_reference(value: &Value) -> bool {
+    any_string(value, refs::contains_reference)
+}
+
+/// Whether any string in the arguments could hold a `$VAR_REF` or a `†` reference.
+pub fn contains_any_reference(value: &Value) -> bool {
+    any_string(value, |text| {
+        refs::contains_reference(text) || refs::dagger::contains_reference(text)
+    })
+}
+
+fn any_string(value: &Value, matches: impl Fn(&str) -> bool) -> bool {
     let mut pending = vec![value];
     while let Some(current) = pending.pop() {
         match current {
-            Value::String(text) if refs::contains_reference(text) => return true,
+            Value::String(text) if matches(text) => return true,
             Value::Array(items) => pending.extend(items),
             Value::Object(members) => pending.extend(members.values()),
             _ => {}

@@ -53,6 +53,8 @@ fuzz_target!(|input: Input| {
     let mut tree = json!({"outer": [text.clone(), {"inner": text}], "count": 1});
     let in_tree = refs::resolve_value(&mut tree, &mut variables);
     match resolved {
+        // The tree holds the text twice, paid from one budget: twice may be too much.
+        Ok(_) if matches!(in_tree, Err(refs::Error::TooLarge { .. })) => {}
         Ok(alone) => {
             assert!(in_tree.is_ok());
             assert_eq!(tree["outer"][0], Value::String(alone.clone()));

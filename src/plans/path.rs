@@ -8,12 +8,23 @@
 
 use serde_json::{Map, Value};
 
+use crate::nesting::{self, TooDeep};
+
+/// Characters of a too-deep path quoted in its error.
+const QUOTED_CHARS: usize = 32;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     #[error("empty path: write a dot path such as `user.name` or `items.0`")]
     Empty,
     #[error("path `{path}` has an empty segment; separate names with single dots")]
     EmptySegment { path: String },
+    #[error("path `{path}` {source}")]
+    TooDeep {
+        /// The path's beginning (a path this deep is long).
+        path: String,
+        source: TooDeep,
+    },
     #[error(
         "cannot write `{path}`: `{prefix}` holds {found}, not an object or array; write to `{prefix}` itself to replace it"
     )]
@@ -44,6 +55,11 @@ impl Path {
         if text.is_empty() {
             return Err(Error::Empty);
         }
+        let count = text.split('.').count();
+        nesting::check_segments(count).map_err(|source| Error::TooDeep {
+            path: quote(text),
+            source,
+        })?;
         let segments: Vec<String> = text.split('.').map(str::to_owned).collect();
         if segments.iter().any(String::is_empty) {
             return Err(Error::EmptySegment {
@@ -59,6 +75,10 @@ impl Path {
         if segments.is_empty() {
             return Err(Error::Empty);
         }
+        nesting::check_segments(segments.len()).map_err(|source| Error::TooDeep {
+            path: quote(&segments.join(".")),
+            source,
+        })?;
         Ok(Self { segments })
     }
 
@@ -233,6 +253,14 @@ impl std::fmt::Display for Path {
     }
 }
 
+/// The beginning of a long path, for messages.
+fn quote(text: &str) -> String {
+    match text.char_indices().nth(QUOTED_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
 /// A value's kind, for messages.
 pub fn describe(value: &Value) -> &'static str {
     match value {
@@ -317,6 +345,25 @@ mod tests {
         assert!(matches!(Path::parse("a."), Err(Error::EmptySegment { .. })));
     }
 
+    #[test]
+    fn paths_deeper_than_the_nesting_limit_are_refused() {
+        let at_limit = vec!["a"; nesting::MAX_DEPTH].join(".");
+        assert_eq!(
+            Path::parse(&at_limit).unwrap().segments().len(),
+            nesting::MAX_DEPTH
+        );
+        let deep = vec!["a"; 74_500].join(".");
+        assert_eq!(
+            Path::parse(&deep).unwrap_err().to_string(),
+            "path `a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.…` nests 74500 levels deep, deeper than the limit of 64; store it flatter"
+        );
+        let segments = vec!["a".to_owned(); nesting::MAX_DEPTH + 1];
+        assert!(matches!(
+            Path::from_segments(segments),
+            Err(Error::TooDeep { .. })
+        ));
+    }
+
     fn segment() -> impl Strategy<Value = String> {
         prop_oneof!["[a-z]{1,6}", "[0-2]"]
     }
@@ -331,6 +378,36 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn parsed_paths_print_back_and_stay_within_the_limit(text in "[a0.]{0,160}") {
+            if let Ok(path) = Path::parse(&text) {
+                prop_assert!(path.segments().len() <= nesting::MAX_DEPTH);
+                prop_assert!(path.segments().iter().all(|segment| !segment.is_empty()));
+                prop_assert_eq!(path.to_string(), text);
+            }
+        }
+
+        #[test]
+        fn a_write_that_passes_the_check_keeps_the_document_within_the_limit(
+            segments in 1..80usize,
+            levels in 0..80usize,
+        ) {
+            let path = Path::parse(&vec!["a"; segments].join("."));
+            let mut value = json!(1);
+            for _ in 0..levels {
+                value = json!([value]);
+            }
+            let mut document = json!({});
+            if let Ok(path) = path
+                && nesting::check(&value, path.segments().len()).is_ok()
+            {
+                path.set(&mut document, value).unwrap();
+                prop_assert!(nesting::depth(&document) <= nesting::MAX_DEPTH);
+            } else {
+                prop_assert!(segments + levels > nesting::MAX_DEPTH);
+            }
+        }
+
         #[test]
         fn what_is_written_reads_back(writes in prop::collection::vec((prop::collection::vec(segment(), 1..4), leaf()), 1..12)) {
             let mut document = json!({});

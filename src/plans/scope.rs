@@ -7,6 +7,8 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::Value;
 
 use super::path::Path;
+use crate::nesting;
+use crate::refs;
 use crate::refs::dagger::{Context, Kind};
 use crate::vars::ValueKind;
 use crate::workspace::Workspace;
@@ -16,6 +18,9 @@ use crate::workspace::Workspace;
 pub struct PlanScope {
     pub input: Value,
     results: Mutex<HashMap<String, Value>>,
+    /// What `$VAR_REF` expansions in the steps' arguments may still cost: one budget for the
+    /// whole plan, as for one call.
+    pub budget: refs::Budget,
 }
 
 impl PlanScope {
@@ -23,6 +28,7 @@ impl PlanScope {
         Self {
             input,
             results: Mutex::default(),
+            budget: refs::Budget::default(),
         }
     }
 
@@ -49,7 +55,19 @@ pub struct ReferenceContext<'a> {
 }
 
 impl Context for ReferenceContext<'_> {
+    /// Reads a value; one nesting deeper than the limit is refused, so a reference never
+    /// carries into a call what could not be stored or read back.
     fn read(&mut self, kind: Kind, path: &[String]) -> Result<Option<Value>, String> {
+        let found = self.read_any(kind, path)?;
+        if let Some(value) = &found {
+            nesting::check(value, 0).map_err(|too_deep| format!("the value there {too_deep}"))?;
+        }
+        Ok(found)
+    }
+}
+
+impl ReferenceContext<'_> {
+    fn read_any(&mut self, kind: Kind, path: &[String]) -> Result<Option<Value>, String> {
         match kind {
             Kind::State => {
                 let path = if path.is_empty() {
@@ -63,7 +81,7 @@ impl Context for ReferenceContext<'_> {
             }
             Kind::Input => {
                 let plan = self.plan.ok_or("†input is only available inside RunPlan")?;
-                Ok(follow(&plan.input, path))
+                follow(&plan.input, path)
             }
             Kind::Steps => {
                 let plan = self.plan.ok_or("†steps is only available inside RunPlan")?;
@@ -71,7 +89,7 @@ impl Context for ReferenceContext<'_> {
                 let result = plan
                     .result(step)
                     .ok_or_else(|| format!("step `{step}` has no result (yet)"))?;
-                Ok(follow(&result, rest))
+                follow(&result, rest)
             }
             Kind::Var => {
                 let (name, rest) = path.split_first().ok_or("name a variable: †var.<name>")?;
@@ -89,22 +107,57 @@ impl Context for ReferenceContext<'_> {
                             "variable `{name}` holds text; a path needs a JSON value"
                         ));
                     }
-                    ValueKind::Json => {
-                        serde_json::from_str(&variable.value).map_err(|error| error.to_string())?
-                    }
+                    ValueKind::Json => serde_json::from_str(&variable.value).map_err(|error| {
+                        format!("variable `{name}` does not hold readable JSON: {error}")
+                    })?,
                 };
-                Ok(follow(&value, rest))
+                follow(&value, rest)
             }
         }
     }
 }
 
-fn follow(document: &Value, segments: &[String]) -> Option<Value> {
+fn follow(document: &Value, segments: &[String]) -> Result<Option<Value>, String> {
     if segments.is_empty() {
-        return Some(document.clone());
+        return Ok(Some(document.clone()));
     }
-    Path::parse(&segments.join("."))
-        .ok()?
-        .get(document)
-        .cloned()
+    let path = Path::parse(&segments.join(".")).map_err(|error| error.to_string())?;
+    Ok(path.get(document).cloned())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::vars::SystemClock;
+
+    #[test]
+    fn a_reference_never_carries_a_value_deeper_than_the_limit() {
+        let mut deep = json!(1);
+        for _ in 0..nesting::MAX_DEPTH {
+            deep = json!([deep]);
+        }
+        let workspace = Workspace::in_memory("test", 10, Arc::new(SystemClock::new()));
+        let plan = PlanScope::new(json!({"fits": deep.clone(), "deep": [deep]}));
+        let mut context = ReferenceContext {
+            workspace: &workspace,
+            plan: Some(&plan),
+        };
+        assert!(context.read(Kind::Input, &["fits".to_owned()]).is_ok());
+        let refused = context.read(Kind::Input, &["deep".to_owned()]).unwrap_err();
+        assert_eq!(
+            refused,
+            "the value there nests 65 levels deep, deeper than the limit of 64; store it flatter"
+        );
+        let long_path = vec!["a".to_owned(); 100];
+        assert!(
+            context
+                .read(Kind::Input, &long_path)
+                .unwrap_err()
+                .contains("deeper than the limit of 64")
+        );
+    }
 }

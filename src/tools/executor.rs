@@ -319,8 +319,15 @@ impl Executor {
         let mut arguments = Value::Object(request.arguments.unwrap_or_default());
         let limit = self.output_limit(tool, &mut arguments)?;
         let output_path = outputs::take_output_path(tool, &mut arguments)?;
+        // The cached `_args` keep the arguments as written, references and all: the expansion
+        // may be far larger, and it is in the variables already.
+        let as_written = (tool.caches_result()
+            && crate::workspace::contains_any_reference(&arguments))
+        .then(|| arguments.clone());
+        let own_budget = crate::refs::Budget::default();
+        let budget = request.plan.map_or(&own_budget, |plan| &plan.budget);
         self.workspace
-            .resolve_references(&mut arguments)
+            .resolve_references(&mut arguments, budget)
             .map_err(ToolError::invalid)?;
         if !tool.defers_references() {
             let mut context = ReferenceContext {
@@ -391,7 +398,8 @@ impl Executor {
                 return Ok(Outcome::Finished(caught));
             }
         };
-        let mut result = self.shape_result(tool, output, &arguments, limit);
+        let cached_arguments = as_written.as_ref().unwrap_or(&arguments);
+        let mut result = self.shape_result(tool, output, (&arguments, cached_arguments), limit);
         result.output_path = output_path;
         Ok(self.result_gate(tool, result, &request.asking).await)
     }
@@ -401,14 +409,14 @@ impl Executor {
         &self,
         tool: &dyn Tool,
         output: ToolOutput,
-        arguments: &Value,
+        (arguments, as_written): (&Value, &Value),
         limit: Option<usize>,
     ) -> ExecuteResult {
         let formatted = tool.format_for_llm(&output, arguments);
         let truncation = truncate(tool, &formatted, arguments, limit);
         let mut cache_failure = None;
         let (cache_var_result, cache_var_args) = if tool.caches_result() {
-            match self.cache(&tool.definition().name, &formatted, arguments) {
+            match self.cache(&tool.definition().name, &formatted, as_written) {
                 Ok((result, args)) => (Some(result), Some(args)),
                 Err(error) => {
                     tracing::error!(%error, "cannot cache a tool result");

@@ -638,7 +638,7 @@ impl RawSession {
     }
 
     /// The server's process id.
-    pub(crate) fn id(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id().unwrap()
     }
 

@@ -8,6 +8,7 @@
 mod approval;
 mod bad_input;
 mod common;
+mod depth;
 mod examples;
 mod executor;
 mod faults;

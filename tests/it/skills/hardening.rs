@@ -172,7 +172,7 @@ async fn a_window_of_a_huge_file_reads_only_the_window() {
         ),
         "{answer}"
     );
-    let peak = peak_memory(session.id());
+    let peak = peak_memory(session.pid());
     assert!(
         peak < 128 * 1024,
         "peak RSS {peak} KiB for a 10-character window"
@@ -182,7 +182,7 @@ async fn a_window_of_a_huge_file_reads_only_the_window() {
         .await;
     let listed = session.response(2).await;
     assert!(listed.get("result").is_some(), "{listed}");
-    let peak = peak_memory(session.id());
+    let peak = peak_memory(session.pid());
     assert!(peak < 128 * 1024, "peak RSS {peak} KiB after skills/list");
 }
 
