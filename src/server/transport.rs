@@ -35,17 +35,18 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequest, CallToolRequestMethod, CancelTaskMethod, CancelTaskRequest,
-    ClientNotification, ClientRequest, CompleteRequest, CompleteRequestMethod, ConstString,
-    DiscoverRequest, DiscoverRequestMethod, ErrorCode, ErrorData, GetPromptRequest,
-    GetPromptRequestMethod, GetSkillRequest, GetSkillRequestMethod, GetTaskMethod, GetTaskRequest,
-    InitializeRequest, InitializeResultMethod, JsonRpcMessage, ListPromptsRequest,
-    ListPromptsRequestMethod, ListResourceTemplatesRequest, ListResourceTemplatesRequestMethod,
-    ListResourcesRequest, ListResourcesRequestMethod, ListSkillsRequest, ListSkillsRequestMethod,
-    ListToolsRequest, ListToolsRequestMethod, PingRequest, PingRequestMethod,
-    ReadResourceDirectoryRequest, ReadResourceDirectoryRequestMethod, ReadResourceRequest,
-    ReadResourceRequestMethod, RequestId, SetLevelRequestMethod, SubscribeRequestMethod,
-    SubscriptionsListenRequest, SubscriptionsListenRequestMethod, UnsubscribeRequestMethod,
-    UpdateTaskMethod, UpdateTaskRequest,
+    CancelledNotificationMethod, ClientNotification, ClientRequest, CompleteRequest,
+    CompleteRequestMethod, ConstString, DiscoverRequest, DiscoverRequestMethod, ErrorCode,
+    ErrorData, GetPromptRequest, GetPromptRequestMethod, GetSkillRequest, GetSkillRequestMethod,
+    GetTaskMethod, GetTaskRequest, InitializeRequest, InitializeResultMethod, JsonRpcMessage,
+    ListPromptsRequest, ListPromptsRequestMethod, ListResourceTemplatesRequest,
+    ListResourceTemplatesRequestMethod, ListResourcesRequest, ListResourcesRequestMethod,
+    ListSkillsRequest, ListSkillsRequestMethod, ListToolsRequest, ListToolsRequestMethod,
+    PingRequest, PingRequestMethod, ReadResourceDirectoryRequest,
+    ReadResourceDirectoryRequestMethod, ReadResourceRequest, ReadResourceRequestMethod, RequestId,
+    SetLevelRequestMethod, SubscribeRequestMethod, SubscriptionsListenRequest,
+    SubscriptionsListenRequestMethod, UnsubscribeRequestMethod, UpdateTaskMethod,
+    UpdateTaskRequest,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -531,9 +532,11 @@ fn request(line: &[u8], id: &RawValue, ids: &Ids) -> Decoded {
 
 /// A notification; a cancellation names the request by the internal id.
 fn notification(line: &[u8], members: &Members, ids: &Ids) -> Decoded {
-    let cancelled = members
-        .get("method")
-        .is_some_and(|method| method.get() == "\"notifications/cancelled\"");
+    // Compared decoded: `"notifications/cancell\u0065d"` is the same method to rmcp.
+    let cancelled = members.get("method").is_some_and(|method| {
+        serde_json::from_str::<Cow<str>>(method.get())
+            .is_ok_and(|method| method == CancelledNotificationMethod::VALUE)
+    });
     let request_id = members
         .get("params")
         .filter(|_| cancelled)
@@ -955,8 +958,16 @@ mod tests {
         // rmcp sends no answer for it; if one comes anyway it is not written.
         let late = ServerJsonRpcMessage::response(ServerResult::empty(()), internal);
         assert!(matches!(encode(&late, &ids), Ok(Outgoing::Nothing)));
-        // Cancelling what is not in flight reaches nothing.
+        // Cancelling what is not in flight reaches nothing, however the method is spelled: a
+        // client id passed through untranslated could name another request's internal id.
         assert!(matches!(decode(cancel.as_bytes(), 0, &ids), Decoded::Skip));
+        let Decoded::Message(_) = decode(br#"{"jsonrpc":"2.0","id":"x","method":"ping"}"#, 0, &ids)
+        else {
+            panic!("delivered")
+        };
+        let escaped =
+            br#"{"jsonrpc":"2.0","method":"notifications/cancell\u0065d","params":{"requestId":2}}"#;
+        assert!(matches!(decode(escaped, 0, &ids), Decoded::Skip));
     }
 
     #[test]
