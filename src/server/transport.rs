@@ -21,14 +21,15 @@
 //! with the id of one still in flight is answered with an error at once, and the first keeps its
 //! answer. A `notifications/cancelled` is translated the same way.
 //!
-//! **Backpressure.** While [`MAX_IN_FLIGHT`] requests are being worked on or answered, no more
-//! input is read: a client that pipelines 100,000 requests waits in its pipe instead of making
-//! the server hold them all. Requests whose handler waits for the client (an approval question)
-//! and long-lived `subscriptions/listen` requests do not count, so the client's answers are
-//! always read.
+//! **Backpressure.** While [`MAX_IN_FLIGHT`] requests are being worked on or answered, further
+//! requests wait in the transport (as many again at most; cancelling one drops it) while input
+//! is still read for the client's answers and cancellations; once that many wait, no more input
+//! is read. A client that pipelines 100,000 requests waits in its pipe instead of making the
+//! server hold them all. Requests whose handler waits for the client (an approval question) and
+//! long-lived `subscriptions/listen` requests do not count.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -78,6 +79,10 @@ pub struct LineTransport<R, W> {
     answering: Vec<tokio::task::JoinHandle<()>>,
     /// The client's requests in flight, by the ids rmcp knows them by.
     ids: Arc<Ids>,
+    /// Requests read while [`MAX_IN_FLIGHT`] were busy, waiting for room (at most as many
+    /// again). Reading goes on meanwhile, so that the client's answers and cancellations are
+    /// still seen; a request cancelled while parked is dropped.
+    parked: VecDeque<RxJsonRpcMessage<RoleServer>>,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -93,6 +98,7 @@ where
             dropped: 0,
             answering: Vec::new(),
             ids: Arc::new(Ids::default()),
+            parked: VecDeque::new(),
         }
     }
 
@@ -165,8 +171,31 @@ where
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            self.ids.room().await;
-            match self.read_line().await {
+            // Requests read while the session was full go first, as soon as there is room.
+            if !self.parked.is_empty() && self.ids.has_room() {
+                if let Some(request) = self
+                    .parked
+                    .pop_front()
+                    .and_then(|request| self.ids.start(request))
+                {
+                    return Some(request);
+                }
+                continue;
+            }
+            let ids = Arc::clone(&self.ids);
+            let read = if self.parked.len() >= MAX_IN_FLIGHT {
+                ids.room().await;
+                continue;
+            } else if self.parked.is_empty() {
+                self.read_line().await
+            } else {
+                // Both cancel-safe: whichever comes first, room for a parked request or a line.
+                tokio::select! {
+                    () = ids.room() => continue,
+                    read = self.read_line() => read,
+                }
+            };
+            match read {
                 Ok(true) => {}
                 Ok(false) => return None,
                 Err(error) => {
@@ -178,6 +207,15 @@ where
             self.line.clear();
             self.dropped = 0;
             match decoded {
+                Decoded::Message(message) if matches!(*message, JsonRpcMessage::Request(_)) => {
+                    if self.parked.is_empty() && self.ids.has_room() {
+                        if let Some(request) = self.ids.start(*message) {
+                            return Some(request);
+                        }
+                    } else {
+                        self.parked.push_back(*message);
+                    }
+                }
                 Decoded::Message(message) => return Some(*message),
                 Decoded::Skip => {}
                 Decoded::Answer(bytes) => self.answer(bytes),
@@ -270,7 +308,8 @@ struct InFlight {
     /// The id exactly as the client wrote it.
     written: Box<RawValue>,
     key: IdKey,
-    /// Whether it counts against [`MAX_IN_FLIGHT`] (long-lived subscriptions do not).
+    /// Whether it counts against [`MAX_IN_FLIGHT`]: from when it is delivered to rmcp, except
+    /// long-lived subscriptions.
     counted: bool,
 }
 
@@ -296,22 +335,24 @@ impl Ids {
     async fn room(&self) {
         loop {
             let released = self.released.notified();
-            {
-                let state = self.lock();
-                if state.busy < MAX_IN_FLIGHT.saturating_add(state.asked) {
-                    return;
-                }
+            if self.has_room() {
+                return;
             }
             released.await;
         }
+    }
+
+    fn has_room(&self) -> bool {
+        let state = self.lock();
+        state.busy < MAX_IN_FLIGHT.saturating_add(state.asked)
     }
 
     fn in_flight(&self, key: &IdKey) -> bool {
         self.lock().by_key.contains_key(key)
     }
 
-    /// Registers a request and gives the id rmcp knows it by.
-    fn register(&self, key: IdKey, written: Box<RawValue>, counted: bool) -> RequestId {
+    /// Registers a request read and gives the id rmcp knows it by; it counts once started.
+    fn register(&self, key: IdKey, written: Box<RawValue>) -> RequestId {
         let mut state = self.lock();
         state.last = state.last.wrapping_add(1);
         let internal = state.last;
@@ -321,13 +362,33 @@ impl Ids {
             InFlight {
                 written,
                 key,
-                counted,
+                counted: false,
             },
         );
-        if counted {
+        RequestId::Number(internal)
+    }
+
+    /// A registered request about to be delivered: it counts from now on, unless it is a
+    /// long-lived subscription. `None` when it was cancelled before it started.
+    fn start(&self, message: RxJsonRpcMessage<RoleServer>) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let JsonRpcMessage::Request(request) = &message else {
+            return Some(message);
+        };
+        let RequestId::Number(internal) = &request.id else {
+            return Some(message);
+        };
+        let counts = !matches!(
+            request.request,
+            ClientRequest::SubscriptionsListenRequest(_)
+        );
+        let mut state = self.lock();
+        let registered = state.in_flight.get_mut(internal)?;
+        if counts && !registered.counted {
+            registered.counted = true;
             state.busy += 1;
         }
-        RequestId::Number(internal)
+        drop(state);
+        Some(message)
     }
 
     /// Takes the request an answer is for: its id as the client wrote it, and its place in the
@@ -509,11 +570,7 @@ fn request(line: &[u8], id: &RawValue, ids: &Ids) -> Decoded {
             if let Some(problem) = params_problem(&request.request) {
                 return answer(Some(id), ErrorCode::INVALID_PARAMS, &problem);
             }
-            let counted = !matches!(
-                request.request,
-                ClientRequest::SubscriptionsListenRequest(_)
-            );
-            request.id = ids.register(key, id.to_owned(), counted);
+            request.id = ids.register(key, id.to_owned());
             Decoded::Message(Box::new(JsonRpcMessage::Request(request)))
         }
         Ok(message) => Decoded::Message(Box::new(message)),

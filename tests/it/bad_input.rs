@@ -409,12 +409,12 @@ async fn batches_are_answered_with_an_error_for_each_request() {
     assert_eq!(wire.answer("9").await["result"], json!({}));
 }
 
-/// Requests are read only while fewer than the limit are in flight: a client that pipelines
-/// 100,000 requests no longer makes the server hold them all (about 10 KB each) at once.
-/// Everything the client wrote is already in the pipe here, so a receive that does not
+/// Requests beyond the in-flight limit wait until one in flight is answered: a client that
+/// pipelines 100,000 requests no longer makes the server work on them all (about 10 KB each) at
+/// once. Everything the client wrote is already in the pipe here, so a receive that does not
 /// complete at once is waiting for an answer to go out, not for input.
 #[tokio::test]
-async fn requests_are_read_only_while_fewer_than_the_limit_are_in_flight() {
+async fn requests_beyond_the_limit_wait_until_one_in_flight_is_answered() {
     use futures::FutureExt;
     use rmcp::model::{ServerJsonRpcMessage, ServerResult};
     use rmcp::transport::Transport;
@@ -457,6 +457,83 @@ async fn requests_are_read_only_while_fewer_than_the_limit_are_in_flight() {
         .await
         .expect("the next request once one is answered");
     assert!(next.into_request().is_some());
+}
+
+/// With the limit reached, requests read wait in the transport, but a cancellation behind them
+/// still reaches the server at once (it frees a place, and the waiting request goes next), and a
+/// request cancelled while it waited is never started.
+#[tokio::test]
+async fn a_cancellation_gets_through_while_the_limit_is_reached() {
+    use rmcp::model::{ClientNotification, ServerJsonRpcMessage, ServerResult};
+    use rmcp::transport::Transport;
+    use synapse_mcp::server::transport::{LineTransport, MAX_IN_FLIGHT};
+    use tokio::io::AsyncWriteExt;
+
+    let (server_input, mut client_output) = tokio::io::duplex(1 << 20);
+    let (server_output, _client_input) = tokio::io::duplex(1 << 20);
+    let mut transport = LineTransport::new(server_input, server_output);
+    for id in 0..MAX_IN_FLIGHT + 2 {
+        client_output
+            .write_all(
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n").as_bytes(),
+            )
+            .await
+            .unwrap();
+    }
+    let waiting = MAX_IN_FLIGHT + 1;
+    for id in [0, waiting] {
+        client_output
+            .write_all(format!("{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    let mut started = Vec::new();
+    for _ in 0..MAX_IN_FLIGHT {
+        let message = Transport::<rmcp::RoleServer>::receive(&mut transport)
+            .await
+            .unwrap();
+        started.push(message.into_request().expect("a request").1);
+    }
+    let cancellation = |message: rmcp::service::RxJsonRpcMessage<rmcp::RoleServer>| {
+        let Some(ClientNotification::CancelledNotification(cancellation)) =
+            message.into_notification()
+        else {
+            panic!("a cancellation")
+        };
+        cancellation.params.request_id
+    };
+    // The cancellation of request 0 is read past the two waiting requests.
+    let message = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        Transport::<rmcp::RoleServer>::receive(&mut transport),
+    )
+    .await
+    .expect("input is still read while the limit is reached")
+    .unwrap();
+    assert_eq!(cancellation(message), Some(started.remove(0)));
+    // Its place goes to the first request that waited.
+    let message = Transport::<rmcp::RoleServer>::receive(&mut transport)
+        .await
+        .unwrap();
+    started.push(message.into_request().expect("the request that waited").1);
+    // The other is cancelled while it waits; given a place, it is dropped, not started.
+    let message = Transport::<rmcp::RoleServer>::receive(&mut transport)
+        .await
+        .unwrap();
+    assert!(cancellation(message).is_some());
+    Transport::<rmcp::RoleServer>::send(
+        &mut transport,
+        ServerJsonRpcMessage::response(ServerResult::empty(()), started.remove(0)),
+    )
+    .await
+    .unwrap();
+    drop(client_output);
+    assert!(
+        Transport::<rmcp::RoleServer>::receive(&mut transport)
+            .await
+            .is_none(),
+        "the request cancelled while it waited was started"
+    );
 }
 
 /// Pipelining thousands of requests while reading the answers: every one is answered once, in
