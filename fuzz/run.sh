@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the fuzz targets and runs each for a bounded time (libFuzzer through cargo-fuzz).
+# Fuzzing campaigns: builds the fuzz targets and runs each for a bounded time (libFuzzer through
+# cargo-fuzz), exploring at random. Not the CI gate: a random search may find a bug on one
+# machine and not on another, so .ci/run replays the committed inputs instead (fuzz/replay.sh).
 #
-#   fuzz/run.sh                     every target, 20 s each (what .ci/run does)
+#   fuzz/run.sh                     every target, 20 s each
 #   fuzz/run.sh 600                 every target, ten minutes each
 #   fuzz/run.sh 3600 jsonrpc_lines  one target for an hour
 #
@@ -9,7 +11,9 @@
 # accept them. The corpus each run grows is kept in fuzz/corpus/<target> (not committed) and
 # starts from the committed seeds in fuzz/seeds/<target>; a crash or a hang fails the script and
 # leaves its input in fuzz/artifacts/<target>/. Reproduce one with
-# `RUSTC_BOOTSTRAP=1 cargo fuzz run <target> fuzz/artifacts/<target>/<file>` from fuzz/.
+# `RUSTC_BOOTSTRAP=1 cargo fuzz run <target> fuzz/artifacts/<target>/<file>` from fuzz/; once
+# fixed, copy it into fuzz/seeds/<target>/ (named for what it found), so every replay runs it, and
+# add a regression test to tests/it/fuzz_regressions.rs.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -49,7 +53,7 @@ for target in "${targets[@]}"; do
   grep -E '^(#[0-9]+ +DONE|Done |stat::number_of_executed_units|stat::peak_rss_mb)|panicked|ERROR|SUMMARY|Test unit|^ +(left|right)' "$log" || true
   if [ "$status" -ne 0 ]; then
     tail -n 40 "$log" >&2
-    echo "fuzz target $target failed (exit $status); its input is in fuzz/artifacts/$target/" >&2
+    echo "fuzz target $target failed (exit $status); its input is in fuzz/artifacts/$target/: keep it in fuzz/seeds/$target/ with a regression test" >&2
     exit "$status"
   fi
 done

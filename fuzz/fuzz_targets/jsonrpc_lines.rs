@@ -2,19 +2,22 @@
 //! test skills) behind the stdio `LineTransport`, a new session for each input with a completed
 //! `initialize` handshake, then the fuzzer's bytes as they come, then a closing `ping`. The server
 //! is built once per process (building one per input loads the skills each time, at a few inputs
-//! a second); sessions share its workspace, as sessions of one binary share a store. Checks what a client relies on: every line
-//! written is JSON-RPC, every request with an id is answered (unless the input cancels
-//! something), the session ends cleanly when the input closes, and nothing hangs or panics.
+//! a second); sessions share its workspace, as sessions of one binary share a store. Checks
+//! what a client relies on: every line written is JSON-RPC, every request is answered as often
+//! as it was sent, with its id exactly as written (unless the input cancels something), the
+//! session ends cleanly when the input closes, and nothing hangs or panics.
 #![no_main]
 
-use std::collections::BTreeSet;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use rmcp::ServiceExt;
-use serde_json::{Value, json};
+use serde_json::json;
+use serde_json::value::RawValue;
 use synapse_mcp::config::{Cli, Config};
 use synapse_mcp::server::Server;
 use synapse_mcp::server::transport::LineTransport;
@@ -81,27 +84,105 @@ fn config() -> Config {
     Config::load(&cli).expect("the fuzz configuration loads")
 }
 
-/// The ids of the requests in the input that must be answered.
-fn expected_ids(bytes: &[u8]) -> BTreeSet<String> {
-    let mut ids = BTreeSet::new();
-    if bytes.windows(9).any(|window| window == b"cancelled") {
-        return ids;
+/// The members of a JSON object, each value as written.
+type Members<'a> = HashMap<Cow<'a, str>, &'a RawValue>;
+
+/// A request id as the server must echo it: numbers by their exact text (a JSON parser would
+/// turn a 60-digit id into a float, and two such floats may print alike or not), strings by
+/// value, anything else as the `null` an invalid request is answered with.
+fn id_key(id: &RawValue) -> String {
+    let text = id.get();
+    match text.as_bytes().first() {
+        // A string that does not decode (a lone surrogate escape) is no valid id either.
+        Some(b'"') => serde_json::from_str::<String>(text)
+            .map_or_else(|_| "null".to_owned(), |text| json!(text).to_string()),
+        Some(b'-' | b'0'..=b'9') => text.to_owned(),
+        _ => "null".to_owned(),
     }
+}
+
+/// Whether a message is a cancellation (which lets the server leave a request unanswered).
+fn cancels(members: &Members) -> bool {
+    members.get("method").is_some_and(|method| {
+        serde_json::from_str::<Cow<str>>(method.get())
+            .is_ok_and(|method| method == "notifications/cancelled")
+    })
+}
+
+/// The answers the input must get, by id key, counted: every object with a `method` and an `id`
+/// is a request (answered with its id, or `null` when the id is not a number or a string), one
+/// line or one batch element each; a batch without requests gets one answer with a `null` id.
+fn expected_ids(bytes: &[u8]) -> BTreeMap<String, usize> {
+    let mut ids = BTreeMap::new();
+    let mut cancelled = bytes.windows(9).any(|window| window == b"cancelled");
     for line in bytes.split(|&byte| byte == b'\n') {
-        let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(line) else {
-            continue;
-        };
-        let is_request = message.get("method").is_some_and(Value::is_string)
-            && !message.contains_key("result")
-            && !message.contains_key("error");
-        match message.get("id") {
-            Some(id @ (Value::Number(_) | Value::String(_))) if is_request => {
-                ids.insert(id.to_string());
+        let elements: Vec<&RawValue> = if line.trim_ascii_start().starts_with(b"[") {
+            let Ok(elements) = serde_json::from_slice::<Vec<&RawValue>>(line) else {
+                continue;
+            };
+            let requests = elements
+                .iter()
+                .filter_map(|element| serde_json::from_str::<Members>(element.get()).ok())
+                .filter(|members| members.contains_key("method") && members.contains_key("id"))
+                .count();
+            if requests == 0 {
+                *ids.entry("null".to_owned()).or_default() += 1;
             }
-            _ => {}
+            elements
+        } else {
+            match serde_json::from_slice::<&RawValue>(line) {
+                Ok(element) => vec![element],
+                Err(_) => continue,
+            }
+        };
+        for element in elements {
+            let Ok(members) = serde_json::from_str::<Members>(element.get()) else {
+                continue;
+            };
+            cancelled |= cancels(&members);
+            if let (true, Some(id)) = (members.contains_key("method"), members.get("id")) {
+                *ids.entry(id_key(id)).or_default() += 1;
+            }
         }
     }
+    if cancelled {
+        ids.clear();
+    }
     ids
+}
+
+/// Counts off the answers one output line carries (one answer, or a batch's array of them).
+fn answered(line: &str, expected: &mut BTreeMap<String, usize>) {
+    let answers: Vec<&RawValue> =
+        if line.starts_with('[') {
+            serde_json::from_str(line)
+                .unwrap_or_else(|error| panic!("the server wrote a broken array ({error}): {line}"))
+        } else {
+            vec![serde_json::from_str(line).unwrap_or_else(|error| {
+                panic!("the server wrote a non-JSON line ({error}): {line}")
+            })]
+        };
+    for answer in answers {
+        let members: Members = serde_json::from_str(answer.get())
+            .unwrap_or_else(|error| panic!("not a JSON-RPC message ({error}): {line}"));
+        assert_eq!(
+            members.get("jsonrpc").map(|version| version.get()),
+            Some("\"2.0\""),
+            "not JSON-RPC: {line}"
+        );
+        if members.contains_key("method") {
+            continue;
+        }
+        let Some(id) = members.get("id") else {
+            continue;
+        };
+        if let Some(count) = expected.get_mut(&id_key(id)) {
+            *count -= 1;
+            if *count == 0 {
+                expected.remove(&id_key(id));
+            }
+        }
+    }
 }
 
 async fn session(bytes: &[u8]) {
@@ -117,7 +198,7 @@ async fn session(bytes: &[u8]) {
     });
     let (client_read, mut client_write) = tokio::io::split(client_side);
     let mut expected = expected_ids(bytes);
-    expected.insert(json!("fuzz-end").to_string());
+    *expected.entry(json!("fuzz-end").to_string()).or_default() += 1;
     let writer = tokio::spawn({
         let mut input = Vec::new();
         input.extend_from_slice(
@@ -148,13 +229,7 @@ async fn session(bytes: &[u8]) {
             else {
                 panic!("the server closed its output with requests unanswered: {expected:?}");
             };
-            let message: Value = serde_json::from_str(&line).unwrap_or_else(|error| {
-                panic!("the server wrote a non-JSON line ({error}): {line}")
-            });
-            assert_eq!(message["jsonrpc"], "2.0", "not JSON-RPC: {line}");
-            if message.get("method").is_none() {
-                expected.remove(&message["id"].to_string());
-            }
+            answered(&line, &mut expected);
         }
     })
     .await;

@@ -80,3 +80,36 @@ async fn a_broken_request_is_answered_whole_although_receiving_was_dropped() {
     assert_eq!(answer["id"], 7);
     assert_eq!(answer["error"]["code"], -32700);
 }
+
+/// `jsonrpc_lines` (a 20-second CI smoke on a fresh clone): a request with a 60-digit integer
+/// id was answered with the id turned into a float (`8.888888888888889e59`), so the client could
+/// not match the answer to its request. The id now comes back exactly as it was written.
+#[tokio::test]
+async fn a_sixty_digit_request_id_comes_back_digit_for_digit() {
+    use tokio::io::AsyncBufReadExt;
+
+    let found = include_str!("../../fuzz/seeds/jsonrpc_lines/crash_sixty_digit_id");
+    let id = format!("{}1", "8".repeat(59));
+    assert!(found.contains(&format!("\"id\":{id},")));
+    let mut session = crate::common::RawSession::initialized(&[]).await;
+    session.send_bytes(found.as_bytes()).await;
+    let (_child, _stdin, mut stdout) = session.split();
+    let mut line = String::new();
+    while !line.contains("\"error\"") {
+        line.clear();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            stdout.read_line(&mut line),
+        )
+        .await
+        .expect("the request is answered")
+        .unwrap();
+        assert!(read > 0, "the server closed its output");
+    }
+    assert!(
+        line.starts_with(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32601"
+        )),
+        "{line}"
+    );
+}
