@@ -15,6 +15,7 @@ mod fuzz_regressions;
 mod plans;
 mod schemas;
 mod skills;
+mod snapshot_hardening;
 mod snapshots;
 mod soak;
 mod stdio;
