@@ -581,6 +581,11 @@ impl RawSession {
         session
     }
 
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id().unwrap()
+    }
+
     /// The process and its two pipes, for tests that write and read at the same time.
     pub(crate) fn split(self) -> (Child, ChildStdin, BufReader<ChildStdout>) {
         (self.child, self.stdin, self.stdout)
