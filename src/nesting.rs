@@ -2,7 +2,7 @@
 //! workspace (tool arguments, function calls in chat replies, writes to the state document,
 //! snapshot states), so that nothing accepted can fail to be read back.
 //!
-//! serde_json refuses to parse documents nested deeper than 128 levels, and recursive encoders
+//! `serde_json` refuses to parse documents nested deeper than 128 levels, and recursive encoders
 //! overflow the stack long before a value built by a loop runs out of memory. The limit here sits
 //! well below both: a value whose depth, counted together with the dot path it is written at, is
 //! within [`MAX_DEPTH`] can always be stored, read, exported and imported again.

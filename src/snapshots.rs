@@ -56,8 +56,8 @@ fn within_limit(what: &str, value: &Value) -> Result<(), Error> {
     nesting::check(value, 0).map_err(|too_deep| Error::Invalid(format!("{what} {too_deep}")))
 }
 
-fn too_deep(what: &str, too_deep: nesting::TooDeep) -> Error {
-    Error::Invalid(format!("{what} {too_deep}"))
+fn too_deep(what: &str, error: nesting::TooDeep) -> Error {
+    Error::Invalid(format!("{what} {error}"))
 }
 
 /// A call that failed while processing a message.
@@ -98,7 +98,7 @@ pub struct Processed {
     pub stopped: Option<Stopped>,
 }
 
-/// How far a cancelled SnapshotProcess got.
+/// How far a cancelled `SnapshotProcess` got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stopped {

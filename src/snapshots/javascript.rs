@@ -319,9 +319,24 @@ impl Worker {
     }
 }
 
-/// A new context of `runtime` with the prelude evaluated.
+/// A new context of `runtime` with the prelude evaluated. It has the standard built-ins a
+/// function may use, but neither `performance` (a real clock) nor `WeakRef` and
+/// `FinalizationRegistry` (they observe the collector): the same call always gives the same
+/// result.
 fn context(runtime: &Runtime) -> Result<Context, String> {
-    let context = Context::full(runtime).map_err(|error| error.to_string())?;
+    use rquickjs::context::intrinsic;
+    let context = Context::builder()
+        .with::<intrinsic::Date>()
+        .with::<intrinsic::Eval>()
+        .with::<intrinsic::RegExpCompiler>()
+        .with::<intrinsic::RegExp>()
+        .with::<intrinsic::Json>()
+        .with::<intrinsic::Proxy>()
+        .with::<intrinsic::MapSet>()
+        .with::<intrinsic::TypedArrays>()
+        .with::<intrinsic::Promise>()
+        .build(runtime)
+        .map_err(|error| error.to_string())?;
     context
         .with(|ctx| {
             ctx.eval::<(), _>(PRELUDE)

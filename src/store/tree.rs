@@ -112,20 +112,27 @@ struct Mirror {
     shape: Shape,
 }
 
+/// A container's layout is boxed: most values are scalars, and a chat's long arrays hold many.
 #[derive(Debug)]
 enum Shape {
     Scalar,
-    /// `spine[0]` holds the chunks' fragments, `spine[1]` the fragments of the spine nodes
-    /// joining them, and so on; empty when the container is small enough to be one node.
-    Array {
-        items: Vec<Mirror>,
-        spine: Vec<Vec<String>>,
-    },
-    Object {
-        members: Vec<(String, Mirror)>,
-        positions: HashMap<String, usize>,
-        spine: Vec<Vec<String>>,
-    },
+    Array(Box<ArrayLayout>),
+    Object(Box<ObjectLayout>),
+}
+
+/// `spine[0]` holds the chunks' fragments, `spine[1]` the fragments of the spine nodes joining
+/// them, and so on; empty when the container is small enough to be one node.
+#[derive(Debug)]
+struct ArrayLayout {
+    items: Vec<Mirror>,
+    spine: Vec<Vec<String>>,
+}
+
+#[derive(Debug)]
+struct ObjectLayout {
+    members: Vec<(String, Mirror)>,
+    positions: HashMap<String, usize>,
+    spine: Vec<Vec<String>>,
 }
 
 /// Snapshots laid out as nodes, ready for one transaction.
@@ -223,13 +230,13 @@ impl Encoded {
         let shape = match value {
             Value::Array(items) => {
                 check_depth(depth)?;
-                Shape::Array {
+                Shape::Array(Box::new(ArrayLayout {
                     items: items
                         .iter()
                         .map(|item| self.build(item, depth + 1))
                         .collect::<Result<_, _>>()?,
                     spine: Vec::new(),
-                }
+                }))
             }
             Value::Object(members) => {
                 check_depth(depth)?;
@@ -237,11 +244,11 @@ impl Encoded {
                     .iter()
                     .map(|(key, child)| Ok((key.clone(), self.build(child, depth + 1)?)))
                     .collect::<Result<Vec<_>, TooDeep>>()?;
-                Shape::Object {
+                Shape::Object(Box::new(ObjectLayout {
                     positions: positions(&members),
                     members,
                     spine: Vec::new(),
-                }
+                }))
             }
             Value::String(text) => {
                 let fragment = self.fragment(scalar(text.as_str()));
@@ -279,17 +286,17 @@ impl Encoded {
         }
         let mut touched = BTreeSet::new();
         let reused = match (&mut mirror.shape, value) {
-            (Shape::Array { items: laid, .. }, Value::Array(items)) => {
-                self.update_items(laid, items, dirty, depth, &mut touched)?
+            (Shape::Array(layout), Value::Array(items)) => {
+                self.update_items(&mut layout.items, items, dirty, depth, &mut touched)?
             }
-            (
-                Shape::Object {
+            (Shape::Object(layout), Value::Object(members)) => {
+                let ObjectLayout {
                     members: laid,
                     positions,
                     ..
-                },
-                Value::Object(members),
-            ) => self.update_members(laid, positions, members, dirty, depth, &mut touched)?,
+                } = &mut **layout;
+                self.update_members(laid, positions, members, dirty, depth, &mut touched)?
+            }
             _ => false,
         };
         if !reused {
@@ -371,8 +378,14 @@ impl Encoded {
     fn finish(&mut self, mirror: &mut Mirror, touched: Option<&BTreeSet<usize>>) {
         let (children, spine) = match &mut mirror.shape {
             Shape::Scalar => return,
-            Shape::Array { items, spine } => (Children::Items(items), spine),
-            Shape::Object { members, spine, .. } => (Children::Members(members), spine),
+            Shape::Array(layout) => {
+                let ArrayLayout { items, spine } = &mut **layout;
+                (Children::Items(items), spine)
+            }
+            Shape::Object(layout) => {
+                let ObjectLayout { members, spine, .. } = &mut **layout;
+                (Children::Members(members), spine)
+            }
         };
         let count = children.len();
         if count <= CHUNK {

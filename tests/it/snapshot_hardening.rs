@@ -93,7 +93,7 @@ async fn a_very_deep_path_in_a_reply_is_refused_and_the_server_goes_on() {
     }
 }
 
-/// Finding 2: a 200-segment `@.SET` used to be stored under a snapshot id that SnapshotGet and
+/// Finding 2: a 200-segment `@.SET` used to be stored under a snapshot id that `SnapshotGet` and
 /// later applies could not read. Now whatever is bound reads back: a write within the limit
 /// (path segments plus the value's depth) is kept whole, one level more is refused.
 #[tokio::test]
@@ -301,7 +301,7 @@ async fn until_processing(pid: u32) {
     panic!("the server never started processing the chat");
 }
 
-/// Finding 5 (cancellation): a cancelled SnapshotProcess used to run to its end on the blocking
+/// Finding 5 (cancellation): a cancelled `SnapshotProcess` used to run to its end on the blocking
 /// pool and store every snapshot. Now it stops between messages. Every reply here runs into
 /// the one-call time limit (a quarter of a second), so the whole chat takes at least ten
 /// seconds; fifteen seconds after the cancellation, far fewer than all of its snapshots exist.
@@ -380,7 +380,7 @@ fn a_cancelled_process_lists_what_it_stored() {
     );
 }
 
-/// Finding 5 (the client leaves): closing stdin during a long SnapshotProcess used to keep the
+/// Finding 5 (the client leaves): closing stdin during a long `SnapshotProcess` used to keep the
 /// process alive until the work was done. Now the work stops and the server exits.
 #[tokio::test]
 async fn a_process_stops_when_the_client_leaves() {
@@ -413,7 +413,7 @@ async fn user_functions_cannot_reach_each_other() {
     .await;
     ok(&client, "FunctionUpsert", json!({"characterId": "victim", "function": {
         "name": "LOOK", "type": "active", "pattern": "@\\.LOOK\\(\\);",
-        "executor": "const probe = {}; const list = []; list.push(1); const base = Object.getPrototypeOf(Date); snapshot.seen = {polluted: probe.polluted === undefined ? null : probe.polluted, leak: typeof globalThis.leak, underscore: _.get({a: 1}, 'a'), pushed: list.length, baseNow: typeof base.now === 'function' ? base.now() : 'none', now: Date.now(), made: new Date().getTime(), viaPrototype: new (Object.getPrototypeOf(new Date()).constructor)().getTime()}; return snapshot;"
+        "executor": "const probe = {}; const list = []; list.push(1); const base = Object.getPrototypeOf(Date); snapshot.seen = {polluted: probe.polluted === undefined ? null : probe.polluted, leak: typeof globalThis.leak, underscore: _.get({a: 1}, 'a'), pushed: list.length, baseNow: typeof base.now === 'function' ? base.now() : 'none', now: Date.now(), made: new Date().getTime(), viaPrototype: new (Object.getPrototypeOf(new Date()).constructor)().getTime(), clocks: [typeof performance, typeof WeakRef]}; return snapshot;"
     }}))
     .await;
     let attacked = ok(
@@ -433,7 +433,73 @@ async fn user_functions_cannot_reach_each_other() {
     assert_eq!(
         seen["snapshot"],
         json!({"seen": {"polluted": null, "leak": "undefined", "underscore": 1, "pushed": 1,
-            "baseNow": "none", "now": 0, "made": 0, "viaPrototype": 0}})
+            "baseNow": "none", "now": 0, "made": 0, "viaPrototype": 0,
+            "clocks": ["undefined", "undefined"]}})
     );
     client.cancel().await.unwrap();
+}
+
+/// The `snapshot_calls` fuzz target's property, over its seeds: every call that applies says
+/// which paths it changed, and the snapshot laid out again from those paths alone reads back
+/// exactly; no call makes it nest deeper than the limit.
+#[test]
+fn snapshots_laid_out_from_the_changed_paths_read_back() {
+    use std::collections::HashMap;
+    use synapse_mcp::nesting;
+    use synapse_mcp::snapshots::builtins::Builtin;
+    use synapse_mcp::snapshots::calls::{self, Action, Syntaxes};
+    use synapse_mcp::store::tree::{self, Changed, Encoded, SnapshotKey};
+
+    let key = || SnapshotKey {
+        id: "seed".to_owned(),
+        chat_file: "seed".to_owned(),
+        message_id: None,
+        swipe_id: None,
+        created_at: None,
+    };
+    let syntaxes = Syntaxes {
+        callable: Builtin::CALLABLE.to_vec(),
+        mvu: true,
+        json_patch: true,
+    };
+    let seeds = crate::common::manifest("fuzz/seeds/snapshot_calls");
+    for seed in std::fs::read_dir(seeds).unwrap() {
+        let text = std::fs::read_to_string(seed.unwrap().path()).unwrap();
+        let mut snapshot = json!({"角色": {"名字": "张三", "金币": 5}, "背包": ["剑"], "n": null,
+            "long": (0..40).collect::<Vec<_>>()});
+        let mut encoded = Encoded::new();
+        let mut nodes: HashMap<String, String> = HashMap::new();
+        encoded.add(key(), &snapshot).unwrap();
+        for call in calls::find(&text, &syntaxes) {
+            let mut changed = Changed::new();
+            let applied = match &call.action {
+                Action::Builtin(builtin, arguments) => builtin
+                    .apply(&mut snapshot, arguments)
+                    .map(|path| changed.path(&path)),
+                Action::Patch(operations) => operations.iter().try_for_each(|operation| {
+                    operation
+                        .apply(&mut snapshot)
+                        .map(|paths| paths.iter().for_each(|path| changed.path(path)))
+                }),
+                Action::Malformed(message) => Err(message.clone()),
+            };
+            drop(applied);
+            assert!(nesting::depth(&snapshot) <= nesting::MAX_DEPTH);
+            encoded.add_changed(key(), &snapshot, &changed).unwrap();
+            nodes.extend(std::mem::take(&mut encoded.nodes));
+            let root = encoded.snapshots.pop().unwrap().1;
+            encoded.committed();
+            let read = tree::decode(
+                &root,
+                &mut |hash: &str| nodes.get(hash).cloned().ok_or_else(|| hash.to_owned()),
+                |message| message,
+            );
+            assert_eq!(
+                read,
+                Ok(snapshot.clone()),
+                "after {} ({changed:?})",
+                call.name
+            );
+        }
+    }
 }
