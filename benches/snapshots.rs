@@ -96,7 +96,13 @@ fn main() {
     for run in 0..5 {
         let started = Instant::now();
         let processed = service
-            .process(&format!("cold-{run}"), &messages, None, Some(template()))
+            .process(
+                &format!("cold-{run}"),
+                &messages,
+                None,
+                Some(template()),
+                &|| false,
+            )
             .expect("process");
         cold.push(started.elapsed());
         if run == 0 {
@@ -125,7 +131,7 @@ fn main() {
         );
         let started = Instant::now();
         let processed = service
-            .process("cold-0", &grown, None, Some(template()))
+            .process("cold-0", &grown, None, Some(template()), &|| false)
             .expect("process");
         incremental.push(started.elapsed());
         assert_eq!(processed.bindings.len(), 1, "run {run}");
@@ -217,7 +223,7 @@ fn main() {
     }
     let large_bytes = large.to_string().len();
     let large_run = service
-        .process("large", &messages, None, Some(large))
+        .process("large", &messages, None, Some(large), &|| false)
         .expect("process");
     println!(
         "with a {large_bytes}-byte state: {:.0} bytes per snapshot ({:.1}% of a full copy)",

@@ -8,6 +8,11 @@
 //!   export format, prompt); [`engine`] applies one message; [`chat`] is the seed's flow over
 //!   SillyTavern messages.
 //! - [`Snapshots`] ties them to a store. It knows nothing of MCP.
+//!
+//! A long chat is processed as a stream: its snapshots are stored in batches of
+//! [`BATCH_SNAPSHOTS`], each laid out from the paths its message changed, so memory follows the
+//! state's size, not the chat's length, and a cancelled call stops between two messages with
+//! every snapshot it listed already stored.
 
 pub mod builtins;
 pub mod calls;
@@ -22,6 +27,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::nesting;
 use crate::store::tree::{Encoded, SnapshotKey};
 use crate::store::{self, SnapshotStore, StorageReport, StoredSnapshot};
 use chat::{Base, Binding, ChatMessage};
@@ -40,6 +46,18 @@ pub enum Error {
 
 fn invalid<T>(message: impl Into<String>) -> Result<T, Error> {
     Err(Error::Invalid(message.into()))
+}
+
+/// Snapshots stored per transaction while processing a chat.
+pub const BATCH_SNAPSHOTS: usize = 256;
+
+/// A whole value entering the store (a template, an edited snapshot) must be readable back.
+fn within_limit(what: &str, value: &Value) -> Result<(), Error> {
+    nesting::check(value, 0).map_err(|too_deep| Error::Invalid(format!("{what} {too_deep}")))
+}
+
+fn too_deep(what: &str, error: nesting::TooDeep) -> Error {
+    Error::Invalid(format!("{what} {error}"))
 }
 
 /// A call that failed while processing a message.
@@ -75,6 +93,20 @@ pub struct Processed {
     pub errors: Vec<MessageError>,
     /// What the new snapshots added to the store.
     pub storage: StorageReport,
+    /// Present when the call was cancelled part way: the bindings listed are stored and
+    /// valid; the later messages were not processed (call again to go on from them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
+}
+
+/// How far a cancelled `SnapshotProcess` got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Stopped {
+    /// AI messages processed and stored.
+    pub processed: usize,
+    /// AI messages left unprocessed.
+    pub remaining: usize,
 }
 
 /// What `SnapshotApply` did.
@@ -276,6 +308,7 @@ impl Snapshots {
         if !template.is_object() {
             return invalid("a template must be a JSON object, such as {\"角色\": {\"金币\": 0}}");
         }
+        within_limit("the template", template)?;
         Ok(self
             .store
             .set_template(&self.workspace, character_id, template)?)
@@ -292,6 +325,7 @@ impl Snapshots {
         if !snapshot.is_object() {
             return invalid("a snapshot must be a JSON object");
         }
+        within_limit("the snapshot", snapshot)?;
         if self.store.update_snapshot(&self.workspace, id, snapshot)? {
             Ok(())
         } else {
@@ -323,6 +357,7 @@ impl Snapshots {
             if !template.is_object() {
                 return invalid("`template` must be a JSON object");
             }
+            within_limit("`template`", &template)?;
             return Ok((template, Base::Template));
         }
         let stored = match character_id {
@@ -335,13 +370,15 @@ impl Snapshots {
         })
     }
 
-    /// The seed's flow over a whole chat (§1.2).
+    /// The seed's flow over a whole chat (§1.2). `cancelled` is asked between messages: once
+    /// it says yes, what was processed is stored and the rest is left (see [`Stopped`]).
     pub fn process(
         &self,
         chat_file: &str,
         messages: &[ChatMessage],
         character_id: Option<&str>,
         template: Option<Value>,
+        cancelled: &dyn Fn() -> bool,
     ) -> Result<Processed, Error> {
         let mut loaded: Option<StoredSnapshot> = None;
         let mut failure = None;
@@ -373,9 +410,18 @@ impl Snapshots {
         };
         let active = Active::from(self.library(character_id)?);
         let mut bindings = Vec::with_capacity(anchor.pending.len());
-        let mut new = Encoded::new();
+        let mut batch = Encoded::new();
+        let mut storage = StorageReport::default();
         let mut errors = Vec::new();
-        for &index in &anchor.pending {
+        let mut stopped = None;
+        for (done, &index) in anchor.pending.iter().enumerate() {
+            if cancelled() {
+                stopped = Some(Stopped {
+                    processed: done,
+                    remaining: anchor.pending.len() - done,
+                });
+                break;
+            }
             let message = &messages[index];
             let context = MessageContext {
                 chat_file: chat_file.to_owned(),
@@ -384,8 +430,9 @@ impl Snapshots {
                 character_id: character_id.map(str::to_owned),
                 send_date: message.send_millis(),
             };
-            let failed = engine::apply(&self.engine, &active, &mut state, message.text(), &context);
-            errors.extend(failed.into_iter().map(|error| MessageError {
+            let outcome =
+                engine::apply(&self.engine, &active, &mut state, message.text(), &context);
+            errors.extend(outcome.errors.into_iter().map(|error| MessageError {
                 message_index: Some(index),
                 swipe_id: Some(message.active_swipe()),
                 error,
@@ -403,13 +450,14 @@ impl Snapshots {
                 swipe_id: Some(message.active_swipe() as u64),
                 created_at: None,
             };
-            new.add(key, &state);
+            batch
+                .add_changed(key, &state, &outcome.changed)
+                .map_err(|error| too_deep("the state", error))?;
+            if batch.snapshots.len() >= BATCH_SNAPSHOTS {
+                self.commit(&mut batch, &mut storage)?;
+            }
         }
-        let storage = if new.is_empty() {
-            StorageReport::default()
-        } else {
-            self.store.put_snapshots(&self.workspace, &new)?
-        };
+        self.commit(&mut batch, &mut storage)?;
         let latest_snapshot_id = bindings
             .last()
             .map(|binding| binding.snapshot_id.clone())
@@ -422,7 +470,21 @@ impl Snapshots {
             vs_stat_data: state,
             errors,
             storage,
+            stopped,
         })
+    }
+
+    /// Stores a batch of snapshots (if any) in one transaction and adds up what it cost.
+    fn commit(&self, batch: &mut Encoded, storage: &mut StorageReport) -> Result<(), Error> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let report = self.store.put_snapshots(&self.workspace, batch)?;
+        storage.snapshots += report.snapshots;
+        storage.new_nodes += report.new_nodes;
+        storage.new_bytes += report.new_bytes;
+        batch.committed();
+        Ok(())
     }
 
     /// One message applied to a base snapshot (or the template), stored as a new snapshot.
@@ -446,7 +508,7 @@ impl Snapshots {
             character_id: character_id.map(str::to_owned),
             send_date: None,
         };
-        let errors = engine::apply(&self.engine, &active, &mut state, text, &context);
+        let outcome = engine::apply(&self.engine, &active, &mut state, text, &context);
         let id = uuid::Uuid::new_v4().to_string();
         let mut new = Encoded::new();
         let key = SnapshotKey {
@@ -456,12 +518,13 @@ impl Snapshots {
             swipe_id: None,
             created_at: None,
         };
-        new.add(key, &state);
+        new.add(key, &state)
+            .map_err(|error| too_deep("the state", error))?;
         let storage = self.store.put_snapshots(&self.workspace, &new)?;
         Ok(Applied {
             snapshot_id: id,
             snapshot: state,
-            errors,
+            errors: outcome.errors,
             storage,
         })
     }

@@ -1,6 +1,7 @@
 //! The `snapshots` group (seed 002): chat state snapshots, the function library and character
 //! templates, as thin adapters over [`crate::snapshots::Snapshots`]. The work (SQLite, QuickJS)
-//! is synchronous and may take a while on a long chat, so it runs on tokio's blocking pool.
+//! is synchronous and may take a while on a long chat, so it runs on tokio's blocking pool; the
+//! call's cancellation (the client cancelled, or left) reaches it there.
 
 use std::sync::Arc;
 
@@ -8,6 +9,7 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::{off_thread, structured};
 use crate::snapshots::builtins::strip_mvu_metadata;
@@ -22,7 +24,7 @@ use crate::tools::{
 
 pub const GROUP: &str = "snapshots";
 
-type Run = fn(&Snapshots, Value) -> Result<ToolOutput, ToolError>;
+type Run = fn(&Snapshots, Value, &CancellationToken) -> Result<ToolOutput, ToolError>;
 
 struct SnapshotTool {
     definition: ToolDefinition,
@@ -44,7 +46,8 @@ impl Tool for SnapshotTool {
         let service = Arc::clone(&self.service);
         let run = self.run;
         let arguments = call.arguments;
-        off_thread(move || run(&service, arguments))
+        let cancellation = call.cancellation.clone();
+        off_thread(move || run(&service, arguments, &cancellation))
     }
 
     fn caches_result(&self) -> bool {
@@ -244,7 +247,11 @@ pub struct ProcessArguments {
     pub template: Option<Value>,
 }
 
-fn process(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
+fn process(
+    service: &Snapshots,
+    arguments: Value,
+    cancellation: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let arguments: ProcessArguments = parse_arguments("SnapshotProcess", arguments)?;
     let processed = service
         .process(
@@ -252,8 +259,17 @@ fn process(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolErro
             &arguments.messages,
             arguments.character_id.as_deref(),
             arguments.template,
+            &|| cancellation.is_cancelled(),
         )
         .map_err(failed)?;
+    if let Some(stopped) = processed.stopped {
+        tracing::info!(
+            chat_file = arguments.chat_file,
+            processed = stopped.processed,
+            remaining = stopped.remaining,
+            "SnapshotProcess cancelled; the snapshots of the processed messages are stored"
+        );
+    }
     structured(&processed)
 }
 
@@ -270,7 +286,11 @@ pub struct ApplyArguments {
     pub message_index: Option<usize>,
 }
 
-fn apply(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
+fn apply(
+    service: &Snapshots,
+    arguments: Value,
+    _: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let arguments: ApplyArguments = parse_arguments("SnapshotApply", arguments)?;
     let applied = service
         .apply(
@@ -307,7 +327,11 @@ fn snapshot_output(service: &Snapshots, id: &str) -> Result<ToolOutput, ToolErro
     })
 }
 
-fn get(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
+fn get(
+    service: &Snapshots,
+    arguments: Value,
+    _: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let arguments: GetArguments = parse_arguments("SnapshotGet", arguments)?;
     snapshot_output(service, &arguments.id)
 }
@@ -324,7 +348,11 @@ pub struct UpdateArguments {
     pub mvu_strip: bool,
 }
 
-fn update(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
+fn update(
+    service: &Snapshots,
+    arguments: Value,
+    _: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let mut arguments: UpdateArguments = parse_arguments("SnapshotUpdate", arguments)?;
     if arguments.mvu_strip {
         strip_mvu_metadata(&mut arguments.snapshot);
@@ -349,7 +377,11 @@ pub struct DeletedOutput {
     pub deleted: u64,
 }
 
-fn delete_chat(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
+fn delete_chat(
+    service: &Snapshots,
+    arguments: Value,
+    _: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let arguments: DeleteChatArguments = parse_arguments("SnapshotDeleteChat", arguments)?;
     let deleted = service.delete_chat(&arguments.chat_file).map_err(failed)?;
     structured(&DeletedOutput {
@@ -374,7 +406,11 @@ pub struct CleanupOutput {
     pub deleted: u64,
 }
 
-fn cleanup(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
+fn cleanup(
+    service: &Snapshots,
+    arguments: Value,
+    _: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let arguments: CleanupArguments = parse_arguments("SnapshotCleanup", arguments)?;
     let removed: Vec<DeletedOutput> = service
         .cleanup(&arguments.active_chat_files)
@@ -403,7 +439,11 @@ pub struct FunctionListOutput {
     pub local: Option<Vec<VarFunction>>,
 }
 
-fn function_list(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
+fn function_list(
+    service: &Snapshots,
+    arguments: Value,
+    _: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let arguments: ScopeArguments = parse_arguments("FunctionList", arguments)?;
     let global = service.functions(&Scope::Global).map_err(failed)?;
     let local = match Scope::of(arguments.character_id.as_deref()) {
@@ -422,7 +462,11 @@ pub struct UpsertArguments {
     pub character_id: Option<String>,
 }
 
-fn function_upsert(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
+fn function_upsert(
+    service: &Snapshots,
+    arguments: Value,
+    _: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let arguments: UpsertArguments = parse_arguments("FunctionUpsert", arguments)?;
     let scope = Scope::of(arguments.character_id.as_deref());
     let stored = service
@@ -438,7 +482,11 @@ pub struct RemoveArguments {
     pub character_id: Option<String>,
 }
 
-fn function_remove(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
+fn function_remove(
+    service: &Snapshots,
+    arguments: Value,
+    _: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let arguments: RemoveArguments = parse_arguments("FunctionRemove", arguments)?;
     let scope = Scope::of(arguments.character_id.as_deref());
     let removed = service
@@ -463,7 +511,11 @@ pub struct ImportOutput {
     pub note: String,
 }
 
-fn function_import(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
+fn function_import(
+    service: &Snapshots,
+    arguments: Value,
+    _: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let arguments: ImportArguments = parse_arguments("FunctionImport", arguments)?;
     let data = match arguments.data {
         Value::String(text) => serde_json::from_str(&text)
@@ -494,7 +546,11 @@ pub struct ExportArguments {
     pub character_id: Option<String>,
 }
 
-fn function_export(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
+fn function_export(
+    service: &Snapshots,
+    arguments: Value,
+    _: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let arguments: ExportArguments = parse_arguments("FunctionExport", arguments)?;
     let scope = Scope::of(arguments.character_id.as_deref());
     let export = service
@@ -519,7 +575,11 @@ pub struct TemplateOutput {
     pub template: Value,
 }
 
-fn template_get(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
+fn template_get(
+    service: &Snapshots,
+    arguments: Value,
+    _: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let arguments: TemplateGetArguments = parse_arguments("TemplateGet", arguments)?;
     let template = service
         .template(&arguments.character_id)
@@ -543,7 +603,11 @@ pub struct TemplateSetArguments {
     pub mvu_strip: bool,
 }
 
-fn template_set(service: &Snapshots, arguments: Value) -> Result<ToolOutput, ToolError> {
+fn template_set(
+    service: &Snapshots,
+    arguments: Value,
+    _: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let mut arguments: TemplateSetArguments = parse_arguments("TemplateSet", arguments)?;
     if arguments.mvu_strip {
         strip_mvu_metadata(&mut arguments.template);

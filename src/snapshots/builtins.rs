@@ -4,9 +4,15 @@
 //! Paths are lodash-style (`角色.名字`, `背包[0]`, `a["b.c"]`). Unlike lodash, a write never
 //! replaces a scalar standing in the way of a deeper path, and an array index never leaves a
 //! gap: the call fails with a message naming the path, and the snapshot is left as it was.
+//!
+//! No write may make the snapshot nest deeper than [`nesting::MAX_DEPTH`] (the path's segments
+//! plus the written value's depth): such a call fails like any other, so whatever is stored
+//! reads back. Each call that applies says which path it changed, so that only that path is
+//! laid out again when the snapshot is stored.
 
 use serde_json::{Map, Number, Value};
 
+use crate::nesting;
 use crate::plans::path::{self, Path};
 
 /// A built-in function.
@@ -71,12 +77,14 @@ impl Builtin {
             .find(|builtin| builtin.name() == name)
     }
 
-    /// Applies one call. On an error the snapshot is unchanged.
-    pub fn apply(self, snapshot: &mut Value, arguments: &[Value]) -> Result<(), String> {
+    /// Applies one call; returns the path it changed. On an error the snapshot is unchanged.
+    pub fn apply(self, snapshot: &mut Value, arguments: &[Value]) -> Result<Vec<String>, String> {
         match self {
             Self::Set => {
                 let [path, value] = exactly(arguments, "SET(path, value)")?;
-                set(snapshot, &parse_path(path)?, value.clone())
+                let path = parse_path(path)?;
+                within_limit(&path, value)?;
+                set(snapshot, &path, value.clone())
             }
             Self::Add | Self::Sub => {
                 let usage = if self == Self::Add {
@@ -92,22 +100,26 @@ impl Builtin {
             }
             Self::Append => {
                 let [path, item] = exactly(arguments, "APPEND(path, item)")?;
-                append(snapshot, &parse_path(path)?, item.clone())
+                let path = parse_path(path)?;
+                within_limit_below(&path, 1, item)?;
+                append(snapshot, &path, item.clone())
             }
             Self::Remove => {
                 let [path, target] = exactly(arguments, "REMOVE(path, indexOrValue)")?;
                 remove(snapshot, &parse_path(path)?, target)
             }
             Self::Assign => match arguments {
-                [path, value] => assign(snapshot, &parse_path(path)?, value.clone()),
+                [path, value] => {
+                    let path = parse_path(path)?;
+                    within_limit_below(&path, 1, value)?;
+                    assign(snapshot, &path, value.clone())
+                }
                 [path, key, value] => {
                     let mut segments = parse_path(path)?.segments().to_vec();
                     segments.push(key_text(key)?);
-                    set(
-                        snapshot,
-                        &Path::from_segments(segments).map_err(|error| error.to_string())?,
-                        value.clone(),
-                    )
+                    let path = Path::from_segments(segments).map_err(|error| error.to_string())?;
+                    within_limit(&path, value)?;
+                    set(snapshot, &path, value.clone())
                 }
                 _ => Err(format!(
                     "ASSIGN(path, object) or ASSIGN(path, key, value) takes 2 or 3 arguments, not {}",
@@ -116,8 +128,9 @@ impl Builtin {
             },
             Self::Unset => {
                 let [path] = exactly(arguments, "UNSET(path)")?;
-                parse_path(path)?.remove(snapshot);
-                Ok(())
+                let path = parse_path(path)?;
+                path.remove(snapshot);
+                Ok(parent(&path))
             }
             Self::Time => {
                 let [time] = exactly(arguments, "TIME(time)")?;
@@ -257,14 +270,63 @@ pub fn lodash_path(text: &str) -> Result<Path, String> {
     if segments.is_empty() {
         return Err("the path is empty: name a field such as \"角色.名字\"".to_owned());
     }
+    segments_within_limit(text, segments.len())?;
     Path::from_segments(segments).map_err(|error| error.to_string())
 }
 
-fn set(snapshot: &mut Value, path: &Path, value: Value) -> Result<(), String> {
-    path.set(snapshot, value).map_err(|error| error.to_string())
+/// A path may not be deeper than a snapshot may nest.
+fn segments_within_limit(text: &str, segments: usize) -> Result<(), String> {
+    if segments > nesting::MAX_DEPTH {
+        let shown: String = text.chars().take(40).collect();
+        return Err(format!(
+            "path `{shown}…` has {segments} segments: a snapshot {}",
+            nesting::TooDeep { depth: segments }
+        ));
+    }
+    Ok(())
 }
 
-fn add(snapshot: &mut Value, path: &Path, amount: &Value, subtract: bool) -> Result<(), String> {
+/// Writing `value` at `path` keeps the snapshot within the depth limit.
+fn within_limit(path: &Path, value: &Value) -> Result<(), String> {
+    within_limit_below(path, 0, value)
+}
+
+/// Writing `value` `extra` levels below `path` (an array item: 1) keeps the snapshot within
+/// the depth limit.
+fn within_limit_below(path: &Path, extra: usize, value: &Value) -> Result<(), String> {
+    nesting::check(value, path.segments().len() + extra).map_err(|too_deep| {
+        format!(
+            "writing {} at `{path}` would make the snapshot {too_deep}",
+            show(value)
+        )
+    })
+}
+
+fn set(snapshot: &mut Value, path: &Path, value: Value) -> Result<Vec<String>, String> {
+    path.set(snapshot, value)
+        .map_err(|error| error.to_string())?;
+    Ok(path.segments().to_vec())
+}
+
+/// What a removal changes: the container it removes from (an array's later items move up).
+fn parent(path: &Path) -> Vec<String> {
+    let segments = path.segments();
+    segments[..segments.len().saturating_sub(1)].to_vec()
+}
+
+/// A path and one more segment: where an appended item lands.
+fn item_path(path: &Path, index: usize) -> Vec<String> {
+    let mut segments = path.segments().to_vec();
+    segments.push(index.to_string());
+    segments
+}
+
+fn add(
+    snapshot: &mut Value,
+    path: &Path,
+    amount: &Value,
+    subtract: bool,
+) -> Result<Vec<String>, String> {
     let current = path.get(snapshot).cloned().unwrap_or(Value::Null);
     let result = match (&current, amount) {
         (Value::Null, _) => arithmetic(&Value::Number(0.into()), amount, subtract),
@@ -305,12 +367,12 @@ fn arithmetic(current: &Value, amount: &Value, subtract: bool) -> Option<Value> 
     Number::from_f64(result).map(Value::Number)
 }
 
-fn append(snapshot: &mut Value, path: &Path, item: Value) -> Result<(), String> {
+fn append(snapshot: &mut Value, path: &Path, item: Value) -> Result<Vec<String>, String> {
     match path.get_mut(snapshot) {
         None | Some(Value::Null) => set(snapshot, path, Value::Array(vec![item])),
         Some(Value::Array(items)) => {
             items.push(item);
-            Ok(())
+            Ok(item_path(path, items.len() - 1))
         }
         Some(other) => Err(format!(
             "`{path}` holds {}, not an array; APPEND adds to arrays",
@@ -319,7 +381,7 @@ fn append(snapshot: &mut Value, path: &Path, item: Value) -> Result<(), String> 
     }
 }
 
-fn remove(snapshot: &mut Value, path: &Path, target: &Value) -> Result<(), String> {
+fn remove(snapshot: &mut Value, path: &Path, target: &Value) -> Result<Vec<String>, String> {
     let Some(Value::Array(items)) = path.get_mut(snapshot) else {
         let found = path.get(snapshot).map_or("nothing", path::describe);
         return Err(format!(
@@ -333,7 +395,7 @@ fn remove(snapshot: &mut Value, path: &Path, target: &Value) -> Result<(), Strin
         && !items.iter().any(|item| item == target)
     {
         items.remove(index);
-        return Ok(());
+        return Ok(path.segments().to_vec());
     }
     let before = items.len();
     items.retain(|item| item != target);
@@ -343,19 +405,19 @@ fn remove(snapshot: &mut Value, path: &Path, target: &Value) -> Result<(), Strin
             show(target)
         ));
     }
-    Ok(())
+    Ok(path.segments().to_vec())
 }
 
-fn assign(snapshot: &mut Value, path: &Path, value: Value) -> Result<(), String> {
+fn assign(snapshot: &mut Value, path: &Path, value: Value) -> Result<Vec<String>, String> {
     match (path.get_mut(snapshot), value) {
         (None | Some(Value::Null), value) => set(snapshot, path, value),
         (Some(Value::Object(members)), Value::Object(added)) => {
             members.extend(added);
-            Ok(())
+            Ok(path.segments().to_vec())
         }
         (Some(Value::Array(items)), value) => {
             items.push(value);
-            Ok(())
+            Ok(item_path(path, items.len() - 1))
         }
         (Some(Value::Object(_)), other) => Err(format!(
             "ASSIGN merges an object into `{path}`, but got {}; use SET to replace it",
@@ -381,21 +443,27 @@ pub struct PatchOperation {
 }
 
 impl PatchOperation {
-    pub fn apply(&self, snapshot: &mut Value) -> Result<(), String> {
+    /// Applies the operation; returns the paths it changed. On an error the snapshot is
+    /// unchanged.
+    pub fn apply(&self, snapshot: &mut Value) -> Result<Vec<Vec<String>>, String> {
         let path = patch_path(&self.path)?;
         let value = || {
-            self.value
+            let value = self
+                .value
                 .clone()
-                .ok_or_else(|| format!("`{}` on `{}` needs a `value`", self.op, self.path))
+                .ok_or_else(|| format!("`{}` on `{}` needs a `value`", self.op, self.path))?;
+            within_limit(&path, &value)?;
+            Ok::<_, String>(value)
         };
+        let one = |changed: Vec<String>| vec![changed];
         match self.op.as_str() {
-            "replace" => set(snapshot, &path, value()?),
-            "add" | "insert" => insert(snapshot, &path, value()?, self.op == "add"),
+            "replace" => set(snapshot, &path, value()?).map(one),
+            "add" | "insert" => insert(snapshot, &path, value()?, self.op == "add").map(one),
             "remove" => path
                 .remove(snapshot)
-                .map(drop)
+                .map(|_| vec![parent(&path)])
                 .ok_or_else(|| format!("remove: nothing at `{}`", self.path)),
-            "delta" => add(snapshot, &path, &value()?, false),
+            "delta" => add(snapshot, &path, &value()?, false).map(one),
             "move" => {
                 let from = self
                     .from
@@ -406,11 +474,12 @@ impl PatchOperation {
                     .get(snapshot)
                     .cloned()
                     .ok_or_else(|| format!("move: nothing at `{from}`"))?;
+                within_limit(&path, &moved)?;
                 let mut changed = snapshot.clone();
                 source.remove(&mut changed);
                 set(&mut changed, &path, moved)?;
                 *snapshot = changed;
-                Ok(())
+                Ok(vec![parent(&source), path.segments().to_vec()])
             }
             other => Err(format!(
                 "unknown JSON Patch op `{other}`: use replace, add, remove, delta, insert or move"
@@ -425,7 +494,7 @@ fn insert(
     path: &Path,
     value: Value,
     replace_in_object: bool,
-) -> Result<(), String> {
+) -> Result<Vec<String>, String> {
     let Some((last, parents)) = path.segments().split_last() else {
         return set(snapshot, path, value);
     };
@@ -451,8 +520,14 @@ fn insert(
                         )
                     })?
             };
+            let appended = index == items.len();
             items.insert(index, value);
-            Ok(())
+            // An item added at the end is a new item; anywhere else, the later ones move.
+            let mut changed = parents.to_vec();
+            if appended {
+                changed.push(index.to_string());
+            }
+            Ok(changed)
         }
         Some(Value::Object(members)) if !replace_in_object && members.contains_key(last) => {
             Err(format!("insert: `{path}` exists already; use replace"))
@@ -465,10 +540,11 @@ fn patch_path(text: &str) -> Result<Path, String> {
     let Some(pointer) = text.strip_prefix('/') else {
         return lodash_path(text);
     };
-    let segments = pointer
+    let segments: Vec<String> = pointer
         .split('/')
         .map(|segment| segment.replace("~1", "/").replace("~0", "~"))
         .collect();
+    segments_within_limit(text, segments.len())?;
     Path::from_segments(segments).map_err(|error| error.to_string())
 }
 
@@ -501,7 +577,41 @@ mod tests {
     use serde_json::json;
 
     fn call(builtin: Builtin, snapshot: &mut Value, arguments: &Value) -> Result<(), String> {
-        builtin.apply(snapshot, arguments.as_array().unwrap())
+        builtin
+            .apply(snapshot, arguments.as_array().unwrap())
+            .map(drop)
+    }
+
+    #[test]
+    fn writes_deeper_than_the_limit_are_refused_and_say_which_path_changed() {
+        let mut snapshot = json!({"list": [1]});
+        let deep = vec!["a"; 3_200].join(".");
+        let error = call(Builtin::Set, &mut snapshot, &json!([deep, 1])).unwrap_err();
+        assert!(error.contains("3200 segments"), "{error}");
+        let mut value = json!(1);
+        for _ in 0..64 {
+            value = json!([value]);
+        }
+        let error = call(Builtin::Append, &mut snapshot, &json!(["list", value])).unwrap_err();
+        assert!(error.contains("66 levels deep"), "{error}");
+        assert_eq!(snapshot, json!({"list": [1]}));
+        assert_eq!(
+            Builtin::Append.apply(&mut snapshot, &[json!("list"), json!(2)]),
+            Ok(vec!["list".to_owned(), "1".to_owned()])
+        );
+        let pointer = format!("/{}", vec!["a"; 65].join("/"));
+        let operation = PatchOperation {
+            op: "replace".to_owned(),
+            path: pointer,
+            value: Some(json!(1)),
+            from: None,
+        };
+        assert!(
+            operation
+                .apply(&mut snapshot)
+                .unwrap_err()
+                .contains("65 segments")
+        );
     }
 
     #[test]

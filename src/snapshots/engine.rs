@@ -1,7 +1,8 @@
 //! Applying one AI message to a snapshot (seed 002 §3.3): passive functions before the active
 //! calls (by `order`), the active calls (by position in the text), passive functions after. A
 //! call that fails is skipped and recorded; the others still apply. The same snapshot, text
-//! and library always give the same result.
+//! and library always give the same result. A user function's result may not nest deeper than
+//! [`nesting::MAX_DEPTH`], like any other write.
 
 use std::cell::OnceCell;
 use std::sync::Arc;
@@ -14,6 +15,8 @@ use super::calls::{self, Action, Syntaxes};
 use super::functions::{Active, VarFunction, split_pattern};
 use super::javascript::{Engine, Invocation};
 use super::literal::decode_capture;
+use crate::nesting;
+use crate::store::tree::Changed;
 
 /// A call that failed, as the result lists it (a client shows it as a warning).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -74,35 +77,44 @@ impl Planned {
     }
 }
 
-/// Applies `text`'s calls and the passive functions to `snapshot`; returns the failures.
+/// What applying one message did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The calls that failed (and were skipped).
+    pub errors: Vec<CallError>,
+    /// Where the snapshot changed.
+    pub changed: Changed,
+}
+
+/// Applies `text`'s calls and the passive functions to `snapshot`.
 pub fn apply(
     engine: &Engine,
     active: &Active,
     snapshot: &mut Value,
     text: &str,
     context: &MessageContext,
-) -> Vec<CallError> {
-    let mut errors = Vec::new();
+) -> Outcome {
+    let mut outcome = Outcome::default();
     let context = ScriptContext {
         message: context,
         json: OnceCell::new(),
     };
     let run_passive =
-        |functions: &[Arc<VarFunction>], snapshot: &mut Value, errors: &mut Vec<CallError>| {
+        |functions: &[Arc<VarFunction>], snapshot: &mut Value, outcome: &mut Outcome| {
             for function in functions {
-                run_script(engine, function, snapshot, &[], &context, None, errors);
+                run_script(engine, function, snapshot, &[], &context, None, outcome);
             }
         };
-    run_passive(&active.before, snapshot, &mut errors);
-    let mut planned = plan(engine, active, text, &mut errors);
+    run_passive(&active.before, snapshot, &mut outcome);
+    let mut planned = plan(engine, active, text, &mut outcome.errors);
     planned.sort_by_key(Planned::position);
     // A user pattern's match inside a built-in call's string (say) is that call's text.
     calls::keep_outermost(&mut planned, |call| (call.position(), call.end()));
     for call in planned {
-        run_planned(engine, call, snapshot, text, &context, &mut errors);
+        run_planned(engine, call, snapshot, text, &context, &mut outcome);
     }
-    run_passive(&active.after, snapshot, &mut errors);
-    errors
+    run_passive(&active.after, snapshot, &mut outcome);
+    outcome
 }
 
 fn plan(engine: &Engine, active: &Active, text: &str, errors: &mut Vec<CallError>) -> Vec<Planned> {
@@ -161,7 +173,7 @@ fn run_planned(
     snapshot: &mut Value,
     text: &str,
     context: &ScriptContext<'_>,
-    errors: &mut Vec<CallError>,
+    outcome: &mut Outcome,
 ) {
     let characters = |position: usize| Some(text[..position].chars().count());
     match call {
@@ -171,6 +183,7 @@ fn run_planned(
             action,
             ..
         } => {
+            let errors = &mut outcome.errors;
             let mut fail = |message: String| {
                 errors.push(CallError {
                     function: name.clone(),
@@ -179,15 +192,15 @@ fn run_planned(
                 });
             };
             match action {
-                Action::Builtin(builtin, arguments) => {
-                    if let Err(message) = builtin.apply(snapshot, &arguments) {
-                        fail(message);
-                    }
-                }
+                Action::Builtin(builtin, arguments) => match builtin.apply(snapshot, &arguments) {
+                    Ok(path) => outcome.changed.path(&path),
+                    Err(message) => fail(message),
+                },
                 Action::Patch(operations) => {
                     for operation in operations {
-                        if let Err(message) = operation.apply(snapshot) {
-                            fail(message);
+                        match operation.apply(snapshot) {
+                            Ok(paths) => paths.iter().for_each(|path| outcome.changed.path(path)),
+                            Err(message) => fail(message),
                         }
                     }
                 }
@@ -207,7 +220,7 @@ fn run_planned(
                 &arguments,
                 context,
                 characters(position),
-                errors,
+                outcome,
             );
         }
     }
@@ -220,7 +233,7 @@ fn run_script(
     arguments: &[Value],
     context: &ScriptContext<'_>,
     position: Option<usize>,
-    errors: &mut Vec<CallError>,
+    outcome: &mut Outcome,
 ) {
     let context_json = context.json();
     let invocation = Invocation {
@@ -235,13 +248,19 @@ fn run_script(
         ]),
         now_millis: context.message.send_date.unwrap_or(0.0),
     };
-    let outcome = engine.run(&invocation).and_then(|json| {
-        serde_json::from_str(&json)
-            .map_err(|error| format!("returned a snapshot that is not JSON: {error}"))
+    let result = engine.run(&invocation).and_then(|json| {
+        let changed: Value = serde_json::from_str(&json)
+            .map_err(|error| format!("returned a snapshot that is not JSON: {error}"))?;
+        nesting::check(&changed, 0)
+            .map_err(|too_deep| format!("returned a snapshot that {too_deep}"))?;
+        Ok(changed)
     });
-    match outcome {
-        Ok(changed) => *snapshot = changed,
-        Err(message) => errors.push(CallError {
+    match result {
+        Ok(changed) => {
+            *snapshot = changed;
+            outcome.changed.everything();
+        }
+        Err(message) => outcome.errors.push(CallError {
             function: function.name.clone(),
             position,
             message,

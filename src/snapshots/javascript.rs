@@ -1,15 +1,20 @@
 //! User functions' JavaScript, in QuickJS (rquickjs) on a thread of its own: QuickJS runtimes
-//! cannot move between threads, and one thread keeps compiled functions and regexes warm.
+//! cannot move between threads, and one thread keeps the runtime and compiled regexes warm.
 //!
-//! Each call runs under a time limit (an interrupt handler polled by the interpreter, which
-//! also stops a runaway regex) and the runtime under a memory limit; no I/O is reachable (no
-//! `std`/`os` modules are loaded). After a call that hit a limit, the runtime is dropped and
-//! made again (about 60 µs), since QuickJS's collector is left unreliable after an
-//! out-of-memory. Values cross as JSON text. Patterns run in QuickJS's own `RegExp`, so a user's
-//! lookarounds, `\d` and `.` behave exactly as in the browser the pattern was written for.
+//! Every function call (and every compile check) gets a fresh context — its own globals and
+//! built-ins, the prelude evaluated anew — that is dropped when the call ends, so no function
+//! can see or change what another one (of any character, in any chat) sees: a replaced
+//! `JSON.stringify`, a polluted `Object.prototype` or a global lives and dies with its call.
+//! Patterns run in one long-lived context that never evaluates user code (a pattern is only
+//! given to `RegExp`). Each call runs under a time limit (an interrupt handler polled by the
+//! interpreter, which also stops a runaway regex) and the runtime under a memory limit; no I/O
+//! is reachable (no `std`/`os` modules are loaded). After a call that hit a limit, the runtime
+//! is dropped and made again (about 60 µs), since QuickJS's collector is left unreliable after
+//! an out-of-memory. Values cross as JSON text. Patterns run in QuickJS's own `RegExp`, so a
+//! user's lookarounds, `\d` and `.` behave exactly as in the browser the pattern was written
+//! for.
 
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -159,7 +164,7 @@ fn serve(receiver: &mpsc::Receiver<Job>, limits: Limits) {
             Some(ready) => Ok(ready),
             None => Worker::new(limits),
         };
-        let mut current = match ready {
+        let current = match ready {
             Ok(current) => current,
             Err(message) => {
                 let message = format!("cannot start the JavaScript engine: {message}");
@@ -178,9 +183,10 @@ fn serve(receiver: &mpsc::Receiver<Job>, limits: Limits) {
                 healthy
             }
             Job::Check(source, reply) => {
-                let (result, healthy) =
-                    current.call("check", |function| function.call((source.as_str(),)));
-                reply.send(result.map(|_: String| ())).ok();
+                let (result, healthy) = current.isolated("check", |function| {
+                    function.call::<_, String>((source.as_str(),))
+                });
+                reply.send(result.map(drop)).ok();
                 healthy
             }
             Job::Match {
@@ -189,7 +195,7 @@ fn serve(receiver: &mpsc::Receiver<Job>, limits: Limits) {
                 text,
                 reply,
             } => {
-                let (result, healthy) = current.call("match", |function| {
+                let (result, healthy) = current.call(&current.patterns, "match", |function| {
                     function.call((&*source, flags.as_str(), &*text))
                 });
                 reply
@@ -204,12 +210,12 @@ fn serve(receiver: &mpsc::Receiver<Job>, limits: Limits) {
     }
 }
 
-/// A runtime with the prelude loaded. The context is declared first so it is dropped first.
+/// A runtime, with the long-lived context that runs patterns. The context is declared first
+/// so it is dropped first.
 struct Worker {
-    context: Context,
-    _runtime: Runtime,
+    patterns: Context,
+    runtime: Runtime,
     deadline: Rc<Cell<Option<Instant>>>,
-    compiled: HashMap<Arc<str>, u32>,
     limits: Limits,
 }
 
@@ -225,39 +231,19 @@ impl Worker {
                 .get()
                 .is_some_and(|deadline| Instant::now() >= deadline)
         })));
-        let context = Context::full(&runtime).map_err(|error| error.to_string())?;
-        context
-            .with(|ctx| {
-                ctx.eval::<(), _>(PRELUDE)
-                    .map_err(|error| describe(&ctx, &error))
-            })
-            .map_err(|error| format!("the prelude failed: {error}"))?;
+        let patterns = context(&runtime)?;
         Ok(Self {
-            context,
-            _runtime: runtime,
+            patterns,
+            runtime,
             deadline,
-            compiled: HashMap::new(),
             limits,
         })
     }
 
-    fn run(&mut self, invocation: &Invocation) -> (Result<String, String>, bool) {
-        let id = if let Some(id) = self.compiled.get(&invocation.source) {
-            *id
-        } else {
-            let (compiled, healthy) =
-                self.call("compile", |function| function.call((&*invocation.source,)));
-            match compiled {
-                Ok(id) => {
-                    self.compiled.insert(Arc::clone(&invocation.source), id);
-                    id
-                }
-                Err(message) => return (Err(message), healthy),
-            }
-        };
-        self.call("run", |function| {
+    fn run(&self, invocation: &Invocation) -> (Result<String, String>, bool) {
+        self.isolated("run", |function| {
             function.call((
-                id,
+                &*invocation.source,
                 invocation.snapshot.as_str(),
                 invocation.arguments.as_str(),
                 invocation.context.as_str(),
@@ -267,15 +253,30 @@ impl Worker {
         })
     }
 
-    /// Calls one of the dispatcher's functions under the time limit. The flag says whether
-    /// the runtime may be used again.
-    fn call<T>(
+    /// Calls one of the dispatcher's functions in a context of its own, made for this call
+    /// and dropped after it.
+    fn isolated<T>(
         &self,
         name: &str,
         invoke: impl for<'js> FnOnce(Function<'js>) -> rquickjs::Result<T>,
     ) -> (Result<T, String>, bool) {
+        match context(&self.runtime) {
+            Ok(fresh) => self.call(&fresh, name, invoke),
+            // Making a context fails only when the runtime is out of memory.
+            Err(message) => (Err(message), false),
+        }
+    }
+
+    /// Calls one of the dispatcher's functions under the time limit. The flag says whether
+    /// the runtime may be used again.
+    fn call<T>(
+        &self,
+        context: &Context,
+        name: &str,
+        invoke: impl for<'js> FnOnce(Function<'js>) -> rquickjs::Result<T>,
+    ) -> (Result<T, String>, bool) {
         self.deadline.set(Some(Instant::now() + self.limits.time));
-        let result = self.context.with(|ctx| {
+        let result = context.with(|ctx| {
             let dispatcher: Object = ctx
                 .globals()
                 .get("__synapse")
@@ -316,6 +317,33 @@ impl Worker {
             Err(message) => (Err(message), true),
         }
     }
+}
+
+/// A new context of `runtime` with the prelude evaluated. It has the standard built-ins a
+/// function may use, but neither `performance` (a real clock) nor `WeakRef` and
+/// `FinalizationRegistry` (they observe the collector): the same call always gives the same
+/// result.
+fn context(runtime: &Runtime) -> Result<Context, String> {
+    use rquickjs::context::intrinsic;
+    let context = Context::builder()
+        .with::<intrinsic::Date>()
+        .with::<intrinsic::Eval>()
+        .with::<intrinsic::RegExpCompiler>()
+        .with::<intrinsic::RegExp>()
+        .with::<intrinsic::Json>()
+        .with::<intrinsic::Proxy>()
+        .with::<intrinsic::MapSet>()
+        .with::<intrinsic::TypedArrays>()
+        .with::<intrinsic::Promise>()
+        .build(runtime)
+        .map_err(|error| error.to_string())?;
+    context
+        .with(|ctx| {
+            ctx.eval::<(), _>(PRELUDE)
+                .map_err(|error| describe(&ctx, &error))
+        })
+        .map_err(|error| format!("the prelude failed: {error}"))?;
+    Ok(context)
 }
 
 /// The thrown value as `Name: message`.

@@ -1,7 +1,19 @@
 // The environment user functions run in (seed 002 §3.2): a lodash-like `_`, a deterministic
-// `Math.random` and `Date`, and the dispatcher the server calls. Evaluated once per runtime.
+// `Math.random` and `Date`, and the dispatcher the server calls. Evaluated in every fresh
+// context, before any user code: what the dispatcher uses is captured here, so a function that
+// replaces `JSON.stringify` (say) cannot change how its own result is read.
 "use strict";
 (() => {
+  const parse = JSON.parse;
+  const stringify = JSON.stringify;
+  const freeze = Object.freeze;
+  const isArray = Array.isArray;
+  const MakeFunction = Function;
+  const MakeRegExp = RegExp;
+  const apply = Reflect.apply;
+  const construct = Reflect.construct;
+  const exec = RegExp.prototype.exec;
+  const push = Array.prototype.push;
   const isObject = (value) => value !== null && (typeof value === "object" || typeof value === "function");
   const isPlainObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
   const isIndex = (key) => /^(0|[1-9]\d*)$/.test(String(key));
@@ -66,7 +78,7 @@
     }
     return target;
   };
-  globalThis._ = Object.freeze({
+  const lodash = freeze({
     get, set, has, unset, merge, cloneDeep, toPath, isObject, isPlainObject,
     isArray: Array.isArray,
     isString: (value) => typeof value === "string",
@@ -78,6 +90,7 @@
     clamp: (value, lower, upper) => Math.min(Math.max(value, lower), upper),
     update: (object, path, updater) => set(object, path, updater(get(object, path))),
   });
+  globalThis._ = lodash;
 
   // Determinism: the same message gives the same snapshot, so randomness is seeded from the
   // message and "now" is the message's time (or 0).
@@ -89,55 +102,56 @@
     mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed;
     return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
   };
+  // `Date` is replaced, not extended: a subclass would keep the real constructor (and its
+  // clock) one `Object.getPrototypeOf(Date)` away. The real one stays reachable only here.
   const RealDate = Date;
-  globalThis.Date = class Date extends RealDate {
-    constructor(...parts) {
-      if (parts.length === 0) super(now);
-      else super(...parts);
-    }
-    static now() {
-      return now;
-    }
+  const DeterministicDate = function Date(...parts) {
+    if (new.target === undefined) return apply(RealDate.prototype.toString, construct(RealDate, [now]), []);
+    return construct(RealDate, parts.length === 0 ? [now] : parts, new.target);
   };
+  DeterministicDate.prototype = RealDate.prototype;
+  DeterministicDate.now = () => now;
+  DeterministicDate.parse = RealDate.parse;
+  DeterministicDate.UTC = RealDate.UTC;
+  Object.defineProperty(RealDate.prototype, "constructor", { value: DeterministicDate, writable: false, configurable: false });
+  globalThis.Date = freeze(DeterministicDate);
 
-  const functions = [];
   const patterns = new Map();
-  const describe = (value) => (value === null ? "null" : Array.isArray(value) ? "an array" : typeof value);
-  globalThis.__synapse = Object.freeze({
-    compile(source) {
-      functions.push(new Function("snapshot", "args", "context", "_", source));
-      return functions.length - 1;
-    },
-    run(id, snapshotJson, argsJson, contextJson, randomSeed, time) {
+  const describe = (value) => (value === null ? "null" : isArray(value) ? "an array" : typeof value);
+  const isRecord = (value) => value !== null && typeof value === "object" && !isArray(value);
+  globalThis.__synapse = freeze({
+    // Compiles and runs one function; its context is made for this call alone.
+    run(source, snapshotJson, argsJson, contextJson, randomSeed, time) {
       seed = randomSeed | 0;
       now = time;
-      const snapshot = JSON.parse(snapshotJson);
-      const result = functions[id](snapshot, JSON.parse(argsJson), Object.freeze(JSON.parse(contextJson)), globalThis._);
+      const body = new MakeFunction("snapshot", "args", "context", "_", source);
+      const snapshot = parse(snapshotJson);
+      const result = apply(body, undefined, [snapshot, parse(argsJson), freeze(parse(contextJson)), lodash]);
       const output = result === undefined ? snapshot : result;
-      if (!isPlainObject(output)) {
+      if (!isRecord(output)) {
         throw new TypeError("the function must return the snapshot object (or nothing), not " + describe(output));
       }
-      return JSON.stringify(output);
+      return stringify(output);
     },
     check(source) {
-      new Function("snapshot", "args", "context", "_", source);
+      new MakeFunction("snapshot", "args", "context", "_", source);
       return "ok";
     },
     match(source, flags, text) {
       const key = flags + "/" + source;
       let pattern = patterns.get(key);
       if (pattern === undefined) {
-        pattern = new RegExp(source, flags);
+        pattern = new MakeRegExp(source, flags);
         patterns.set(key, pattern);
       }
       pattern.lastIndex = 0;
       const found = [];
       let match;
-      while ((match = pattern.exec(text)) !== null) {
-        found.push([match.index, match[0].length, match.slice(1).map((group) => (group === undefined ? null : group))]);
+      while ((match = apply(exec, pattern, [text])) !== null) {
+        apply(push, found, [[match.index, match[0].length, match.slice(1).map((group) => (group === undefined ? null : group))]]);
         if (match[0].length === 0) pattern.lastIndex += 1;
       }
-      return JSON.stringify(found);
+      return stringify(found);
     },
   });
 })();

@@ -211,7 +211,12 @@ pub fn import(
                 swipe_id: snapshot.swipe_id,
                 created_at: Some(snapshot.created_at),
             };
-            encoded.add(key, &snapshot.value);
+            encoded
+                .add(key, &snapshot.value)
+                .map_err(|error| Error::Database {
+                    path: store.location().to_owned(),
+                    message: format!("snapshot `{}` {error}", snapshot.id),
+                })?;
         }
         store.put_snapshots(workspace, &encoded)?;
     }

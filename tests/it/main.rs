@@ -19,6 +19,7 @@ mod plans;
 mod results;
 mod schemas;
 mod skills;
+mod snapshot_hardening;
 mod snapshots;
 mod soak;
 mod stdio;

@@ -638,7 +638,7 @@ mod processing {
             let template = json!({"a": 1, "list": []});
             let whole_service = service();
             let mut whole: Vec<ChatMessage> = serde_json::from_value(Value::Array(chat.clone())).unwrap();
-            let processed = whole_service.process("c", &whole, None, Some(template.clone())).unwrap();
+            let processed = whole_service.process("c", &whole, None, Some(template.clone()), &|| false).unwrap();
             bind(&mut whole, &processed);
 
             let step_service = service();
@@ -646,7 +646,7 @@ mod processing {
             let mut last = None;
             for raw in chat {
                 stepwise.push(serde_json::from_value(raw).unwrap());
-                let step = step_service.process("c", &stepwise, None, Some(template.clone())).unwrap();
+                let step = step_service.process("c", &stepwise, None, Some(template.clone()), &|| false).unwrap();
                 bind(&mut stepwise, &step);
                 last = Some(step);
             }

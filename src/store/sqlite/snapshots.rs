@@ -148,9 +148,11 @@ impl SnapshotStore for SqliteStore {
     }
 
     fn update_snapshot(&self, workspace: &str, id: &str, value: &Value) -> Result<bool, Error> {
-        let mut nodes = Encoded::new();
-        let root = nodes.root(value);
         self.write(|transaction| {
+            let mut nodes = Encoded::new();
+            let root = nodes
+                .root(value)
+                .map_err(|error| corrupt(format!("the snapshot {error}")))?;
             write_nodes(transaction, &nodes)?;
             let updated = transaction
                 .prepare_cached("UPDATE message_variables SET root = ?3 WHERE workspace = ?1 AND identifier = ?2")?
@@ -320,9 +322,11 @@ impl SnapshotStore for SqliteStore {
         character_id: &str,
         template: &Value,
     ) -> Result<(), Error> {
-        let mut nodes = Encoded::new();
-        let root = nodes.root(template);
         self.write(|transaction| {
+            let mut nodes = Encoded::new();
+            let root = nodes
+                .root(template)
+                .map_err(|error| corrupt(format!("the template {error}")))?;
             ensure_workspace(transaction, workspace)?;
             write_nodes(transaction, &nodes)?;
             transaction
@@ -369,7 +373,7 @@ mod tests {
             swipe_id: Some(0),
             created_at: None,
         };
-        encoded.add(key, value);
+        encoded.add(key, value).unwrap();
     }
 
     #[test]
