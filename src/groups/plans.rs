@@ -62,7 +62,8 @@ impl ReadState {
                 idempotent: true,
                 ..Annotations::default()
             },
-        ))
+        )
+        .with_title("Read state"))
     }
 }
 
@@ -144,8 +145,14 @@ impl WriteState {
             ToolDefinition::new::<WriteStateArguments>(
                 "WriteState",
                 "Write a JSON value into the workspace's state document at a dot path. Plans and `_outputPath` write here too; `†state.<path>` in any tool's arguments reads it back.",
-                Annotations { idempotent: true, ..Annotations::default() },
+                // Writing over an existing path replaces what was there.
+                Annotations {
+                    destructive: true,
+                    idempotent: true,
+                    ..Annotations::default()
+                },
             )
+            .with_title("Write state")
             .with_output::<WriteStateOutput>(),
         )
     }
@@ -219,8 +226,13 @@ impl RunPlan {
             ToolDefinition::new::<RunPlanArguments>(
                 "RunPlan",
                 "Run several tool calls as one declarative plan: steps linked by `†steps.<id>` / `†state.<path>` references are validated together (unknown tools or steps, dangling references, cycles and bad arguments are all reported at once), then run in dependency order with independent steps in parallel. Use it when a task needs three or more calls whose outputs feed each other; `dryRun` shows the order without running. Returns a trace per step and the state changes.",
-                Annotations::default(),
+                // A plan runs any enabled tool, destructive ones included.
+                Annotations {
+                    destructive: true,
+                    ..Annotations::default()
+                },
             )
+            .with_title("Run plan")
             .with_output::<RunPlanOutput>(),
         )
     }

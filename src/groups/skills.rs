@@ -46,6 +46,10 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
         shelf,
         loaded: Mutex::default(),
     });
+    // SkillSearch and SkillLoad change nothing on disk, but each call caches its result as a
+    // variable the user can list: not read-only, not destructive (a cached result only ever
+    // evicts other cached results).
+    let caches = Annotations::default();
     let read_only = Annotations {
         read_only: true,
         idempotent: true,
@@ -63,13 +67,15 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
         name: GROUP.to_owned(),
         tools: vec![
             tool(
-                ToolDefinition::new::<SearchArguments>("SkillSearch", SKILL_SEARCH, read_only)
+                ToolDefinition::new::<SearchArguments>("SkillSearch", SKILL_SEARCH, caches)
+                    .with_title("Search skills")
                     .with_output::<SearchOutput>(),
                 unreachable_run,
                 Kind::Search,
             ),
             tool(
-                ToolDefinition::new::<LoadArguments>("SkillLoad", SKILL_LOAD, read_only),
+                ToolDefinition::new::<LoadArguments>("SkillLoad", SKILL_LOAD, caches)
+                    .with_title("Load skill"),
                 load,
                 Kind::Load,
             ),
@@ -77,11 +83,14 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
                 ToolDefinition::new::<save::SaveArguments>(
                     "SkillSave",
                     save::DESCRIPTION,
+                    // Saving over an existing skill replaces its files.
                     Annotations {
+                        destructive: true,
                         idempotent: true,
                         ..Annotations::default()
                     },
                 )
+                .with_title("Save skill")
                 .with_output::<save::SaveOutput>(),
                 unreachable_run,
                 Kind::Save,
@@ -91,7 +100,8 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
                     "SkillReadFile",
                     SKILL_READ_FILE,
                     read_only,
-                ),
+                )
+                .with_title("Read skill file"),
                 read_file,
                 Kind::ReadFile,
             ),
@@ -205,6 +215,12 @@ impl Tool for SkillsTool {
 
     fn caches_result(&self) -> bool {
         self.kind != Kind::ReadFile
+    }
+
+    /// Searches, bodies and files come from the skill folders: their cached results are
+    /// written to the store lazily.
+    fn result_is_recomputable(&self) -> bool {
+        self.kind != Kind::Save
     }
 }
 

@@ -300,7 +300,7 @@ impl Executor {
         let name = tool.definition().name.as_str();
         let mut arguments = Value::Object(request.arguments.unwrap_or_default());
         let limit = self.output_limit(tool, &mut arguments)?;
-        let output_path = outputs::take_output_path(tool, &mut arguments)?;
+        let output_path = outputs::take_output_path(&self.workspace, tool, &mut arguments)?;
         self.workspace
             .resolve_references(&mut arguments)
             .map_err(ToolError::invalid)?;
@@ -382,7 +382,7 @@ impl Executor {
         let truncation = truncate(tool, &formatted, arguments, limit);
         let mut cache_failure = None;
         let (cache_var_result, cache_var_args) = if tool.caches_result() {
-            match self.cache(&tool.definition().name, &formatted, arguments) {
+            match self.cache(tool, &formatted, arguments) {
                 Ok((result, args)) => (Some(result), Some(args)),
                 Err(error) => {
                     tracing::error!(%error, "cannot cache a tool result");
@@ -590,12 +590,15 @@ impl Executor {
     }
 
     /// Stores the formatted result and the arguments as `{tool}_{nodeId}_result` / `_args`.
+    /// A result recomputable from files is written lazily (see [`crate::workspace::Workspace::insert_all_lazily`]).
     fn cache(
         &self,
-        tool: &str,
+        tool: &dyn Tool,
         formatted: &str,
         arguments: &Value,
     ) -> Result<(String, String), crate::workspace::Error> {
+        let recomputable = tool.result_is_recomputable();
+        let tool = tool.definition().name.as_str();
         let node = uuid::Uuid::new_v4().simple().to_string();
         let node = &node[..8];
         let result_name = format!("{tool}_{node}_result");
@@ -607,7 +610,11 @@ impl Executor {
         args.kind = ValueKind::Json;
         args.desc = Some(format!("Arguments of the {tool} call {node}"));
         args.tags = vec![tool.to_owned()];
-        self.workspace.insert_all(vec![args, result])?;
+        if recomputable {
+            self.workspace.insert_all_lazily(vec![args, result])?;
+        } else {
+            self.workspace.insert_all(vec![args, result])?;
+        }
         Ok((result_name, args_name))
     }
 }

@@ -7,6 +7,7 @@
 
 mod approval;
 mod bad_input;
+mod caching;
 mod common;
 mod examples;
 mod executor;
