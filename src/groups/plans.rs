@@ -189,7 +189,7 @@ fn write_state(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunPlanArguments {
-    /// The steps: objects `{"id": "…", "_tool": "ToolName", …the tool's arguments, "_outputPath": "†state.…"}`. Arguments may refer to earlier results with `†steps.<id>.<path>`, `†state.<path>`, `†input.<path>` or `†var.<name>`.
+    /// The steps: objects `{"_id": "…", "_tool": "ToolName", …the tool's arguments, "_outputPath": "†state.…"}` (step fields start with `_`, so a tool's own `id` argument is free). Arguments may refer to earlier results with `†steps.<id>.<path>`, `†state.<path>`, `†input.<path>` or `†var.<name>`.
     pub steps: Option<Vec<Value>>,
     /// A whole plan `{"steps": […], "input": {…}}`, as an object or as JSON text — for example `"$VAR_REF{{myPlan}}"` to run a plan stored with `WriteVar`.
     pub plan: Option<Value>,
