@@ -235,8 +235,17 @@ impl Executor {
         Ok(self.registry.register(group, enabled)?)
     }
 
-    /// The tool-rules text for the enabled groups (server `instructions`, prompt `tool-rules`).
+    /// The server `instructions` for the enabled groups: the essentials, and where the rest is.
+    pub fn instructions(&self) -> String {
+        self.with_sections(rules::instructions_text)
+    }
+
+    /// The full tool-rules text for the enabled groups (the prompt `tool-rules`).
     pub fn tool_rules(&self) -> String {
+        self.with_sections(rules::tool_rules_text)
+    }
+
+    fn with_sections(&self, render: impl FnOnce(&[rules::Section<'_>]) -> String) -> String {
         let groups = self.registry.enabled_groups();
         let enabled: Vec<String> = self
             .registry
@@ -260,7 +269,7 @@ impl Executor {
                 }
             })
             .collect();
-        rules::tool_rules_text(&sections)
+        render(&sections)
     }
 
     /// A declared rule of any registered group.

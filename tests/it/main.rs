@@ -9,6 +9,7 @@ mod approval;
 mod bad_input;
 mod caching;
 mod common;
+mod completion;
 mod examples;
 mod executor;
 mod faults;
