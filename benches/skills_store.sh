@@ -34,8 +34,8 @@ measure() {
 import json, sys
 figures = json.load(open(sys.argv[1]))
 sequential = figures["sequential"]
-print(f'{figures["label"]:<28} p50 {sequential["p50"]:>8.1f} µs  p99 {sequential["p99"]:>9.1f} µs  '
-      f'max {sequential["max"]:>9.1f} µs  cpu/call {figures["server_cpu_per_call_us"]} µs  '
+print(f'{figures["label"]:<28} p50 {sequential["p50_us"]:>8.1f} µs  p99 {sequential["p99_us"]:>9.1f} µs  '
+      f'max {sequential["max_us"]:>9.1f} µs  cpu/call {figures["server_cpu_per_call_us"]} µs  '
       f'load {sys.argv[2]}  failures {figures["failures"]}')
 EOF
 }
