@@ -360,7 +360,7 @@ fn bench_plans(criterion: &mut Criterion) {
     let steps: Vec<Value> = (0..PLAN_STEPS)
         .map(|index| {
             let value = if index == 0 { json!(0) } else { json!(format!("†steps.s{}.path", index - 1)) };
-            json!({"id": format!("s{index}"), "_tool": "WriteState", "path": format!("chain.s{index}"), "value": value})
+            json!({"_id": format!("s{index}"), "_tool": "WriteState", "path": format!("chain.s{index}"), "value": value})
         })
         .collect();
     let mut group = criterion.benchmark_group("plans");

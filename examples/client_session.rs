@@ -187,9 +187,9 @@ async fn main() -> anyhow::Result<()> {
     let plan = json!({
         "input": {"title": "Q3 in one line"},
         "steps": [
-            {"id": "title", "_tool": "WriteState", "path": "article.title", "value": "†input.title"},
-            {"id": "body", "_tool": "WriteState", "path": "article.body", "value": "†var.report"},
-            {"id": "receipt", "_tool": "WriteVar", "name": "article_receipt",
+            {"_id": "title", "_tool": "WriteState", "path": "article.title", "value": "†input.title"},
+            {"_id": "body", "_tool": "WriteState", "path": "article.body", "value": "†var.report"},
+            {"_id": "receipt", "_tool": "WriteVar", "name": "article_receipt",
              "value": {"title": "†steps.title", "body": "†steps.body"}}
         ]
     });

@@ -10,6 +10,13 @@ use std::fmt::Write as _;
 /// The base rules at the top of the tool-rules text.
 pub const BASE_RULES: &str = include_str!("../skills/synapse-workspace/instructions.md");
 
+/// The essentials at the top of the server `instructions`, which hosts may cut at about 2,000
+/// characters: the rest stays in the `tool-rules` prompt and the rule variables.
+pub const ESSENTIALS: &str = include_str!("../skills/synapse-workspace/essentials.md");
+
+/// The most characters of the server `instructions`.
+pub const INSTRUCTIONS_LIMIT: usize = 2_000;
+
 /// The group that owns the built-in rules (seed 001's `AgentSkillRules`).
 pub const AGENT_GROUP: &str = "Agent";
 
@@ -106,6 +113,64 @@ pub fn tool_rules_text(sections: &[Section<'_>]) -> String {
     text
 }
 
+/// The server `instructions`: the essentials first, then where the full rules are, shorter than
+/// [`INSTRUCTIONS_LIMIT`] whatever the groups declare (the rule list shrinks to names, then to
+/// a count, to fit).
+pub fn instructions_text(sections: &[Section<'_>]) -> String {
+    let mut text = ESSENTIALS.trim_end().to_owned();
+    let groups: Vec<&str> = sections
+        .iter()
+        .filter(|section| section.prompt.is_some() || !section.rules.is_empty())
+        .map(|section| section.group)
+        .collect();
+    write!(
+        text,
+        "\n\nEverything else (each tool group's rules: {}) is in the `tool-rules` prompt.",
+        groups.join(", ")
+    )
+    .ok();
+    let rules: Vec<(String, &SkillRule)> = sections
+        .iter()
+        .flat_map(|section| {
+            section
+                .rules
+                .iter()
+                .map(|rule| (variable_name(section.group, &rule.name), rule))
+        })
+        .collect();
+    if rules.is_empty() {
+        text.push('\n');
+        return text;
+    }
+    let heading =
+        "\nRead these rules with `ReadVar` when they apply (also `rule://<group>/<rule>`):";
+    let mut with_when = String::new();
+    for (name, rule) in &rules {
+        let when = rule.when.as_deref().unwrap_or(&rule.desc);
+        write!(with_when, "\n- `{name}`: {when}").ok();
+    }
+    let names_only = rules
+        .iter()
+        .map(|(name, _)| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let room = INSTRUCTIONS_LIMIT - 1 - text.len().min(INSTRUCTIONS_LIMIT - 1);
+    if heading.len() + with_when.len() < room {
+        write!(text, "{heading}{with_when}").ok();
+    } else if heading.len() + names_only.len() + 2 <= room {
+        write!(text, "{heading} {names_only}.").ok();
+    } else {
+        write!(
+            text,
+            "\n{} rules are stored as `RULE` variables: `ListVars` with type RULE lists them.",
+            rules.len()
+        )
+        .ok();
+    }
+    text.push('\n');
+    text
+}
+
 /// The seed's `generateSkillRuleIndex`: `always_load` rules inlined, the others as a table.
 pub fn rule_index(group: &str, rules: &[SkillRule]) -> String {
     let mut text = String::new();
@@ -151,6 +216,40 @@ mod tests {
              | `Rule/Files/Guide` | How \\| why | Always |\n\
              \n*Access via: ReadVar({\"name\": \"<VarName>\"})*\n"
         );
+    }
+
+    #[test]
+    fn instructions_start_with_the_essentials_and_fit_however_many_rules_there_are() {
+        let few = [SkillRule::new("Guide", "d", "body").when("Before guiding")];
+        let many: Vec<SkillRule> = (0..40)
+            .map(|index| SkillRule::new(&format!("Rule{index}"), "d", "body").when(&"w".repeat(60)))
+            .collect();
+        let too_many: Vec<SkillRule> = (0..400)
+            .map(|index| SkillRule::new(&format!("Rule{index}"), "d", "body"))
+            .collect();
+        let section = |rules| Section {
+            group: "G",
+            prompt: Some("prompt".to_owned()),
+            rules,
+        };
+
+        let short = instructions_text(&[section(&few)]);
+        let names = instructions_text(&[section(&many)]);
+        let counted = instructions_text(&[section(&too_many)]);
+
+        assert!(short.starts_with(ESSENTIALS.trim_end()));
+        assert!(short.ends_with(
+            "(each tool group's rules: G) is in the `tool-rules` prompt.\n\
+             Read these rules with `ReadVar` when they apply (also `rule://<group>/<rule>`):\n\
+             - `Rule/G/Guide`: Before guiding\n"
+        ));
+        assert!(names.contains("`Rule/G/Rule0`, `Rule/G/Rule1`"), "{names}");
+        assert!(counted.ends_with(
+            "\n400 rules are stored as `RULE` variables: `ListVars` with type RULE lists them.\n"
+        ));
+        for text in [short, names, counted] {
+            assert!(text.len() < INSTRUCTIONS_LIMIT, "{} bytes", text.len());
+        }
     }
 
     #[test]

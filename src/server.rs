@@ -4,6 +4,7 @@
 //! `server/errors.rs` is the one place domain results become wire results or JSON-RPC errors.
 
 mod approval;
+mod completion;
 mod errors;
 mod logging;
 mod notifications;
@@ -22,13 +23,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
-    DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams,
-    GetSkillResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestMethod,
-    SubscribeRequestParams, SubscriptionFilter, Tool as WireTool, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, DiscoverResult,
+    GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListSkillsResult, ListToolsResult, PaginatedRequestParams, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SetLevelRequestMethod, SubscribeRequestParams,
+    SubscriptionFilter, Tool as WireTool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -251,7 +252,7 @@ impl ServerHandler for Server {
                 env!("CARGO_PKG_NAME"),
                 env!("CARGO_PKG_VERSION"),
             ))
-            .with_instructions(self.executor().tool_rules())
+            .with_instructions(self.executor().instructions())
     }
 
     /// The 2026-07-28 capabilities: those of `initialize` without logging, which
@@ -440,10 +441,13 @@ impl ServerHandler for Server {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let values = skills::complete(self.library().await.as_ref(), &request);
-        let info =
-            CompletionInfo::new(values).map_err(|error| ErrorData::internal_error(error, None))?;
-        Ok(CompleteResult::new(info))
+        let library = self.library().await;
+        let sources = completion::Sources {
+            executor: self.executor(),
+            library: library.as_ref(),
+            snapshots: &self.inner.snapshots,
+        };
+        completion::complete(&sources, &request).map(CompleteResult::new)
     }
 
     async fn list_skills(

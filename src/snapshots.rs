@@ -347,6 +347,25 @@ impl Snapshots {
         Ok(self.store.chats(&self.workspace)?)
     }
 
+    /// The ids of a chat's snapshots, by message and swipe.
+    pub fn snapshot_ids(&self, chat_file: &str) -> Result<Vec<String>, Error> {
+        Ok(self.store.snapshot_ids(&self.workspace, chat_file)?)
+    }
+
+    /// The characters known to the store: those with a template or functions of their own.
+    pub fn characters(&self) -> Result<Vec<String>, Error> {
+        let mut characters = self.store.template_characters(&self.workspace)?;
+        characters.extend(
+            self.store
+                .function_scopes(&self.workspace)?
+                .into_iter()
+                .filter_map(|scope| scope.strip_prefix("character:").map(str::to_owned)),
+        );
+        characters.sort();
+        characters.dedup();
+        Ok(characters)
+    }
+
     /// The starting state for a character: the given template, the stored one, or `{}`.
     fn base_state(
         &self,

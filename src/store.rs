@@ -197,6 +197,10 @@ pub trait SnapshotStore: Send + Sync {
     fn templates(&self, workspace: &str) -> Result<Vec<(String, serde_json::Value)>, Error>;
     /// The chats that have snapshots, with their counts.
     fn chats(&self, workspace: &str) -> Result<Vec<(String, u64)>, Error>;
+    /// The ids of a chat's snapshots, by message and swipe (for completion).
+    fn snapshot_ids(&self, workspace: &str, chat_file: &str) -> Result<Vec<String>, Error>;
+    /// The characters that have a template, in id order (for completion).
+    fn template_characters(&self, workspace: &str) -> Result<Vec<String>, Error>;
     /// A scope's function definitions, in the order first stored.
     fn functions(&self, workspace: &str, scope: &str) -> Result<Vec<serde_json::Value>, Error>;
     /// Inserts or replaces functions by id, in one transaction.

@@ -190,13 +190,17 @@ pub trait Tool: Send + Sync {
         true
     }
 
+    /// Whether the cached result can be recomputed from files on disk (the skill tools): it is
+    /// then written to the store lazily, in batches, instead of one durable commit per call.
+    fn result_is_recomputable(&self) -> bool {
+        false
+    }
+
     /// Whether `tools/list` offers the `_outputPath` meta-argument. The executor honours it on
-    /// every call; it is advertised where a result is worth keeping in state: by every tool whose
-    /// results are cached, and by tools that skip the cache only because of size
-    /// (`SnapshotProcess`). The variable and state tools leave it out (their results are the
-    /// variables and state already).
+    /// every call, so every tool lists it (a schema that hides an argument the server accepts
+    /// misleads the model and the client's validator alike).
     fn offers_output_path(&self) -> bool {
-        self.caches_result()
+        true
     }
 
     /// Listed whenever any group is enabled, even when its own group is not (`ReadVar`,

@@ -7,10 +7,13 @@
 //!
 //! # Eviction
 //!
-//! When a write leaves the store holding more than [`VariableSystem::capacity`] variables, the
-//! least recently used ones are evicted: oldest `last_visited` first, ties broken by `updated`,
-//! then `created`, then name. Variables marked `keep` are never evicted, so a store holding only
-//! such variables may exceed its capacity. A variable is never evicted by its own write.
+//! When a write leaves the store holding more than [`VariableSystem::capacity`] variables,
+//! cached values go first ([`VarType::is_cache`]: tool results and arguments the executor stored
+//! on its own, cached messages), whatever their times, so that a burst of tool calls never
+//! evicts what the model or the user wrote. Within each class the least recently used go
+//! first: oldest `last_visited`, ties broken by `updated`, then `created`, then name. Variables
+//! marked `keep` are never evicted, so a store holding only such variables may exceed its
+//! capacity. A variable is never evicted by its own write.
 //!
 //! Eviction must stay cheap at large capacities, so the store keeps an ordered index of the
 //! evictable (non-`keep`) variables beside the name map. Every touch re-keys the variable in that
@@ -100,6 +103,17 @@ impl VarType {
             Self::LlmAdd => "LLMAdd",
             Self::UserAdd => "USER_ADD",
         }
+    }
+}
+
+impl VarType {
+    /// Whether values of this type are a cache (recomputable, stored without being asked for),
+    /// evicted before anything the model or the user wrote.
+    pub fn is_cache(self) -> bool {
+        matches!(
+            self,
+            Self::ToolCallResult | Self::ToolCallArgs | Self::MessageCache
+        )
     }
 }
 
@@ -433,10 +447,12 @@ fn name_problem(name: &str) -> Option<String> {
 
 /// The position of an evictable variable in the eviction order: oldest first.
 ///
-/// Field order matters: the derived `Ord` compares `last_visited`, then `updated`, then
-/// `created`, then `name`.
+/// Field order matters: the derived `Ord` compares the class (caches first), then
+/// `last_visited`, then `updated`, then `created`, then `name`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct EvictionKey {
+    /// `false` for a cache, which sorts before `true`: what the model or the user wrote.
+    written_on_purpose: bool,
     last_visited: Timestamp,
     updated: Timestamp,
     created: Timestamp,
@@ -446,6 +462,7 @@ struct EvictionKey {
 impl EvictionKey {
     fn of(variable: &Variable) -> Self {
         Self {
+            written_on_purpose: !variable.var_type.is_cache(),
             last_visited: variable.last_visited,
             updated: variable.updated,
             created: variable.created,
@@ -1215,6 +1232,50 @@ mod tests {
         store.resolve_reference("b");
 
         assert_eq!(insert_text(&mut store, "d").evicted, arcs(&["c"]));
+    }
+
+    #[test]
+    fn cached_values_are_evicted_before_what_the_model_or_user_wrote_whatever_their_times() {
+        let mut store = store(3);
+        store.insert(NewVariable::text("mine", "user", VarType::UserAdd));
+        store.insert(NewVariable::text("noted", "model", VarType::LlmAdd));
+        let cached = |name: &str, var_type| NewVariable::text(name, "cached", var_type);
+        store.insert(cached("Tool_1_result", VarType::ToolCallResult));
+        store.get("Tool_1_result");
+
+        let first = store.insert(cached("Tool_1_args", VarType::ToolCallArgs));
+        let second = store.insert(cached("Chat_message", VarType::MessageCache));
+        store.get("Chat_message");
+        let third = store.insert(NewVariable::text("later", "model", VarType::LlmAdd));
+
+        assert_eq!(first.evicted, arcs(&["Tool_1_result"]));
+        assert_eq!(second.evicted, arcs(&["Tool_1_args"]));
+        assert_eq!(third.evicted, arcs(&["Chat_message"]));
+        assert_eq!(sorted_names(&store), strings(&["later", "mine", "noted"]));
+        assert_index_consistent(&store);
+    }
+
+    #[test]
+    fn a_variable_changing_type_changes_class() {
+        let mut store = store(2);
+        store.insert(NewVariable::text("a", "x", VarType::ToolCallResult));
+        store.insert(NewVariable::text("b", "x", VarType::LlmAdd));
+        store
+            .update(
+                "a",
+                VariablePatch {
+                    var_type: Some(VarType::UserAdd),
+                    ..VariablePatch::default()
+                },
+            )
+            .unwrap();
+        store.get("b");
+        store.get("a");
+
+        let outcome = store.insert(NewVariable::text("c", "x", VarType::ToolCallArgs));
+
+        assert_eq!(outcome.evicted, arcs(&["b"]));
+        assert_index_consistent(&store);
     }
 
     #[test]

@@ -4,6 +4,10 @@
 //!
 //! With a store, each mutation is applied in memory, committed as one transaction, and undone
 //! in memory (from the stored rows) when the commit fails, so a failed write changes nothing.
+//! Values that can be recomputed from files on disk (the cached results of the skill tools) are
+//! the exception: they are usable at once in this process (`ReadVar`, `$VAR_REF`) and written
+//! lazily, in batches, with the next durable commit, before catching up with another process,
+//! and at the end. A crash loses at most one batch of them, which the next call recomputes.
 //! Reads first catch up with changes other processes made (one cheap sequence read when there
 //! are none). Reads also move `last_visited`; those visits are written in batches, not one
 //! transaction per read, and at the end.
@@ -26,6 +30,9 @@ use crate::vars::{
 
 /// Visits waiting to be written before a batch goes out.
 const VISIT_BATCH: usize = 512;
+
+/// Lazily written variables (written or evicted) waiting before a batch goes out.
+const UNSAVED_BATCH: usize = 64;
 
 /// Why a workspace operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +72,9 @@ struct State {
     seen: u64,
     /// Variables read since visits were last written.
     visited: HashSet<Arc<str>>,
+    /// Names changed in memory but not yet in the store (lazy writes and what they evicted):
+    /// written if the variable exists, removed otherwise.
+    unsaved: HashSet<String>,
 }
 
 pub struct Workspace {
@@ -91,6 +101,7 @@ impl Workspace {
                 system: VariableSystem::new(capacity, clock),
                 seen: 0,
                 visited: HashSet::new(),
+                unsaved: HashSet::new(),
             }),
             approvals: Mutex::default(),
             state_document: Mutex::new(Value::Object(serde_json::Map::new())),
@@ -175,6 +186,38 @@ impl Workspace {
             .flat_map(|outcome| outcome.evicted.iter().cloned())
             .collect();
         self.persist(&mut state, &names_of(&written), &names_of(&removed))?;
+        drop(state);
+        for (name, outcome) in written.into_iter().zip(&outcomes) {
+            self.announce_write(name, outcome);
+        }
+        Ok(outcomes)
+    }
+
+    /// Creates or replaces variables that can be recomputed from files on disk (a skill tool's
+    /// cached result and arguments): in memory at once, in the store lazily, in a batch. Nothing
+    /// is lost but the cache when the process dies before the batch goes out.
+    pub fn insert_all_lazily(
+        &self,
+        variables: Vec<NewVariable>,
+    ) -> Result<Vec<WriteOutcome>, Error> {
+        if self.store.is_none() {
+            return self.insert_all(variables);
+        }
+        let mut state = self.synced()?;
+        let mut written = Vec::with_capacity(variables.len());
+        let mut outcomes = Vec::with_capacity(variables.len());
+        for variable in variables {
+            written.push(Arc::<str>::from(variable.name.as_str()));
+            let outcome = state.system.insert(variable);
+            state
+                .unsaved
+                .extend(outcome.evicted.iter().map(ToString::to_string));
+            outcomes.push(outcome);
+        }
+        state.unsaved.extend(names_of(&written));
+        if state.unsaved.len() >= UNSAVED_BATCH {
+            self.persist(&mut state, &[], &[])?;
+        }
         drop(state);
         for (name, outcome) in written.into_iter().zip(&outcomes) {
             self.announce_write(name, outcome);
@@ -403,6 +446,14 @@ impl Workspace {
         self.write_visits(&mut state);
     }
 
+    /// Writes the lazily written variables still waiting for their batch.
+    pub fn flush_unsaved(&self) {
+        let mut state = self.lock();
+        if let Err(error) = self.persist(&mut state, &[], &[]) {
+            tracing::warn!(%error, "cannot write cached variables");
+        }
+    }
+
     fn visited(&self, state: &mut State, name: &Arc<str>) {
         if self.store.is_none() {
             return;
@@ -442,6 +493,8 @@ impl Workspace {
         if store.sequence(&self.name)? == state.seen {
             return Ok(state);
         }
+        // Lazy writes go out first: catching up may reload the whole workspace from the store.
+        self.persist(&mut state, &[], &[])?;
         let changes = store.changes(&self.name, state.seen)?;
         let mut events = Vec::new();
         if changes.complete {
@@ -495,7 +548,9 @@ impl Workspace {
         self.persist(state, &[name.to_string()], &names_of(&outcome.evicted))
     }
 
-    /// Commits what changed in memory; on failure, puts the stored rows back in memory.
+    /// Commits what changed in memory, with the lazy writes still waiting; on failure, puts
+    /// the stored rows of `written` and `removed` back in memory (lazy writes wait for the next
+    /// commit).
     fn persist(
         &self,
         state: &mut State,
@@ -505,7 +560,7 @@ impl Workspace {
         let Some(store) = &self.store else {
             return Ok(());
         };
-        let batch = Batch {
+        let mut batch = Batch {
             written: written
                 .iter()
                 .filter_map(|name| state.system.peek(name))
@@ -513,6 +568,15 @@ impl Workspace {
                 .collect(),
             removed: removed.to_vec(),
         };
+        for name in &state.unsaved {
+            if written.contains(name) || removed.contains(name) {
+                continue;
+            }
+            match state.system.peek(name) {
+                Some(variable) => batch.written.push(RestoredVariable::from(variable)),
+                None => batch.removed.push(name.clone()),
+            }
+        }
         if batch.is_empty() {
             return Ok(());
         }
@@ -521,6 +585,7 @@ impl Workspace {
                 if commit.before == state.seen {
                     state.seen = commit.after;
                 }
+                state.unsaved.clear();
                 Ok(())
             }
             Err(error) => {
@@ -578,6 +643,7 @@ impl Workspace {
 
 impl Drop for Workspace {
     fn drop(&mut self) {
+        self.flush_unsaved();
         self.flush_visits();
     }
 }

@@ -62,7 +62,8 @@ impl ReadState {
                 idempotent: true,
                 ..Annotations::default()
             },
-        ))
+        )
+        .with_title("Read state"))
     }
 }
 
@@ -144,8 +145,14 @@ impl WriteState {
             ToolDefinition::new::<WriteStateArguments>(
                 "WriteState",
                 "Write a JSON value into the workspace's state document at a dot path. Plans and `_outputPath` write here too; `†state.<path>` in any tool's arguments reads it back.",
-                Annotations { idempotent: true, ..Annotations::default() },
+                // Writing over an existing path replaces what was there.
+                Annotations {
+                    destructive: true,
+                    idempotent: true,
+                    ..Annotations::default()
+                },
             )
+            .with_title("Write state")
             .with_output::<WriteStateOutput>(),
         )
     }
@@ -182,7 +189,7 @@ fn write_state(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunPlanArguments {
-    /// The steps: objects `{"id": "…", "_tool": "ToolName", …the tool's arguments, "_outputPath": "†state.…"}`. Arguments may refer to earlier results with `†steps.<id>.<path>`, `†state.<path>`, `†input.<path>` or `†var.<name>`.
+    /// The steps: objects `{"_id": "…", "_tool": "ToolName", …the tool's arguments, "_outputPath": "†state.…"}` (step fields start with `_`, so a tool's own `id` argument is free). Arguments may refer to earlier results with `†steps.<id>.<path>`, `†state.<path>`, `†input.<path>` or `†var.<name>`.
     #[schemars(with = "Option<Vec<Map<String, Value>>>")]
     pub steps: Option<Vec<Value>>,
     /// A whole plan `{"steps": […], "input": {…}}`, as an object or as JSON text — for example `"$VAR_REF{{myPlan}}"` to run a plan stored with `WriteVar`.
@@ -221,8 +228,13 @@ impl RunPlan {
             ToolDefinition::new::<RunPlanArguments>(
                 "RunPlan",
                 "Run several tool calls as one declarative plan: steps linked by `†steps.<id>` / `†state.<path>` references are validated together (unknown tools or steps, dangling references, cycles and bad arguments are all reported at once), then run in dependency order with independent steps in parallel. Use it when a task needs three or more calls whose outputs feed each other; `dryRun` shows the order without running. Returns a trace per step and the state changes.",
-                Annotations::default(),
+                // A plan runs any enabled tool, destructive ones included.
+                Annotations {
+                    destructive: true,
+                    ..Annotations::default()
+                },
             )
+            .with_title("Run plan")
             .with_output::<RunPlanOutput>(),
         )
     }

@@ -46,6 +46,7 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
             ..Annotations::default()
         },
     )
+    .with_title("Run skill script")
     .with_output::<RunOutput>();
     ToolGroup {
         name: GROUP.to_owned(),

@@ -32,6 +32,10 @@ pub struct Shared {
 /// The group with its tools and its rule prompt.
 pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
     let shared = Arc::new(Shared { shelf });
+    // SkillSearch and SkillLoad change nothing on disk, but each call caches its result as a
+    // variable the user can list: not read-only, not destructive (a cached result only ever
+    // evicts other cached results).
+    let caches = Annotations::default();
     let read_only = Annotations {
         read_only: true,
         idempotent: true,
@@ -49,13 +53,15 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
         name: GROUP.to_owned(),
         tools: vec![
             tool(
-                ToolDefinition::new::<SearchArguments>("SkillSearch", SKILL_SEARCH, read_only)
+                ToolDefinition::new::<SearchArguments>("SkillSearch", SKILL_SEARCH, caches)
+                    .with_title("Search skills")
                     .with_output::<SearchOutput>(),
                 unreachable_run,
                 Kind::Search,
             ),
             tool(
-                ToolDefinition::new::<LoadArguments>("SkillLoad", SKILL_LOAD, read_only),
+                ToolDefinition::new::<LoadArguments>("SkillLoad", SKILL_LOAD, caches)
+                    .with_title("Load skill"),
                 load,
                 Kind::Load,
             ),
@@ -63,11 +69,14 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
                 ToolDefinition::new::<save::SaveArguments>(
                     "SkillSave",
                     save::DESCRIPTION,
+                    // Saving over an existing skill replaces its files.
                     Annotations {
+                        destructive: true,
                         idempotent: true,
                         ..Annotations::default()
                     },
                 )
+                .with_title("Save skill")
                 .with_output::<save::SaveOutput>(),
                 unreachable_run,
                 Kind::Save,
@@ -77,7 +86,8 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
                     "SkillReadFile",
                     SKILL_READ_FILE,
                     read_only,
-                ),
+                )
+                .with_title("Read skill file"),
                 unreachable_run,
                 Kind::ReadFile,
             ),
@@ -211,6 +221,12 @@ impl Tool for SkillsTool {
 
     fn caches_result(&self) -> bool {
         self.kind != Kind::ReadFile
+    }
+
+    /// Searches, bodies and files come from the skill folders: their cached results are
+    /// written to the store lazily.
+    fn result_is_recomputable(&self) -> bool {
+        self.kind != Kind::Save
     }
 }
 

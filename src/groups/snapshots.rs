@@ -53,11 +53,6 @@ impl Tool for SnapshotTool {
     fn caches_result(&self) -> bool {
         !UNCACHED.contains(&self.definition.name.as_str())
     }
-
-    /// A processed chat's newest state (`vs_stat_data`) is what a plan keeps in state.
-    fn offers_output_path(&self) -> bool {
-        true
-    }
 }
 
 fn failed(error: snapshots::Error) -> ToolError {
@@ -67,9 +62,15 @@ fn failed(error: snapshots::Error) -> ToolError {
     }
 }
 
-const READ_ONLY: Annotations = annotations(true, false, true);
+/// Reads that change no stored data but cache their result (and arguments) as variables the
+/// user can list: not read-only, and not destructive, since a cached result only ever evicts
+/// other cached results.
+const CACHED_READ: Annotations = annotations(false, false, false);
+/// Adds new records, replacing none.
 const WRITES: Annotations = annotations(false, false, false);
-const IDEMPOTENT_WRITE: Annotations = annotations(false, false, true);
+/// Replaces what is stored under a name or id.
+const OVERWRITES: Annotations = annotations(false, true, true);
+/// Deletes stored records.
 const DESTRUCTIVE: Annotations = annotations(false, true, true);
 
 const fn annotations(read_only: bool, destructive: bool, idempotent: bool) -> Annotations {
@@ -92,21 +93,25 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
     let mut tools = vec![
         tool(
             ToolDefinition::new::<ProcessArguments>("SnapshotProcess", PROCESS, WRITES)
+                .with_title("Process chat into snapshots")
                 .with_output::<Processed>(),
             process,
         ),
         tool(
             ToolDefinition::new::<ApplyArguments>("SnapshotApply", APPLY, WRITES)
+                .with_title("Apply calls to a snapshot")
                 .with_output::<Applied>(),
             apply,
         ),
         tool(
-            ToolDefinition::new::<GetArguments>("SnapshotGet", GET, READ_ONLY)
+            ToolDefinition::new::<GetArguments>("SnapshotGet", GET, CACHED_READ)
+                .with_title("Get snapshot")
                 .with_output::<SnapshotOutput>(),
             get,
         ),
         tool(
-            ToolDefinition::new::<UpdateArguments>("SnapshotUpdate", UPDATE, IDEMPOTENT_WRITE)
+            ToolDefinition::new::<UpdateArguments>("SnapshotUpdate", UPDATE, OVERWRITES)
+                .with_title("Update snapshot")
                 .with_output::<SnapshotOutput>(),
             update,
         ),
@@ -116,11 +121,13 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
                 DELETE_CHAT,
                 DESTRUCTIVE,
             )
+            .with_title("Delete chat snapshots")
             .with_output::<DeletedOutput>(),
             delete_chat,
         ),
         tool(
             ToolDefinition::new::<CleanupArguments>("SnapshotCleanup", CLEANUP, DESTRUCTIVE)
+                .with_title("Clean up snapshots")
                 .with_output::<CleanupOutput>(),
             cleanup,
         ),
@@ -140,46 +147,45 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
 fn library_tools(tool: &dyn Fn(ToolDefinition, Run) -> Arc<dyn Tool>) -> Vec<Arc<dyn Tool>> {
     vec![
         tool(
-            ToolDefinition::new::<ScopeArguments>("FunctionList", FUNCTION_LIST, READ_ONLY)
+            ToolDefinition::new::<ScopeArguments>("FunctionList", FUNCTION_LIST, CACHED_READ)
+                .with_title("List state functions")
                 .with_output::<FunctionListOutput>(),
             function_list,
         ),
         tool(
-            ToolDefinition::new::<UpsertArguments>(
-                "FunctionUpsert",
-                FUNCTION_UPSERT,
-                IDEMPOTENT_WRITE,
-            )
-            .with_output::<VarFunction>(),
+            ToolDefinition::new::<UpsertArguments>("FunctionUpsert", FUNCTION_UPSERT, OVERWRITES)
+                .with_title("Create or replace state function")
+                .with_output::<VarFunction>(),
             function_upsert,
         ),
         tool(
             ToolDefinition::new::<RemoveArguments>("FunctionRemove", FUNCTION_REMOVE, DESTRUCTIVE)
+                .with_title("Remove state function")
                 .with_output::<VarFunction>(),
             function_remove,
         ),
         tool(
             ToolDefinition::new::<ImportArguments>("FunctionImport", FUNCTION_IMPORT, WRITES)
+                .with_title("Import state functions")
                 .with_output::<ImportOutput>(),
             function_import,
         ),
         tool(
-            ToolDefinition::new::<ExportArguments>("FunctionExport", FUNCTION_EXPORT, READ_ONLY)
+            ToolDefinition::new::<ExportArguments>("FunctionExport", FUNCTION_EXPORT, CACHED_READ)
+                .with_title("Export state functions")
                 .with_output::<Export>(),
             function_export,
         ),
         tool(
-            ToolDefinition::new::<TemplateGetArguments>("TemplateGet", TEMPLATE_GET, READ_ONLY)
+            ToolDefinition::new::<TemplateGetArguments>("TemplateGet", TEMPLATE_GET, CACHED_READ)
+                .with_title("Get character template")
                 .with_output::<TemplateOutput>(),
             template_get,
         ),
         tool(
-            ToolDefinition::new::<TemplateSetArguments>(
-                "TemplateSet",
-                TEMPLATE_SET,
-                IDEMPOTENT_WRITE,
-            )
-            .with_output::<TemplateOutput>(),
+            ToolDefinition::new::<TemplateSetArguments>("TemplateSet", TEMPLATE_SET, OVERWRITES)
+                .with_title("Set character template")
+                .with_output::<TemplateOutput>(),
             template_set,
         ),
     ]

@@ -26,7 +26,8 @@ pub fn group() -> ToolGroup {
     };
     let tools = vec![
         VarsTool {
-            definition: ToolDefinition::new::<ReadVarArguments>("ReadVar", READ_VAR, read_only),
+            definition: ToolDefinition::new::<ReadVarArguments>("ReadVar", READ_VAR, read_only)
+                .with_title("Read variable"),
             run: read_var,
             always_listed: true,
             pages_itself: true,
@@ -34,6 +35,7 @@ pub fn group() -> ToolGroup {
         },
         VarsTool {
             definition: ToolDefinition::new::<ListVarsArguments>("ListVars", LIST_VARS, read_only)
+                .with_title("List variables")
                 .with_output::<ListVarsOutput>(),
             run: list_vars,
             always_listed: true,
@@ -44,11 +46,14 @@ pub fn group() -> ToolGroup {
             definition: ToolDefinition::new::<WriteVarArguments>(
                 "WriteVar",
                 WRITE_VAR,
+                // Writing over an existing name replaces its value.
                 Annotations {
+                    destructive: true,
                     idempotent: true,
                     ..Annotations::default()
                 },
             )
+            .with_title("Write variable")
             .with_output::<WriteVarOutput>(),
             run: write_var,
             always_listed: false,
@@ -65,6 +70,7 @@ pub fn group() -> ToolGroup {
                     ..Annotations::default()
                 },
             )
+            .with_title("Remove variables")
             .with_output::<RemoveVarsOutput>(),
             run: remove_vars,
             always_listed: false,

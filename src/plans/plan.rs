@@ -1,8 +1,11 @@
-//! A plan: steps `{id, _tool, …arguments, _outputPath?}` whose edges are `†` references to
+//! A plan: steps `{_id, _tool, …arguments, _outputPath?}` whose edges are `†` references to
 //! earlier steps' results (`†steps.<id>`) or to the state paths earlier steps write. Validation
 //! looks at the whole plan before anything runs and reports every problem at once: unknown tools
 //! and step ids, references to paths nothing writes, cycles, and literal arguments that break
 //! the tool's schema.
+//!
+//! A step's own fields start with `_`, like the meta-arguments, so that they never collide with
+//! a tool's arguments: `SnapshotGet`'s `id` is the snapshot's, the step's is `_id`.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -17,7 +20,7 @@ use crate::refs::dagger::{self, Kind, Piece};
 pub struct Step {
     pub id: String,
     pub tool: String,
-    /// The tool's own arguments (without `id`, `_tool` and `_outputPath`).
+    /// The tool's own arguments (without `_id`, `_tool` and `_outputPath`).
     pub arguments: Map<String, Value>,
     pub output_path: Option<(String, OutputPath)>,
 }
@@ -62,19 +65,43 @@ pub fn parse(steps: &[Value]) -> Result<Vec<Step>, Vec<String>> {
     }
 }
 
+/// The step fields besides the tool's arguments.
+const STEP_FIELDS: [&str; 3] = ["_id", "_tool", "_outputPath"];
+
+/// Meta-arguments a step passes on to the executor with the tool's arguments.
+const PASSED_ON: [&str; 1] = ["_outputLimit"];
+
 fn parse_step(step: &Value) -> Result<Step, String> {
     let Value::Object(members) = step else {
-        return Err("a step must be an object {\"id\": …, \"_tool\": …, …arguments}".to_owned());
+        return Err("a step must be an object {\"_id\": …, \"_tool\": …, …arguments}".to_owned());
     };
     let mut arguments = members.clone();
-    let id = match arguments.remove("id") {
+    if let Some(unknown) = arguments.keys().find(|key| {
+        key.starts_with('_')
+            && !STEP_FIELDS.contains(&key.as_str())
+            && !PASSED_ON.contains(&key.as_str())
+    }) {
+        return Err(format!(
+            "unknown step field `{unknown}`: a step takes `_id`, `_tool`, `_outputPath`, \
+             `_outputLimit` and the tool's own arguments"
+        ));
+    }
+    let id = match arguments.remove("_id") {
         Some(Value::String(id)) if !id.is_empty() && !id.contains('.') => id,
         Some(other) => {
             return Err(format!(
-                "`id` must be a non-empty string without dots, not {other}"
+                "`_id` must be a non-empty string without dots, not {other}"
             ));
         }
-        None => return Err("missing `id`".to_owned()),
+        None if arguments.contains_key("id") => {
+            return Err(format!(
+                "missing `_id`: a step is named by `_id`, and `id` is passed to the tool as its \
+                 own argument (e.g. SnapshotGet's snapshot id); rename the step's \
+                 \"id\": {} to \"_id\": {}",
+                arguments["id"], arguments["id"]
+            ));
+        }
+        None => return Err("missing `_id` naming the step".to_owned()),
     };
     let Some(Value::String(tool)) = arguments.remove("_tool") else {
         return Err(format!(

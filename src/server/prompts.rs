@@ -1,4 +1,5 @@
-//! Prompts: `tool-rules`, the full tool-rules text (the same as the server instructions), and
+//! Prompts: `tool-rules`, the full tool-rules text (the server instructions give the essentials
+//! and point here), and
 //! one argument-less prompt per skill, `skill-{name}`, whose message is the skill's activation
 //! text (the body in `<skill_content>`), and `state-functions`, the chat snapshots' function
 //! block of seed 002 §4.3 for a character (or the global library).

@@ -190,7 +190,8 @@ pub(super) fn read_directory(library: &Library, uri: &str) -> Result<Vec<Resourc
         .collect())
 }
 
-/// Completion values for the skill templates: names for `name`, file paths for `path`.
+/// Completion values for the skill templates: names for `name`, file paths for `path`, all of
+/// them (the caller cuts the page and says how many there were).
 pub(super) fn complete(library: &Library, request: &CompleteRequestParams) -> Vec<String> {
     let Reference::Resource(reference) = &request.r#ref else {
         return Vec::new();
@@ -199,7 +200,7 @@ pub(super) fn complete(library: &Library, request: &CompleteRequestParams) -> Ve
         return Vec::new();
     }
     let typed = request.argument.value.as_str();
-    let mut values: Vec<String> = match request.argument.name.as_str() {
+    match request.argument.name.as_str() {
         "name" => library
             .skills()
             .iter()
@@ -222,7 +223,5 @@ pub(super) fn complete(library: &Library, request: &CompleteRequestParams) -> Ve
             })
         }
         _ => Vec::new(),
-    };
-    values.truncate(100);
-    values
+    }
 }

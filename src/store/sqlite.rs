@@ -2,7 +2,7 @@
 //! timeout, every write transaction begun `IMMEDIATE` (a deferred one that upgrades to a write
 //! fails with "database is locked" under a second process, whatever the timeout), migrations
 //! compiled in and applied at start, and a database from a newer version refused, never
-//! rewritten.
+//! rewritten. WAL checkpoints run on a thread of their own, never inside a request's commit.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -11,6 +11,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use sha2::{Digest, Sha256};
 
+mod checkpoint;
 mod snapshots;
 
 use super::tree::hex;
@@ -53,6 +54,8 @@ pub struct SqliteStore {
     /// Workspace sequences known since the last `PRAGMA data_version` seen: while no other
     /// connection commits, the version stays put and a sequence check reads no table.
     known: Mutex<KnownSequences>,
+    /// Checkpoints the WAL of a file store off the request path (none in memory).
+    checkpointer: Option<checkpoint::Checkpointer>,
 }
 
 #[derive(Default)]
@@ -83,16 +86,22 @@ impl SqliteStore {
             .map_err(|error| open_error(error.to_string()))?;
         switch_to_wal(&connection).map_err(|error| open_error(describe(&error)))?;
         connection
-            .execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+            .execute_batch(
+                "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
+                 PRAGMA wal_autocheckpoint = 0;",
+            )
             .map_err(|error| open_error(error.to_string()))?;
         if let Some(max_bytes) = options.max_bytes {
             limit_size(&connection, max_bytes).map_err(|error| open_error(error.to_string()))?;
         }
         migrate(&mut connection, path)?;
+        let checkpointer =
+            checkpoint::Checkpointer::start(path, BUSY_TIMEOUT).map_err(open_error)?;
         Ok(Arc::new(Self {
             path: path.to_owned(),
             connection: Mutex::new(connection),
             known: Mutex::default(),
+            checkpointer: Some(checkpointer),
         }))
     }
 
@@ -115,6 +124,7 @@ impl SqliteStore {
             path,
             connection: Mutex::new(connection),
             known: Mutex::default(),
+            checkpointer: None,
         }))
     }
 
@@ -142,6 +152,10 @@ impl SqliteStore {
             .map_err(|error| self.failed(&error))?;
         let value = work(&transaction).map_err(|error| self.failed(&error))?;
         transaction.commit().map_err(|error| self.failed(&error))?;
+        drop(connection);
+        if let Some(checkpointer) = &self.checkpointer {
+            checkpointer.committed();
+        }
         Ok(value)
     }
 

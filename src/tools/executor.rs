@@ -253,8 +253,17 @@ impl Executor {
         })
     }
 
-    /// The tool-rules text for the enabled groups (server `instructions`, prompt `tool-rules`).
+    /// The server `instructions` for the enabled groups: the essentials, and where the rest is.
+    pub fn instructions(&self) -> String {
+        self.with_sections(rules::instructions_text)
+    }
+
+    /// The full tool-rules text for the enabled groups (the prompt `tool-rules`).
     pub fn tool_rules(&self) -> String {
+        self.with_sections(rules::tool_rules_text)
+    }
+
+    fn with_sections(&self, render: impl FnOnce(&[rules::Section<'_>]) -> String) -> String {
         let groups = self.registry.enabled_groups();
         let enabled: Vec<String> = self
             .registry
@@ -278,7 +287,7 @@ impl Executor {
                 }
             })
             .collect();
-        rules::tool_rules_text(&sections)
+        render(&sections)
     }
 
     /// A declared rule of any registered group.
@@ -318,7 +327,7 @@ impl Executor {
         let name = tool.definition().name.as_str();
         let mut arguments = Value::Object(request.arguments.unwrap_or_default());
         let limit = self.output_limit(tool, &mut arguments)?;
-        let output_path = outputs::take_output_path(tool, &mut arguments)?;
+        let output_path = outputs::take_output_path(&self.workspace, tool, &mut arguments)?;
         // The cached `_args` keep the arguments as written, references and all: the expansion
         // may be far larger, and it is in the variables already.
         let as_written = (tool.caches_result()
@@ -416,7 +425,7 @@ impl Executor {
         let truncation = truncate(tool, &formatted, arguments, limit);
         let mut cache_failure = None;
         let (cache_var_result, cache_var_args) = if tool.caches_result() {
-            match self.cache(&tool.definition().name, &formatted, as_written) {
+            match self.cache(tool, &formatted, as_written) {
                 Ok((result, args)) => (Some(result), Some(args)),
                 Err(error) => {
                     tracing::error!(%error, "cannot cache a tool result");
@@ -641,12 +650,15 @@ impl Executor {
     }
 
     /// Stores the formatted result and the arguments as `{tool}_{nodeId}_result` / `_args`.
+    /// A result recomputable from files is written lazily (see [`crate::workspace::Workspace::insert_all_lazily`]).
     fn cache(
         &self,
-        tool: &str,
+        tool: &dyn Tool,
         formatted: &str,
         arguments: &Value,
     ) -> Result<(String, String), crate::workspace::Error> {
+        let recomputable = tool.result_is_recomputable();
+        let tool = tool.definition().name.as_str();
         let node = uuid::Uuid::new_v4().simple().to_string();
         let node = &node[..8];
         let result_name = format!("{tool}_{node}_result");
@@ -658,7 +670,11 @@ impl Executor {
         args.kind = ValueKind::Json;
         args.desc = Some(format!("Arguments of the {tool} call {node}"));
         args.tags = vec![tool.to_owned()];
-        self.workspace.insert_all(vec![args, result])?;
+        if recomputable {
+            self.workspace.insert_all_lazily(vec![args, result])?;
+        } else {
+            self.workspace.insert_all(vec![args, result])?;
+        }
         Ok((result_name, args_name))
     }
 }

@@ -8,14 +8,18 @@ use serde_json::Value;
 
 use super::executor::{ExecuteResult, ExecuteStatus};
 use super::{Tool, ToolError, ToolOutput};
-use crate::plans::output::{self, OutputPath};
+use crate::plans::output::{self, OutputPath, Target};
+use crate::refs::dagger::DAGGER;
+use crate::vars::VarType;
 use crate::workspace::Workspace;
 
 /// The meta-argument naming where a call's result is written.
 pub(crate) const OUTPUT_PATH_ARGUMENT: &str = "_outputPath";
 
-/// Takes `_outputPath` out of the arguments; a `const` in the tool's schema wins.
+/// Takes `_outputPath` out of the arguments; a `const` in the tool's schema wins. A path that
+/// targets a rule variable is refused.
 pub(super) fn take_output_path(
+    workspace: &Workspace,
     tool: &dyn Tool,
     arguments: &mut Value,
 ) -> Result<Option<OutputPath>, ToolError> {
@@ -37,9 +41,28 @@ pub(super) fn take_output_path(
             "{OUTPUT_PATH_ARGUMENT} must be a string such as \"†state.result\", not {text}"
         )));
     };
-    OutputPath::parse(&text)
-        .map(Some)
-        .map_err(ToolError::Invalid)
+    let output_path = OutputPath::parse(&text).map_err(ToolError::Invalid)?;
+    refuse_rule_targets(workspace, &output_path)?;
+    Ok(Some(output_path))
+}
+
+/// Rule variables are read-only, to `_outputPath` as to `WriteVar`: the call is refused before
+/// the tool runs, so nothing is done whose result could not be kept.
+fn refuse_rule_targets(workspace: &Workspace, output_path: &OutputPath) -> Result<(), ToolError> {
+    for target in output_path.targets() {
+        if let Target::Variable(name) = target
+            && workspace
+                .peek(name)
+                .is_some_and(|variable| variable.var_type == VarType::Rule)
+        {
+            return Err(ToolError::invalid(format!(
+                "{OUTPUT_PATH_ARGUMENT} target `{target}` is a rule (RULE) and cannot be \
+                 changed; write to another name, e.g. {DAGGER}var.{}_copy",
+                name.rsplit('/').next().unwrap_or(name)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Writes a result that passed the result gate to its output path and reports the paths.

@@ -223,7 +223,7 @@ async fn a_client_that_vanishes_mid_call_leaves_a_sound_store() {
     let (mut child, mut stdin, mut stdout, sleeping) = setup.raw_with_a_sleeper().await;
     let plan = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "RunPlan", "arguments": {"steps": (0..50).map(|step| json!({
-            "id": format!("s{step}"), "_tool": "WriteState", "path": format!("chain.s{step}"),
+            "_id": format!("s{step}"), "_tool": "WriteState", "path": format!("chain.s{step}"),
             "value": if step == 0 { json!(0) } else { json!(format!("†steps.s{}", step - 1)) }
         })).collect::<Vec<_>>()}}});
     stdin
@@ -257,9 +257,9 @@ async fn cancelled_calls_stop_and_the_session_goes_on() {
     let alone = setup.sleeping_pid("alone").await;
     let plan = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
     "name": "RunPlan", "arguments": {"steps": [
-        {"id": "slow", "_tool": "SkillRunScript", "name": "slow", "script": "scripts/slow.sh",
+        {"_id": "slow", "_tool": "SkillRunScript", "name": "slow", "script": "scripts/slow.sh",
          "args": [setup.path("planned").display().to_string(), "30"], "timeoutSeconds": 120},
-        {"id": "after", "_tool": "WriteState", "path": "after", "value": "†steps.slow"}
+        {"_id": "after", "_tool": "WriteState", "path": "after", "value": "†steps.slow"}
     ]}}});
     session.send(&plan).await;
     let planned = setup.sleeping_pid("planned").await;

@@ -7,7 +7,9 @@
 
 mod approval;
 mod bad_input;
+mod caching;
 mod common;
+mod completion;
 mod depth;
 mod examples;
 mod executor;

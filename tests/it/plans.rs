@@ -104,9 +104,9 @@ async fn a_three_step_plan_chains_outputs_and_fans_out() {
     let plan = json!({
         "input": {"who": "Ada", "times": 2},
         "steps": [
-            {"id": "first", "_tool": "Echo", "text": "†var.greeting †input.who", "_outputPath": "†state.first"},
-            {"id": "second", "_tool": "Repeat", "unit": "†state.first|", "times": "†input.times", "_outputPath": "†state.second"},
-            {"id": "third", "_tool": "Echo", "text": {"from": "†steps.second"}, "_outputPath": "†state.report.a && †state.report.b"}
+            {"_id": "first", "_tool": "Echo", "text": "†var.greeting †input.who", "_outputPath": "†state.first"},
+            {"_id": "second", "_tool": "Repeat", "unit": "†state.first|", "times": "†input.times", "_outputPath": "†state.second"},
+            {"_id": "third", "_tool": "Echo", "text": {"from": "†steps.second"}, "_outputPath": "†state.report.a && †state.report.b"}
         ]
     });
     let result = call(&client, "RunPlan", plan).await;
@@ -149,12 +149,12 @@ async fn a_three_step_plan_chains_outputs_and_fans_out() {
 async fn validation_lists_every_problem_before_anything_runs() {
     let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
     let plan = json!({"steps": [
-        {"id": "a", "_tool": "Echo", "text": "†steps.b", "_outputPath": "†state.a"},
-        {"id": "b", "_tool": "Echo", "text": "†state.a", "_outputPath": "†state.b"},
-        {"id": "c", "_tool": "Echo", "text": "†state.nothing.here"},
-        {"id": "d", "_tool": "NoSuchTool"},
-        {"id": "e", "_tool": "Repeat", "unit": 5, "times": 1},
-        {"id": "f", "_tool": "Echo", "text": "†steps.ghost"}
+        {"_id": "a", "_tool": "Echo", "text": "†steps.b", "_outputPath": "†state.a"},
+        {"_id": "b", "_tool": "Echo", "text": "†state.a", "_outputPath": "†state.b"},
+        {"_id": "c", "_tool": "Echo", "text": "†state.nothing.here"},
+        {"_id": "d", "_tool": "NoSuchTool"},
+        {"_id": "e", "_tool": "Repeat", "unit": 5, "times": 1},
+        {"_id": "f", "_tool": "Echo", "text": "†steps.ghost"}
     ]});
     let result = call(&client, "RunPlan", plan).await;
     assert!(is_error(&result));
@@ -185,9 +185,9 @@ async fn validation_lists_every_problem_before_anything_runs() {
 async fn a_dry_run_returns_the_order_and_runs_nothing() {
     let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
     let plan = json!({"dryRun": true, "steps": [
-        {"id": "late", "_tool": "Echo", "text": "†steps.early"},
-        {"id": "early", "_tool": "Echo", "text": "x", "_outputPath": "†state.early"},
-        {"id": "alone", "_tool": "Echo", "text": "y"}
+        {"_id": "late", "_tool": "Echo", "text": "†steps.early"},
+        {"_id": "early", "_tool": "Echo", "text": "x", "_outputPath": "†state.early"},
+        {"_id": "alone", "_tool": "Echo", "text": "y"}
     ]});
     let output = structured(&call(&client, "RunPlan", plan).await);
     assert_eq!(
@@ -203,12 +203,12 @@ async fn a_dry_run_returns_the_order_and_runs_nothing() {
 async fn independent_steps_run_at_the_same_time_and_failures_stop_only_their_dependants() {
     let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
     let plan = json!({"steps": [
-        {"id": "slow1", "_tool": "Wait", "millis": 150},
-        {"id": "slow2", "_tool": "Wait", "millis": 150},
-        {"id": "broken", "_tool": "Fail", "message": "down"},
-        {"id": "needs-broken", "_tool": "Echo", "text": "†steps.broken"},
-        {"id": "caught", "_tool": "Fail", "message": "handled", "_outputPath": "†state.ok || †state.err"},
-        {"id": "after-caught", "_tool": "Echo", "text": "got: †state.err"}
+        {"_id": "slow1", "_tool": "Wait", "millis": 150},
+        {"_id": "slow2", "_tool": "Wait", "millis": 150},
+        {"_id": "broken", "_tool": "Fail", "message": "down"},
+        {"_id": "needs-broken", "_tool": "Echo", "text": "†steps.broken"},
+        {"_id": "caught", "_tool": "Fail", "message": "handled", "_outputPath": "†state.ok || †state.err"},
+        {"_id": "after-caught", "_tool": "Echo", "text": "got: †state.err"}
     ]});
     let output = structured(&call(&client, "RunPlan", plan).await);
     let steps = output["steps"].as_array().unwrap();
@@ -237,7 +237,7 @@ async fn independent_steps_run_at_the_same_time_and_failures_stop_only_their_dep
 #[tokio::test]
 async fn a_plan_stored_in_a_variable_runs_with_new_input() {
     let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
-    let plan = json!({"steps": [{"id": "say", "_tool": "Echo", "text": "hi †input.name", "_outputPath": "†state.said"}]});
+    let plan = json!({"steps": [{"_id": "say", "_tool": "Echo", "text": "hi †input.name", "_outputPath": "†state.said"}]});
     call(
         &client,
         "WriteVar",
@@ -288,8 +288,8 @@ async fn plans_report_progress_and_state_subscribers_hear_of_writes() {
         .await
         .unwrap();
     let arguments = json!({"steps": [
-        {"id": "one", "_tool": "Echo", "text": "1", "_outputPath": "†state.report.one"},
-        {"id": "two", "_tool": "Echo", "text": "2"}
+        {"_id": "one", "_tool": "Echo", "text": "1", "_outputPath": "†state.report.one"},
+        {"_id": "two", "_tool": "Echo", "text": "2"}
     ]});
     let mut request = rmcp::model::CallToolRequestParams::new("RunPlan")
         .with_arguments(arguments.as_object().cloned().unwrap());
@@ -312,8 +312,8 @@ async fn plans_report_progress_and_state_subscribers_hear_of_writes() {
 async fn cancelling_a_plan_stops_the_steps_not_yet_started() {
     let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
     let arguments = json!({"steps": [
-        {"id": "slow", "_tool": "Wait", "millis": 300, "_outputPath": "†state.slow"},
-        {"id": "after", "_tool": "Echo", "text": "†state.slow", "_outputPath": "†state.after"}
+        {"_id": "slow", "_tool": "Wait", "millis": 300, "_outputPath": "†state.slow"},
+        {"_id": "after", "_tool": "Echo", "text": "†state.slow", "_outputPath": "†state.after"}
     ]});
     let params = rmcp::model::CallToolRequestParams::new("RunPlan")
         .with_arguments(arguments.as_object().cloned().unwrap());
@@ -332,6 +332,89 @@ async fn cancelling_a_plan_stops_the_steps_not_yet_started() {
         text(&state_after).ends_with("\n{}"),
         "no step wrote anything: {}",
         text(&state_after)
+    );
+    client.cancel().await.unwrap();
+}
+
+/// Step fields start with `_`, so a tool whose own argument is `id` runs in a plan.
+#[tokio::test]
+async fn a_plan_step_passes_a_tool_its_own_id() {
+    let client = crate::common::spawn_binary(&[], TestClient::new(Elicitation::Unsupported)).await;
+    let plan = json!({"steps": [
+        {"_id": "make", "_tool": "SnapshotApply", "chatFile": "plan", "text": "@.SET(\"a\", 1);"},
+        {"_id": "read", "_tool": "SnapshotGet", "id": "†steps.make.snapshotId", "_outputPath": "†state.read"},
+        {"_id": "edit", "_tool": "SnapshotUpdate", "id": "†steps.make.snapshotId",
+         "snapshot": {"a": 2, "before": "†steps.read.snapshot.a"}}
+    ]});
+    let result = call(&client, "RunPlan", plan).await;
+    assert!(!is_error(&result), "{}", text(&result));
+    let output = structured(&result);
+    let statuses: Vec<(Value, Value)> = output["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|step| (step["id"].clone(), step["status"].clone()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (json!("make"), json!("success")),
+            (json!("read"), json!("success")),
+            (json!("edit"), json!("success"))
+        ]
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&state(&client, "read.snapshot").await).unwrap(),
+        json!({"a": 1})
+    );
+    let snapshot_id = state(&client, "read.id").await;
+    let edited = call(
+        &client,
+        "SnapshotGet",
+        json!({"id": serde_json::from_str::<Value>(&snapshot_id).unwrap()}),
+    )
+    .await;
+    assert_eq!(
+        structured(&edited)["snapshot"],
+        json!({"a": 2, "before": 1})
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_step_named_by_id_or_with_an_unknown_field_is_refused_with_the_fix() {
+    let client = crate::common::spawn_binary(&[], TestClient::new(Elicitation::Unsupported)).await;
+    let old = call(
+        &client,
+        "RunPlan",
+        json!({"steps": [{"id": "read", "_tool": "ReadState", "path": "x"}]}),
+    )
+    .await;
+    let unknown = call(
+        &client,
+        "RunPlan",
+        json!({"steps": [{"_id": "read", "_tool": "ReadState", "_after": "x"}]}),
+    )
+    .await;
+
+    assert!(is_error(&old));
+    assert!(
+        text(&old).contains(
+            "step 1: missing `_id`: a step is named by `_id`, and `id` is passed to the tool as \
+             its own argument (e.g. SnapshotGet's snapshot id); rename the step's \"id\": \"read\" \
+             to \"_id\": \"read\""
+        ),
+        "{}",
+        text(&old)
+    );
+    assert!(is_error(&unknown));
+    assert!(
+        text(&unknown).contains(
+            "step 1: unknown step field `_after`: a step takes `_id`, `_tool`, `_outputPath`, \
+             `_outputLimit` and the tool's own arguments"
+        ),
+        "{}",
+        text(&unknown)
     );
     client.cancel().await.unwrap();
 }

@@ -281,9 +281,9 @@ async fn work(peer: Peer<RoleClient>, worker: usize, until: Instant) -> Ledger {
         ledger.cached_calls += 1;
 
         let plan = json!({"input": {"n": round}, "steps": [
-            {"id": "put", "_tool": "WriteState", "path": format!("soak.plan-{worker}"), "value": "†input.n",
+            {"_id": "put", "_tool": "WriteState", "path": format!("soak.plan-{worker}"), "value": "†input.n",
              "_outputPath": format!("†state.soak.trace-{worker}")},
-            {"id": "copy", "_tool": "WriteVar", "name": format!("soak-plan-{worker}"), "value": "†steps.put"}
+            {"_id": "copy", "_tool": "WriteVar", "name": format!("soak-plan-{worker}"), "value": "†steps.put"}
         ]});
         let ran = call(&peer, &mut ledger, "RunPlan", plan).await;
         assert_eq!(structured(&ran)["ok"], json!(true), "{}", text(&ran));

@@ -29,7 +29,7 @@ async fn initialize_names_the_server_and_lists_the_tools() {
     assert_eq!(server.version, env!("CARGO_PKG_VERSION"));
     let instructions = info.instructions.clone().unwrap_or_default();
     assert!(
-        instructions.contains("| `Rule/Agent/VarRef` |"),
+        instructions.contains("`Rule/Agent/VarRef`"),
         "{instructions}"
     );
     let tools = client.list_all_tools().await.unwrap();
@@ -359,7 +359,7 @@ async fn rules_and_variables_are_resources() {
 }
 
 #[tokio::test]
-async fn the_tool_rules_prompt_matches_the_instructions() {
+async fn the_tool_rules_prompt_holds_the_full_rules_the_instructions_point_to() {
     let client = client().await;
     let prompts = client.list_all_prompts().await.unwrap();
     assert_eq!(
@@ -378,8 +378,13 @@ async fn the_tool_rules_prompt_matches_the_instructions() {
         .unwrap();
     let message = serde_json::to_value(&prompt.messages[0]).unwrap();
     let instructions = client.peer_info().unwrap().instructions.clone().unwrap();
-    assert_eq!(message["content"]["text"], json!(instructions));
-    assert!(instructions.contains("## vars"), "{instructions}");
+    let full = message["content"]["text"].as_str().unwrap();
+    assert!(
+        instructions.contains("`tool-rules` prompt"),
+        "{instructions}"
+    );
+    assert!(full.contains("## vars"), "{full}");
+    assert!(full.contains("| `Rule/Agent/VarRef` |"), "{full}");
     assert!(
         client
             .get_prompt(GetPromptRequestParams::new("nope"))

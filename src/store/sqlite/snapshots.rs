@@ -262,6 +262,27 @@ impl SnapshotStore for SqliteStore {
         self.read(|transaction| chats_of(transaction, workspace))
     }
 
+    fn snapshot_ids(&self, workspace: &str, chat_file: &str) -> Result<Vec<String>, Error> {
+        self.read(|transaction| {
+            let mut statement = transaction.prepare_cached(
+                "SELECT identifier FROM message_variables WHERE workspace = ?1 AND chat_file = ?2 \
+                 ORDER BY message_id, swipe_id, created_at, identifier",
+            )?;
+            let rows = statement.query_map(params![workspace, chat_file], |row| row.get(0))?;
+            rows.collect()
+        })
+    }
+
+    fn template_characters(&self, workspace: &str) -> Result<Vec<String>, Error> {
+        self.read(|transaction| {
+            let mut statement = transaction.prepare_cached(
+                "SELECT character_id FROM templates WHERE workspace = ?1 ORDER BY character_id",
+            )?;
+            let rows = statement.query_map(params![workspace], |row| row.get(0))?;
+            rows.collect()
+        })
+    }
+
     fn functions(&self, workspace: &str, scope: &str) -> Result<Vec<Value>, Error> {
         self.read(|transaction| {
             let mut statement = transaction
