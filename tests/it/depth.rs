@@ -311,7 +311,7 @@ async fn a_plan_pays_for_every_step_from_one_budget() {
     assert!(!is_tool_error(&alone), "one step's worth resolves: {alone}");
     let steps: Vec<Value> = (0..20)
         .map(|index| {
-            json!({"id": format!("s{index}"), "_tool": "WriteVar",
+            json!({"_id": format!("s{index}"), "_tool": "WriteVar",
                 "name": format!("s{index}"), "value": "$$VAR_REF{{l14}}"})
         })
         .collect();
@@ -350,7 +350,7 @@ async fn cached_arguments_keep_the_references_as_written() {
         .call(
             2,
             "RunPlan",
-            json!({"steps": [{"id": "one", "_tool": "ReadState"}], "input": {"text": "$VAR_REF{{big}}"}, "dryRun": true}),
+            json!({"steps": [{"_id": "one", "_tool": "ReadState"}], "input": {"text": "$VAR_REF{{big}}"}, "dryRun": true}),
         )
         .await;
     assert!(!is_tool_error(&plan), "{plan}");

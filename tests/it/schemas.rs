@@ -399,7 +399,7 @@ async fn an_optional_argument_given_as_null_is_left_out_in_a_plan_as_in_a_direct
     let planned = call(
         &client,
         "RunPlan",
-        json!({"steps": [{"id": "list", "_tool": "ListVars", "filter": null}]}),
+        json!({"steps": [{"_id": "list", "_tool": "ListVars", "filter": null}]}),
     )
     .await;
     assert_eq!(planned.is_error, Some(false), "{planned:?}");
