@@ -34,8 +34,10 @@ struct SnapshotTool {
 
 /// `SnapshotProcess` takes whole chats (megabytes for a long one): caching its arguments and
 /// result as variables would cost a durable write of that size per call and evict the
-/// variables an agent keeps. Its structured result reaches the client whole either way.
-const UNCACHED: &[&str] = &["SnapshotProcess"];
+/// variables an agent keeps. Its result is for the program that writes every binding back into
+/// the chat, so it is never cut to the output limit either: a binding left out would leave its
+/// message without a snapshot.
+const WHOLE_CHATS: &[&str] = &["SnapshotProcess"];
 
 impl Tool for SnapshotTool {
     fn definition(&self) -> &ToolDefinition {
@@ -51,7 +53,11 @@ impl Tool for SnapshotTool {
     }
 
     fn caches_result(&self) -> bool {
-        !UNCACHED.contains(&self.definition.name.as_str())
+        !WHOLE_CHATS.contains(&self.definition.name.as_str())
+    }
+
+    fn skip_truncation(&self) -> bool {
+        WHOLE_CHATS.contains(&self.definition.name.as_str())
     }
 }
 

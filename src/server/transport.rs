@@ -422,6 +422,35 @@ impl Ids {
         Some(RequestId::Number(internal))
     }
 
+    /// A notification of a `subscriptions/listen` stream names its subscription by the listen
+    /// request's id: rmcp writes the internal one, the client must see the id it wrote.
+    fn restore_subscription_id(&self, line: Vec<u8>) -> Vec<u8> {
+        const KEY: &[u8] = b"\"io.modelcontextprotocol/subscriptionId\":";
+        let Some(start) = find(&line, KEY).map(|at| at + KEY.len()) else {
+            return line;
+        };
+        let digits = line[start..]
+            .iter()
+            .take_while(|byte| byte.is_ascii_digit())
+            .count();
+        let end = start + digits;
+        let Some(internal) = std::str::from_utf8(&line[start..end])
+            .ok()
+            .and_then(|text| text.parse::<i64>().ok())
+        else {
+            return line;
+        };
+        let state = self.lock();
+        let Some(request) = state.in_flight.get(&internal) else {
+            return line;
+        };
+        let mut restored = Vec::with_capacity(line.len() + request.written.get().len());
+        restored.extend_from_slice(&line[..start]);
+        restored.extend_from_slice(request.written.get().as_bytes());
+        restored.extend_from_slice(&line[end..]);
+        restored
+    }
+
     /// The server asked the client something.
     fn asked(&self) {
         self.lock().asked += 1;
@@ -466,7 +495,9 @@ fn encode(item: &TxJsonRpcMessage<RoleServer>, ids: &Arc<Ids>) -> io::Result<Out
             ids.asked();
             return line_of(item).map(Outgoing::Line);
         }
-        JsonRpcMessage::Notification(_) => return line_of(item).map(Outgoing::Line),
+        JsonRpcMessage::Notification(_) => {
+            return line_of(item).map(|line| Outgoing::Line(ids.restore_subscription_id(line)));
+        }
     };
     let Some((written, slot)) = ids.answered(id) else {
         tracing::debug!(%id, "dropped the answer to a request no longer in flight");

@@ -239,12 +239,17 @@ async fn a_growing_state_costs_storage_linear_in_what_changed() {
         let newest = ok(
             &client,
             "SnapshotGet",
-            json!({"id": second["latestSnapshotId"]}),
+            json!({"id": second["latestSnapshotId"], "_outputLimit": -1}),
         )
         .await;
         assert_eq!(newest["snapshot"], second["vs_stat_data"]);
         let middle = &second["bindings"][99]["snapshotId"];
-        let middle = ok(&client, "SnapshotGet", json!({"id": middle})).await;
+        let middle = ok(
+            &client,
+            "SnapshotGet",
+            json!({"id": middle, "_outputLimit": -1}),
+        )
+        .await;
         assert_eq!(
             middle["snapshot"]["history"].as_array().unwrap()[..],
             history[..500]

@@ -19,7 +19,7 @@ pub(super) const DESCRIPTION: &str = "Save a skill you wrote (or an improved ver
     `description` (what it does and when to use it) and the markdown `body`, plus optional \
     text files by relative path (e.g. `references/details.md`). The skill is checked against \
     the Agent Skills specification before anything is written; an existing skill keeps its \
-    other files and its previous version is backed up. Asks the user before the first save.";
+    other files and its previous version is backed up. Asks the user before saving a skill.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
