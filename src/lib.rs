@@ -5,20 +5,23 @@
 //! - [`server`]: the rmcp adapter — the only module that knows MCP. `server/errors.rs` is the one
 //!   place where results and errors take their wire form.
 //! - [`tools`]: the `Tool` trait, tool groups, the registry, approval policies and the executor
-//!   pipeline of seed 001.
-//! - [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, the opt-in `scripts`), thin
-//!   adapters over the domain modules.
+//!   pipeline every call passes.
+//! - [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, `snapshots`, the opt-in
+//!   `scripts`), thin adapters over the domain modules.
 //! - [`workspace`]: the variables, state document and approvals a session works in; every
 //!   mutation passes here, is committed to the [`store`] before it is acknowledged, and is
 //!   announced to subscribers.
 //! - [`store`]: durable workspaces (SQLite), shared between processes by a change sequence.
 //! - [`maintenance`]: `workspace list|export|import|delete` and `doctor`.
-//! - [`nesting`]: the one depth limit for JSON values and dot paths entering the workspace.
-//! - Domain modules, which know nothing of MCP: [`vars`] (the capacity-bounded variable system of
-//!   seed 000), [`refs`] (`$VAR_REF` and `†kind.path` resolution), [`plans`] (dot paths, the
-//!   state document's `_outputPath` targets, plan validation and execution of seed 003),
-//!   [`rules`] (skill rules and the tool-rules text), [`skills`] (the Agent Skills library of seed 004: discovery, frontmatter,
-//!   validation, `index.json`, search, files).
+//! - Domain modules, which know nothing of MCP: [`vars`] (the capacity-bounded variables),
+//!   [`refs`] (`$VAR_REF` and `†kind.path` resolution), [`plans`] (dot paths, `_outputPath`
+//!   targets, plan validation and execution), [`rules`] (skill rules and the tool-rules text),
+//!   [`skills`] (the Agent Skills library: discovery, frontmatter, validation, `index.json`,
+//!   search, files), [`snapshots`] (chat state snapshots and the function library), and
+//!   [`nesting`] (the one depth limit for values and dot paths).
+//!
+//! `docs/architecture.md` has the full map and where each behaviour lives; `docs/` explains
+//! each concept.
 //!
 //! # The path of a `tools/call`
 //! ```text

@@ -1,7 +1,7 @@
-//! Skill rules (seeds 000/001): documentation that tool groups declare, stored as pinned `RULE`
+//! Skill rules: documentation that tool groups declare, stored as pinned `RULE`
 //! variables `Rule/{group}/{rule}`, and the tool-rules text that tells the model how to use the
 //! enabled tools — base rules, each enabled group's rule prompt, and the rule index (rules marked
-//! `always_load` inlined, the others listed in the seed's "On-Demand Documentation" table).
+//! `always_load` inlined, the others listed in an "On-Demand Documentation" table).
 //!
 //! The text itself is data under `skills/synapse-workspace/`, never string literals here.
 
@@ -17,7 +17,7 @@ pub const ESSENTIALS: &str = include_str!("../skills/synapse-workspace/essential
 /// The most characters of the server `instructions`.
 pub const INSTRUCTIONS_LIMIT: usize = 2_000;
 
-/// The group that owns the built-in rules (seed 001's `AgentSkillRules`).
+/// The group that owns the built-in rules.
 pub const AGENT_GROUP: &str = "Agent";
 
 /// One declared rule.
@@ -57,7 +57,7 @@ pub fn variable_name(group: &str, rule: &str) -> String {
     format!("Rule/{group}/{rule}")
 }
 
-/// The description of a rule's variable, as the seed writes it.
+/// The description of a rule's variable.
 pub fn variable_description(group: &str, rule: &SkillRule) -> String {
     format!("Skill rule for {group}: {}", rule.desc)
 }
@@ -171,7 +171,7 @@ pub fn instructions_text(sections: &[Section<'_>]) -> String {
     text
 }
 
-/// The seed's `generateSkillRuleIndex`: `always_load` rules inlined, the others as a table.
+/// The rule index: `always_load` rules inlined, the others as a table.
 pub fn rule_index(group: &str, rules: &[SkillRule]) -> String {
     let mut text = String::new();
     for rule in rules.iter().filter(|rule| rule.always_load) {
@@ -207,7 +207,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     #[test]
-    fn index_lists_on_demand_rules_in_the_seed_table() {
+    fn index_lists_on_demand_rules_in_a_table() {
         let rules = [SkillRule::new("Guide", "How | why", "body").when("Always")];
         assert_eq!(
             rule_index("Files", &rules),

@@ -1,4 +1,4 @@
-//! The Agent Skills library (seed 004): folders holding a `SKILL.md`, discovered in the roots,
+//! The Agent Skills library (`docs/skills.md`): folders holding a `SKILL.md`, discovered in the roots,
 //! checked against the specification, searched, and loaded progressively — the catalog
 //! (name + description) at start-up, a body on first load, other files on demand.
 //!
@@ -6,7 +6,7 @@
 //! - [`frontmatter`]: the splitter and the YAML parse, with the lenient recovery.
 //! - [`validate`]: typed fields, the spec's rules, diagnostics.
 //! - [`catalog`]: the start-up scan, `index.json` reuse, name collisions.
-//! - [`index_file`]: the seed's `index.json`.
+//! - [`index_file`]: the skills index, `index.json`.
 //! - [`search`]: BM25F with stemming and typo tolerance.
 //! - [`rerank`]: the question that lets a model rerank search candidates, and its answer read.
 //! - [`files`]: skill files on disk or bundled, and the path checks.

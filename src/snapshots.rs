@@ -1,11 +1,11 @@
-//! Chat state snapshots and the function library (seed 002): a JSON state per chat that the
+//! Chat state snapshots and the function library (`docs/snapshots.md`): a JSON state per chat that the
 //! function calls in AI replies (`@.SET("角色.名字", "张三");`) update, one snapshot per AI
 //! message swipe, bound to it by a UUID and stored durably.
 //!
 //! - [`literal`] reads call arguments; [`calls`] finds the built-in syntaxes in a reply;
 //!   [`builtins`] applies them natively; [`javascript`] runs user functions and patterns in
 //!   QuickJS under time and memory limits; [`functions`] is the library (built-ins, scopes,
-//!   export format, prompt); [`engine`] applies one message; [`chat`] is the seed's flow over
+//!   export format, prompt); [`engine`] applies one message; [`chat`] is the flow over
 //!   SillyTavern messages.
 //! - [`Snapshots`] ties them to a store. It knows nothing of MCP.
 //!
@@ -247,7 +247,7 @@ impl Snapshots {
         Ok(existing)
     }
 
-    /// Imports the seed's export format: every function gets a new UUID and starts disabled.
+    /// Imports the library export format: every function gets a new UUID and starts disabled.
     pub fn import(&self, export: Export, scope: &Scope) -> Result<Vec<VarFunction>, Error> {
         let mut imported = Vec::with_capacity(export.functions.len());
         for mut function in export.functions {
@@ -275,7 +275,7 @@ impl Snapshots {
         Ok(imported)
     }
 
-    /// The seed's export format, of some ids or the whole scope.
+    /// The library export format, of some ids or the whole scope.
     pub fn export(&self, ids: Option<&[String]>, scope: &Scope) -> Result<Export, Error> {
         let all = self.functions(scope)?;
         let functions = match ids {
@@ -320,7 +320,7 @@ impl Snapshots {
         })
     }
 
-    /// Replaces a snapshot in place (seed §5.2: same id).
+    /// Replaces a snapshot in place (same id).
     pub fn update(&self, id: &str, snapshot: &Value) -> Result<(), Error> {
         if !snapshot.is_object() {
             return invalid("a snapshot must be a JSON object");
@@ -389,7 +389,7 @@ impl Snapshots {
         })
     }
 
-    /// The seed's flow over a whole chat (§1.2). `cancelled` is asked between messages: once
+    /// The flow over a whole chat. `cancelled` is asked between messages: once
     /// it says yes, what was processed is stored and the rest is left (see [`Stopped`]).
     pub fn process(
         &self,

@@ -1,4 +1,4 @@
-//! The tool executor of seed 001: what a tool is, how tools are grouped, and the pipeline every
+//! The tool executor (`docs/executor.md`): what a tool is, how tools are grouped, and the pipeline every
 //! call goes through.
 //!
 //! A [`Tool`] is a definition (name, description for the model, input and output schemas,
@@ -7,7 +7,7 @@
 //! [`Tool::truncate_for_llm`], [`Tool::skip_truncation`] and [`Tool::default_output_limit`].
 //! Tools come in [`ToolGroup`]s that carry a rule prompt for the model and declared skill rules.
 //!
-//! The [`Executor`] runs the seed's pipeline for every call; the MCP adapter in `server` only
+//! The [`Executor`] runs the pipeline for every call; the MCP adapter in `server` only
 //! translates its [`Outcome`] to the wire. Nothing here knows JSON-RPC.
 
 mod approval;
@@ -126,14 +126,14 @@ pub trait Sampler: Send + Sync {
     ) -> BoxFuture<'a, Result<Sampled, SamplingError>>;
 }
 
-/// The seed's `declaredReturnType`: tells the model what the result looks like.
+/// What the result looks like, for the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReturnType {
     pub kind: &'static str,
     pub note: Option<&'static str>,
 }
 
-/// One tool, as seed 001 defines it.
+/// One tool: a definition, a permission and an `execute`.
 pub trait Tool: Send + Sync {
     fn definition(&self) -> &ToolDefinition;
 
@@ -152,7 +152,7 @@ pub trait Tool: Send + Sync {
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 
     /// Turns the output into the text the model reads. The default passes text through and
-    /// writes structured data as compact JSON, as the seed's `JSON.stringify`.
+    /// writes structured data as compact JSON, as `JSON.stringify` would.
     fn format_for_llm(&self, output: &ToolOutput, _arguments: &Value) -> String {
         match output {
             ToolOutput::Text(text) => text.clone(),
@@ -170,7 +170,7 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    /// `true` skips every truncation (the seed's `SKIP_EXTERNAL_TRUNCATE`).
+    /// `true` skips every truncation.
     fn skip_truncation(&self) -> bool {
         false
     }

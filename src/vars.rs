@@ -1644,7 +1644,7 @@ mod tests {
     }
 
     #[test]
-    fn var_types_round_trip_through_their_seed_names() {
+    fn var_types_round_trip_through_their_wire_names() {
         let names = [
             "RULE",
             "ToolCallResult",

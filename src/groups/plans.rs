@@ -1,4 +1,4 @@
-//! The `plans` group (seed 003): `ReadState` and `WriteState` over the workspace's state
+//! The `plans` group (`docs/state-and-plans.md`): `ReadState` and `WriteState` over the workspace's state
 //! document, and `RunPlan`, which validates a whole graph of tool calls and runs it.
 
 use std::sync::Arc;

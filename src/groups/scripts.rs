@@ -1,4 +1,4 @@
-//! The `scripts` group (seed 004 §7): `SkillRunScript`, a thin adapter over
+//! The `scripts` group (`docs/skills.md#scripts`): `SkillRunScript`, a thin adapter over
 //! [`crate::skills::scripts`]. The group is off unless the config file turns it on, and every
 //! run asks the user once per script *and the digest set of its skill folder*
 //! ([`Tool::approval_scope`]), so a changed file anywhere in the folder (`.git` and

@@ -1,4 +1,4 @@
-//! The `skills` group (seed 004): `SkillSearch`, `SkillLoad`, `SkillReadFile`, `SkillSave`
+//! The `skills` group (`docs/skills.md`): `SkillSearch`, `SkillLoad`, `SkillReadFile`, `SkillSave`
 //! (in `skills/save.rs`) — thin adapters over [`crate::skills`]. `SkillLoad` answers with the
 //! whole body every time: one server process serves many conversations (hosts keep it across
 //! chats), so "already loaded" can never be known here.
@@ -244,7 +244,7 @@ pub struct SearchArguments {
     pub rerank: Option<bool>,
 }
 
-/// The seed's `skill search` answer.
+/// The `SkillSearch` answer.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SearchOutput {
     /// Best match first.
@@ -396,7 +396,7 @@ async fn rerank_hits(query: &str, hits: &mut [Hit], sampler: Option<&dyn Sampler
 /// Room for about 20 names in the model's answer.
 const RERANK_MAX_TOKENS: u32 = 400;
 
-/// The JSON answer, then the seed's `<available-skills>` block for the model.
+/// The JSON answer, then an `<available-skills>` block for the model.
 fn search_text(value: &Value) -> String {
     let matched = value["matched_skills"]
         .as_array()
@@ -443,7 +443,7 @@ fn load(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput::Text(skill_content(skill, &body)))
 }
 
-/// The activation text clients follow best (notes/agent-skills.md).
+/// The activation text clients follow best.
 pub fn skill_content(skill: &Skill, body: &str) -> String {
     let body = body.trim_start_matches(['\n', ' ']).trim_end();
     let mut text = format!("<skill_content name=\"{}\">\n{body}", skill.name);

@@ -1,4 +1,4 @@
-//! The `snapshots` group (seed 002): chat state snapshots, the function library and character
+//! The `snapshots` group (`docs/snapshots.md`): chat state snapshots, the function library and character
 //! templates, as thin adapters over [`crate::snapshots::Snapshots`]. The work (SQLite, QuickJS)
 //! is synchronous and may take a while on a long chat, so it runs on tokio's blocking pool; the
 //! call's cancellation (the client cancelled, or left) reaches it there.

@@ -1,4 +1,4 @@
-//! The `vars` group (seed 000): `ReadVar`, `ListVars`, `WriteVar`, `RemoveVars`. `ReadVar` and
+//! The `vars` group (`docs/variables.md`): `ReadVar`, `ListVars`, `WriteVar`, `RemoveVars`. `ReadVar` and
 //! `ListVars` are listed whenever any group is enabled.
 
 use std::sync::Arc;

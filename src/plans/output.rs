@@ -1,4 +1,4 @@
-//! `_outputPath` (seed 003): where a call's result is written. `†state.a.b` writes the result
+//! `_outputPath` (`docs/state-and-plans.md`): where a call's result is written. `†state.a.b` writes the result
 //! there; `A || B` writes a success to `A` and a tool error to `B` (the error is then data and
 //! the call does not fail); `A && B` writes the same result to every path. Targets are
 //! `†state.<path>` or `†var.<name>`.

@@ -1,4 +1,4 @@
-//! `†kind.path` references (seed 003): a dagger, a kind, and a dot path into it.
+//! `†kind.path` references (`docs/state-and-plans.md`): a dagger, a kind, and a dot path into it.
 //!
 //! | kind | reads |
 //! |---|---|

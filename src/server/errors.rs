@@ -1,5 +1,5 @@
 //! The one place where domain results and errors become wire results or JSON-RPC errors
-//! (DESIGN.md's error contract):
+//! (the error contract of `docs/executor.md`):
 //! - a mistake the model can fix, or a rejection → a tool result with `isError: true`;
 //! - an unroutable request (unknown tool, URI, prompt) → `-32602` / `-32002`;
 //! - a bug or an I/O failure → `-32603`, with the details in the log.

@@ -2,7 +2,7 @@
 //! and point here), and
 //! one argument-less prompt per skill, `skill-{name}`, whose message is the skill's activation
 //! text (the body in `<skill_content>`), and `state-functions`, the chat snapshots' function
-//! block of seed 002 §4.3 for a character (or the global library).
+//! block for a character (or the global library).
 
 use rmcp::ErrorData;
 use rmcp::model::{GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage, Role};

@@ -1,6 +1,6 @@
-//! `index.json`, the seed's skill index (seed 004 §4.4.2), kept in each writable root.
+//! `index.json`, the skill index kept in each writable root (`docs/skills.md`).
 //!
-//! The seed's fields come first (`name`, `title`, `description`, `version`, `tags`, `author`,
+//! The index's own fields come first (`name`, `title`, `description`, `version`, `tags`, `author`,
 //! `tools`, `scriptCount`, `path`, `hasSkillMd`, `lastModified`; `totalSkills`, `totalTools`,
 //! `generatedAt`, `updatedAt`). Each entry also keeps what a warm start needs so that it reads
 //! no SKILL.md: the file name, its size and exact modification time, and the frontmatter
@@ -89,7 +89,7 @@ pub fn nanos(time: SystemTime) -> u128 {
         .map_or(0, |elapsed| elapsed.as_nanos())
 }
 
-/// A time as the seed writes it: RFC 3339 with milliseconds.
+/// A time as the index writes it: RFC 3339 with milliseconds.
 pub fn timestamp(time: SystemTime) -> String {
     humantime::format_rfc3339_millis(time).to_string()
 }

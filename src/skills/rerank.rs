@@ -1,4 +1,4 @@
-//! Reranking search candidates with a model (the seed's skill sub-agent): the question put to
+//! Reranking search candidates with a model (the client's model standing in for a search sub-agent): the question put to
 //! the model, and a robust reading of its answer. Which model answers is not decided here: the
 //! `SkillSearch` tool asks the client's model through MCP sampling when the client offers it.
 //!

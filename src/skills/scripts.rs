@@ -1,4 +1,4 @@
-//! Running a skill's script (seed 004 §7): the file is found through the same path checks as
+//! Running a skill's script: the file is found through the same path checks as
 //! every other skill file, so nothing outside the skill folder can run; it runs in the skill
 //! folder with a scrubbed environment, a timeout that kills its whole process group, its output
 //! piped and capped (the server's stdout is the protocol, so it is never inherited), and stdin

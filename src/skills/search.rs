@@ -3,7 +3,7 @@
 //! and typos met by a down-weighted fuzzy expansion of each query term against the vocabulary
 //! (optimal string alignment distance 1, or 2 for long terms).
 //!
-//! Hand-written rather than tantivy (notes/dependencies.md §6): true BM25F field weights,
+//! Hand-written rather than tantivy (measured: tantivy cost build time and binary size for no gain in quality or speed here): true BM25F field weights,
 //! sub-millisecond queries at 10,000 documents, 4.7 s of compile time instead of 85–100 s on
 //! our 2-core machines, and no index files to keep in step with the skill folders.
 #![expect(

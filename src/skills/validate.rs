@@ -1,6 +1,6 @@
 //! The Agent Skills rules: typed fields read from the verbatim frontmatter, and diagnostics that
 //! name the file, the line, the field and the rule. Every rule is checked in both modes; the
-//! mode only decides what a diagnostic costs (notes/agent-skills.md):
+//! mode only decides what a diagnostic costs:
 //! - [`Level::Fatal`]: the skill is skipped even in lenient mode (no description, YAML that
 //!   cannot be parsed at all, no frontmatter);
 //! - [`Level::Error`]: a violation of the specification, which fails `skills check --strict`;
@@ -101,7 +101,7 @@ impl Diagnostic {
     }
 }
 
-/// The typed view of a frontmatter: the spec's keys and the seed's index keys.
+/// The typed view of a frontmatter: the specification's keys and the index's own keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fields {
     pub name: Option<String>,

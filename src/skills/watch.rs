@@ -1,4 +1,4 @@
-//! Hot reload (seed 004 §8): every folder under the skill roots on disk is watched, and once a
+//! Hot reload: every folder under the skill roots on disk is watched, and once a
 //! change has been followed by 250 ms of quiet the roots are rescanned through [`Shelf::reload`],
 //! which refreshes `index.json` and the catalog and wakes the sessions so that they send
 //! `resources/list_changed` and `prompts/list_changed`. The search index is rebuilt on the

@@ -1,4 +1,4 @@
-//! The built-in functions of seed 002 §3.4, native: `SET`, `ADD`, `SUB`, `APPEND`, `REMOVE`,
+//! The built-in functions, native: `SET`, `ADD`, `SUB`, `APPEND`, `REMOVE`,
 //! `ASSIGN`, `UNSET`, `TIME`, and the JSON Patch operations users bring from MVU.
 //!
 //! Paths are lodash-style (`角色.名字`, `背包[0]`, `a["b.c"]`). Unlike lodash, a write never
@@ -548,7 +548,7 @@ fn patch_path(text: &str) -> Result<Path, String> {
     Path::from_segments(segments).map_err(|error| error.to_string())
 }
 
-/// Removes MVU's metadata (seed 002 §5.3): every `$meta` and `$arrayMeta` key, at any depth,
+/// Removes MVU's metadata: every `$meta` and `$arrayMeta` key, at any depth,
 /// and the `"$__META_EXTENSIBLE__$"` marker from arrays.
 pub fn strip_mvu_metadata(value: &mut Value) {
     match value {

@@ -1,4 +1,4 @@
-//! Finding the built-in calls in an AI reply: `@.NAME(args);` for the seed's functions, MVU's
+//! Finding the built-in calls in an AI reply: `@.NAME(args);` for the built-in functions, MVU's
 //! `_.set('path', old?, new);` family, and `<JSONPatch>[…]</JSONPatch>` blocks. Arguments are
 //! read by [`super::literal`], so strings may hold `);`, values may nest and span lines. User
 //! functions' own regex patterns are matched by the JavaScript engine instead.

@@ -1,4 +1,4 @@
-//! The chat flow of seed 002 §1.2–1.4 over SillyTavern-shaped messages: find the newest AI
+//! The chat flow over SillyTavern-shaped messages (`docs/snapshots.md`): find the newest AI
 //! message's snapshot; when it has none, walk up to the nearest AI message whose active swipe
 //! is bound to a stored snapshot (a dangling id is dropped and treated as absent), or to the
 //! character template; then apply every later AI message in order, each getting a new snapshot
@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The field of `swipes_info[swipe_id]` that binds a swipe to its snapshot (seed §2.1).
+/// The field of `swipes_info[swipe_id]` that binds a swipe to its snapshot.
 pub const SNAPSHOT_ID_FIELD: &str = "st_var_system_snapshot_id";
 
 /// A chat message as SillyTavern stores it; fields not listed are ignored.
@@ -135,7 +135,7 @@ pub struct Anchor {
     pub dropped: Vec<Binding>,
 }
 
-/// Walks up from the newest AI message (seed §1.2 steps 1–2). `exists` says whether an id is
+/// Walks up from the newest AI message. `exists` says whether an id is
 /// stored.
 pub fn anchor(messages: &[ChatMessage], mut exists: impl FnMut(&str) -> bool) -> Anchor {
     let mut pending = Vec::new();
@@ -178,7 +178,7 @@ mod tests {
     }
 
     #[test]
-    fn the_seed_first_example_starts_from_the_bound_message() {
+    fn the_first_worked_example_starts_from_the_bound_message() {
         // 0-2 (AI, no id) → 1-0 (user) → 2-1 (AI, snapshot A) → 3-0 (user) → 4-1 (AI, no id)
         let chat = messages(json!([
             {"is_user": false, "swipe_id": 2, "swipes": ["a", "b", "c"]},

@@ -1,4 +1,4 @@
-//! Applying one AI message to a snapshot (seed 002 §3.3): passive functions before the active
+//! Applying one AI message to a snapshot: passive functions before the active
 //! calls (by `order`), the active calls (by position in the text), passive functions after. A
 //! call that fails is skipped and recorded; the others still apply. The same snapshot, text
 //! and library always give the same result. A user function's result may not nest deeper than

@@ -1,7 +1,7 @@
-//! The function library of seed 002 §3: what a function is, the built-ins every library starts
-//! with, the seed's export format, and the prompt block that teaches a model the calls.
+//! The function library (`docs/snapshots.md`): what a function is, the built-ins every library starts
+//! with, the export format, and the prompt block that teaches a model the calls.
 //!
-//! Libraries have two scopes, as in the seed: global, and local to one character. The built-in
+//! Libraries have two scopes: global, and local to one character. The built-in
 //! functions sit in the global scope with fixed ids; a stored function with the same id
 //! overrides one (to disable it, reorder it or reword its description), and removing a
 //! built-in is refused.
@@ -73,7 +73,7 @@ fn enabled_by_default() -> bool {
     true
 }
 
-/// The seed's export file (§4.4).
+/// The export file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Export {
     pub version: String,
@@ -180,7 +180,7 @@ pub fn validate(function: &VarFunction) -> Result<(), String> {
     }
 }
 
-/// A pattern as the seed writes it: `source`, or `/source/flags`.
+/// A pattern as the export format writes it: `source`, or `/source/flags`.
 pub fn split_pattern(pattern: &str) -> (&str, &str) {
     if let Some(inner) = pattern.strip_prefix('/')
         && let Some(end) = inner.rfind('/')
@@ -223,7 +223,7 @@ impl Active {
     }
 }
 
-/// The seed's `<variable_system_functions>` block (§4.3), from the enabled functions.
+/// The `<variable_system_functions>` block, from the enabled functions.
 pub fn prompt(functions: &[VarFunction]) -> String {
     let mut enabled: Vec<&VarFunction> = functions
         .iter()

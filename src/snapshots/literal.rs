@@ -306,7 +306,7 @@ fn is_identifier_start(character: char) -> bool {
     character.is_alphabetic() || character == '_' || character == '$'
 }
 
-/// Decodes one regex capture group the way the seed's functions expect: a JSON or JavaScript
+/// Decodes one regex capture group the way user functions expect: a JSON or JavaScript
 /// literal when the whole text is one (`100`, `"张三"`, `{"a": 1}`), else the text itself.
 pub fn decode_capture(text: &str) -> Value {
     let mut reader = Reader::new(text, 0);

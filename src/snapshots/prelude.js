@@ -1,4 +1,4 @@
-// The environment user functions run in (seed 002 §3.2): a lodash-like `_`, a deterministic
+// The environment user functions run in: a lodash-like `_`, a deterministic
 // `Math.random` and `Date`, and the dispatcher the server calls. Evaluated in every fresh
 // context, before any user code: what the dispatcher uses is captured here, so a function that
 // replaces `JSON.stringify` (say) cannot change how its own result is read.

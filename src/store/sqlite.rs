@@ -204,7 +204,7 @@ impl SqliteStore {
 
 impl SqliteStore {
     /// The workspaces whose stored state nests deeper than the limit; with `repair`, each is
-    /// rewritten with its over-deep branches kept as their JSON text (see [`parse_state`]).
+    /// rewritten with its over-deep branches kept as their JSON text (see `parse_state`).
     pub fn deep_states(&self, repair: bool) -> Result<Vec<DeepState>, Error> {
         let work = |transaction: &Transaction<'_>| {
             let mut statement = transaction.prepare("SELECT workspace, document FROM state")?;

@@ -1,7 +1,7 @@
 //! How snapshot and template values are laid out in a store: as trees of content-addressed
 //! nodes. Every object, array or string whose JSON is 64 bytes or longer becomes a node keyed by
 //! the first 128 bits of its SHA-256 (hex), and its parent refers to it as `{"__vmRef": "<hash>"}`
-//! — seed 002's value pool, applied at every level. Two snapshots that differ in one field share
+//! — a value pool, applied at every level. Two snapshots that differ in one field share
 //! every node off that field's path, so a long chat whose state barely changes stays small.
 //!
 //! A container with more than [`CHUNK`] children is cut into chunks of [`CHUNK`] children, and

@@ -1,4 +1,4 @@
-//! Approval policies (seed 001's `ToolPermissionV2`): whether a call needs the user's consent
+//! Approval policies (`docs/executor.md#approvals`): whether a call needs the user's consent
 //! before it runs, and separately before its result reaches the model.
 //!
 //! Asking is abstract here: the executor poses an [`ApprovalQuestion`] through [`Asking`], which

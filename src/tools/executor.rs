@@ -1,4 +1,4 @@
-//! The `execute()` pipeline of seed 001, step by step:
+//! The `execute()` pipeline (`docs/executor.md`), step by step:
 //! resolve references → execution gate → execute → format → truncate → cache result and
 //! arguments as variables → truncation hint → result gate.
 
@@ -78,7 +78,7 @@ pub struct CallRequest<'a> {
     pub sampler: Option<&'a dyn Sampler>,
 }
 
-/// The seed's `ToolExecuteStatus`.
+/// How a call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExecuteStatus {
     Success,
@@ -88,7 +88,7 @@ pub enum ExecuteStatus {
     NotFound,
 }
 
-/// The seed's `ToolExecuteResult`.
+/// What a call produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecuteResult {
     pub status: ExecuteStatus,

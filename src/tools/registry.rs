@@ -1,4 +1,4 @@
-//! The registry of tool groups and what is enabled (seed 001's `registry`, `groupRegistry` and
+//! The registry of tool groups and what is enabled (tools, groups and
 //! `enablingStore`). Changes to the enabled set bump a revision that the server turns into
 //! `notifications/tools/list_changed`.
 

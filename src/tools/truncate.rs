@@ -1,4 +1,4 @@
-//! The executor's default truncation (the seed's `truncateContent`): keep the head and the tail,
+//! The executor's default truncation: keep the head and the tail,
 //! replace the middle with a marker that says how much was left out and where it starts.
 //! Structured content is cut to the same limit in `truncate/structure.rs`.
 

@@ -1,8 +1,8 @@
--- Chat state snapshots (seed 002 §2.2), the function libraries and the character templates.
+-- Chat state snapshots, the function libraries and the character templates.
 --
 -- A snapshot is stored as a tree of content-addressed nodes: every object, array or string of
 -- 64 characters or more becomes a node keyed by (a prefix of) its SHA-256, and its parent
--- refers to it as {"__vmRef": "<hash>"} (the seed's value pool, applied at every level). Two
+-- refers to it as {"__vmRef": "<hash>"} (a value pool, applied at every level). Two
 -- snapshots that differ in one field share every node off that field's path, so a long chat
 -- whose state barely changes stays small.
 
