@@ -27,8 +27,8 @@ use rmcp::model::{
     GetSkillResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestMethod,
-    SubscribeRequestParams, SubscriptionFilter, Tool as WireTool, UnsubscribeRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, Tool as WireTool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -169,11 +169,10 @@ impl Server {
 
     /// Serves one MCP session over stdin/stdout until the client closes it.
     pub async fn serve_stdio(self) -> Result<(), Error> {
-        let running = self
-            .serve({
-                let (reader, writer) = rmcp::transport::io::stdio_pipes();
-                transport::LineTransport::new(reader, writer)
-            })
+        let (reader, writer) = rmcp::transport::io::stdio_pipes();
+        let serving =
+            logging::PerRequestLogging(self).serve(transport::LineTransport::new(reader, writer));
+        let running = Box::pin(serving)
             .await
             .map_err(|error| Error::Start(error.to_string()))?;
         let reason = running
@@ -254,14 +253,13 @@ impl ServerHandler for Server {
             .with_instructions(self.executor().tool_rules())
     }
 
-    /// The 2026-07-28 capabilities: those of `initialize` without logging, which
-    /// `logging/setLevel` serves to initialize-era sessions only.
+    /// The 2026-07-28 capabilities: those of `initialize`. Logging is asked per request there
+    /// (`_meta` `io.modelcontextprotocol/logLevel`, served by `logging::PerRequestLogging`).
     async fn discover(
         &self,
         _context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
-        let mut info = self.get_info();
-        info.capabilities.logging = None;
+        let info = self.get_info();
         let versions = ServerHandler::supported_protocol_versions(self).into_owned();
         Ok(DiscoverResult::from_server_info(versions, info))
     }
@@ -275,8 +273,11 @@ impl ServerHandler for Server {
         request: rmcp::model::SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        // A 2026-07-28 request carries its own level, so there is no session level to set: the
+        // method is accepted for the clients that still send it (after rmcp checked the level),
+        // and changes nothing.
         if approval::is_inline_session(&context) {
-            return Err(ErrorData::method_not_found::<SetLevelRequestMethod>());
+            return Ok(());
         }
         let mut log = self
             .inner
