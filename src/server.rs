@@ -27,8 +27,8 @@ use rmcp::model::{
     GetSkillResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
-    SubscriptionFilter, Tool as WireTool, UnsubscribeRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestMethod,
+    SubscribeRequestParams, SubscriptionFilter, Tool as WireTool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -273,11 +273,9 @@ impl ServerHandler for Server {
         request: rmcp::model::SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        // A 2026-07-28 request carries its own level, so there is no session level to set: the
-        // method is accepted for the clients that still send it (after rmcp checked the level),
-        // and changes nothing.
+        // 2026-07-28 removed the method: each request carries its own level in `_meta`.
         if approval::is_inline_session(&context) {
-            return Ok(());
+            return Err(ErrorData::method_not_found::<SetLevelRequestMethod>());
         }
         let mut log = self
             .inner

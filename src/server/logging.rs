@@ -15,12 +15,11 @@
     reason = "logging is deprecated by SEP-2577 but initialize-era clients use it"
 )]
 
+use std::borrow::Cow;
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-
-use std::borrow::Cow;
 
 use rmcp::model::{
     ClientNotification, ClientRequest, LoggingLevel, LoggingMessageNotificationParam,

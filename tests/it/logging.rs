@@ -164,7 +164,7 @@ async fn a_2026_07_28_request_gets_the_log_messages_of_its_level_before_its_answ
 }
 
 #[tokio::test]
-async fn logging_set_level_in_2026_07_28_is_accepted_and_sets_no_session_level() {
+async fn logging_set_level_is_not_a_2026_07_28_method_and_sets_no_level() {
     let mut session = RawSession::start(&[]);
     session
         .send(
@@ -172,17 +172,17 @@ async fn logging_set_level_in_2026_07_28_is_accepted_and_sets_no_session_level()
             "params": {"_meta": meta_2026(None), "level": "debug"}}),
         )
         .await;
-    assert_eq!(session.response(1).await["result"], json!({}));
-    // The level set above does not reach requests that do not ask for one.
+    assert_eq!(session.response(1).await["error"]["code"], json!(-32601));
+    // No level was set: a request that does not ask for one gets no log message.
     session
-        .send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list",
+        .send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
             "params": {"_meta": meta_2026(None)}}))
         .await;
     session
-        .send(&json!({"jsonrpc": "2.0", "id": 4, "method": "ping",
+        .send(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping",
             "params": {"_meta": meta_2026(None)}}))
         .await;
-    let mut messages = log_messages_until(&mut session, 3).await;
-    messages.extend(log_messages_until(&mut session, 4).await);
+    let mut messages = log_messages_until(&mut session, 2).await;
+    messages.extend(log_messages_until(&mut session, 3).await);
     assert_eq!(messages, Vec::<Value>::new());
 }
