@@ -170,11 +170,10 @@ impl Server {
 
     /// Serves one MCP session over stdin/stdout until the client closes it.
     pub async fn serve_stdio(self) -> Result<(), Error> {
-        let running = self
-            .serve({
-                let (reader, writer) = rmcp::transport::io::stdio_pipes();
-                transport::LineTransport::new(reader, writer)
-            })
+        let (reader, writer) = rmcp::transport::io::stdio_pipes();
+        let serving =
+            logging::PerRequestLogging(self).serve(transport::LineTransport::new(reader, writer));
+        let running = Box::pin(serving)
             .await
             .map_err(|error| Error::Start(error.to_string()))?;
         let reason = running
@@ -255,14 +254,13 @@ impl ServerHandler for Server {
             .with_instructions(self.executor().instructions())
     }
 
-    /// The 2026-07-28 capabilities: those of `initialize` without logging, which
-    /// `logging/setLevel` serves to initialize-era sessions only.
+    /// The 2026-07-28 capabilities: those of `initialize`. Logging is asked per request there
+    /// (`_meta` `io.modelcontextprotocol/logLevel`, served by `logging::PerRequestLogging`).
     async fn discover(
         &self,
         _context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
-        let mut info = self.get_info();
-        info.capabilities.logging = None;
+        let info = self.get_info();
         let versions = ServerHandler::supported_protocol_versions(self).into_owned();
         Ok(DiscoverResult::from_server_info(versions, info))
     }
@@ -276,6 +274,7 @@ impl ServerHandler for Server {
         request: rmcp::model::SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        // 2026-07-28 removed the method: each request carries its own level in `_meta`.
         if approval::is_inline_session(&context) {
             return Err(ErrorData::method_not_found::<SetLevelRequestMethod>());
         }

@@ -1,23 +1,32 @@
-//! MCP logging: the server's own tracing events, besides stderr, sent to every client that set
-//! a level with `logging/setLevel` as `notifications/message` (the logger is the event's module,
-//! the data its message and fields), at or above that client's level.
+//! MCP logging: the server's own tracing events, besides stderr, sent as `notifications/message`
+//! (the logger is the event's module, the data its message and fields) at or above the level the
+//! client asked for. An initialize-era client asks once with `logging/setLevel` and gets every
+//! event from then on; a 2026-07-28 client asks per request with the `_meta` key
+//! `io.modelcontextprotocol/logLevel` and gets the events emitted while that request is handled
+//! (on its task), all sent before its answer; a request without the key gets none.
 //!
 //! [`layer`] is a tracing layer the binary installs beside the stderr writer. An event never
-//! waits for a client: it is put on each interested client's bounded queue, and dropped when the
-//! queue is full; a task per client empties the queue onto the wire. Only this crate's events
+//! waits for a client: it is put on each interested outlet's bounded queue, and dropped when the
+//! queue is full; a task per outlet empties the queue onto the wire. Only this crate's events
 //! are forwarded (never rmcp's own, which sending a notification would multiply), and events
-//! below every client's level are filtered at their call site for the cost of one atomic load.
+//! below every outlet's level are filtered at their call site for the cost of one atomic load.
 #![expect(
     deprecated,
     reason = "logging is deprecated by SEP-2577 but initialize-era clients use it"
 )]
 
+use std::borrow::Cow;
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::future::Future;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
-use rmcp::{Peer, RoleServer};
+use rmcp::model::{
+    ClientNotification, ClientRequest, LoggingLevel, LoggingMessageNotificationParam,
+    ProtocolVersion, ServerConfig, ServerResult,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, Peer, RoleServer, Service};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tracing::field::{Field, Visit};
@@ -37,24 +46,45 @@ const SILENT: u8 = u8::MAX;
 static MOST_VERBOSE: AtomicU8 = AtomicU8::new(SILENT);
 /// Every client that set a level.
 static OUTLETS: Mutex<Vec<Weak<Outlet>>> = Mutex::new(Vec::new());
+/// How many requests being handled asked for each severity.
+static REQUESTS_AT: [AtomicUsize; 8] = [const { AtomicUsize::new(0) }; 8];
 
-/// One client's level and queue.
+tokio::task_local! {
+    /// The outlet of the request this task is handling, when it asked for log messages.
+    static REQUEST: Outlet;
+}
+
+/// One client's (or one request's) level and queue.
 pub(super) struct Outlet {
     severity: AtomicU8,
     queue: mpsc::Sender<LoggingMessageNotificationParam>,
+    /// Counted in [`REQUESTS_AT`] rather than listed in [`OUTLETS`].
+    per_request: bool,
 }
 
 impl Outlet {
     /// An outlet for `peer`, registered, with the task that sends its queue.
     pub(super) fn start(peer: Peer<RoleServer>, level: LoggingLevel) -> Arc<Self> {
-        let (queue, mut receiver) = mpsc::channel(QUEUE);
-        let outlet = Arc::new(Self {
-            severity: AtomicU8::new(severity(level)),
-            queue,
-        });
+        let (outlet, _sending) = Self::new(peer, level, false);
+        let outlet = Arc::new(outlet);
         outlets().push(Arc::downgrade(&outlet));
         refresh();
-        tokio::spawn(async move {
+        outlet
+    }
+
+    /// An outlet and the task that sends its queue to `peer` until the outlet is dropped.
+    fn new(
+        peer: Peer<RoleServer>,
+        level: LoggingLevel,
+        per_request: bool,
+    ) -> (Self, tokio::task::JoinHandle<()>) {
+        let (queue, mut receiver) = mpsc::channel(QUEUE);
+        let outlet = Self {
+            severity: AtomicU8::new(severity(level)),
+            queue,
+            per_request,
+        };
+        let sending = tokio::spawn(async move {
             while let Some(message) = receiver.recv().await {
                 let sent = peer.notify_logging_message(message).await;
                 if sent.is_err() {
@@ -62,7 +92,7 @@ impl Outlet {
                 }
             }
         });
-        outlet
+        (outlet, sending)
     }
 
     pub(super) fn set_level(&self, level: LoggingLevel) {
@@ -73,8 +103,74 @@ impl Outlet {
 
 impl Drop for Outlet {
     fn drop(&mut self) {
-        outlets().retain(|outlet| outlet.strong_count() > 0);
+        if self.per_request {
+            let counted = &REQUESTS_AT[usize::from(self.severity.load(Ordering::Relaxed))];
+            counted.fetch_sub(1, Ordering::Relaxed);
+        } else {
+            outlets().retain(|outlet| outlet.strong_count() > 0);
+        }
         refresh();
+    }
+}
+
+/// Handles one 2026-07-28 request that asked for log messages at `level`: the events emitted on
+/// its task while `handling` runs go to `peer`, and all that were queued are sent before this
+/// returns, so they precede the answer. The queue is bounded as for a client: a burst beyond it
+/// is dropped.
+pub(super) async fn with_request_level<F: Future>(
+    peer: Peer<RoleServer>,
+    level: LoggingLevel,
+    handling: F,
+) -> F::Output {
+    let (outlet, sending) = Outlet::new(peer, level, true);
+    REQUESTS_AT[usize::from(severity(level))].fetch_add(1, Ordering::Relaxed);
+    refresh();
+    // The outlet is dropped with the scope, which closes its queue and ends the sending task.
+    let output = REQUEST.scope(outlet, handling).await;
+    if let Err(error) = sending.await {
+        tracing::debug!(%error, "the log messages of a request were not all sent");
+    }
+    output
+}
+
+/// A service whose 2026-07-28 requests that carry `_meta` `io.modelcontextprotocol/logLevel` get
+/// the events emitted while they are handled; everything else goes to the service unchanged.
+pub(super) struct PerRequestLogging<S>(pub(super) S);
+
+impl<S: Service<RoleServer>> Service<RoleServer> for PerRequestLogging<S> {
+    async fn handle_request(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let level = super::approval::is_inline_session(&context)
+            .then(|| context.meta.log_level())
+            .flatten();
+        let peer = context.peer.clone();
+        let handling = async move {
+            tracing::debug!(method = request.method(), id = %context.id, "handling a request");
+            self.0.handle_request(request, context).await
+        };
+        match level {
+            Some(level) => with_request_level(peer, level, handling).await,
+            None => handling.await,
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: ClientNotification,
+        context: NotificationContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.0.handle_notification(notification, context).await
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        self.0.get_info()
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.0.supported_protocol_versions()
     }
 }
 
@@ -92,12 +188,14 @@ impl<S: Subscriber> Layer<S> for Forwarder {
     fn on_event(&self, event: &Event<'_>, _context: Context<'_, S>) {
         let metadata = event.metadata();
         let event_severity = tracing_severity(*metadata.level());
+        let wants = |outlet: &Outlet| outlet.severity.load(Ordering::Relaxed) <= event_severity;
         let interested: Vec<Arc<Outlet>> = outlets()
             .iter()
             .filter_map(Weak::upgrade)
-            .filter(|outlet| outlet.severity.load(Ordering::Relaxed) <= event_severity)
+            .filter(|outlet| wants(outlet))
             .collect();
-        if interested.is_empty() {
+        let request_wants = REQUEST.try_with(|outlet| wants(outlet)).unwrap_or(false);
+        if interested.is_empty() && !request_wants {
             return;
         }
         let mut fields = Fields(Map::new());
@@ -107,9 +205,14 @@ impl<S: Subscriber> Layer<S> for Forwarder {
             Value::Object(fields.0),
         )
         .with_logger(metadata.target());
+        // A full queue drops the message: a slow client never holds up the server.
         for outlet in interested {
-            // A full queue drops the message: a slow client never holds up the server.
             outlet.queue.try_send(message.clone()).ok();
+        }
+        if request_wants {
+            REQUEST
+                .try_with(|outlet| outlet.queue.try_send(message).ok())
+                .ok();
         }
     }
 }
@@ -170,14 +273,20 @@ fn outlets() -> std::sync::MutexGuard<'static, Vec<Weak<Outlet>>> {
     OUTLETS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Recomputes [`MOST_VERBOSE`] and has call sites ask the filter again.
+/// Recomputes [`MOST_VERBOSE`] from the clients' and the requests' levels.
 fn refresh() {
-    let most_verbose = outlets()
+    let clients = outlets();
+    let requests = (0..)
+        .zip(&REQUESTS_AT)
+        .find(|(_, count)| count.load(Ordering::Relaxed) > 0)
+        .map_or(SILENT, |(severity, _)| severity);
+    let most_verbose = clients
         .iter()
         .filter_map(Weak::upgrade)
         .map(|outlet| outlet.severity.load(Ordering::Relaxed))
         .min()
-        .unwrap_or(SILENT);
+        .unwrap_or(SILENT)
+        .min(requests);
     MOST_VERBOSE.store(most_verbose, Ordering::Relaxed);
 }
 

@@ -1,6 +1,6 @@
 //! MCP logging over stdio: `logging/setLevel` on initialize-era sessions, the server's events at
-//! or above the client's level as `notifications/message` (logger = module), and no logging
-//! advertised or served to 2026-07-28 clients.
+//! or above the client's level as `notifications/message` (logger = module), and on 2026-07-28
+//! the level asked per request in `_meta`, whose messages come before the request's answer.
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -93,31 +93,96 @@ async fn events_at_or_above_the_clients_level_reach_it_as_log_messages() {
     assert_eq!(first["data"]["message"], json!("answered a broken request"));
 }
 
-#[tokio::test]
-async fn a_2026_07_28_client_is_neither_offered_nor_served_logging() {
-    let mut session = RawSession::start(&[]);
-    let meta = json!({
+/// The `_meta` of a 2026-07-28 request, asking for log messages at `level` when given.
+fn meta_2026(level: Option<&str>) -> Value {
+    let mut meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
     });
+    if let Some(level) = level {
+        meta["io.modelcontextprotocol/logLevel"] = json!(level);
+    }
+    meta
+}
+
+#[tokio::test]
+async fn a_2026_07_28_request_gets_the_log_messages_of_its_level_before_its_answer() {
+    let mut session = RawSession::start(&[]);
     session
         .send(
             &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
-            "params": {"_meta": meta}}),
+            "params": {"_meta": meta_2026(None)}}),
         )
         .await;
     let discovered = session.response(1).await;
-    assert!(
-        discovered["result"]["capabilities"]
-            .get("logging")
-            .is_none(),
+    assert_eq!(
+        discovered["result"]["capabilities"]["logging"],
+        json!({}),
         "{discovered}"
     );
+
+    session
+        .send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+            "params": {"_meta": meta_2026(Some("debug"))}}))
+        .await;
+    let messages = log_messages_until(&mut session, 2).await;
+    let handling = messages
+        .iter()
+        .find(|message| message["data"]["message"] == json!("handling a request"))
+        .unwrap_or_else(|| panic!("no debug message before the answer: {messages:?}"));
+    assert_eq!(
+        handling,
+        &json!({"level": "debug", "logger": "synapse_mcp::server::logging",
+            "data": {"message": "handling a request", "method": "tools/list", "id": "2"}})
+    );
+
+    // At `info`, the debug event of the same request is below the level.
+    session
+        .send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list",
+            "params": {"_meta": meta_2026(Some("info"))}}))
+        .await;
+    let messages = log_messages_until(&mut session, 3).await;
+    assert!(
+        messages
+            .iter()
+            .all(|message| message["level"] != json!("debug")),
+        "{messages:?}"
+    );
+
+    // Without the key, nothing: a ping after it shows no message was left queued either.
+    session
+        .send(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list",
+            "params": {"_meta": meta_2026(None)}}))
+        .await;
+    session
+        .send(&json!({"jsonrpc": "2.0", "id": 5, "method": "ping",
+            "params": {"_meta": meta_2026(None)}}))
+        .await;
+    let mut messages = log_messages_until(&mut session, 4).await;
+    messages.extend(log_messages_until(&mut session, 5).await);
+    assert_eq!(messages, Vec::<Value>::new());
+}
+
+#[tokio::test]
+async fn logging_set_level_is_not_a_2026_07_28_method_and_sets_no_level() {
+    let mut session = RawSession::start(&[]);
     session
         .send(
-            &json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel",
-            "params": {"_meta": meta, "level": "debug"}}),
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
+            "params": {"_meta": meta_2026(None), "level": "debug"}}),
         )
         .await;
-    assert_eq!(session.response(2).await["error"]["code"], json!(-32601));
+    assert_eq!(session.response(1).await["error"]["code"], json!(-32601));
+    // No level was set: a request that does not ask for one gets no log message.
+    session
+        .send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+            "params": {"_meta": meta_2026(None)}}))
+        .await;
+    session
+        .send(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping",
+            "params": {"_meta": meta_2026(None)}}))
+        .await;
+    let mut messages = log_messages_until(&mut session, 2).await;
+    messages.extend(log_messages_until(&mut session, 3).await);
+    assert_eq!(messages, Vec::<Value>::new());
 }
