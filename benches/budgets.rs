@@ -1,4 +1,4 @@
-//! In-process benchmarks for DESIGN.md's budgets: `$VAR_REF` resolution throughput over large
+//! In-process benchmarks for the performance budgets (BENCHMARKS.md): `$VAR_REF` resolution throughput over large
 //! arguments (≥ 300 MB/s), variable writes with eviction at capacity 100,000 (≥ 1,000,000 per
 //! second), the skills library (search over 10,000 skills, a cached `SkillLoad` body, a warm
 //! catalog of 200 skills), workspace reads and writes on both stores and 1,000-step plans.

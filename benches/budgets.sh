@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every DESIGN.md performance budget in one run, the way BENCHMARKS.md was made: the in-process
+# Every performance budget in one run, the way BENCHMARKS.md was made: the in-process
 # benchmarks (benches/budgets.rs, benches/snapshots.rs), then the stdio figures of the release binary
 # (examples/stdio_roundtrip.rs with its echo floor, examples/skills_bench.rs at 200 and 10,000
 # skills). Prints the machine and its load average before and after, since other work on the

@@ -1,4 +1,4 @@
-//! DESIGN.md's budget for chat snapshots: `SnapshotProcess` of a 10,000-message chat with three
+//! The budget for chat snapshots: `SnapshotProcess` of a 10,000-message chat with three
 //! calls per AI reply, ≤ 200 ms. Measures a cold run (no message bound: 5,000 AI replies applied
 //! and stored) and an incremental run (one new user message and one AI reply after a bound
 //! chat), in process on the SQLite file store, both through `Snapshots::process` and through the

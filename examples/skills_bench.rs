@@ -1,4 +1,4 @@
-//! Measures the skills library at scale against DESIGN.md's budgets: it writes N synthetic skills
+//! Measures the skills library at scale against the budgets in BENCHMARKS.md: it writes N synthetic skills
 //! (default 10,000; about 1 KB of body each) into a temporary root, then reports
 //! - in process: the catalog scan cold (no `index.json`) and warm (`index.json` reused), the
 //!   search index build, `SkillSearch` latency (p50/p99) and a cached `SkillLoad` body;

@@ -3,8 +3,8 @@
 //! one JSON-RPC line out, one line back, sequentially. The same client (`support/stdio_client.rs`,
 //! shared with `load_driver`) then measures a bare stdio echo loop (this example re-run with
 //! `--serve-echo`), the floor that pipes and process switches set on this machine. Prints time to
-//! the `initialize` answer, the percentiles beside DESIGN.md's budgets (p50 ≤ 60 µs, p99 ≤ 250 µs
-//! for a 1 KB variable) and the ratio to the floor (DESIGN.md: within 1.3×).
+//! the `initialize` answer, the percentiles beside the budgets (p50 ≤ 60 µs, p99 ≤ 250 µs
+//! for a 1 KB variable) and the ratio to the floor (the aim: within 1.3×).
 //!
 //! ```sh
 //! cargo build --release && cargo run --release --example stdio_roundtrip -- [ROUND_TRIPS] [SERVER]

@@ -1,4 +1,4 @@
-//! Plans through the protocol (seed 003): the state document, `†` references, `_outputPath`
+//! Plans through the protocol: the state document, `†` references, `_outputPath`
 //! with `||` and `&&`, and `RunPlan` — validation, order, parallel steps, failures.
 
 use pretty_assertions::assert_eq;

@@ -1,4 +1,4 @@
-//! Chat state snapshots over stdio (seed 002): the seed's two worked examples, swipes, dangling
+//! Chat state snapshots over stdio: two worked examples of the flow (which messages get ids, on which base), swipes, dangling
 //! ids, deleted chats, cleanup, every built-in, user JavaScript functions (and runaway ones),
 //! malformed calls, MVU metadata, the function export format, the prompt and the resources.
 
