@@ -1,6 +1,7 @@
-//! Chat state snapshots over stdio: two worked examples of the flow (which messages get ids, on which base), swipes, dangling
-//! ids, deleted chats, cleanup, every built-in, user JavaScript functions (and runaway ones),
-//! malformed calls, MVU metadata, the function export format, the prompt and the resources.
+//! Chat state snapshots over stdio: two worked examples of the flow (which messages get ids, on
+//! which base), swipes, dangling ids, deleted chats, cleanup, every built-in, user JavaScript
+//! functions (and runaway ones), malformed calls, MVU metadata, the function export format, the
+//! prompt and the resources.
 
 use pretty_assertions::assert_eq;
 use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
