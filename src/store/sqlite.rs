@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior, params,
+};
 use sha2::{Digest, Sha256};
 
 mod checkpoint;
@@ -56,6 +58,8 @@ pub struct SqliteStore {
     known: Mutex<KnownSequences>,
     /// Checkpoints the WAL of a file store off the request path (none in memory).
     checkpointer: Option<checkpoint::Checkpointer>,
+    /// Opened for reading only, because the disk was full at start: every write is refused.
+    read_only: bool,
 }
 
 #[derive(Default)]
@@ -65,8 +69,62 @@ struct KnownSequences {
 }
 
 impl SqliteStore {
-    /// Opens (creating when needed) and migrates the database at `path`.
+    /// Opens (creating when needed) and migrates the database at `path`. When that fails on a
+    /// full disk, an existing database whose WAL is empty (the last server exited cleanly, and
+    /// SQLite deleted the side files it must now create again) is opened read-only instead, so
+    /// its data can still be read; every write then says why it is refused.
     pub fn open(path: &Path, options: SqliteOptions) -> Result<Arc<Self>, Error> {
+        match Self::open_writable(path, options) {
+            Ok(store) => Ok(store),
+            Err(error) if disk_is_full(path) && wal_is_empty(path) => {
+                let Ok(store) = Self::open_read_only(path) else {
+                    return Err(error);
+                };
+                tracing::warn!(path = %path.display(), %error, "the disk is full: the store is read-only until the server restarts with free space");
+                Ok(store)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The database as it is on disk, for reading only: `immutable` needs no lock, no WAL and no
+    /// shared-memory file, so nothing has to be written to open it.
+    fn open_read_only(path: &Path) -> Result<Arc<Self>, Error> {
+        let open_error = |message: String| Error::Open {
+            path: path.to_owned(),
+            message,
+        };
+        let escaped = path
+            .display()
+            .to_string()
+            .replace('%', "%25")
+            .replace('?', "%3f")
+            .replace('#', "%23");
+        let connection = Connection::open_with_flags(
+            format!("file:{escaped}?immutable=1"),
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|error| open_error(error.to_string()))?;
+        let found: i64 = connection
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(|error| open_error(error.to_string()))?;
+        if found != SCHEMA_VERSION {
+            return Err(open_error(format!(
+                "schema version {found} needs migrating to {SCHEMA_VERSION}, which a full disk does not allow"
+            )));
+        }
+        Ok(Arc::new(Self {
+            path: path.to_owned(),
+            connection: Mutex::new(connection),
+            known: Mutex::default(),
+            checkpointer: None,
+            read_only: true,
+        }))
+    }
+
+    fn open_writable(path: &Path, options: SqliteOptions) -> Result<Arc<Self>, Error> {
         let open_error = |message: String| Error::Open {
             path: path.to_owned(),
             message,
@@ -102,6 +160,7 @@ impl SqliteStore {
             connection: Mutex::new(connection),
             known: Mutex::default(),
             checkpointer: Some(checkpointer),
+            read_only: false,
         }))
     }
 
@@ -125,6 +184,7 @@ impl SqliteStore {
             connection: Mutex::new(connection),
             known: Mutex::default(),
             checkpointer: None,
+            read_only: false,
         }))
     }
 
@@ -146,6 +206,14 @@ impl SqliteStore {
         &self,
         work: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T>,
     ) -> Result<T, Error> {
+        if self.read_only {
+            return Err(Error::Database {
+                path: self.path.clone(),
+                message: "the disk was full when the server started, so the store is read-only: \
+                          free some space and restart the server to write again"
+                    .to_owned(),
+            });
+        }
         let mut connection = self.connection();
         let transaction = connection
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -274,6 +342,28 @@ fn describe(error: &rusqlite::Error) -> String {
         }
         _ => error.to_string(),
     }
+}
+
+/// Whether the file system holding `path` has no block left for an unprivileged writer.
+#[cfg(unix)]
+fn disk_is_full(path: &Path) -> bool {
+    let folder = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty());
+    rustix::fs::statvfs(folder.unwrap_or_else(|| Path::new(".")))
+        .is_ok_and(|stats| stats.f_bavail == 0)
+}
+
+#[cfg(not(unix))]
+fn disk_is_full(_path: &Path) -> bool {
+    false
+}
+
+/// Whether the database's WAL holds nothing a read of the main file alone would miss.
+fn wal_is_empty(path: &Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(PathBuf::from(wal)).map_or(true, |metadata| metadata.len() == 0)
 }
 
 /// Switching a fresh file to WAL needs an exclusive lock that the busy timeout does not wait
@@ -576,14 +666,21 @@ impl Store for SqliteStore {
     }
 
     fn load(&self, workspace: &str) -> Result<Loaded, Error> {
-        self.write(|transaction| {
-            ensure_workspace(transaction, workspace)?;
+        let load = |transaction: &Transaction<'_>| {
             let (sequence, _) = sequence_of(transaction, workspace)?;
             let variables = variables_where(transaction, "AND ?2 >= 0", workspace, 0)?;
             Ok(Loaded {
                 variables,
                 sequence,
             })
+        };
+        // A read-only store serves the workspace as it is (empty if it was never written).
+        if self.read_only {
+            return self.read(load);
+        }
+        self.write(|transaction| {
+            ensure_workspace(transaction, workspace)?;
+            load(transaction)
         })
     }
 

@@ -413,3 +413,36 @@ async fn a_full_disk_still_starts_and_serves_reads() {
     assert!(text(&read).ends_with("safe"), "{}", text(&read));
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_full_disk_after_a_clean_shutdown_starts_read_only() {
+    let Some(disk) = SmallDisk::mount() else {
+        // Mounting needs root; elsewhere the test has nothing to check.
+        return;
+    };
+    let data = disk.directory.path().join("data").display().to_string();
+    let args = ["--data-dir", data.as_str()];
+    // A clean exit removes SQLite's side files, which the next start must create again.
+    let mut first = RawSession::initialized(&args).await;
+    let written = first
+        .call(1, "WriteVar", json!({"name": "kept", "value": "safe"}))
+        .await;
+    assert_eq!(written["result"]["isError"], json!(false), "{written}");
+    let (mut process, stdin, _stdout) = first.split();
+    drop(stdin);
+    assert!(process.wait().await.unwrap().success());
+    disk.fill();
+    let client = spawn_binary(&args, TestClient::new(Elicitation::Unsupported)).await;
+    let read = call(&client, "ReadVar", json!({"name": "kept"})).await;
+    assert!(text(&read).ends_with("safe"), "{}", text(&read));
+    let refused = client
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("WriteVar")
+                .with_arguments(rmcp::object!({"name": "new", "value": "lost?"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert!(text(&refused).contains("read-only"), "{}", text(&refused));
+    client.cancel().await.unwrap();
+}
