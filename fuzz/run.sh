@@ -19,18 +19,8 @@ cd "$(dirname "$0")"
 
 seconds="${1:-20}"
 shift || true
-targets=("$@")
-if [ "${#targets[@]}" -eq 0 ]; then
-  # Every target there is: one file each in fuzz_targets/, so a new target is never left out.
-  for file in fuzz_targets/*.rs; do
-    targets+=("$(basename "$file" .rs)")
-  done
-fi
-
-export RUSTC_BOOTSTRAP=1
-if ! cargo fuzz --version >/dev/null 2>&1; then
-  cargo install --locked cargo-fuzz --version 0.13.2
-fi
+# shellcheck source=common.sh
+source common.sh "$@"
 
 for target in "${targets[@]}"; do
   corpus="corpus/$target"
