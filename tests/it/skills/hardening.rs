@@ -391,50 +391,53 @@ impl Drop for SmallDisk {
     }
 }
 
-#[tokio::test]
-async fn a_full_disk_still_starts_and_serves_reads() {
-    let Some(disk) = SmallDisk::mount() else {
-        // Mounting needs root; elsewhere the test has nothing to check.
-        return;
-    };
-    let data = disk.directory.path().join("data").display().to_string();
-    let args = ["--data-dir", data.as_str()];
-    // The first server is killed, as a full disk usually finds it: its database files stay.
-    let mut first = RawSession::initialized(&args).await;
-    let written = first
-        .call(1, "WriteVar", json!({"name": "kept", "value": "safe"}))
-        .await;
-    assert_eq!(written["result"]["isError"], json!(false), "{written}");
-    let (mut process, _, _) = first.split();
-    process.kill().await.unwrap();
-    disk.fill();
-    let client = spawn_binary(&args, TestClient::new(Elicitation::Unsupported)).await;
-    let read = call(&client, "ReadVar", json!({"name": "kept"})).await;
-    assert!(text(&read).ends_with("safe"), "{}", text(&read));
-    client.cancel().await.unwrap();
+/// How the server that wrote `kept` ended before the disk filled up.
+enum Ending {
+    /// Killed, as a full disk usually finds it: its database's side files stay.
+    Killed,
+    /// Exited cleanly: SQLite removed its side files, which the next start must create again.
+    Clean,
 }
 
-#[tokio::test]
-async fn a_full_disk_after_a_clean_shutdown_starts_read_only() {
-    let Some(disk) = SmallDisk::mount() else {
-        // Mounting needs root; elsewhere the test has nothing to check.
-        return;
-    };
+/// A server that wrote `kept`, ended as told; the disk then filled up and a second server
+/// started on it, which must read `kept` back. `None` where mounting is not allowed.
+async fn restarted_on_a_full_disk(ending: Ending) -> Option<(SmallDisk, Client)> {
+    let disk = SmallDisk::mount()?;
     let data = disk.directory.path().join("data").display().to_string();
     let args = ["--data-dir", data.as_str()];
-    // A clean exit removes SQLite's side files, which the next start must create again.
     let mut first = RawSession::initialized(&args).await;
     let written = first
         .call(1, "WriteVar", json!({"name": "kept", "value": "safe"}))
         .await;
     assert_eq!(written["result"]["isError"], json!(false), "{written}");
     let (mut process, stdin, _stdout) = first.split();
-    drop(stdin);
-    assert!(process.wait().await.unwrap().success());
+    match ending {
+        Ending::Killed => process.kill().await.unwrap(),
+        Ending::Clean => {
+            drop(stdin);
+            assert!(process.wait().await.unwrap().success());
+        }
+    }
     disk.fill();
     let client = spawn_binary(&args, TestClient::new(Elicitation::Unsupported)).await;
     let read = call(&client, "ReadVar", json!({"name": "kept"})).await;
     assert!(text(&read).ends_with("safe"), "{}", text(&read));
+    Some((disk, client))
+}
+
+#[tokio::test]
+async fn a_full_disk_still_starts_and_serves_reads() {
+    // Mounting needs root; elsewhere the test has nothing to check.
+    if let Some((_disk, client)) = restarted_on_a_full_disk(Ending::Killed).await {
+        client.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_full_disk_after_a_clean_shutdown_starts_read_only() {
+    let Some((_disk, client)) = restarted_on_a_full_disk(Ending::Clean).await else {
+        return;
+    };
     let refused = client
         .call_tool(
             rmcp::model::CallToolRequestParams::new("WriteVar")
