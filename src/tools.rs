@@ -209,9 +209,11 @@ pub trait Tool: Send + Sync {
         false
     }
 
-    /// `true` leaves `†` references in the arguments for the tool to resolve later (`RunPlan`,
-    /// whose steps refer to results that do not exist yet).
-    fn defers_references(&self) -> bool {
+    /// `true` leaves `†` references in the arguments as written, for the tool to resolve later
+    /// (`RunPlan`, whose steps refer to results that do not exist yet) or to keep (`WriteVar`
+    /// outside a plan, so that a plan can be stored). `in_plan` says whether the call is a step
+    /// of a plan, where every step's arguments are resolved unless the tool runs plans itself.
+    fn defers_references(&self, _in_plan: bool) -> bool {
         false
     }
 }

@@ -249,7 +249,7 @@ impl Tool for RunPlan {
         Box::pin(run_plan(call))
     }
 
-    fn defers_references(&self) -> bool {
+    fn defers_references(&self, _in_plan: bool) -> bool {
         true
     }
 }

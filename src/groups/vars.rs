@@ -143,8 +143,10 @@ impl Tool for VarsTool {
         self.always_listed
     }
 
-    fn defers_references(&self) -> bool {
-        self.keeps_daggers
+    fn defers_references(&self, in_plan: bool) -> bool {
+        // Outside a plan `WriteVar` stores `†` as written (a plan template); inside one its
+        // step receives the values the plan computed, as every other step does.
+        self.keeps_daggers && !in_plan
     }
 }
 

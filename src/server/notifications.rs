@@ -162,9 +162,13 @@ pub(super) async fn forward(server: &Server, outlet: &Outlet, stop: &Cancellatio
     let mut revisions = server.executor().registry().subscribe();
     let mut changes = server.executor().workspace().subscribe();
     let mut skills = server.inner.shelf.subscribe();
+    // The variables' baseline is taken before waiting for the skills scan: a write made while
+    // the scan runs is already in `changes`, and must not be in the baseline too, or it would
+    // never be announced.
+    let listed = listed_variables(server);
     let library = server.inner.shelf.loaded().await;
     let mut told = Told {
-        listed: listed_variables(server),
+        listed,
         skill_resources: Vec::new(),
         skill_prompts: Vec::new(),
     };

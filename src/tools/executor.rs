@@ -338,7 +338,7 @@ impl Executor {
         self.workspace
             .resolve_references(&mut arguments, budget)
             .map_err(ToolError::invalid)?;
-        if !tool.defers_references() {
+        if !tool.defers_references(request.plan.is_some()) {
             let mut context = ReferenceContext {
                 workspace: &self.workspace,
                 plan: request.plan,

@@ -418,3 +418,46 @@ async fn a_step_named_by_id_or_with_an_unknown_field_is_refused_with_the_fix() {
     );
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn inside_a_plan_write_var_receives_the_values_the_plan_computed() {
+    let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
+    call(
+        &client,
+        "WriteState",
+        json!({"path": "copy.name", "value": "Grace"}),
+    )
+    .await;
+    let output = structured(
+        &call(
+            &client,
+            "RunPlan",
+            json!({"input": {"title": "Dr"}, "steps": [
+                {"_id": "greet", "_tool": "WriteVar", "name": "greeting",
+                 "value": "hi †input.title †state.copy.name, ††input.title stays"},
+            ]}),
+        )
+        .await,
+    );
+    assert_eq!(output["ok"], json!(true), "{output}");
+    let read = call(&client, "ReadVar", json!({"name": "greeting"})).await;
+    assert!(
+        text(&read).ends_with("hi Dr Grace, †input.title stays"),
+        "{}",
+        text(&read)
+    );
+    // Outside a plan the same call keeps the references as written, for a plan template.
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "template", "value": "hi †state.copy.name"}),
+    )
+    .await;
+    let read = call(&client, "ReadVar", json!({"name": "template"})).await;
+    assert!(
+        text(&read).ends_with("hi †state.copy.name"),
+        "{}",
+        text(&read)
+    );
+    client.cancel().await.unwrap();
+}
