@@ -30,14 +30,13 @@ struct SnapshotTool {
     definition: ToolDefinition,
     service: Arc<Snapshots>,
     run: Run,
+    /// Takes whole chats and answers for a program (`SnapshotProcess`): its arguments run to
+    /// megabytes, and caching them and the result as variables would cost a durable write of
+    /// that size per call and evict the variables an agent keeps; and the result is never cut
+    /// to the output limit, since a binding left out would leave its message without a
+    /// snapshot.
+    whole_chats: bool,
 }
-
-/// `SnapshotProcess` takes whole chats (megabytes for a long one): caching its arguments and
-/// result as variables would cost a durable write of that size per call and evict the
-/// variables an agent keeps. Its result is for the program that writes every binding back into
-/// the chat, so it is never cut to the output limit either: a binding left out would leave its
-/// message without a snapshot.
-const WHOLE_CHATS: &[&str] = &["SnapshotProcess"];
 
 impl Tool for SnapshotTool {
     fn definition(&self) -> &ToolDefinition {
@@ -53,11 +52,11 @@ impl Tool for SnapshotTool {
     }
 
     fn caches_result(&self) -> bool {
-        !WHOLE_CHATS.contains(&self.definition.name.as_str())
+        !self.whole_chats
     }
 
     fn skip_truncation(&self) -> bool {
-        WHOLE_CHATS.contains(&self.definition.name.as_str())
+        self.whole_chats
     }
 }
 
@@ -94,15 +93,18 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
             definition,
             service: Arc::clone(service),
             run,
+            whole_chats: false,
         })
     };
-    let mut tools = vec![
-        tool(
-            ToolDefinition::new::<ProcessArguments>("SnapshotProcess", PROCESS, WRITES)
+    let mut tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(SnapshotTool {
+            definition: ToolDefinition::new::<ProcessArguments>("SnapshotProcess", PROCESS, WRITES)
                 .with_title("Process chat into snapshots")
                 .with_output::<Processed>(),
-            process,
-        ),
+            service: Arc::clone(service),
+            run: process,
+            whole_chats: true,
+        }),
         tool(
             ToolDefinition::new::<ApplyArguments>("SnapshotApply", APPLY, WRITES)
                 .with_title("Apply calls to a snapshot")
