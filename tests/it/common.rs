@@ -101,6 +101,27 @@ impl TestClient {
         self.notifications.lock().unwrap().clone()
     }
 
+    /// How many times the client has been sent `notification`.
+    pub(crate) fn count(&self, notification: &str) -> usize {
+        self.notifications
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|seen| *seen == notification)
+            .count()
+    }
+
+    /// Waits until the client has been sent `notification` more than `before` times.
+    pub(crate) async fn wait_for_more(&self, notification: &str, before: usize) {
+        for _ in 0..400 {
+            if self.count(notification) > before {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no new {notification}: {:?}", self.notifications());
+    }
+
     fn note(&self, what: String) {
         self.notifications.lock().unwrap().push(what);
     }
@@ -623,18 +644,23 @@ impl RawSession {
     /// Starts a session and completes the `initialize` handshake.
     pub(crate) async fn initialized(args: &[&str]) -> Self {
         let mut session = Self::start(args);
+        session.initialize().await;
         session
-            .send(
-                &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"}}}),
-            )
+    }
+
+    /// The `initialize` handshake (request id 0, then `notifications/initialized`); gives the
+    /// server's answer to `initialize`.
+    pub(crate) async fn initialize(&mut self) -> Value {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+        )
+        .await;
+        let answer = self.response(0).await;
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;
-        session.response(0).await;
-        session
-            .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        session
+        answer
     }
 
     /// The server's process id.

@@ -30,22 +30,12 @@ async fn log_messages_until(session: &mut RawSession, id: i64) -> Vec<Value> {
 #[tokio::test]
 async fn events_at_or_above_the_clients_level_reach_it_as_log_messages() {
     let mut session = RawSession::start(&[]);
-    session
-        .send(
-            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}}),
-        )
-        .await;
-    let initialized = session.response(0).await;
+    let initialized = session.initialize().await;
     assert_eq!(
         initialized["result"]["capabilities"]["logging"],
         json!({}),
         "{initialized}"
     );
-    session
-        .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .await;
 
     session
         .send(

@@ -13,25 +13,6 @@ use crate::common::{
     wait_for,
 };
 
-fn count(observer: &TestClient, notification: &str) -> usize {
-    observer
-        .notifications()
-        .iter()
-        .filter(|seen| *seen == notification)
-        .count()
-}
-
-/// Waits until the client has been sent `notification` more than `before` times.
-async fn wait_for_more(observer: &TestClient, notification: &str, before: usize) {
-    for _ in 0..400 {
-        if count(observer, notification) > before {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("no new {notification}: {:?}", observer.notifications());
-}
-
 #[tokio::test]
 async fn cached_results_are_neither_listed_nor_announced() {
     let observer = TestClient::new(Elicitation::Unsupported);
@@ -65,9 +46,9 @@ async fn cached_results_are_neither_listed_nor_announced() {
     )
     .await;
     assert!(!is_error(&written), "{}", text(&written));
-    wait_for_more(&observer, "resources/list_changed", 1).await;
+    observer.wait_for_more("resources/list_changed", 1).await;
     assert_eq!(
-        count(&observer, "resources/list_changed"),
+        observer.count("resources/list_changed"),
         2,
         "{:?}",
         observer.notifications()
@@ -121,11 +102,11 @@ async fn a_skill_save_is_announced_once_per_kind() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let written = call(&client, "WriteVar", json!({"name": "marker", "value": "x"})).await;
     assert!(!is_error(&written), "{}", text(&written));
-    wait_for_more(&observer, "resources/list_changed", 1).await;
+    observer.wait_for_more("resources/list_changed", 1).await;
     assert_eq!(
         (
-            count(&observer, "resources/list_changed"),
-            count(&observer, "prompts/list_changed")
+            observer.count("resources/list_changed"),
+            observer.count("prompts/list_changed")
         ),
         (2, 1),
         "one save, one marker: {:?}",

@@ -25,25 +25,6 @@ async fn wait_for_search(client: &Client, query: &str, name: &str, found: bool) 
     );
 }
 
-async fn wait_for_more(observer: &TestClient, notification: &str, before: usize) {
-    for _ in 0..200 {
-        let seen = observer.notifications();
-        if seen.iter().filter(|seen| *seen == notification).count() > before {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("no new {notification}: {:?}", observer.notifications());
-}
-
-fn count(observer: &TestClient, notification: &str) -> usize {
-    observer
-        .notifications()
-        .iter()
-        .filter(|seen| *seen == notification)
-        .count()
-}
-
 /// Writes `folder/SKILL.md` with the given name, description and body.
 fn write_skill(folder: &std::path::Path, name: &str, description: &str, body: &str) {
     let text = format!("---\nname: {name}\ndescription: {description}\n---\n{body}\n");
@@ -74,7 +55,7 @@ async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() 
     // Give the watcher time to settle the start-up scan's own `index.json` write.
     tokio::time::sleep(Duration::from_millis(400)).await;
 
-    let before = count(&observer, "resources/list_changed");
+    let before = observer.count("resources/list_changed");
     let staging = directory.path().join("staging/telescope-care");
     std::fs::create_dir_all(&staging).unwrap();
     write_skill(
@@ -84,23 +65,29 @@ async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() 
         "# Mirrors",
     );
     std::fs::rename(&staging, root.join("telescope-care")).unwrap();
-    wait_for_more(&observer, "resources/list_changed", before).await;
-    wait_for_more(&observer, "prompts/list_changed", 0).await;
+    observer
+        .wait_for_more("resources/list_changed", before)
+        .await;
+    observer.wait_for_more("prompts/list_changed", 0).await;
     wait_for_search(&client, "telescope mirrors", "telescope-care", true).await;
 
-    let before = count(&observer, "resources/list_changed");
+    let before = observer.count("resources/list_changed");
     write_skill(
         &root.join("telescope-care"),
         "telescope-care",
         "Polish binocular lenses. Use when birdwatching.",
         "# Lenses",
     );
-    wait_for_more(&observer, "resources/list_changed", before).await;
+    observer
+        .wait_for_more("resources/list_changed", before)
+        .await;
     wait_for_search(&client, "binocular lenses", "telescope-care", true).await;
 
-    let before = count(&observer, "resources/list_changed");
+    let before = observer.count("resources/list_changed");
     std::fs::remove_dir_all(root.join("telescope-care")).unwrap();
-    wait_for_more(&observer, "resources/list_changed", before).await;
+    observer
+        .wait_for_more("resources/list_changed", before)
+        .await;
     wait_for_search(&client, "binocular lenses", "telescope-care", false).await;
 
     // A folder made and filled at once: inotify may miss the files, the settling rescan not.
@@ -116,7 +103,7 @@ async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() 
 
     // A folder that appears empty is watched from then on: a SKILL.md written into it later,
     // long after the folder's own batch was rescanned, is seen too.
-    let before = count(&observer, "resources/list_changed");
+    let before = observer.count("resources/list_changed");
     std::fs::create_dir_all(root.join("late-skill")).unwrap();
     tokio::time::sleep(Duration::from_millis(1200)).await;
     write_skill(
@@ -125,7 +112,9 @@ async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() 
         "Water orchids sparingly. Use when gardening.",
         "",
     );
-    wait_for_more(&observer, "resources/list_changed", before).await;
+    observer
+        .wait_for_more("resources/list_changed", before)
+        .await;
     wait_for_search(&client, "orchids", "late-skill", true).await;
     client.cancel().await.unwrap();
 }
