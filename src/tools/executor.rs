@@ -777,6 +777,10 @@ fn cut_structure(
     let (ToolOutput::Structured(value), Some(limit)) = (output, limit) else {
         return None;
     };
+    // Most results fit: measured without allocating, before the schema is copied for the walk.
+    if truncate::size(value) <= limit {
+        return None;
+    }
     let schema = tool.definition().output_schema.as_ref()?;
     let schema = Value::Object(schema.as_ref().clone());
     let mut fitted = truncate::fit_structure(value, &schema, limit)?;

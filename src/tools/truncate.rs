@@ -4,7 +4,7 @@
 
 mod structure;
 
-pub(crate) use structure::{Fitted, Omitted, allows_extra_member, fit_structure};
+pub(crate) use structure::{Fitted, Omitted, allows_extra_member, fit_structure, size};
 
 /// A text cut to at most `limit` characters of content plus a marker.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -82,7 +82,22 @@ pub(crate) fn allows_extra_member(schema: &Value, key: &str) -> bool {
 
 /// The length of a value's compact JSON text.
 pub(crate) fn size(value: &Value) -> usize {
-    serde_json::to_string(value).map_or(0, |text| text.len())
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, value).map_or(0, |()| counter.0)
+}
+
+/// Counts the bytes of JSON text written to it, keeping none.
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 struct Walker<'a> {
