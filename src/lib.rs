@@ -14,7 +14,7 @@
 //! - [`store`]: durable workspaces (SQLite), shared between processes by a change sequence.
 //! - [`maintenance`]: `workspace list|export|import|delete` and `doctor`.
 //! - Domain modules, which know nothing of MCP: [`vars`] (the capacity-bounded variables),
-//!   [`refs`] (`$VAR_REF` and `†kind.path` resolution), [`plans`] (dot paths, `_outputPath`
+//!   [`refs`] (`$VAR_REF` and `†kind.path` resolution), [`plans`] (`_outputPath`
 //!   targets, plan validation and execution), [`rules`] (skill rules and the tool-rules text),
 //!   [`skills`] (the Agent Skills library: discovery, frontmatter, validation, `index.json`,
 //!   search, files), [`snapshots`] (chat state snapshots and the function library), and
@@ -44,7 +44,7 @@
 pub mod config;
 pub mod groups;
 pub mod maintenance;
-pub mod nesting;
+pub mod json;
 pub mod plans;
 pub mod refs;
 pub mod rules;

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::config::{Config, WorkspaceCommand};
-use crate::nesting::MAX_DEPTH;
+use crate::json::nesting::MAX_DEPTH;
 use crate::store::export::{self, WorkspaceExport};
 use crate::store::{self, DeepState, Location, SCHEMA_VERSION, SqliteOptions, SqliteStore, Store};
 use crate::vars::{Clock, SystemClock};

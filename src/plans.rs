@@ -2,7 +2,6 @@
 //! declarative multi-step plans whose edges are `†` references to earlier steps' outputs.
 
 pub mod output;
-pub mod path;
 pub mod plan;
 pub mod run;
 pub mod scope;

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::nesting;
+use crate::json::nesting;
 use crate::store::tree::{Encoded, SnapshotKey};
 use crate::store::{self, SnapshotStore, StorageReport, StoredSnapshot};
 use chat::{Base, Binding, ChatMessage};

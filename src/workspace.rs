@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::nesting;
-use crate::plans::path::Path;
+use crate::json::nesting;
+use crate::json::path::Path;
 use crate::refs;
 use crate::store::{self, Batch, Store, Visit};
 use crate::vars::{

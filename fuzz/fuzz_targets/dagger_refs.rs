@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
-use synapse_mcp::plans::path::Path;
+use synapse_mcp::json::path::Path;
 use synapse_mcp::refs::dagger::{self, Context, DAGGER, Kind, Piece};
 use synapse_mcp_fuzz::{DaggerToken, render_dagger_tokens};
 

@@ -6,8 +6,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
-use synapse_mcp::nesting::{self, MAX_DEPTH};
-use synapse_mcp::plans::path::Path;
+use synapse_mcp::json::nesting::{self, MAX_DEPTH};
+use synapse_mcp::json::path::Path;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
-use synapse_mcp::nesting;
+use synapse_mcp::json::nesting;
 use synapse_mcp::snapshots::builtins::Builtin;
 use synapse_mcp::snapshots::calls::{self, Action, Syntaxes};
 use synapse_mcp::store::tree::{self, Changed, Encoded, SnapshotKey};

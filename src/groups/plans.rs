@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{ready, structured};
-use crate::plans::path::Path;
+use crate::json::path::Path;
 use crate::plans::plan::{self, World};
 use crate::plans::run::{self, StateChange, StepStatus, StepTrace};
 use crate::plans::scope::PlanScope;

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::path::Path;
+use crate::json::path::Path;
 use crate::refs::dagger::DAGGER;
 use crate::vars::{NewVariable, VarType, encode_value};
 use crate::workspace::Workspace;

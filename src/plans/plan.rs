@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::{Map, Value};
 
 use super::output::{OutputPath, Target};
-use super::path::Path;
+use crate::json::path::Path;
 use crate::refs::dagger::{self, Kind, Piece};
 
 /// One step, parsed.
@@ -321,7 +321,7 @@ fn check_arguments(step: &Step, schema: &Map<String, Value>, problems: &mut Vec<
                     property
                         .get("type")
                         .map_or_else(|| "?".to_owned(), ToString::to_string),
-                    super::path::describe(value)
+                    crate::json::path::describe(value)
                 ));
             }
             _ => {}

@@ -6,8 +6,8 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
-use super::path::Path;
-use crate::nesting;
+use crate::json::path::Path;
+use crate::json::nesting;
 use crate::refs;
 use crate::refs::dagger::{Context, Kind};
 use crate::vars::ValueKind;

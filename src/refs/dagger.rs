@@ -169,7 +169,7 @@ fn resolve_string(text: &str, context: &mut dyn Context) -> Result<Value, Error>
                 found @ (Value::Array(_) | Value::Object(_)) => {
                     return Err(Error::NotSpliceable {
                         reference: reference.source,
-                        found: crate::plans::path::describe(&found),
+                        found: crate::json::path::describe(&found),
                     });
                 }
                 scalar => spliced.push_str(&scalar.to_string()),
@@ -206,7 +206,7 @@ mod tests {
             if kind == Kind::Input {
                 return Err("†input is only available inside RunPlan".to_owned());
             }
-            let path = crate::plans::path::Path::parse(&path.join("."))
+            let path = crate::json::path::Path::parse(&path.join("."))
                 .map_err(|error| error.to_string())?;
             Ok(path.get(&self.0).cloned())
         }

@@ -10,7 +10,7 @@ use rmcp::ErrorData;
 use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
 
 use super::{errors, skills};
-use crate::plans::path::Path;
+use crate::json::path::Path;
 use crate::skills::Library;
 use crate::snapshots::Snapshots;
 use crate::tools::Executor;

@@ -12,8 +12,8 @@
 
 use serde_json::{Map, Number, Value};
 
-use crate::nesting;
-use crate::plans::path::{self, Path};
+use crate::json::nesting;
+use crate::json::path::{self, Path};
 
 /// A built-in function.
 #[derive(

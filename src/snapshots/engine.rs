@@ -15,7 +15,7 @@ use super::calls::{self, Action, Syntaxes};
 use super::functions::{Active, VarFunction, split_pattern};
 use super::javascript::{Engine, Invocation};
 use super::literal::decode_capture;
-use crate::nesting;
+use crate::json::nesting;
 use crate::store::tree::Changed;
 
 /// A call that failed, as the result lists it (a client shows it as a warning).

@@ -18,7 +18,7 @@ mod snapshots;
 
 use super::tree::hex;
 use super::{Batch, Changes, Commit, Error, Loaded, Store, Visit, WorkspaceSummary};
-use crate::nesting;
+use crate::json::nesting;
 use crate::vars::{RestoredVariable, Timestamp, ValueKind, VarType};
 
 /// The schema this build writes; `PRAGMA user_version` holds a database's.

@@ -24,7 +24,7 @@ use std::ops::Range;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::nesting::{self, TooDeep};
+use crate::json::nesting::{self, TooDeep};
 
 /// Values this long (as JSON, in bytes) or longer become nodes of their own.
 const NODE_BYTES: usize = 64;
@@ -815,7 +815,7 @@ mod tests {
 
     /// Applies a write the way the built-ins do; returns the changed path, if it applied.
     fn apply(state: &mut Value, write: &Write) -> Option<Vec<String>> {
-        let target = crate::plans::path::Path::from_segments(match write {
+        let target = crate::json::path::Path::from_segments(match write {
             Write::Set(path, _) | Write::Append(path, _) | Write::Unset(path) => path.clone(),
         })
         .ok()?;

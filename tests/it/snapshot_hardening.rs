@@ -450,7 +450,7 @@ async fn user_functions_cannot_reach_each_other() {
 #[test]
 fn snapshots_laid_out_from_the_changed_paths_read_back() {
     use std::collections::HashMap;
-    use synapse_mcp::nesting;
+    use synapse_mcp::json::nesting;
     use synapse_mcp::snapshots::builtins::Builtin;
     use synapse_mcp::snapshots::calls::{self, Action, Syntaxes};
     use synapse_mcp::store::tree::{self, Changed, Encoded, SnapshotKey};

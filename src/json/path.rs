@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::nesting::{self, TooDeep};
+use crate::json::nesting::{self, TooDeep};
 
 /// Characters of a too-deep path quoted in its error.
 const QUOTED_CHARS: usize = 32;

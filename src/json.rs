@@ -1,0 +1,9 @@
+//! The ground floor: JSON utilities that know nothing of variables, tools or MCP.
+//!
+//! - [`path`]: dot paths into a document (`user.summary`, `items.0.name`) — reading, writing
+//!   and removing, as `_outputPath`, `†state.…` references, `ReadState`/`WriteState` and the
+//!   snapshot functions use them.
+//! - [`nesting`]: the one depth limit for every value and dot path that enters the workspace.
+
+pub mod nesting;
+pub mod path;
