@@ -43,8 +43,8 @@
 
 pub mod config;
 pub mod groups;
-pub mod maintenance;
 pub mod json;
+pub mod maintenance;
 pub mod plans;
 pub mod refs;
 pub mod rules;

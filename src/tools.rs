@@ -13,10 +13,10 @@
 mod approval;
 mod definition;
 mod executor;
-mod outputs;
-
-pub(crate) use outputs::OUTPUT_PATH_ARGUMENT;
+mod output_path;
 mod registry;
+mod result;
+mod scope;
 mod truncate;
 
 use std::sync::Arc;
@@ -30,11 +30,12 @@ use crate::workspace::Workspace;
 
 pub use approval::{Answer, ApprovalQuestion, Asker, Asking, Fallback, Permission, Policy, Stage};
 pub use definition::{Annotations, ToolDefinition, input_schema, output_schema, parse_arguments};
-pub use executor::{
-    CallRequest, ExecuteResult, ExecuteStatus, Executor, ExecutorSettings, OUTPUT_LIMIT_ARGUMENT,
-    Outcome, PendingInput, ToolOverride, panic_message,
-};
+pub use executor::{CallRequest, Executor, ExecutorSettings, ToolOverride, panic_message};
+pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};
 pub use registry::{Registry, RegistryError};
+pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
+pub use scope::{PlanScope, ReferenceContext};
+pub use truncate::OUTPUT_LIMIT_ARGUMENT;
 
 /// Why a group could not be registered.
 #[derive(Debug, thiserror::Error)]
@@ -126,13 +127,6 @@ pub trait Sampler: Send + Sync {
     ) -> BoxFuture<'a, Result<Sampled, SamplingError>>;
 }
 
-/// What the result looks like, for the model.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReturnType {
-    pub kind: &'static str,
-    pub note: Option<&'static str>,
-}
-
 /// One tool: a definition, a permission and an `execute`.
 pub trait Tool: Send + Sync {
     fn definition(&self) -> &ToolDefinition;
@@ -180,10 +174,6 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    fn declared_return_type(&self) -> Option<ReturnType> {
-        None
-    }
-
     /// Whether results and arguments are cached as variables. The variable tools say no, so
     /// reading a variable never creates another one.
     fn caches_result(&self) -> bool {
@@ -218,24 +208,19 @@ pub trait Tool: Send + Sync {
     }
 }
 
-/// The rule prompt of a group: fixed text, or text computed from the enabled tool names.
+/// The rule prompt of a group: the text the model reads about the group's tools.
 #[derive(Clone, Default)]
 pub enum RulePrompt {
     #[default]
     None,
     Static(String),
-    Computed(Arc<RenderRulePrompt>),
 }
 
-/// Renders a rule prompt from the names of the group's enabled tools.
-pub type RenderRulePrompt = dyn Fn(&[&str]) -> String + Send + Sync;
-
 impl RulePrompt {
-    pub fn render(&self, enabled_tool_names: &[&str]) -> Option<String> {
+    pub fn text(&self) -> Option<String> {
         match self {
             Self::None => None,
             Self::Static(text) => Some(text.clone()),
-            Self::Computed(render) => Some(render(enabled_tool_names)),
         }
     }
 }

@@ -12,7 +12,7 @@ use super::{ready, structured};
 use crate::json::path::Path;
 use crate::plans::plan::{self, World};
 use crate::plans::run::{self, StateChange, StepStatus, StepTrace};
-use crate::plans::scope::PlanScope;
+use crate::tools::PlanScope;
 use crate::tools::{
     Annotations, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
     parse_arguments,

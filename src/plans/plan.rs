@@ -11,9 +11,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
-use super::output::{OutputPath, Target};
 use crate::json::path::Path;
 use crate::refs::dagger::{self, Kind, Piece};
+use crate::tools::{OutputPath, OutputTarget as Target};
 
 /// One step, parsed.
 #[derive(Debug, Clone, PartialEq)]

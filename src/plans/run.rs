@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::plan::Step;
-use super::scope::PlanScope;
+use crate::tools::PlanScope;
 use crate::tools::{Asking, CallRequest, ExecuteStatus, Outcome, ToolCall, ToolOutput};
 
 /// How a step ended.

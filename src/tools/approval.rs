@@ -7,10 +7,13 @@
 //! configured [`Fallback`] decides).
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::truncate_content;
 
 /// When to ask the user.
 #[derive(
@@ -114,6 +117,53 @@ pub enum Asking<'a> {
 /// The shape of a call's arguments: top-level keys with the JSON type of each value. An
 /// `ask-once` approval is remembered per tool and shape, so a tool approved for
 /// `{path: string}` asks again when called with `{path: string, force: boolean}`.
+/// How much of a question's payload the user is shown.
+const QUESTION_PREVIEW_CHARS: usize = 2_000;
+
+pub(super) fn execution_question(
+    tool: &str,
+    arguments: &Value,
+    policy: Policy,
+    scope: Option<&str>,
+) -> ApprovalQuestion {
+    let shown = serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string());
+    let mut message = format!(
+        "Allow `{tool}` to run with these arguments?\n\n{}",
+        preview(&shown)
+    );
+    if policy == Policy::AskOnce {
+        let covered = scope.map_or_else(String::new, |scope| format!(", for {scope}"));
+        write!(
+            message,
+            "\n\nApproving allows just this call. Tick `remember` to also allow from now on, \
+             without asking, every call of `{tool}` with arguments of the same keys and types \
+             ({}){covered}.",
+            argument_shape(arguments)
+        )
+        .ok();
+    }
+    ApprovalQuestion {
+        tool: tool.to_owned(),
+        stage: Stage::Execution,
+        message,
+    }
+}
+
+pub(super) fn preview(text: &str) -> String {
+    match truncate_content(text, QUESTION_PREVIEW_CHARS) {
+        Some(cut) => cut.text,
+        None => text.to_owned(),
+    }
+}
+
+pub(super) fn policy_name(policy: Policy) -> &'static str {
+    match policy {
+        Policy::Auto => "auto",
+        Policy::AskOnce => "ask-once",
+        Policy::AskAlways => "ask-always",
+    }
+}
+
 pub(super) fn argument_shape(arguments: &Value) -> String {
     let Value::Object(object) = arguments else {
         return json_type(arguments).to_owned();

@@ -11,27 +11,22 @@ use futures::FutureExt;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::approval::argument_shape;
-use super::outputs;
-use super::truncate;
+use super::approval::{argument_shape, execution_question, policy_name, preview};
+use super::output_path::{self, OutputPath};
+use super::result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
+use super::scope::{PlanScope, ReferenceContext};
+use super::truncate::{
+    OUTPUT_LIMIT_ARGUMENT, cut_structure, structure_hint, truncate, truncation_hint,
+};
 use super::{
     Answer, ApprovalQuestion, Asking, Fallback, Permission, Policy, Progress, Registry, Sampler,
-    Stage, Tool, ToolCall, ToolError, ToolOutput, truncate_content,
+    Stage, Tool, ToolCall, ToolError, ToolOutput,
 };
 use super::{RegisterError, ToolGroup};
-use crate::plans::output::OutputPath;
-use crate::plans::scope::{PlanScope, ReferenceContext};
 use crate::refs::dagger;
 use crate::rules::{self, Section, SkillRule};
 use crate::vars::{NewVariable, ValueKind, VarType};
 use crate::workspace::Workspace;
-
-/// The meta-argument that sets the output limit of one call, in characters; `0` or `-1` means
-/// no truncation. The leading underscore keeps it apart from every tool's own parameters.
-pub const OUTPUT_LIMIT_ARGUMENT: &str = "_outputLimit";
-
-/// How much of a question's payload the user is shown.
-const QUESTION_PREVIEW_CHARS: usize = 2_000;
 
 /// Pending MRTR questions kept at most; the oldest are dropped first.
 const PENDING_LIMIT: usize = 256;
@@ -78,98 +73,11 @@ pub struct CallRequest<'a> {
     pub sampler: Option<&'a dyn Sampler>,
 }
 
-/// How a call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExecuteStatus {
-    Success,
-    Error,
-    ExecutionRejected,
-    ResultRejected,
-    NotFound,
-}
-
-/// What a call produced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExecuteResult {
-    pub status: ExecuteStatus,
-    pub data: Option<ToolOutput>,
-    pub error: Option<ToolError>,
-    pub reject_reason: Option<String>,
-    pub formatted_text: Option<String>,
-    pub final_text: String,
-    pub is_truncated: bool,
-    pub cache_var_result: Option<String>,
-    pub cache_var_args: Option<String>,
-    /// Whether the tool declares an output schema, so `data` is sent as structured content.
-    pub structured: bool,
-    /// The structured content cut to the output limit, sent in place of `data` (which stays
-    /// whole for `_outputPath`); `None` when `data` fits.
-    pub structured_cut: Option<Value>,
-    /// Paths the result was written to (`_outputPath`).
-    pub written: Vec<String>,
-    /// Where the result goes once the result gate lets it through.
-    pub(super) output_path: Option<OutputPath>,
-}
-
-impl ExecuteResult {
-    pub(super) fn failed(status: ExecuteStatus, error: ToolError) -> Self {
-        Self {
-            status,
-            final_text: error.to_string(),
-            error: Some(error),
-            data: None,
-            reject_reason: None,
-            formatted_text: None,
-            is_truncated: false,
-            cache_var_result: None,
-            cache_var_args: None,
-            structured: false,
-            structured_cut: None,
-            written: Vec::new(),
-            output_path: None,
-        }
-    }
-
-    fn rejected(status: ExecuteStatus, tool: &str, reason: Option<String>) -> Self {
-        let what = match status {
-            ExecuteStatus::ResultRejected => "the result of this call",
-            _ => "this call",
-        };
-        let final_text = match &reason {
-            Some(reason) => format!("The user rejected {what} of `{tool}`: {reason}"),
-            None => format!("The user rejected {what} of `{tool}` without giving a reason"),
-        };
-        Self {
-            reject_reason: reason,
-            ..Self::failed(status, ToolError::Invalid(final_text))
-        }
-    }
-}
-
-/// A question that has to reach the user before the call can go on (MRTR).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PendingInput {
-    pub question: ApprovalQuestion,
-    /// The `requestState` the client echoes when it retries.
-    pub state: String,
-}
-
-/// What a call ends with.
-#[derive(Debug, Clone, PartialEq)]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "made once per call and moved straight to the wire; boxing would add an allocation per call"
-)]
-pub enum Outcome {
-    Finished(ExecuteResult),
-    InputRequired(PendingInput),
-}
-
 enum Pending {
     /// Waiting for the execution answer; nothing has run yet.
     Execution,
-    /// The tool ran; its result waits for the result answer.
-    Result(Box<ExecuteResult>),
+    /// The tool ran; its result waits for the result answer, then goes to its `_outputPath`.
+    Result(Box<(ExecuteResult, Option<OutputPath>)>),
 }
 
 enum Gate {
@@ -265,26 +173,12 @@ impl Executor {
 
     fn with_sections(&self, render: impl FnOnce(&[rules::Section<'_>]) -> String) -> String {
         let groups = self.registry.enabled_groups();
-        let enabled: Vec<String> = self
-            .registry
-            .enabled_tools()
-            .iter()
-            .map(|tool| tool.definition().name.clone())
-            .collect();
         let sections: Vec<_> = groups
             .iter()
-            .map(|group| {
-                let names: Vec<&str> = group
-                    .tools
-                    .iter()
-                    .map(|tool| tool.definition().name.as_str())
-                    .filter(|name| enabled.iter().any(|e| e == name))
-                    .collect();
-                Section {
-                    group: &group.name,
-                    prompt: group.rule_prompt.render(&names),
-                    rules: &group.rules,
-                }
+            .map(|group| Section {
+                group: &group.name,
+                prompt: group.rule_prompt.text(),
+                rules: &group.rules,
             })
             .collect();
         render(&sections)
@@ -312,9 +206,10 @@ impl Executor {
             .resume
             .as_deref()
             .and_then(|state| self.take_pending(state));
-        if let Some(Pending::Result(result)) = pending {
+        if let Some(Pending::Result(finished)) = pending {
+            let (result, output_path) = *finished;
             return self
-                .result_gate(tool.as_ref(), *result, &request.asking)
+                .result_gate(tool.as_ref(), result, output_path, &request.asking)
                 .await;
         }
         match self.run(tool.as_ref(), request).await {
@@ -327,7 +222,7 @@ impl Executor {
         let name = tool.definition().name.as_str();
         let mut arguments = Value::Object(request.arguments.unwrap_or_default());
         let limit = self.output_limit(tool, &mut arguments)?;
-        let output_path = outputs::take_output_path(&self.workspace, tool, &mut arguments)?;
+        let output_path = output_path::take_output_path(&self.workspace, tool, &mut arguments)?;
         // The cached `_args` keep the arguments as written, references and all: the expansion
         // may be far larger, and it is in the variables already.
         let as_written = (tool.caches_result()
@@ -369,8 +264,11 @@ impl Executor {
         match gate {
             Gate::Pass => {}
             Gate::Reject(reason) => {
-                let result =
-                    ExecuteResult::rejected(ExecuteStatus::ExecutionRejected, name, reason);
+                let result = ExecuteResult::rejected(
+                    ExecuteStatus::ExecutionRejected,
+                    name,
+                    reason.as_deref(),
+                );
                 return Ok(Outcome::Finished(result));
             }
             Gate::Ask(question) => return Ok(self.defer(question, Pending::Execution)),
@@ -401,16 +299,17 @@ impl Executor {
                     return Err(error);
                 };
                 let mut caught =
-                    outputs::failure_as_data(&self.workspace, name, &output_path, &error);
+                    output_path::failure_as_data(&self.workspace, name, &output_path, &error);
                 // The caught error is not of the declared output shape: the wire says so.
                 caught.structured = tool.definition().output_schema.is_some();
                 return Ok(Outcome::Finished(caught));
             }
         };
         let cached_arguments = as_written.as_ref().unwrap_or(&arguments);
-        let mut result = self.shape_result(tool, output, (&arguments, cached_arguments), limit);
-        result.output_path = output_path;
-        Ok(self.result_gate(tool, result, &request.asking).await)
+        let result = self.shape_result(tool, output, (&arguments, cached_arguments), limit);
+        Ok(self
+            .result_gate(tool, result, output_path, &request.asking)
+            .await)
     }
 
     /// Format → truncate → cache → hint.
@@ -424,17 +323,17 @@ impl Executor {
         let formatted = tool.format_for_llm(&output, arguments);
         let truncation = truncate(tool, &formatted, arguments, limit);
         let mut cache_failure = None;
-        let (cache_var_result, cache_var_args) = if tool.caches_result() {
+        let cache_var_result = if tool.caches_result() {
             match self.cache(tool, &formatted, as_written) {
-                Ok((result, args)) => (Some(result), Some(args)),
+                Ok(result) => Some(result),
                 Err(error) => {
                     tracing::error!(%error, "cannot cache a tool result");
                     cache_failure = Some(error);
-                    (None, None)
+                    None
                 }
             }
         } else {
-            (None, None)
+            None
         };
         let is_truncated = truncation.is_some();
         let mut final_text = match truncation {
@@ -474,14 +373,10 @@ impl Executor {
             structured_cut: structured_cut.map(|cut| cut.value),
             data: Some(output),
             error: None,
-            reject_reason: None,
             formatted_text: Some(formatted),
             final_text,
-            is_truncated,
             cache_var_result,
-            cache_var_args,
             written: Vec::new(),
-            output_path: None,
         }
     }
 
@@ -489,6 +384,7 @@ impl Executor {
         &self,
         tool: &dyn Tool,
         result: ExecuteResult,
+        output_path: Option<OutputPath>,
         asking: &Asking<'_>,
     ) -> Outcome {
         let name = tool.definition().name.as_str();
@@ -513,7 +409,9 @@ impl Executor {
             )
             .await
         {
-            Gate::Pass => Outcome::Finished(outputs::deliver(&self.workspace, result)),
+            Gate::Pass => {
+                Outcome::Finished(output_path::deliver(&self.workspace, result, output_path))
+            }
             Gate::Reject(reason) => {
                 // A rejected result must not stay readable through ReadVar or $VAR_REF.
                 if let Some(variable) = &result.cache_var_result
@@ -521,10 +419,13 @@ impl Executor {
                 {
                     tracing::error!(%error, %variable, "cannot drop a rejected result");
                 }
-                let rejected = ExecuteResult::rejected(ExecuteStatus::ResultRejected, name, reason);
+                let rejected =
+                    ExecuteResult::rejected(ExecuteStatus::ResultRejected, name, reason.as_deref());
                 Outcome::Finished(rejected)
             }
-            Gate::Ask(question) => self.defer(question, Pending::Result(Box::new(result))),
+            Gate::Ask(question) => {
+                self.defer(question, Pending::Result(Box::new((result, output_path))))
+            }
         }
     }
 
@@ -649,14 +550,15 @@ impl Executor {
         ))
     }
 
-    /// Stores the formatted result and the arguments as `{tool}_{nodeId}_result` / `_args`.
+    /// Stores the formatted result and the arguments as `{tool}_{nodeId}_result` / `_args`, and
+    /// returns the result's variable name.
     /// A result recomputable from files is written lazily (see [`crate::workspace::Workspace::insert_all_lazily`]).
     fn cache(
         &self,
         tool: &dyn Tool,
         formatted: &str,
         arguments: &Value,
-    ) -> Result<(String, String), crate::workspace::Error> {
+    ) -> Result<String, crate::workspace::Error> {
         let recomputable = tool.result_is_recomputable();
         let tool = tool.definition().name.as_str();
         let node = uuid::Uuid::new_v4().simple().to_string();
@@ -675,7 +577,7 @@ impl Executor {
         } else {
             self.workspace.insert_all(vec![args, result])?;
         }
-        Ok((result_name, args_name))
+        Ok(result_name)
     }
 }
 
@@ -710,180 +612,4 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .map(|text| (*text).to_owned())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".to_owned())
-}
-
-/// How a result was cut, for the hint.
-struct Cut {
-    text: String,
-    /// The omitted window, when the executor's own truncation made the cut.
-    omitted: Option<(usize, usize)>,
-}
-
-fn truncate(
-    tool: &dyn Tool,
-    formatted: &str,
-    arguments: &Value,
-    limit: Option<usize>,
-) -> Option<Cut> {
-    let limit = limit?;
-    if tool.skip_truncation() {
-        return None;
-    }
-    if let Some(own) = tool.truncate_for_llm(formatted, arguments, limit) {
-        return (own != formatted).then_some(Cut {
-            text: own,
-            omitted: None,
-        });
-    }
-    truncate_content(formatted, limit).map(|cut| Cut {
-        text: cut.text,
-        omitted: Some((cut.omitted_start, cut.omitted_length)),
-    })
-}
-
-fn truncation_hint(cut: &Cut, formatted: &str, variable: Option<&str>) -> String {
-    let total = formatted.chars().count();
-    let Some(variable) = variable else {
-        return format!(
-            "[Output truncated: {total} characters in all. Call again with {OUTPUT_LIMIT_ARGUMENT}: -1 to see everything.]"
-        );
-    };
-    match cut.omitted {
-        Some((start, length)) => format!(
-            "[Output truncated: the full result ({total} characters) is in variable `{variable}`. \
-             Read the omitted part with ReadVar {{\"name\": \"{variable}\", \"start\": {start}, \"length\": {length}}} \
-             or pass $VAR_REF{{{{{variable}:{start}:{length}}}}} to another tool; $VAR_REF{{{{{variable}}}}} is the whole text.]"
-        ),
-        None => format!(
-            "[Output truncated: the full result ({total} characters) is in variable `{variable}`. \
-             Read it with ReadVar {{\"name\": \"{variable}\", \"start\": 0}} or pass $VAR_REF{{{{{variable}}}}} to another tool.]"
-        ),
-    }
-}
-
-/// The member of cut structured content that says what was cut and where the whole is.
-const TRUNCATED_MEMBER: &str = "_truncated";
-/// Cuts listed one by one in [`TRUNCATED_MEMBER`]; the rest are counted.
-const LISTED_CUTS: usize = 10;
-
-/// Structured content cut to the output limit, described in a `_truncated` member where the
-/// schema allows one.
-fn cut_structure(
-    tool: &dyn Tool,
-    output: &ToolOutput,
-    limit: Option<usize>,
-    variable: Option<&str>,
-) -> Option<truncate::Fitted> {
-    let (ToolOutput::Structured(value), Some(limit)) = (output, limit) else {
-        return None;
-    };
-    // Most results fit: measured without allocating, before the schema is copied for the walk.
-    if truncate::size(value) <= limit {
-        return None;
-    }
-    let schema = tool.definition().output_schema.as_ref()?;
-    let schema = Value::Object(schema.as_ref().clone());
-    let mut fitted = truncate::fit_structure(value, &schema, limit)?;
-    if let Value::Object(members) = &mut fitted.value
-        && truncate::allows_extra_member(&schema, TRUNCATED_MEMBER)
-    {
-        let mut about = Map::new();
-        match variable {
-            Some(variable) => {
-                about.insert("variable".to_owned(), Value::from(variable));
-                about.insert(
-                    "reference".to_owned(),
-                    Value::from(format!("$VAR_REF{{{{{variable}}}}}")),
-                );
-            }
-            None => {
-                about.insert(
-                    "hint".to_owned(),
-                    Value::from(format!("call again with {OUTPUT_LIMIT_ARGUMENT}: -1")),
-                );
-            }
-        }
-        let cuts: Vec<Value> = fitted
-            .omissions
-            .iter()
-            .take(LISTED_CUTS)
-            .map(|omission| {
-                let (unit, count) = match omission.what {
-                    truncate::Omitted::Characters(count) => ("characters", count),
-                    truncate::Omitted::Items(count) => ("items", count),
-                    truncate::Omitted::Members(count) => ("members", count),
-                };
-                serde_json::json!({"path": omission.path, unit: count})
-            })
-            .collect();
-        about.insert("omitted".to_owned(), Value::Array(cuts));
-        if fitted.omissions.len() > LISTED_CUTS {
-            about.insert(
-                "moreCuts".to_owned(),
-                Value::from(fitted.omissions.len() - LISTED_CUTS),
-            );
-        }
-        members.insert(TRUNCATED_MEMBER.to_owned(), Value::Object(about));
-    }
-    Some(fitted)
-}
-
-/// The text hint for structured content that was cut while the text was not.
-fn structure_hint(cut: &truncate::Fitted, variable: Option<&str>) -> String {
-    let cuts = cut.omissions.len();
-    match variable {
-        Some(variable) => format!(
-            "[Structured content cut to the output limit ({cuts} cuts): the full result is in \
-             variable `{variable}`. Read it with ReadVar {{\"name\": \"{variable}\", \"start\": 0}} \
-             or pass $VAR_REF{{{{{variable}}}}} to another tool.]"
-        ),
-        None => format!(
-            "[Structured content cut to the output limit ({cuts} cuts). Call again with \
-             {OUTPUT_LIMIT_ARGUMENT}: -1 to see everything.]"
-        ),
-    }
-}
-
-fn execution_question(
-    tool: &str,
-    arguments: &Value,
-    policy: Policy,
-    scope: Option<&str>,
-) -> ApprovalQuestion {
-    let shown = serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string());
-    let mut message = format!(
-        "Allow `{tool}` to run with these arguments?\n\n{}",
-        preview(&shown)
-    );
-    if policy == Policy::AskOnce {
-        let covered = scope.map_or_else(String::new, |scope| format!(", for {scope}"));
-        write!(
-            message,
-            "\n\nApproving allows just this call. Tick `remember` to also allow from now on, \
-             without asking, every call of `{tool}` with arguments of the same keys and types \
-             ({}){covered}.",
-            argument_shape(arguments)
-        )
-        .ok();
-    }
-    ApprovalQuestion {
-        tool: tool.to_owned(),
-        stage: Stage::Execution,
-        message,
-    }
-}
-
-fn preview(text: &str) -> String {
-    match truncate_content(text, QUESTION_PREVIEW_CHARS) {
-        Some(cut) => cut.text,
-        None => text.to_owned(),
-    }
-}
-
-fn policy_name(policy: Policy) -> &'static str {
-    match policy {
-        Policy::Auto => "auto",
-        Policy::AskOnce => "ask-once",
-        Policy::AskAlways => "ask-always",
-    }
 }

@@ -11,8 +11,6 @@ use super::{Tool, ToolGroup};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RegistryError {
-    #[error("unknown tool group `{name}`; known groups: {known}")]
-    UnknownGroup { name: String, known: String },
     #[error("tool `{name}` is registered twice (groups `{first}` and `{second}`)")]
     DuplicateTool {
         name: String,
@@ -68,25 +66,6 @@ impl Registry {
         drop(inner);
         self.bump();
         Ok(())
-    }
-
-    /// Enables or disables a group; returns whether anything changed.
-    pub fn set_group_enabled(&self, name: &str, enabled: bool) -> Result<bool, RegistryError> {
-        let mut inner = self.write();
-        let known = inner.group_names().join(", ");
-        let Some(entry) = inner.entries.iter_mut().find(|e| e.group.name == name) else {
-            return Err(RegistryError::UnknownGroup {
-                name: name.to_owned(),
-                known,
-            });
-        };
-        let changed = entry.enabled != enabled;
-        entry.enabled = enabled;
-        drop(inner);
-        if changed {
-            self.bump();
-        }
-        Ok(changed)
     }
 
     /// Enables or disables one tool inside its group; returns whether anything changed.

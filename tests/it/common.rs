@@ -298,9 +298,9 @@ pub(crate) fn test_group() -> ToolGroup {
             Arc::new(Wait::new()),
             Arc::new(Pinned::new()),
         ],
-        rule_prompt: RulePrompt::Computed(Arc::new(|names: &[&str]| {
-            format!("Test tools on: {}.", names.join(", "))
-        })),
+        rule_prompt: RulePrompt::Static(
+            "Test tools: Echo, Repeat, Explode, Fail, Wait, Pinned.".to_owned(),
+        ),
         rules: vec![synapse_mcp::rules::SkillRule::new(
             "Testing",
             "How the test tools behave",

@@ -6,8 +6,8 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
-use crate::json::path::Path;
 use crate::json::nesting;
+use crate::json::path::Path;
 use crate::refs;
 use crate::refs::dagger::{Context, Kind};
 use crate::vars::ValueKind;
