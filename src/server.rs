@@ -329,7 +329,11 @@ impl ServerHandler for Server {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let all = resources::list(self.executor(), self.library().await.as_ref())?;
+        let all = resources::list(
+            self.executor(),
+            self.library().await.as_ref(),
+            &self.inner.snapshots,
+        )?;
         let (items, next) = pages::page(all, cursor(request.as_ref()))?;
         let mut result = ListResourcesResult::with_all_items(items);
         result.next_cursor = next;

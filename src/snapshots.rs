@@ -6,7 +6,10 @@
 //!   [`builtins`] applies them natively; [`javascript`] runs user functions and patterns in
 //!   QuickJS under time and memory limits; [`functions`] is the library (built-ins, scopes,
 //!   export format, prompt); [`engine`] applies one message; [`chat`] is the flow over
-//!   SillyTavern messages.
+//!   SillyTavern messages; [`diff`] compares states (JSON Patch, floor summaries).
+//! - Floors (a chat's snapshots by message, reprocessing, deleting one) and global snapshots
+//!   (states saved under a label) are further methods of [`Snapshots`], in `floors.rs` and
+//!   `globals.rs`.
 //! - [`Snapshots`] ties them to a store. It knows nothing of MCP.
 //!
 //! A long chat is processed as a stream: its snapshots are stored in batches of
@@ -17,8 +20,11 @@
 pub mod builtins;
 pub mod calls;
 pub mod chat;
+pub mod diff;
 pub mod engine;
+mod floors;
 pub mod functions;
+pub mod globals;
 pub mod javascript;
 pub mod literal;
 
@@ -33,6 +39,8 @@ use crate::store::{self, SnapshotStore, StorageReport, StoredSnapshot};
 use chat::{Base, Binding, ChatMessage};
 use engine::{CallError, MessageContext};
 use functions::{Active, Export, Scope, VarFunction};
+
+pub use floors::{FloorList, Reprocessed, Source};
 
 /// Why a snapshot operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +105,17 @@ pub struct Processed {
     /// valid; the later messages were not processed (call again to go on from them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<Stopped>,
+}
+
+/// Where a chat starts when none of its AI messages is bound to a stored snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct Start<'a> {
+    /// The character whose template and functions apply.
+    pub character_id: Option<&'a str>,
+    /// A template given with the call (wins over the character's).
+    pub template: Option<Value>,
+    /// A global snapshot (id or label) to start from (wins over both templates).
+    pub base_id: Option<&'a str>,
 }
 
 /// How far a cancelled `SnapshotProcess` got.
@@ -339,7 +358,32 @@ impl Snapshots {
         Ok(self.store.delete_chat(&self.workspace, chat_file)?)
     }
 
-    pub fn cleanup(&self, active_chat_files: &[String]) -> Result<Vec<(String, u64)>, Error> {
+    /// Deletes the snapshots of every chat not in `active_chat_files`. An empty list would
+    /// delete every chat's snapshots: that takes `all`.
+    pub fn cleanup(
+        &self,
+        active_chat_files: &[String],
+        all: bool,
+    ) -> Result<Vec<(String, u64)>, Error> {
+        match (active_chat_files.is_empty(), all) {
+            (true, false) => {
+                let chats = self.chats()?;
+                let snapshots: u64 = chats.iter().map(|(_, count)| count).sum();
+                return invalid(format!(
+                    "`activeChatFiles` is empty, which would delete the snapshots of every chat \
+                     ({} chats, {snapshots} snapshots); list the chat files that still exist, or \
+                     pass \"all\": true to delete them all",
+                    chats.len()
+                ));
+            }
+            (false, true) => {
+                return invalid(
+                    "`all: true` deletes every chat's snapshots and takes an empty \
+                     `activeChatFiles`; leave out `all` to keep the chats listed",
+                );
+            }
+            _ => {}
+        }
         Ok(self.store.cleanup(&self.workspace, active_chat_files)?)
     }
 
@@ -366,20 +410,27 @@ impl Snapshots {
         Ok(characters)
     }
 
-    /// The starting state for a character: the given template, the stored one, or `{}`.
-    fn base_state(
-        &self,
-        character_id: Option<&str>,
-        template: Option<Value>,
-    ) -> Result<(Value, Base), Error> {
-        if let Some(template) = template {
+    /// The starting state for a character: a global snapshot, the given template, the stored
+    /// one, or `{}`.
+    fn base_state(&self, start: &Start<'_>) -> Result<(Value, Base), Error> {
+        if let Some(reference) = start.base_id {
+            let global = self.global(reference)?;
+            return Ok((
+                global.value,
+                Base::Global {
+                    snapshot_id: global.id,
+                    label: global.label,
+                },
+            ));
+        }
+        if let Some(template) = start.template.clone() {
             if !template.is_object() {
                 return invalid("`template` must be a JSON object");
             }
             within_limit("`template`", &template)?;
             return Ok((template, Base::Template));
         }
-        let stored = match character_id {
+        let stored = match start.character_id {
             Some(id) => self.template(id)?,
             None => None,
         };
@@ -389,8 +440,9 @@ impl Snapshots {
         })
     }
 
-    /// The flow over a whole chat. `cancelled` is asked between messages: once
-    /// it says yes, what was processed is stored and the rest is left (see [`Stopped`]).
+    /// The flow over a whole chat, from the character's template (or `template`). `cancelled`
+    /// is asked between messages: once it says yes, what was processed is stored and the rest
+    /// is left (see [`Stopped`]).
     pub fn process(
         &self,
         chat_file: &str,
@@ -399,6 +451,23 @@ impl Snapshots {
         template: Option<Value>,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Processed, Error> {
+        let start = Start {
+            character_id,
+            template,
+            base_id: None,
+        };
+        self.process_from(chat_file, messages, &start, cancelled)
+    }
+
+    /// The flow over a whole chat from where `start` says when no message is bound.
+    pub fn process_from(
+        &self,
+        chat_file: &str,
+        messages: &[ChatMessage],
+        start: &Start<'_>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Processed, Error> {
+        let character_id = start.character_id;
         let mut loaded: Option<StoredSnapshot> = None;
         let mut failure = None;
         let anchor = chat::anchor(messages, |id| {
@@ -425,9 +494,14 @@ impl Snapshots {
                     snapshot_id: id.clone(),
                 },
             ),
-            _ => self.base_state(character_id, template)?,
+            _ => self.base_state(start)?,
         };
         let active = Active::from(self.library(character_id)?);
+        // A user function may change anything, so its floors are summarized by comparing the
+        // states; built-in calls say which paths they wrote, which costs no copy of the state.
+        let scripted = !active.before.is_empty()
+            || !active.after.is_empty()
+            || active.calls.iter().any(|function| function.builtin.is_none());
         let mut bindings = Vec::with_capacity(anchor.pending.len());
         let mut batch = Encoded::new();
         let mut storage = StorageReport::default();
@@ -449,8 +523,10 @@ impl Snapshots {
                 character_id: character_id.map(str::to_owned),
                 send_date: message.send_millis(),
             };
+            let before = scripted.then(|| state.clone());
             let outcome =
                 engine::apply(&self.engine, &active, &mut state, message.text(), &context);
+            let summary = diff::summary(before.as_ref(), &state, &outcome.changed);
             errors.extend(outcome.errors.into_iter().map(|error| MessageError {
                 message_index: Some(index),
                 swipe_id: Some(message.active_swipe()),
@@ -468,10 +544,20 @@ impl Snapshots {
                 message_id: Some(index as u64),
                 swipe_id: Some(message.active_swipe() as u64),
                 created_at: None,
+                summary: Some(summary),
+                stored_bytes: None,
             };
+            let laid_out = batch.nodes.len();
             batch
                 .add_changed(key, &state, &outcome.changed)
                 .map_err(|error| too_deep("the state", error))?;
+            let bytes: usize = batch.nodes[laid_out..]
+                .iter()
+                .map(|(_, body)| body.len())
+                .sum();
+            if let Some((key, _)) = batch.snapshots.last_mut() {
+                key.stored_bytes = Some(bytes as u64);
+            }
             if batch.snapshots.len() >= BATCH_SNAPSHOTS {
                 self.commit(&mut batch, &mut storage)?;
             }
@@ -516,9 +602,16 @@ impl Snapshots {
         message_index: Option<usize>,
     ) -> Result<Applied, Error> {
         let mut state = match base_id {
-            Some(id) => self.snapshot(id)?.value,
-            None => self.base_state(character_id, None)?.0,
+            Some(reference) => self.resolve(reference)?.0,
+            None => {
+                let start = Start {
+                    character_id,
+                    ..Start::default()
+                };
+                self.base_state(&start)?.0
+            }
         };
+        let before = state.clone();
         let active = Active::from(self.library(character_id)?);
         let context = MessageContext {
             chat_file: chat_file.to_owned(),
@@ -536,6 +629,8 @@ impl Snapshots {
             message_id: message_index.map(|index| index as u64),
             swipe_id: None,
             created_at: None,
+            summary: Some(diff::summary(Some(&before), &state, &outcome.changed)),
+            stored_bytes: None,
         };
         new.add(key, &state)
             .map_err(|error| too_deep("the state", error))?;

@@ -146,10 +146,62 @@ pub struct StoredSnapshot {
     pub swipe_id: Option<u64>,
     /// Microseconds since 1970.
     pub created_at: i64,
+    /// What its message changed against the state it was built on, in one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
     /// The state.
     #[serde(rename = "snapshot")]
     #[schemars(extend("type" = "object"))]
     pub value: serde_json::Value,
+}
+
+/// One stored snapshot of a chat as its floor list shows it: everything but the state.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Floor {
+    /// The message's index in its chat when the snapshot was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_index: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swipe_id: Option<u64>,
+    pub snapshot_id: String,
+    /// Microseconds since 1970.
+    pub created_at: i64,
+    /// Bytes of tree nodes the snapshot added to the store when it was written (unchanged
+    /// parts are shared with the floors before it); absent for imported or edited snapshots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored_bytes: Option<u64>,
+    /// What its message changed against the floor it was built on, in one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+/// A state saved under a label, outside any chat.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GlobalSnapshot {
+    pub id: String,
+    /// Unique in the workspace.
+    pub label: String,
+    #[serde(default)]
+    pub description: String,
+    /// Microseconds since 1970.
+    pub created_at: i64,
+    /// The state.
+    #[serde(rename = "snapshot")]
+    #[schemars(extend("type" = "object"))]
+    pub value: serde_json::Value,
+}
+
+/// A global snapshot without its state, as lists show it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GlobalSummary {
+    pub id: String,
+    pub label: String,
+    pub description: String,
+    /// Microseconds since 1970.
+    pub created_at: i64,
 }
 
 /// What storing snapshots cost.
@@ -180,6 +232,20 @@ pub trait SnapshotStore: Send + Sync {
         id: &str,
         value: &serde_json::Value,
     ) -> Result<bool, Error>;
+    /// Deletes snapshots by id in one transaction and sweeps the nodes nothing reaches any
+    /// more; returns those that existed.
+    fn delete_snapshots(&self, workspace: &str, ids: &[String]) -> Result<Vec<Floor>, Error>;
+    /// A chat's snapshots without their states, by message, swipe and time.
+    fn floors(&self, workspace: &str, chat_file: &str) -> Result<Vec<Floor>, Error>;
+    /// Stores a global snapshot under its id, replacing the one with that id (its label must
+    /// not belong to another).
+    fn put_global(&self, workspace: &str, snapshot: &GlobalSnapshot) -> Result<(), Error>;
+    /// A global snapshot by id or by label.
+    fn global(&self, workspace: &str, id_or_label: &str) -> Result<Option<GlobalSnapshot>, Error>;
+    /// Every global snapshot, by label.
+    fn globals(&self, workspace: &str) -> Result<Vec<GlobalSummary>, Error>;
+    /// Deletes a global snapshot and sweeps its unshared nodes; `false` when there was none.
+    fn delete_global(&self, workspace: &str, id: &str) -> Result<bool, Error>;
     /// Deletes a chat's snapshots; returns how many.
     fn delete_chat(&self, workspace: &str, chat_file: &str) -> Result<u64, Error>;
     /// Deletes the snapshots of every chat not in `active_chat_files`; returns each deleted

@@ -3,6 +3,8 @@
 //! is synchronous and may take a while on a long chat, so it runs on tokio's blocking pool; the
 //! call's cancellation (the client cancelled, or left) reaches it there.
 
+pub mod floors;
+
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -18,8 +20,8 @@ use crate::snapshots::functions::{Export, Scope, VarFunction};
 use crate::snapshots::{self, Applied, Processed, Snapshots};
 use crate::store::StoredSnapshot;
 use crate::tools::{
-    Annotations, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
-    parse_arguments,
+    Annotations, Permission, Policy, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError,
+    ToolGroup, ToolOutput, parse_arguments,
 };
 
 pub const GROUP: &str = "snapshots";
@@ -36,6 +38,9 @@ struct SnapshotTool {
     /// to the output limit, since a binding left out would leave its message without a
     /// snapshot.
     whole_chats: bool,
+    /// Deletes stored snapshots or functions for good: asks the user once per argument shape
+    /// first, like the other tools that destroy what cannot be rebuilt (SkillSave).
+    asks_first: bool,
 }
 
 impl Tool for SnapshotTool {
@@ -57,6 +62,17 @@ impl Tool for SnapshotTool {
 
     fn skip_truncation(&self) -> bool {
         self.whole_chats
+    }
+
+    fn permission(&self) -> Permission {
+        if self.asks_first {
+            Permission {
+                execution: Policy::AskOnce,
+                result: Policy::Auto,
+            }
+        } else {
+            Permission::default()
+        }
     }
 }
 
@@ -90,6 +106,7 @@ const fn annotations(read_only: bool, destructive: bool, idempotent: bool) -> An
 pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
     let tool = |definition: ToolDefinition, run: Run| -> Arc<dyn Tool> {
         Arc::new(SnapshotTool {
+            asks_first: definition_deletes(&definition.name),
             definition,
             service: Arc::clone(service),
             run,
@@ -104,6 +121,7 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
             service: Arc::clone(service),
             run: process,
             whole_chats: true,
+            asks_first: false,
         }),
         tool(
             ToolDefinition::new::<ApplyArguments>("SnapshotApply", APPLY, WRITES)
@@ -141,6 +159,7 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
         ),
     ];
     tools.extend(library_tools(&tool));
+    tools.extend(floors::tools(service));
     ToolGroup {
         name: GROUP.to_owned(),
         tools,
@@ -149,6 +168,11 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
         ),
         rules: Vec::new(),
     }
+}
+
+/// Whether a tool declared here deletes records for good (and so asks first).
+fn definition_deletes(name: &str) -> bool {
+    matches!(name, "SnapshotDeleteChat" | "SnapshotCleanup" | "FunctionRemove")
 }
 
 /// The function library's and the templates' tools.
@@ -259,6 +283,8 @@ pub struct ProcessArguments {
     /// A template to start from instead of the stored one.
     #[schemars(extend("type" = "object"))]
     pub template: Option<Value>,
+    /// A global snapshot (id or label) to start from instead of any template.
+    pub base_id: Option<String>,
 }
 
 fn process(
@@ -267,12 +293,16 @@ fn process(
     cancellation: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
     let arguments: ProcessArguments = parse_arguments("SnapshotProcess", arguments)?;
+    let start = snapshots::Start {
+        character_id: arguments.character_id.as_deref(),
+        template: arguments.template,
+        base_id: arguments.base_id.as_deref(),
+    };
     let processed = service
-        .process(
+        .process_from(
             &arguments.chat_file,
             &arguments.messages,
-            arguments.character_id.as_deref(),
-            arguments.template,
+            &start,
             &|| cancellation.is_cancelled(),
         )
         .map_err(failed)?;
@@ -293,7 +323,8 @@ pub struct ApplyArguments {
     pub chat_file: String,
     /// The text whose calls to apply.
     pub text: String,
-    /// The snapshot to start from; without it, the character's template (or `{}`).
+    /// The snapshot to start from (a chat snapshot's id, a global snapshot's id or label, or
+    /// `template:<characterId>`); without it, the character's template (or `{}`).
     pub base_id: Option<String>,
     pub character_id: Option<String>,
     /// The message's index in its chat, if it has one.
@@ -409,6 +440,9 @@ fn delete_chat(
 pub struct CleanupArguments {
     /// Every chat file that still exists; snapshots of all others are deleted.
     pub active_chat_files: Vec<String>,
+    /// With an empty `activeChatFiles`: yes, delete every chat's snapshots.
+    #[serde(default)]
+    pub all: bool,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -427,7 +461,7 @@ fn cleanup(
 ) -> Result<ToolOutput, ToolError> {
     let arguments: CleanupArguments = parse_arguments("SnapshotCleanup", arguments)?;
     let removed: Vec<DeletedOutput> = service
-        .cleanup(&arguments.active_chat_files)
+        .cleanup(&arguments.active_chat_files, arguments.all)
         .map_err(failed)?
         .into_iter()
         .map(|(chat_file, deleted)| DeletedOutput { chat_file, deleted })

@@ -45,7 +45,7 @@ pub(super) fn complete(
         Reference::Resource(template) => match (template.uri.as_str(), argument) {
             ("var://{name}", "name") => variable_names(sources.executor, typed)?,
             ("state://{path}", "path") => state_paths(sources.executor, typed)?,
-            ("snapshot://{chat}/{id}", "chat") => sources
+            ("snapshot://{chat}/{id}" | "snapshot://{chat}", "chat") => sources
                 .snapshots
                 .chats()
                 .map_err(|error| errors::snapshots_failed(&error))?

@@ -1,7 +1,7 @@
 //! Resources: `skill://{name}/{path}` (a skill's files, in `server/skills.rs`),
 //! `rule://{group}/{rule}` (a skill rule's markdown), `var://{name}` (a variable's value),
-//! `state://{path}` (the plans' state document) and `snapshot://{chat}/{id}` (a chat state
-//! snapshot). Variable and chat names are percent-encoded in URIs where they hold characters
+//! `state://{path}` (the plans' state document), `snapshot://{chat}` (a chat's floors, listed
+//! per chat) and `snapshot://{chat}/{id}` (a chat state snapshot). Variable and chat names are percent-encoded in URIs where they hold characters
 //! outside `A-Z a-z 0-9 - . _ ~ /` (for chats, `/` too).
 
 use std::fmt::Write as _;
@@ -30,6 +30,12 @@ pub(super) fn templates() -> Vec<ResourceTemplate> {
         ResourceTemplate::new("state://{path}", "state")
             .with_description("The plans' state document at a dot path (`state://` for all of it)")
             .with_mime_type("application/json"),
+        ResourceTemplate::new("snapshot://{chat}", "floors")
+            .with_description(
+                "A chat's floors: its snapshots by message and swipe, with what each changed \
+                 (chat names percent-encoded)",
+            )
+            .with_mime_type("application/json"),
         ResourceTemplate::new("snapshot://{chat}/{id}", "snapshot")
             .with_description("A chat state snapshot as JSON (chat names percent-encoded)")
             .with_mime_type("application/json"),
@@ -40,8 +46,22 @@ pub(super) fn templates() -> Vec<ResourceTemplate> {
     templates
 }
 
-pub(super) fn list(executor: &Executor, library: &Library) -> Result<Vec<Resource>, ErrorData> {
+pub(super) fn list(
+    executor: &Executor,
+    library: &Library,
+    snapshots: &Snapshots,
+) -> Result<Vec<Resource>, ErrorData> {
     let mut resources = skills::list(library);
+    let chats = snapshots
+        .chats()
+        .map_err(|error| errors::snapshots_failed(&error))?;
+    for (chat, count) in chats {
+        resources.push(
+            Resource::new(chat_uri(&chat), chat.clone())
+                .with_description(format!("{count} snapshots: the chat's floors"))
+                .with_mime_type("application/json"),
+        );
+    }
     for group in executor.registry().groups() {
         for rule in &group.rules {
             resources.push(
@@ -156,12 +176,27 @@ fn read_state(executor: &Executor, uri: &str, path: &str) -> Result<ReadResource
     Ok(ReadResourceResult::new(vec![contents]))
 }
 
-/// `snapshot://{chat}/{id}`: the id must belong to the chat.
+/// `snapshot://{chat}` (the floors) or `snapshot://{chat}/{id}`: the id must belong to the chat.
 fn read_snapshot(
     snapshots: &Snapshots,
     uri: &str,
     path: &str,
 ) -> Result<ReadResourceResult, ErrorData> {
+    if !path.contains('/') {
+        let chat = percent_decode(path).ok_or_else(|| {
+            errors::resource_not_found(uri, "the chat is not valid percent-encoded UTF-8")
+        })?;
+        let floors = match snapshots.floors(&chat, None) {
+            Ok(floors) => floors,
+            Err(crate::snapshots::Error::Invalid(message)) => {
+                return Err(errors::resource_not_found(uri, &message));
+            }
+            Err(error) => return Err(errors::snapshots_failed(&error)),
+        };
+        let text = serde_json::to_string_pretty(&floors).unwrap_or_default();
+        let contents = ResourceContents::text(text, uri).with_mime_type("application/json");
+        return Ok(ReadResourceResult::new(vec![contents]));
+    }
     let (chat, id) = path
         .rsplit_once('/')
         .and_then(|(chat, id)| Some((percent_decode(chat)?, id)))
@@ -188,10 +223,19 @@ fn read_snapshot(
 }
 
 pub(super) fn var_uri(name: &str) -> String {
-    let mut uri = String::with_capacity(VAR_SCHEME.len() + name.len());
-    uri.push_str(VAR_SCHEME);
+    encoded_uri(VAR_SCHEME, name, b"-._~/")
+}
+
+/// `snapshot://{chat}`, with `/` encoded too so that the chat never reads as `{chat}/{id}`.
+pub(super) fn chat_uri(chat: &str) -> String {
+    encoded_uri(SNAPSHOT_SCHEME, chat, b"-._~")
+}
+
+fn encoded_uri(scheme: &str, name: &str, kept: &[u8]) -> String {
+    let mut uri = String::with_capacity(scheme.len() + name.len());
+    uri.push_str(scheme);
     for byte in name.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+        if byte.is_ascii_alphanumeric() || kept.contains(&byte) {
             uri.push(char::from(byte));
         } else {
             write!(uri, "%{byte:02X}").ok();
@@ -234,6 +278,7 @@ mod tests {
             assert_eq!(decoded.as_deref(), Some(name), "{uri}");
         }
         assert_eq!(var_uri("a b/c"), "var://a%20b/c");
+        assert_eq!(chat_uri("艾拉/1 2"), "snapshot://%E8%89%BE%E6%8B%89%2F1%202");
     }
 
     #[test]

@@ -436,10 +436,16 @@ fn assign(snapshot: &mut Value, path: &Path, value: Value) -> Result<Vec<String>
 pub struct PatchOperation {
     pub op: String,
     pub path: String,
-    #[serde(default)]
+    /// Present (even as `null`, a value like any other) or absent.
+    #[serde(default, deserialize_with = "present")]
     pub value: Option<Value>,
     #[serde(default)]
     pub from: Option<String>,
+}
+
+/// A field that is there, whatever its value: `"value": null` sets null.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    <Value as serde::Deserialize>::deserialize(deserializer).map(Some)
 }
 
 impl PatchOperation {

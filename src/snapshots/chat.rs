@@ -76,6 +76,30 @@ impl ChatMessage {
         self.send_date.as_ref()?.as_f64()
     }
 
+    /// Every snapshot id bound to any of its swipes.
+    pub fn bound_ids(&self) -> impl Iterator<Item = &str> {
+        self.swipes_info
+            .iter()
+            .flatten()
+            .filter_map(|info| info.get(SNAPSHOT_ID_FIELD)?.as_str())
+            .filter(|id| !id.is_empty())
+    }
+
+    /// Removes every swipe's binding; returns them as `(swipe, snapshot id)`.
+    pub fn unbind_all(&mut self) -> Vec<(usize, String)> {
+        let mut removed = Vec::new();
+        for (swipe, info) in self.swipes_info.iter_mut().flatten().enumerate() {
+            if let Some(Value::String(id)) = info
+                .as_object_mut()
+                .and_then(|info| info.shift_remove(SNAPSHOT_ID_FIELD))
+                && !id.is_empty()
+            {
+                removed.push((swipe, id));
+            }
+        }
+        removed
+    }
+
     /// Binds the active swipe to a snapshot, as a client writes a [`Binding`] back.
     pub fn bind(&mut self, snapshot_id: &str) {
         let swipe = self.active_swipe();
@@ -118,6 +142,8 @@ pub enum Base {
         message_index: usize,
         snapshot_id: String,
     },
+    /// A global snapshot (no AI message had a stored snapshot).
+    Global { snapshot_id: String, label: String },
     /// The character's template (no AI message had a stored snapshot).
     Template,
     /// An empty object (no template was stored for the character).

@@ -210,6 +210,8 @@ pub fn import(
                 message_id: snapshot.message_id,
                 swipe_id: snapshot.swipe_id,
                 created_at: Some(snapshot.created_at),
+                summary: snapshot.summary.clone(),
+                stored_bytes: None,
             };
             encoded
                 .add(key, &snapshot.value)

@@ -46,6 +46,10 @@ pub struct SnapshotKey {
     pub swipe_id: Option<u64>,
     /// Microseconds since 1970; `None` is now (an import keeps the original time).
     pub created_at: Option<i64>,
+    /// What its message changed, in one line (for the chat's floor list).
+    pub summary: Option<String>,
+    /// The bytes of the nodes laid out for it that earlier snapshots of its batch did not share.
+    pub stored_bytes: Option<u64>,
 }
 
 /// What changed in a value since it was last laid out: the paths written, or everything.
@@ -73,6 +77,16 @@ impl Changed {
     pub fn everything(&mut self) {
         self.everything = true;
         self.paths.clear();
+    }
+
+    /// Whether anything may have changed (no paths are known).
+    pub fn is_everything(&self) -> bool {
+        self.everything
+    }
+
+    /// The paths written, in the order they were; empty when [`Changed::is_everything`].
+    pub fn paths(&self) -> &[Vec<String>] {
+        &self.paths
     }
 }
 
@@ -712,6 +726,8 @@ mod tests {
             message_id: None,
             swipe_id: None,
             created_at: None,
+            summary: None,
+            stored_bytes: None,
         }
     }
 

@@ -193,6 +193,10 @@ async fn snapshots_rules_and_characters_complete_with_a_total() {
         json!([["chat-a"], 1, false])
     );
     assert_eq!(
+        complete(&client, resource("snapshot://{chat}"), "chat", "", &[]).await,
+        json!([["chat-a"], 1, false])
+    );
+    assert_eq!(
         complete(&client, snapshot, "id", "", &[("chat", "chat-a")]).await,
         json!([[snapshot_id], 1, false])
     );

@@ -14,6 +14,7 @@ mod depth;
 mod examples;
 mod executor;
 mod faults;
+mod floors;
 mod fuzz_regressions;
 mod logging;
 mod notifications;

@@ -461,6 +461,8 @@ fn snapshots_laid_out_from_the_changed_paths_read_back() {
         message_id: None,
         swipe_id: None,
         created_at: None,
+        summary: None,
+        stored_bytes: None,
     };
     let syntaxes = Syntaxes {
         callable: Builtin::CALLABLE.to_vec(),

@@ -326,6 +326,7 @@ async fn rules_and_variables_are_resources() {
             "skill://{name}/{path}",
             "var://{name}",
             "state://{path}",
+            "snapshot://{chat}",
             "snapshot://{chat}/{id}",
             "rule://{group}/{rule}"
         ]

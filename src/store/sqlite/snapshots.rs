@@ -8,8 +8,12 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::Value;
 
 use super::{SqliteStore, ensure_workspace, now_micros};
+
+mod globals;
 use crate::store::tree::{self, Encoded};
-use crate::store::{Error, SnapshotStore, StorageReport, StoredSnapshot};
+use crate::store::{
+    Error, Floor, GlobalSnapshot, GlobalSummary, SnapshotStore, StorageReport, StoredSnapshot,
+};
 
 fn node_body(transaction: &Transaction<'_>, hash: &str) -> rusqlite::Result<String> {
     transaction
@@ -47,7 +51,10 @@ fn write_nodes(transaction: &Transaction<'_>, nodes: &Encoded) -> rusqlite::Resu
 /// Deletes the nodes no snapshot or template reaches any more.
 pub(super) fn sweep(transaction: &Transaction<'_>) -> rusqlite::Result<()> {
     let mut roots: Vec<String> = transaction
-        .prepare("SELECT root FROM message_variables UNION SELECT root FROM templates")?
+        .prepare(
+            "SELECT root FROM message_variables UNION SELECT root FROM templates \
+             UNION SELECT root FROM global_snapshots",
+        )?
         .query_map([], |row| row.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     if roots.is_empty() {
@@ -92,7 +99,7 @@ impl SnapshotStore for SqliteStore {
         self.read(|transaction| {
             let row = transaction
                 .prepare_cached(
-                    "SELECT chat_file, message_id, swipe_id, root, created_at FROM message_variables \
+                    "SELECT chat_file, message_id, swipe_id, root, created_at, summary FROM message_variables \
                      WHERE workspace = ?1 AND identifier = ?2",
                 )?
                 .query_row(params![workspace, id], |row| {
@@ -102,10 +109,11 @@ impl SnapshotStore for SqliteStore {
                         row.get::<_, Option<i64>>(2)?,
                         row.get::<_, String>(3)?,
                         row.get::<_, i64>(4)?,
+                        row.get::<_, Option<String>>(5)?,
                     ))
                 })
                 .optional()?;
-            let Some((chat_file, message_id, swipe_id, root, created_at)) = row else {
+            let Some((chat_file, message_id, swipe_id, root, created_at, summary)) = row else {
                 return Ok(None);
             };
             Ok(Some(StoredSnapshot {
@@ -114,6 +122,7 @@ impl SnapshotStore for SqliteStore {
                 message_id: number(message_id),
                 swipe_id: number(swipe_id),
                 created_at,
+                summary,
                 value: decode_root(transaction, &root)?,
             }))
         })
@@ -125,8 +134,9 @@ impl SnapshotStore for SqliteStore {
             let (new_nodes, new_bytes) = write_nodes(transaction, snapshots)?;
             let now = now_micros();
             let mut statement = transaction.prepare_cached(
-                "INSERT OR REPLACE INTO message_variables (workspace, identifier, chat_file, message_id, swipe_id, root, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT OR REPLACE INTO message_variables \
+                 (workspace, identifier, chat_file, message_id, swipe_id, root, created_at, summary, stored_bytes) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
             for (key, root) in &snapshots.snapshots {
                 statement.execute(params![
@@ -136,7 +146,9 @@ impl SnapshotStore for SqliteStore {
                     stored(key.message_id),
                     stored(key.swipe_id),
                     root,
-                    key.created_at.unwrap_or(now)
+                    key.created_at.unwrap_or(now),
+                    key.summary,
+                    stored(key.stored_bytes)
                 ])?;
             }
             Ok(StorageReport {
@@ -153,12 +165,75 @@ impl SnapshotStore for SqliteStore {
             let root = nodes
                 .root(value)
                 .map_err(|error| corrupt(format!("the snapshot {error}")))?;
-            write_nodes(transaction, &nodes)?;
-            let updated = transaction
-                .prepare_cached("UPDATE message_variables SET root = ?3 WHERE workspace = ?1 AND identifier = ?2")?
-                .execute(params![workspace, id, root])?;
-            Ok(updated > 0)
+            let (_, new_bytes) = write_nodes(transaction, &nodes)?;
+            let old: Option<String> = transaction
+                .prepare_cached("SELECT root FROM message_variables WHERE workspace = ?1 AND identifier = ?2")?
+                .query_row(params![workspace, id], |row| row.get(0))
+                .optional()?;
+            let Some(old) = old else {
+                return Ok(false);
+            };
+            transaction
+                .prepare_cached(
+                    "UPDATE message_variables SET root = ?3, summary = ?4, stored_bytes = ?5 \
+                     WHERE workspace = ?1 AND identifier = ?2",
+                )?
+                .execute(params![workspace, id, root, EDITED, stored(Some(new_bytes))])?;
+            if old != root {
+                sweep(transaction)?;
+            }
+            Ok(true)
         })
+    }
+
+    fn delete_snapshots(&self, workspace: &str, ids: &[String]) -> Result<Vec<Floor>, Error> {
+        self.write(|transaction| {
+            let mut deleted = Vec::with_capacity(ids.len());
+            let mut statement = transaction.prepare_cached(
+                "DELETE FROM message_variables WHERE workspace = ?1 AND identifier = ?2 \
+                 RETURNING identifier, message_id, swipe_id, created_at, stored_bytes, summary",
+            )?;
+            for id in ids {
+                if let Some(floor) = statement
+                    .query_row(params![workspace, id], floor_of)
+                    .optional()?
+                {
+                    deleted.push(floor);
+                }
+            }
+            if !deleted.is_empty() {
+                sweep(transaction)?;
+            }
+            Ok(deleted)
+        })
+    }
+
+    fn floors(&self, workspace: &str, chat_file: &str) -> Result<Vec<Floor>, Error> {
+        self.read(|transaction| {
+            let mut statement = transaction.prepare_cached(
+                "SELECT identifier, message_id, swipe_id, created_at, stored_bytes, summary \
+                 FROM message_variables WHERE workspace = ?1 AND chat_file = ?2 \
+                 ORDER BY message_id, swipe_id, created_at, identifier",
+            )?;
+            let rows = statement.query_map(params![workspace, chat_file], floor_of)?;
+            rows.collect()
+        })
+    }
+
+    fn put_global(&self, workspace: &str, snapshot: &GlobalSnapshot) -> Result<(), Error> {
+        self.write(|transaction| globals::put(transaction, workspace, snapshot))
+    }
+
+    fn global(&self, workspace: &str, id_or_label: &str) -> Result<Option<GlobalSnapshot>, Error> {
+        self.read(|transaction| globals::get(transaction, workspace, id_or_label))
+    }
+
+    fn globals(&self, workspace: &str) -> Result<Vec<GlobalSummary>, Error> {
+        self.read(|transaction| globals::list(transaction, workspace))
+    }
+
+    fn delete_global(&self, workspace: &str, id: &str) -> Result<bool, Error> {
+        self.write(|transaction| globals::delete(transaction, workspace, id))
     }
 
     fn delete_chat(&self, workspace: &str, chat_file: &str) -> Result<u64, Error> {
@@ -202,7 +277,7 @@ impl SnapshotStore for SqliteStore {
     fn all_snapshots(&self, workspace: &str) -> Result<Vec<StoredSnapshot>, Error> {
         self.read(|transaction| {
             let mut statement = transaction.prepare(
-                "SELECT identifier, chat_file, message_id, swipe_id, root, created_at FROM message_variables \
+                "SELECT identifier, chat_file, message_id, swipe_id, root, created_at, summary FROM message_variables \
                  WHERE workspace = ?1 ORDER BY chat_file, message_id, created_at, identifier",
             )?;
             let rows = statement
@@ -214,17 +289,19 @@ impl SnapshotStore for SqliteStore {
                         row.get::<_, Option<i64>>(3)?,
                         row.get::<_, String>(4)?,
                         row.get::<_, i64>(5)?,
+                        row.get::<_, Option<String>>(6)?,
                     ))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             rows.into_iter()
-                .map(|(id, chat_file, message_id, swipe_id, root, created_at)| {
+                .map(|(id, chat_file, message_id, swipe_id, root, created_at, summary)| {
                     Ok(StoredSnapshot {
                         id,
                         chat_file,
                         message_id: number(message_id),
                         swipe_id: number(swipe_id),
                         created_at,
+                        summary,
                         value: decode_root(transaction, &root)?,
                     })
                 })
@@ -358,6 +435,21 @@ impl SnapshotStore for SqliteStore {
     }
 }
 
+/// What `SnapshotUpdate` leaves as a floor's summary: the calls no longer made the state.
+const EDITED: &str = "edited in place (SnapshotUpdate)";
+
+/// A floor from `identifier, message_id, swipe_id, created_at, stored_bytes, summary`.
+fn floor_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Floor> {
+    Ok(Floor {
+        snapshot_id: row.get(0)?,
+        message_index: number(row.get(1)?),
+        swipe_id: number(row.get(2)?),
+        created_at: row.get(3)?,
+        stored_bytes: number(row.get(4)?),
+        summary: row.get(5)?,
+    })
+}
+
 fn chats_of(
     transaction: &Transaction<'_>,
     workspace: &str,
@@ -393,6 +485,8 @@ mod tests {
             message_id: Some(1),
             swipe_id: Some(0),
             created_at: None,
+            summary: None,
+            stored_bytes: None,
         };
         encoded.add(key, value).unwrap();
     }
@@ -450,5 +544,89 @@ mod tests {
             .query_row("SELECT count(*) FROM snapshot_nodes", [], |row| row.get(0))
             .unwrap();
         assert_eq!(nodes, 2, "the template's root and its long string remain");
+    }
+
+    fn node_count(store: &SqliteStore) -> i64 {
+        store
+            .connection()
+            .query_row("SELECT count(*) FROM snapshot_nodes", [], |row| row.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn deleting_snapshots_and_globals_leaves_no_unreachable_node() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let shared = json!({"long": "y".repeat(80)});
+        let own = json!({"long": "y".repeat(80), "mine": "m".repeat(90)});
+        store
+            .put_snapshots("w", &{
+                let mut both = snapshot("a", "chat", &shared);
+                add(&mut both, "b", "chat", &own);
+                both
+            })
+            .unwrap();
+        let global = GlobalSnapshot {
+            id: "g".to_owned(),
+            label: "kept".to_owned(),
+            description: "a floor worth keeping".to_owned(),
+            created_at: 1,
+            value: json!({"g": "g".repeat(70)}),
+        };
+        store.put_global("w", &global).unwrap();
+        let before = node_count(&store);
+        let deleted = store
+            .delete_snapshots("w", &["b".to_owned(), "missing".to_owned()])
+            .unwrap();
+        assert_eq!(
+            deleted.iter().map(|floor| floor.snapshot_id.as_str()).collect::<Vec<_>>(),
+            ["b"]
+        );
+        assert_eq!(node_count(&store), before - 2, "b's root and its own string go");
+        assert_eq!(store.global("w", "kept").unwrap(), Some(global.clone()));
+        assert_eq!(store.global("w", "g").unwrap(), Some(global));
+        assert_eq!(store.globals("w").unwrap().len(), 1);
+        assert!(store.delete_global("w", "g").unwrap());
+        assert!(!store.delete_global("w", "g").unwrap());
+        assert_eq!(node_count(&store), before - 4, "the global's root and string go");
+        assert_eq!(store.snapshot("w", "a").unwrap().unwrap().value, shared);
+        assert_eq!(store.delete_chat("w", "chat").unwrap(), 1);
+        assert_eq!(node_count(&store), 0);
+    }
+
+    #[test]
+    fn floors_list_rows_in_message_order_without_decoding() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let mut encoded = Encoded::new();
+        for (id, message, swipe) in [("late", 4, 0), ("early", 0, 1), ("other", 4, 1)] {
+            let key = tree::SnapshotKey {
+                id: id.to_owned(),
+                chat_file: "chat".to_owned(),
+                message_id: Some(message),
+                swipe_id: Some(swipe),
+                created_at: Some(7),
+                summary: Some(format!("{id} changed")),
+                stored_bytes: Some(10),
+            };
+            encoded.add(key, &json!({"n": message})).unwrap();
+        }
+        store.put_snapshots("w", &encoded).unwrap();
+        let floors = store.floors("w", "chat").unwrap();
+        assert_eq!(
+            floors
+                .iter()
+                .map(|floor| (floor.snapshot_id.as_str(), floor.message_index, floor.swipe_id))
+                .collect::<Vec<_>>(),
+            [
+                ("early", Some(0), Some(1)),
+                ("late", Some(4), Some(0)),
+                ("other", Some(4), Some(1))
+            ]
+        );
+        assert_eq!(floors[0].summary.as_deref(), Some("early changed"));
+        assert!(store.update_snapshot("w", "early", &json!({"n": 1})).unwrap());
+        assert_eq!(
+            store.floors("w", "chat").unwrap()[0].summary.as_deref(),
+            Some(EDITED)
+        );
     }
 }

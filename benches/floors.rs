@@ -1,0 +1,191 @@
+//! The budgets for a chat's floors, on a 10,000-message chat (5,000 AI replies, three built-in
+//! calls each) in the SQLite file store: `SnapshotList` ≤ 20 ms, and `SnapshotReprocess` from
+//! the middle (message 5,000 on) no slower than processing the whole chat from scratch. Both
+//! are measured in process (`Snapshots::floors`, `Snapshots::reprocess`, `Snapshots::process`)
+//! and `SnapshotList` through the executor as well (arguments and result as JSON, the result
+//! cut to the output limit). Run with `cargo bench --bench floors`.
+#![allow(
+    clippy::print_stdout,
+    reason = "a benchmark reports its figures on stdout"
+)]
+#![allow(
+    clippy::expect_used,
+    reason = "a benchmark that cannot set up should stop at once"
+)]
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use synapse_mcp::snapshots::chat::ChatMessage;
+use synapse_mcp::snapshots::javascript::Limits;
+use synapse_mcp::snapshots::{Snapshots, Start};
+use synapse_mcp::store::{SqliteOptions, SqliteStore};
+
+const MESSAGES: usize = 10_000;
+const MIDDLE: usize = MESSAGES / 2;
+const LIST_BUDGET: Duration = Duration::from_millis(20);
+
+fn template() -> Value {
+    json!({
+        "世界": {"时间": "第1天 清晨", "地点": "魔都"},
+        "角色": {"名字": "张三", "生命值": 100, "金币": 500},
+        "背包": ["治疗药水", "魔法卷轴"]
+    })
+}
+
+/// Even messages are AI replies with three calls; odd ones the user's.
+fn chat() -> Vec<ChatMessage> {
+    let places = ["魔都", "港口", "森林", "地下城", "酒馆"];
+    let raw: Vec<Value> = (0..MESSAGES)
+        .map(|index| {
+            if index % 2 == 1 {
+                json!({"is_user": true, "mes": "继续前进。"})
+            } else {
+                let reply = format!(
+                    "你走向{place}。\n@.ADD(\"角色.金币\", {gold});\n@.SET(\"世界.时间\", \"第{day}天\");\n@.SET(\"世界.地点\", \"{place}\");",
+                    place = places[index % places.len()],
+                    gold = index % 7,
+                    day = index / 4 + 1,
+                );
+                json!({"is_user": false, "swipe_id": 0, "swipes": [reply], "swipes_info": [{}]})
+            }
+        })
+        .collect();
+    serde_json::from_value(Value::Array(raw)).expect("messages")
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn milliseconds(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+fn main() {
+    let directory =
+        std::env::temp_dir().join(format!("synapse-floors-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).expect("a temporary folder");
+    let store =
+        SqliteStore::open(&directory.join("synapse.db"), SqliteOptions::default()).expect("store");
+    let service = Snapshots::new(store, "bench", Limits::default());
+    let messages = chat();
+    let start = Start {
+        template: Some(template()),
+        ..Start::default()
+    };
+
+    // Whole chats from scratch, each under a chat name of its own, bound for what follows.
+    let mut full = Vec::new();
+    let mut bound = Vec::new();
+    for run in 0..5 {
+        let started = Instant::now();
+        let processed = service
+            .process_from(&format!("chat-{run}"), &messages, &start, &|| false)
+            .expect("process");
+        full.push(started.elapsed());
+        let mut chat = messages.clone();
+        for binding in &processed.bindings {
+            chat[binding.message_index].bind(&binding.snapshot_id);
+        }
+        bound.push(chat);
+    }
+
+    // Reprocess each chat from the middle, once.
+    let mut reprocess = Vec::new();
+    for (run, chat) in bound.iter().enumerate() {
+        let started = Instant::now();
+        let reprocessed = service
+            .reprocess(&format!("chat-{run}"), MIDDLE, chat, &start, &|| false)
+            .expect("reprocess");
+        reprocess.push(started.elapsed());
+        assert_eq!(reprocessed.processed.bindings.len(), MIDDLE / 2, "run {run}");
+        assert_eq!(reprocessed.deleted, (MIDDLE / 2) as u64, "run {run}");
+    }
+
+    let mut list = Vec::new();
+    for _ in 0..50 {
+        let started = Instant::now();
+        let floors = service.floors("chat-0", None).expect("floors");
+        list.push(started.elapsed());
+        assert_eq!(floors.floors.len(), MESSAGES / 2);
+    }
+
+    // Through the executor, as a client calls it.
+    let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from([
+        "synapse-mcp",
+        "--data-dir",
+        directory.join("executor").to_str().expect("a UTF-8 path"),
+    ]);
+    let config = synapse_mcp::config::Config::load(&cli).expect("config");
+    let server = synapse_mcp::server::Server::new(&config).expect("server");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let execute = |tool: &'static str, arguments: Value| {
+        let request = synapse_mcp::tools::CallRequest {
+            tool,
+            arguments: arguments.as_object().cloned(),
+            asking: synapse_mcp::tools::Asking::Unavailable,
+            resume: None,
+            cancellation: tokio_util::sync::CancellationToken::new(),
+            plan: None,
+            progress: None,
+            sampler: None,
+        };
+        let started = Instant::now();
+        let outcome = runtime.block_on(server.executor().execute(request));
+        assert!(
+            matches!(outcome, synapse_mcp::tools::Outcome::Finished(_)),
+            "{tool}"
+        );
+        started.elapsed()
+    };
+    let raw = serde_json::to_value(&messages).expect("messages as JSON");
+    execute(
+        "SnapshotProcess",
+        json!({"chatFile": "executor", "messages": raw, "template": template()}),
+    );
+    let through_executor: Vec<Duration> = (0..20)
+        .map(|_| execute("SnapshotList", json!({"chatFile": "executor"})))
+        .collect();
+
+    let full = median(full);
+    let reprocess = median(reprocess);
+    let list = median(list);
+    let through_executor = median(through_executor);
+    println!(
+        "Floors of a {MESSAGES}-message chat ({} AI replies, 3 calls each), SQLite file store",
+        MESSAGES / 2
+    );
+    println!(
+        "SnapshotList, in process (Snapshots::floors), median of 50     {:>8.2} ms  budget {} ms  {}",
+        milliseconds(list),
+        LIST_BUDGET.as_millis(),
+        if list <= LIST_BUDGET { "met" } else { "MISSED" }
+    );
+    println!(
+        "SnapshotList, through the executor (result cut), median of 20  {:>8.2} ms  budget {} ms  {}",
+        milliseconds(through_executor),
+        LIST_BUDGET.as_millis(),
+        if through_executor <= LIST_BUDGET {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+    println!(
+        "SnapshotProcess of the whole chat, median of 5                 {:>8.2} ms",
+        milliseconds(full)
+    );
+    println!(
+        "SnapshotReprocess from message {MIDDLE}, median of 5            {:>8.2} ms  budget {:.2} ms  {}",
+        milliseconds(reprocess),
+        milliseconds(full),
+        if reprocess <= full { "met" } else { "MISSED" }
+    );
+    drop(server);
+    std::fs::remove_dir_all(&directory).ok();
+}
