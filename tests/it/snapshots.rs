@@ -9,8 +9,15 @@ use serde_json::{Value, json};
 
 use crate::common::{Client, Elicitation, TestClient, call, is_error, spawn_binary, text};
 
+/// A client that approves what it is asked: the tools that delete snapshots ask first.
 async fn client() -> Client {
-    spawn_binary(&[], TestClient::new(Elicitation::Unsupported)).await
+    spawn_binary(
+        &[],
+        TestClient::new(Elicitation::Accept(
+            json!({"approve": true, "remember": true}),
+        )),
+    )
+    .await
 }
 
 async fn ok(client: &Client, tool: &str, arguments: Value) -> Value {
