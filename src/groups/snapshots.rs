@@ -244,7 +244,8 @@ const UPDATE: &str = "Replace a stored snapshot's state in place, keeping its id
 const DELETE_CHAT: &str = "Delete every snapshot of a chat (when the chat file is deleted).";
 
 const CLEANUP: &str = "Delete the snapshots of every chat not in `activeChatFiles` (chats renamed \
-    or deleted elsewhere); returns the chats removed.";
+    or deleted elsewhere); returns the chats removed. An empty list is refused unless \
+    `all: true`, which deletes every chat's snapshots.";
 
 const FUNCTION_LIST: &str = "List the state functions: the global library (with the built-ins \
     SET, ADD, SUB, APPEND, REMOVE, ASSIGN, UNSET, TIME and the optional MVU and JSON_PATCH \
