@@ -1,4 +1,4 @@
-//! `†kind.path` references (src/refs/dagger.rs, src/plans/path.rs): parsing never panics and
+//! `†kind.path` references (src/refs/dagger.rs, src/json/path.rs): parsing never panics and
 //! round-trips (pieces printed back with `††` escapes parse to the same pieces), and resolution
 //! against a state document never panics.
 #![no_main]
@@ -12,14 +12,10 @@ use synapse_mcp_fuzz::{DaggerToken, render_dagger_tokens};
 struct Document(Value);
 
 impl Context for Document {
-    fn read(&mut self, kind: Kind, path: &[String]) -> Result<Option<Value>, String> {
+    fn read(&mut self, kind: Kind, path: &Path) -> Result<Option<Value>, String> {
         if kind == Kind::Input {
             return Err("†input is only available inside RunPlan".to_owned());
         }
-        if path.is_empty() {
-            return Ok(Some(self.0.clone()));
-        }
-        let path = Path::parse(&path.join(".")).map_err(|error| error.to_string())?;
         Ok(path.get(&self.0).cloned())
     }
 }

@@ -64,8 +64,8 @@ pub enum DaggerToken {
 /// Renders tokens into one text.
 pub fn render_dagger_tokens(tokens: &[DaggerToken]) -> String {
     const KINDS: [&str; 5] = ["state", "input", "steps", "var", "sate"];
-    const WORDS: [&str; 6] = ["user", "name", "items", "a-b", "x_y", "é"];
-    const PUNCTUATION: [&str; 5] = [" ", ",", "!", "..", "-"];
+    const WORDS: [&str; 7] = ["user", "name", "items", "a-b", "x_y", "é", "角色"];
+    const PUNCTUATION: [&str; 7] = [" ", ",", "!", "..", "-", "\"", "。"];
     let mut text = String::new();
     for token in tokens {
         match token {

@@ -1,5 +1,12 @@
-//! Dot paths into JSON documents: `user.summary`, `items.0.name`. A segment of digits indexes an
-//! array (and names a key in an object); anything else names a key.
+//! Dot paths into JSON documents: `user.summary`, `items.0.name`, `角色.好感度`. A segment of
+//! digits indexes an array (and names a key in an object); anything else names a key.
+//!
+//! One grammar everywhere a path is written (`ReadState`, `WriteState`, `_outputPath`, `†`
+//! references, `state://` resources): segments separated by dots, each either bare or quoted.
+//! A quoted segment, `"a.b"`, holds any key, dots and spaces included (`\"` and `\\` escape a
+//! quote and a backslash). A bare segment is any run of characters without a dot; inside a `†`
+//! reference, whose end is not marked, a bare segment is a word: letters and digits of any
+//! script, `_` and `-`. A path prints back in this grammar, quoting what a bare word cannot hold.
 //!
 //! Writing creates missing intermediate objects. An array index may overwrite an element or
 //! append at the end (`items.3` on a three-element array), never leave a gap. A write never
@@ -17,8 +24,14 @@ const QUOTED_CHARS: usize = 32;
 pub enum Error {
     #[error("empty path: write a dot path such as `user.name` or `items.0`")]
     Empty,
-    #[error("path `{path}` has an empty segment; separate names with single dots")]
+    #[error(
+        "path `{path}` has an empty segment; separate names with single dots, and quote a key that is empty or holds dots: `a.\"b.c\"`"
+    )]
     EmptySegment { path: String },
+    #[error("path `{path}` has a quote that is never closed; end the quoted key with `\"`")]
+    UnclosedQuote { path: String },
+    #[error("path `{path}`: `{found}` after a quoted key; write a dot before the next key")]
+    AfterQuote { path: String, found: char },
     #[error("path `{path}` {source}")]
     TooDeep {
         /// The path's beginning (a path this deep is long).
@@ -55,22 +68,38 @@ impl Path {
         if text.is_empty() {
             return Err(Error::Empty);
         }
-        let count = text.split('.').count();
-        nesting::check_segments(count).map_err(|source| Error::TooDeep {
+        let (segments, read) = read_segments(text, Bare::UntilDot)?;
+        if read < text.len() {
+            return Err(Error::AfterQuote {
+                path: quote(text),
+                found: text[read..].chars().next().unwrap_or_default(),
+            });
+        }
+        Self::checked(segments, text)
+    }
+
+    /// Reads the path of a `†` reference at the start of `text`, which begins at the dot after
+    /// the reference's kind (`.user.name rest`); returns the path and how many bytes it took.
+    /// A dot not followed by a word or a quote ends the path (it is punctuation).
+    pub fn read_in_reference(text: &str) -> Result<(Self, usize), Error> {
+        let (segments, read) = read_segments(text, Bare::Word)?;
+        let path = if segments.is_empty() {
+            Self::root()
+        } else {
+            Self::checked(segments, &text[..read])?
+        };
+        Ok((path, read))
+    }
+
+    fn checked(segments: Vec<String>, text: &str) -> Result<Self, Error> {
+        nesting::check_segments(segments.len()).map_err(|source| Error::TooDeep {
             path: quote(text),
             source,
         })?;
-        let segments: Vec<String> = text.split('.').map(str::to_owned).collect();
-        if segments.iter().any(String::is_empty) {
-            return Err(Error::EmptySegment {
-                path: text.to_owned(),
-            });
-        }
         Ok(Self { segments })
     }
 
     /// A path from segments parsed elsewhere (the snapshots' lodash-style `a.b[0]["c.d"]`).
-    /// Segments may hold dots; `Display` then shows them joined, ambiguously.
     pub fn from_segments(segments: Vec<String>) -> Result<Self, Error> {
         if segments.is_empty() {
             return Err(Error::Empty);
@@ -243,14 +272,133 @@ impl Path {
     }
 
     fn prefix(&self, depth: usize) -> String {
-        self.segments[..depth].join(".")
+        Self {
+            segments: self.segments[..depth].to_vec(),
+        }
+        .to_string()
+    }
+
+    /// The path after its first segment, and that segment (`†steps.<id>.rest`).
+    pub fn split_first(&self) -> Option<(&str, Self)> {
+        let (first, rest) = self.segments.split_first()?;
+        Some((
+            first,
+            Self {
+                segments: rest.to_vec(),
+            },
+        ))
     }
 }
 
 impl std::fmt::Display for Path {
+    /// Prints the path so that it parses back, in a reference too: bare words as they are,
+    /// anything else quoted.
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(&self.segments.join("."))
+        for (index, segment) in self.segments.iter().enumerate() {
+            if index > 0 {
+                formatter.write_str(".")?;
+            }
+            if !segment.is_empty() && segment.chars().all(is_word) {
+                formatter.write_str(segment)?;
+            } else {
+                formatter.write_str("\"")?;
+                for character in segment.chars() {
+                    if matches!(character, '"' | '\\') {
+                        formatter.write_str("\\")?;
+                    }
+                    write!(formatter, "{character}")?;
+                }
+                formatter.write_str("\"")?;
+            }
+        }
+        Ok(())
     }
+}
+
+/// What a bare (unquoted) segment may hold.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bare {
+    /// Anything but a dot: a path that is a whole string.
+    UntilDot,
+    /// Word characters: a path inside a reference, which ends at the first other character.
+    Word,
+}
+
+/// A character of a bare segment inside a reference: a letter or digit of any script, `_`, `-`.
+pub fn is_word(character: char) -> bool {
+    character.is_alphanumeric() || character == '_' || character == '-'
+}
+
+/// Reads dot-separated segments from the start of `text`; returns them and the bytes read. For
+/// [`Bare::Word`] the text starts with the dot before the first segment, and reading stops
+/// before anything that does not continue the path; for [`Bare::UntilDot`] it starts with the
+/// first segment and every segment must be non-empty.
+fn read_segments(text: &str, bare: Bare) -> Result<(Vec<String>, usize), Error> {
+    let mut segments = Vec::new();
+    let mut position = 0;
+    loop {
+        let start = match bare {
+            Bare::UntilDot if segments.is_empty() => position,
+            Bare::UntilDot => match text[position..].strip_prefix('.') {
+                Some(_) => position + 1,
+                None => return Ok((segments, position)),
+            },
+            Bare::Word => {
+                let after = text[position..].strip_prefix('.');
+                let continues = after.and_then(|after| after.chars().next());
+                match continues {
+                    Some(next) if next == '"' || is_word(next) => position + 1,
+                    _ => return Ok((segments, position)),
+                }
+            }
+        };
+        let rest = &text[start..];
+        let (segment, length) = if rest.starts_with('"') {
+            read_quoted(rest).ok_or_else(|| Error::UnclosedQuote {
+                path: quote(text.trim_start_matches('.')),
+            })?
+        } else {
+            let length = match bare {
+                Bare::UntilDot => rest.find(['.']).unwrap_or(rest.len()),
+                Bare::Word => rest
+                    .find(|character| !is_word(character))
+                    .unwrap_or(rest.len()),
+            };
+            if length == 0 {
+                return Err(Error::EmptySegment {
+                    path: text.to_owned(),
+                });
+            }
+            (rest[..length].to_owned(), length)
+        };
+        segments.push(segment);
+        position = start + length;
+        // Reading stops just past the limit: a path this deep is refused whole, its depth
+        // counted by the dots left (a quoted dot may count too).
+        if segments.len() > nesting::MAX_DEPTH {
+            return Err(Error::TooDeep {
+                path: quote(text.trim_start_matches('.')),
+                source: TooDeep {
+                    depth: segments.len() + text[position..].matches('.').count(),
+                },
+            });
+        }
+    }
+}
+
+/// A quoted segment at the start of `text` (which starts with `"`): its key and its length in
+/// bytes, quotes included; `None` when it is never closed.
+fn read_quoted(text: &str) -> Option<(String, usize)> {
+    let mut key = String::new();
+    let mut characters = text.char_indices().skip(1);
+    while let Some((index, character)) = characters.next() {
+        match character {
+            '"' => return Some((key, index + 1)),
+            '\\' => key.push(characters.next()?.1),
+            other => key.push(other),
+        }
+    }
+    None
 }
 
 /// The beginning of a long path, for messages.
@@ -377,7 +525,52 @@ mod tests {
         ]
     }
 
+    /// Any key: words of several scripts, dots, quotes, backslashes, spaces, or nothing.
+    fn any_key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z0-9_-]{1,6}",
+            "[角色好感度名字ИмяЗолото]{1,4}",
+            r#"[a. "\\\-角]{0,6}"#,
+            any::<String>(),
+        ]
+    }
+
+    #[test]
+    fn keys_that_are_not_words_print_quoted() {
+        let path = Path::from_segments(vec![
+            "角色".to_owned(),
+            "a.b".to_owned(),
+            r#"say "hi""#.to_owned(),
+            String::new(),
+            "0".to_owned(),
+        ])
+        .unwrap();
+        assert_eq!(path.to_string(), r#"角色."a.b"."say \"hi\""."".0"#);
+        assert_eq!(Path::parse(&path.to_string()).unwrap(), path);
+        assert_eq!(
+            Path::parse("my key.角色").unwrap().segments(),
+            ["my key", "角色"]
+        );
+        assert_eq!(
+            Path::parse(r#""a.b"c"#).unwrap_err().to_string(),
+            r#"path `"a.b"c`: `c` after a quoted key; write a dot before the next key"#
+        );
+    }
+
     proptest! {
+        #[test]
+        fn every_path_prints_in_the_grammar_and_parses_back(
+            segments in prop::collection::vec(any_key(), 1..6)
+        ) {
+            let path = Path::from_segments(segments.clone()).unwrap();
+            let text = path.to_string();
+            let parsed = Path::parse(&text).unwrap();
+            prop_assert_eq!(parsed.segments(), segments.as_slice());
+            let (read, length) = Path::read_in_reference(&format!(".{text}, then text")).unwrap();
+            prop_assert_eq!(read.segments(), segments.as_slice());
+            prop_assert_eq!(length, text.len() + 1);
+        }
+
         #[test]
         fn parsed_paths_print_back_and_stay_within_the_limit(text in "[a0.]{0,160}") {
             if let Ok(path) = Path::parse(&text) {

@@ -11,7 +11,6 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
-use crate::json::path::Path;
 use crate::refs::dagger::{self, Kind, Piece};
 use crate::tools::{OutputPath, OutputTarget as Target};
 
@@ -218,6 +217,7 @@ fn dependencies_of(
         Kind::Steps => {
             let id = reference
                 .path
+                .segments()
                 .first()
                 .ok_or_else(|| format!("{source} names no step; write †steps.<id>"))?;
             index_of
@@ -226,22 +226,16 @@ fn dependencies_of(
                 .ok_or_else(|| format!("{source} refers to unknown step `{id}`"))
         }
         Kind::Input => {
-            let path = Path::parse(&reference.path.join("."))
-                .map_err(|error| format!("{source}: {error}"))?;
+            let path = &reference.path;
             path.get(input).map(|_| Vec::new()).ok_or_else(|| {
                 format!("{source}: the plan's input has no `{path}`; pass it in `input`")
             })
         }
         Kind::State => {
-            let path = if reference.path.is_empty() {
-                Path::root()
-            } else {
-                Path::parse(&reference.path.join("."))
-                    .map_err(|error| format!("{source}: {error}"))?
-            };
+            let path = &reference.path;
             let writers = writers_of(
                 steps,
-                |target| matches!(target, Target::State(written) if written.overlaps(&path)),
+                |target| matches!(target, Target::State(written) if written.overlaps(path)),
             );
             if writers.is_empty() && path.get(world.state()).is_none() {
                 return Err(format!(
@@ -253,6 +247,7 @@ fn dependencies_of(
         Kind::Var => {
             let name = reference
                 .path
+                .segments()
                 .first()
                 .ok_or_else(|| format!("{source} names no variable; write †var.<name>"))?;
             let writers = writers_of(

@@ -10,10 +10,18 @@
 //! A string that is exactly one reference becomes the referenced JSON value, type and all (an
 //! object stays an object, a number a number). A reference inside a longer string is spliced as
 //! text: strings as they are, numbers, booleans and null as JSON; objects and arrays cannot be
-//! spliced. The path runs over letters, digits, `_` and `-` separated by dots, and ends at the
-//! first other character (a dot at the end is punctuation). `††` is a literal dagger.
+//! spliced. The path follows the one dot-path grammar of [`crate::json::path`]: bare words of
+//! letters and digits of any script, `_` and `-` (`†state.角色.好感度`), or quoted keys for
+//! anything else (`†state."a.b"`, or `†state."角色"的` to end a path before more text). It ends at
+//! the first character that does not continue it (a dot at the end is punctuation). `††` is a
+//! literal dagger.
 
 use serde_json::Value;
+
+use crate::json::path::{self, Path, is_word};
+
+/// Characters of an unreadable reference quoted in its error.
+const SHOWN_CHARS: usize = 40;
 
 /// The dagger that opens a reference.
 pub const DAGGER: char = '†';
@@ -43,7 +51,7 @@ impl Kind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DaggerReference {
     pub kind: Kind,
-    pub path: Vec<String>,
+    pub path: Path,
     /// The reference as written, for messages.
     pub source: String,
 }
@@ -52,6 +60,11 @@ pub struct DaggerReference {
 pub enum Error {
     #[error("{reference}: unknown kind `{kind}`; use †state, †input, †steps or †var")]
     UnknownKind { reference: String, kind: String },
+    #[error("{reference}: {source}")]
+    Path {
+        reference: String,
+        source: path::Error,
+    },
     #[error("{reference}: nothing there ({reason})")]
     Missing { reference: String, reason: String },
     #[error("{reference}: {reason}")]
@@ -68,7 +81,7 @@ pub enum Error {
 /// Where references are read: `Ok(None)` when the path leads nowhere, `Err` with a reason when
 /// the kind cannot be read here (`†input` outside a plan).
 pub trait Context {
-    fn read(&mut self, kind: Kind, path: &[String]) -> Result<Option<Value>, String>;
+    fn read(&mut self, kind: Kind, path: &Path) -> Result<Option<Value>, String>;
 }
 
 /// True when the text holds a dagger.
@@ -96,11 +109,17 @@ pub fn parse(text: &str) -> Result<Vec<Piece>, Error> {
             rest = escaped;
             continue;
         }
-        let length = reference_length(after);
-        let body = &after[..length];
-        let source = format!("{DAGGER}{body}");
-        let mut words = body.split('.');
-        let kind_word = words.next().unwrap_or_default();
+        let kind_length = after
+            .find(|character| !is_word(character))
+            .unwrap_or(after.len());
+        let kind_word = &after[..kind_length];
+        let (path, path_length) =
+            Path::read_in_reference(&after[kind_length..]).map_err(|source| Error::Path {
+                reference: format!("{DAGGER}{}", shown(after)),
+                source,
+            })?;
+        let length = kind_length + path_length;
+        let source = format!("{DAGGER}{}", &after[..length]);
         let Some(kind) = Kind::parse(kind_word) else {
             return Err(Error::UnknownKind {
                 reference: source,
@@ -110,7 +129,6 @@ pub fn parse(text: &str) -> Result<Vec<Piece>, Error> {
         if !literal.is_empty() {
             pieces.push(Piece::Text(std::mem::take(&mut literal)));
         }
-        let path = words.map(str::to_owned).collect();
         pieces.push(Piece::Reference(DaggerReference { kind, path, source }));
         rest = &after[length..];
     }
@@ -121,22 +139,13 @@ pub fn parse(text: &str) -> Result<Vec<Piece>, Error> {
     Ok(pieces)
 }
 
-/// Bytes of `text` that belong to a reference body: words of `[A-Za-z0-9_-]` joined by single
-/// dots, without a trailing dot.
-fn reference_length(text: &str) -> usize {
-    let mut end = 0;
-    let mut after_dot = false;
-    for (index, character) in text.char_indices() {
-        if character.is_ascii_alphanumeric() || character == '_' || character == '-' {
-            end = index + 1;
-            after_dot = false;
-        } else if character == '.' && !after_dot && end == index {
-            after_dot = true;
-        } else {
-            break;
-        }
-    }
-    end
+/// The start of a reference that could not be read, for its error.
+fn shown(text: &str) -> &str {
+    let end = text
+        .char_indices()
+        .nth(SHOWN_CHARS)
+        .map_or(text.len(), |(index, _)| index);
+    &text[..end]
 }
 
 /// Resolves every reference in a JSON tree in place.
@@ -169,7 +178,7 @@ fn resolve_string(text: &str, context: &mut dyn Context) -> Result<Value, Error>
                 found @ (Value::Array(_) | Value::Object(_)) => {
                     return Err(Error::NotSpliceable {
                         reference: reference.source,
-                        found: crate::json::path::describe(&found),
+                        found: path::describe(&found),
                     });
                 }
                 scalar => spliced.push_str(&scalar.to_string()),
@@ -202,12 +211,10 @@ mod tests {
     struct Document(Value);
 
     impl Context for Document {
-        fn read(&mut self, kind: Kind, path: &[String]) -> Result<Option<Value>, String> {
+        fn read(&mut self, kind: Kind, path: &Path) -> Result<Option<Value>, String> {
             if kind == Kind::Input {
                 return Err("†input is only available inside RunPlan".to_owned());
             }
-            let path = crate::json::path::Path::parse(&path.join("."))
-                .map_err(|error| error.to_string())?;
             Ok(path.get(&self.0).cloned())
         }
     }
@@ -269,11 +276,61 @@ mod tests {
         );
     }
 
+    /// The text each reference in `text` took, and its path's segments.
+    fn references(text: &str) -> Vec<(String, Vec<String>)> {
+        parse(text)
+            .unwrap()
+            .into_iter()
+            .filter_map(|piece| match piece {
+                Piece::Reference(reference) => {
+                    Some((reference.source, reference.path.segments().to_vec()))
+                }
+                Piece::Text(_) => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn the_path_takes_words_joined_by_single_dots() {
-        assert_eq!(reference_length("state.a.b"), 9);
-        assert_eq!(reference_length("state.a."), 7);
-        assert_eq!(reference_length("state.a..b"), 7);
-        assert_eq!(reference_length("state.a-b_c d"), 11);
+        let taken = |text: &str| references(text).remove(0).0;
+        assert_eq!(taken("†state.a.b"), "†state.a.b");
+        assert_eq!(taken("†state.a. Next"), "†state.a");
+        assert_eq!(taken("†state.a..b"), "†state.a");
+        assert_eq!(taken("†state.a-b_c d"), "†state.a-b_c");
+    }
+
+    #[test]
+    fn words_of_any_script_and_quoted_keys_are_path_segments() {
+        assert_eq!(
+            references("角色: †state.角色.好感度。"),
+            [(
+                "†state.角色.好感度".to_owned(),
+                vec!["角色".to_owned(), "好感度".to_owned()]
+            )]
+        );
+        assert_eq!(
+            references(r#"†state."a.b"."say \"hi\"".0 and †var."角色"的"#),
+            [
+                (
+                    r#"†state."a.b"."say \"hi\"".0"#.to_owned(),
+                    vec!["a.b".to_owned(), r#"say "hi""#.to_owned(), "0".to_owned()]
+                ),
+                ("†var.\"角色\"".to_owned(), vec!["角色".to_owned()]),
+            ]
+        );
+        let unclosed = parse(r#"†state."a.b"#).unwrap_err();
+        assert_eq!(
+            unclosed.to_string(),
+            r#"†state."a.b: path `"a.b` has a quote that is never closed; end the quoted key with `"`"#
+        );
+    }
+
+    #[test]
+    fn a_unicode_reference_reads_its_value() {
+        let mut document = Document(json!({"角色": {"名字": "艾达"}}));
+        let mut value =
+            json!({"whole": "†state.角色.名字", "spliced": "名字是†state.\"角色\".名字。"});
+        resolve_value(&mut value, &mut document).unwrap();
+        assert_eq!(value, json!({"whole": "艾达", "spliced": "名字是艾达。"}));
     }
 }

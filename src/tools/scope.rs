@@ -57,7 +57,7 @@ pub struct ReferenceContext<'a> {
 impl Context for ReferenceContext<'_> {
     /// Reads a value; one nesting deeper than the limit is refused, so a reference never
     /// carries into a call what could not be stored or read back.
-    fn read(&mut self, kind: Kind, path: &[String]) -> Result<Option<Value>, String> {
+    fn read(&mut self, kind: Kind, path: &Path) -> Result<Option<Value>, String> {
         let found = self.read_any(kind, path)?;
         if let Some(value) = &found {
             nesting::check(value, 0).map_err(|too_deep| format!("the value there {too_deep}"))?;
@@ -67,21 +67,15 @@ impl Context for ReferenceContext<'_> {
 }
 
 impl ReferenceContext<'_> {
-    fn read_any(&mut self, kind: Kind, path: &[String]) -> Result<Option<Value>, String> {
+    fn read_any(&mut self, kind: Kind, path: &Path) -> Result<Option<Value>, String> {
         match kind {
-            Kind::State => {
-                let path = if path.is_empty() {
-                    Path::root()
-                } else {
-                    Path::parse(&path.join(".")).map_err(|error| error.to_string())?
-                };
-                self.workspace
-                    .state_at(&path)
-                    .map_err(|error| error.to_string())
-            }
+            Kind::State => self
+                .workspace
+                .state_at(path)
+                .map_err(|error| error.to_string()),
             Kind::Input => {
                 let plan = self.plan.ok_or("†input is only available inside RunPlan")?;
-                follow(&plan.input, path)
+                Ok(path.get(&plan.input).cloned())
             }
             Kind::Steps => {
                 let plan = self.plan.ok_or("†steps is only available inside RunPlan")?;
@@ -89,7 +83,7 @@ impl ReferenceContext<'_> {
                 let result = plan
                     .result(step)
                     .ok_or_else(|| format!("step `{step}` has no result (yet)"))?;
-                follow(&result, rest)
+                Ok(rest.get(&result).cloned())
             }
             Kind::Var => {
                 let (name, rest) = path.split_first().ok_or("name a variable: †var.<name>")?;
@@ -101,7 +95,7 @@ impl ReferenceContext<'_> {
                     return Ok(None);
                 };
                 let value = match variable.kind {
-                    ValueKind::Text if rest.is_empty() => Value::String(variable.value.to_string()),
+                    ValueKind::Text if rest.is_root() => Value::String(variable.value.to_string()),
                     ValueKind::Text => {
                         return Err(format!(
                             "variable `{name}` holds text; a path needs a JSON value"
@@ -111,18 +105,10 @@ impl ReferenceContext<'_> {
                         format!("variable `{name}` does not hold readable JSON: {error}")
                     })?,
                 };
-                follow(&value, rest)
+                Ok(rest.get(&value).cloned())
             }
         }
     }
-}
-
-fn follow(document: &Value, segments: &[String]) -> Result<Option<Value>, String> {
-    if segments.is_empty() {
-        return Ok(Some(document.clone()));
-    }
-    let path = Path::parse(&segments.join(".")).map_err(|error| error.to_string())?;
-    Ok(path.get(document).cloned())
 }
 
 #[cfg(test)]
@@ -146,17 +132,18 @@ mod tests {
             workspace: &workspace,
             plan: Some(&plan),
         };
-        assert!(context.read(Kind::Input, &["fits".to_owned()]).is_ok());
-        let refused = context.read(Kind::Input, &["deep".to_owned()]).unwrap_err();
+        let path = |text: &str| Path::parse(text).unwrap();
+        assert!(context.read(Kind::Input, &path("fits")).is_ok());
+        let refused = context.read(Kind::Input, &path("deep")).unwrap_err();
         assert_eq!(
             refused,
             "the value there nests 65 levels deep, deeper than the limit of 64; store it flatter"
         );
-        let long_path = vec!["a".to_owned(); 100];
+        let long_reference = format!("†input{}", ".a".repeat(100));
         assert!(
-            context
-                .read(Kind::Input, &long_path)
+            crate::refs::dagger::parse(&long_reference)
                 .unwrap_err()
+                .to_string()
                 .contains("deeper than the limit of 64")
         );
     }

@@ -461,3 +461,65 @@ async fn inside_a_plan_write_var_receives_the_values_the_plan_computed() {
     );
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn one_path_grammar_reads_and_writes_unicode_and_quoted_keys_everywhere() {
+    let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
+    let written = call(
+        &client,
+        "WriteState",
+        json!({"path": "角色.好感度", "value": 5}),
+    )
+    .await;
+    assert!(!is_error(&written), "{}", text(&written));
+    let dotted = call(
+        &client,
+        "Echo",
+        json!({"text": {"v": "1.2"}, "_outputPath": "†state.\"version.info\""}),
+    )
+    .await;
+    assert!(
+        text(&dotted).ends_with("[Written to †state.\"version.info\"]"),
+        "{}",
+        text(&dotted)
+    );
+    let read = call(
+        &client,
+        "Echo",
+        json!({"text": {
+            "whole": "†state.角色",
+            "affection": "†state.角色.好感度",
+            "line": "好感度是†state.\"角色\".好感度。",
+            "dotted": "†state.\"version.info\".v"
+        }}),
+    )
+    .await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&text(&read)).unwrap(),
+        json!({
+            "whole": {"好感度": 5},
+            "affection": 5,
+            "line": "好感度是5。",
+            "dotted": "1.2"
+        })
+    );
+    assert_eq!(state(&client, "\"version.info\".v").await, "\"1.2\"");
+    let plan = call(
+        &client,
+        "RunPlan",
+        json!({"steps": [
+            {"_id": "first", "_tool": "Echo", "text": "†state.角色.好感度", "_outputPath": "†state.角色.复制"},
+            {"_id": "second", "_tool": "Echo", "text": "†steps.first"}
+        ]}),
+    )
+    .await;
+    assert!(!is_error(&plan), "{}", text(&plan));
+    assert_eq!(state(&client, "角色.复制").await, "5");
+    let unclosed = call(&client, "Echo", json!({"text": "†state.\"角色"})).await;
+    assert!(
+        is_error(&unclosed) && text(&unclosed).contains("has a quote that is never closed"),
+        "{}",
+        text(&unclosed)
+    );
+    client.cancel().await.unwrap();
+}
