@@ -100,7 +100,11 @@ fn main() {
             .reprocess(&format!("chat-{run}"), MIDDLE, chat, &start, &|| false)
             .expect("reprocess");
         reprocess.push(started.elapsed());
-        assert_eq!(reprocessed.processed.bindings.len(), MIDDLE / 2, "run {run}");
+        assert_eq!(
+            reprocessed.processed.bindings.len(),
+            MIDDLE / 2,
+            "run {run}"
+        );
         assert_eq!(reprocessed.deleted, (MIDDLE / 2) as u64, "run {run}");
     }
 

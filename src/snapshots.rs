@@ -501,7 +501,10 @@ impl Snapshots {
         // states; built-in calls say which paths they wrote, which costs no copy of the state.
         let scripted = !active.before.is_empty()
             || !active.after.is_empty()
-            || active.calls.iter().any(|function| function.builtin.is_none());
+            || active
+                .calls
+                .iter()
+                .any(|function| function.builtin.is_none());
         let mut bindings = Vec::with_capacity(anchor.pending.len());
         let mut batch = Encoded::new();
         let mut storage = StorageReport::default();

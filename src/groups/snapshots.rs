@@ -172,7 +172,10 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
 
 /// Whether a tool declared here deletes records for good (and so asks first).
 fn definition_deletes(name: &str) -> bool {
-    matches!(name, "SnapshotDeleteChat" | "SnapshotCleanup" | "FunctionRemove")
+    matches!(
+        name,
+        "SnapshotDeleteChat" | "SnapshotCleanup" | "FunctionRemove"
+    )
 }
 
 /// The function library's and the templates' tools.
@@ -300,12 +303,9 @@ fn process(
         base_id: arguments.base_id.as_deref(),
     };
     let processed = service
-        .process_from(
-            &arguments.chat_file,
-            &arguments.messages,
-            &start,
-            &|| cancellation.is_cancelled(),
-        )
+        .process_from(&arguments.chat_file, &arguments.messages, &start, &|| {
+            cancellation.is_cancelled()
+        })
         .map_err(failed)?;
     if let Some(stopped) = processed.stopped {
         tracing::info!(

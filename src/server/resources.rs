@@ -278,7 +278,10 @@ mod tests {
             assert_eq!(decoded.as_deref(), Some(name), "{uri}");
         }
         assert_eq!(var_uri("a b/c"), "var://a%20b/c");
-        assert_eq!(chat_uri("艾拉/1 2"), "snapshot://%E8%89%BE%E6%8B%89%2F1%202");
+        assert_eq!(
+            chat_uri("艾拉/1 2"),
+            "snapshot://%E8%89%BE%E6%8B%89%2F1%202"
+        );
     }
 
     #[test]

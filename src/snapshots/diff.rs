@@ -125,16 +125,14 @@ pub fn summary(before: Option<&Value>, after: &Value, changed: &Changed) -> Stri
         None => outermost(changed.paths())
             .into_iter()
             .map(|segments| {
-                let value = segments
-                    .iter()
-                    .try_fold(after, |node, segment| match node {
-                        Value::Object(members) => members.get(segment),
-                        Value::Array(items) => segment
-                            .parse::<usize>()
-                            .ok()
-                            .and_then(|index| items.get(index)),
-                        _ => None,
-                    });
+                let value = segments.iter().try_fold(after, |node, segment| match node {
+                    Value::Object(members) => members.get(segment),
+                    Value::Array(items) => segment
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|index| items.get(index)),
+                    _ => None,
+                });
                 match value {
                     Some(value) => format!("{} = {}", dotted(segments), short(value)),
                     None => format!("{} removed", dotted(segments)),
@@ -185,7 +183,10 @@ fn dotted(segments: &[String]) -> String {
 fn short(value: &Value) -> String {
     let text = value.to_string();
     if text.chars().count() > VALUE_CHARACTERS {
-        format!("{}…", text.chars().take(VALUE_CHARACTERS).collect::<String>())
+        format!(
+            "{}…",
+            text.chars().take(VALUE_CHARACTERS).collect::<String>()
+        )
     } else {
         text
     }
@@ -213,7 +214,8 @@ mod tests {
 
     #[test]
     fn a_patch_names_each_change_with_escaped_pointers() {
-        let from = json!({"角色": {"金币": 500, "名字": "张三"}, "背包": ["剑", "盾", "药"], "a/b~c": 1});
+        let from =
+            json!({"角色": {"金币": 500, "名字": "张三"}, "背包": ["剑", "盾", "药"], "a/b~c": 1});
         let to = json!({"角色": {"金币": 550}, "背包": ["剑"], "a/b~c": 2, "新": {"x": [1]}});
         let patch = diff(&from, &to);
         assert_eq!(

@@ -23,7 +23,11 @@ pub(super) const TEMPLATE_PREFIX: &str = "template:";
 
 /// What a reference (`SnapshotDiff`'s `from`/`to`, a `baseId`) named.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase", rename_all_fields = "camelCase", tag = "kind")]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    tag = "kind"
+)]
 pub enum Source {
     /// A chat's snapshot.
     Snapshot {
@@ -76,7 +80,10 @@ impl Snapshots {
             ));
         }
         if let Some(index) = message_index {
-            let all: Vec<u64> = floors.iter().filter_map(|floor| floor.message_index).collect();
+            let all: Vec<u64> = floors
+                .iter()
+                .filter_map(|floor| floor.message_index)
+                .collect();
             floors.retain(|floor| floor.message_index == Some(index));
             if floors.is_empty() {
                 return invalid(format!(
@@ -167,13 +174,16 @@ impl Snapshots {
         let mut cleared = Vec::new();
         let mut edited = messages.to_vec();
         for (index, message) in edited.iter_mut().enumerate().skip(from_index) {
-            cleared.extend(message.unbind_all().into_iter().map(|(swipe_id, snapshot_id)| {
-                Binding {
-                    message_index: index,
-                    swipe_id,
-                    snapshot_id,
-                }
-            }));
+            cleared.extend(
+                message
+                    .unbind_all()
+                    .into_iter()
+                    .map(|(swipe_id, snapshot_id)| Binding {
+                        message_index: index,
+                        swipe_id,
+                        snapshot_id,
+                    }),
+            );
         }
         let processed = self.process_from(chat_file, &edited, start, cancelled)?;
         let kept: HashSet<&str> = messages[..from_index]

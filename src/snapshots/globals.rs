@@ -35,7 +35,9 @@ impl Snapshots {
             Origin::Reference(reference) => self.resolve(reference)?.0,
             Origin::State(state) => {
                 if !state.is_object() {
-                    return invalid("`snapshot` must be a JSON object, such as {\"角色\": {\"金币\": 0}}");
+                    return invalid(
+                        "`snapshot` must be a JSON object, such as {\"角色\": {\"金币\": 0}}",
+                    );
                 }
                 within_limit("the snapshot", &state)?;
                 state

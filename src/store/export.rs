@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::tree::{Encoded, SnapshotKey};
-use super::{Batch, Error, SnapshotStore, Store, StoredSnapshot};
+use super::{Batch, Error, GlobalSnapshot, SnapshotStore, Store, StoredSnapshot};
 use crate::vars::{RestoredVariable, Timestamp, ValueKind, VarType};
 
 /// The `format` every export carries.
@@ -47,6 +47,9 @@ pub struct WorkspaceExport {
     /// Chat state snapshots, by chat and message (version 2).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub snapshots: Vec<StoredSnapshot>,
+    /// Global snapshots, by label (version 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub global_snapshots: Vec<GlobalSnapshot>,
 }
 
 fn empty_object() -> Value {
@@ -136,6 +139,10 @@ pub fn export(
         .map(ExportedVariable::from)
         .collect();
     variables.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut global_snapshots = Vec::new();
+    for summary in store.globals(workspace)? {
+        global_snapshots.extend(store.global(workspace, &summary.id)?);
+    }
     let mut functions = BTreeMap::new();
     for scope in store.function_scopes(workspace)? {
         let stored = store.functions(workspace, &scope)?;
@@ -152,6 +159,7 @@ pub fn export(
         functions,
         templates: store.templates(workspace)?.into_iter().collect(),
         snapshots: store.all_snapshots(workspace)?,
+        global_snapshots,
     })
 }
 
@@ -221,6 +229,9 @@ pub fn import(
                 })?;
         }
         store.put_snapshots(workspace, &encoded)?;
+    }
+    for global in &export.global_snapshots {
+        store.put_global(workspace, global)?;
     }
     Ok(count)
 }

@@ -1,6 +1,6 @@
-//! The examples cannot rot: `examples/client_session.rs` runs against the real binary and must
-//! finish its walk (`cargo test` builds the examples beside the test binary), and the Claude
-//! Desktop config is valid JSON that names the server.
+//! The examples cannot rot: `examples/client_session.rs` and `examples/floor_walkthrough.rs` run
+//! against the real binary and must finish their walks (`cargo test` builds the examples beside
+//! the test binary), and the Claude Desktop config is valid JSON that names the server.
 
 use serde_json::Value;
 
@@ -45,6 +45,39 @@ fn the_client_session_example_walks_the_main_job() {
         "5. SnapshotProcess: 3 snapshots, errors []",
         "state article.title = ",
         "session complete",
+    ] {
+        assert!(shown.contains(step), "missing `{step}` in:\n{shown}");
+    }
+}
+
+#[test]
+fn the_floor_walkthrough_lists_jumps_and_reprocesses() {
+    let path = example("floor_walkthrough");
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` builds the examples; run it without --test filters",
+        path.display()
+    );
+    let output = std::process::Command::new(&path)
+        .args(["--server", binary()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        output.status.success(),
+        "the example failed: {shown}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for step in [
+        "1. SnapshotProcess: 3 floors bound",
+        "   floor 0 swipe 0: \"角色.名字 = \\\"林\\\"; 背包.1 = \\\"短剑\\\"\"",
+        "   floor 2 swipe 1: ",
+        "3. floor 2 (swipe 1): 金币 30",
+        "(the server asks before deleting snapshots: approved from now on)",
+        "4. SnapshotReprocess from floor 2: 2 new floors, 2 cleared, 2 old snapshots deleted",
+        "5. SnapshotDiff, the newest floor before → after: [",
+        "walkthrough complete",
     ] {
         assert!(shown.contains(step), "missing `{step}` in:\n{shown}");
     }

@@ -11,7 +11,9 @@ use pretty_assertions::assert_eq;
 use rmcp::model::ReadResourceRequestParams;
 use serde_json::{Value, json};
 
-use crate::common::{Client, Elicitation, TestClient, call, is_error, manifest, spawn_binary, text};
+use crate::common::{
+    Client, Elicitation, TestClient, call, is_error, manifest, spawn_binary, text,
+};
 
 /// A client that approves what it is asked (destructive snapshot tools ask), on a fresh SQLite
 /// file store whose path is returned.
@@ -117,7 +119,10 @@ fn unreachable_nodes(directory: &Path) -> usize {
             synapse_mcp::store::tree::references(body, &mut pending);
         }
     }
-    nodes.keys().filter(|hash| !reachable.contains(*hash)).count()
+    nodes
+        .keys()
+        .filter(|hash| !reachable.contains(*hash))
+        .count()
 }
 
 #[tokio::test]
@@ -134,16 +139,34 @@ async fn floors_list_each_bound_message_with_what_it_changed_and_jump_to_one() {
         .map(|floor| {
             assert!(floor["createdAt"].as_i64().unwrap() > 0, "{floor}");
             assert!(floor["storedBytes"].as_u64().unwrap() > 0, "{floor}");
-            json!([floor["messageIndex"], floor["swipeId"], floor["snapshotId"], floor["summary"]])
+            json!([
+                floor["messageIndex"],
+                floor["swipeId"],
+                floor["snapshotId"],
+                floor["summary"]
+            ])
         })
         .collect();
     assert_eq!(
         floors,
         [
             json!([0, 0, ids[0], "角色.名字 = \"林\"; 背包.1 = \"短剑\""]),
-            json!([2, 1, ids[1], "角色.金币 = 30; 背包.2 = \"治疗药水\"; 背包.3 = \"治疗药水\"; (+1 more)"]),
+            json!([
+                2,
+                1,
+                ids[1],
+                "角色.金币 = 30; 背包.2 = \"治疗药水\"; 背包.3 = \"治疗药水\"; (+1 more)"
+            ]),
             // ASSIGN wrote all of 角色, which takes the place of the two writes inside it.
-            json!([4, 0, ids[2], format!("世界 = {{\"时间\":\"第1天 黄昏\",\"地点\":\"灯塔\"}}; 角色 = {}", "{\"名字\":\"林\",\"生命值\":85,\"金币\":65,\"称号\":…")]),
+            json!([
+                4,
+                0,
+                ids[2],
+                format!(
+                    "世界 = {{\"时间\":\"第1天 黄昏\",\"地点\":\"灯塔\"}}; 角色 = {}",
+                    "{\"名字\":\"林\",\"生命值\":85,\"金币\":65,\"称号\":…"
+                )
+            ]),
         ]
     );
 
@@ -180,8 +203,7 @@ async fn floors_list_each_bound_message_with_what_it_changed_and_jump_to_one() {
         .read_resource(ReadResourceRequestParams::new(uri))
         .await
         .unwrap();
-    let rmcp::model::ResourceContents::TextResourceContents { text, .. } = &read.contents[0]
-    else {
+    let rmcp::model::ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else {
         panic!("not text: {read:?}");
     };
     let floors: Value = serde_json::from_str(text).unwrap();
@@ -225,13 +247,22 @@ async fn a_diff_applied_as_json_patch_gives_the_target() {
         } else {
             json!({"baseId": from})
         };
-        let mut arguments = json!({"chatFile": "patched", "text": format!("<JSONPatch>{patch}</JSONPatch>")});
-        arguments.as_object_mut().unwrap().extend(base.as_object().unwrap().clone());
+        let mut arguments =
+            json!({"chatFile": "patched", "text": format!("<JSONPatch>{patch}</JSONPatch>")});
+        arguments
+            .as_object_mut()
+            .unwrap()
+            .extend(base.as_object().unwrap().clone());
         let applied = ok(&client, "SnapshotApply", arguments).await;
         assert_eq!(applied["errors"], json!([]));
         assert_eq!(applied["snapshot"], state(&client, &to).await);
     }
-    let same = ok(&client, "SnapshotDiff", json!({"from": ids[1], "to": ids[1]})).await;
+    let same = ok(
+        &client,
+        "SnapshotDiff",
+        json!({"from": ids[1], "to": ids[1]}),
+    )
+    .await;
     assert_eq!(same["patch"], json!([]));
     let bad = refused(
         &client,
@@ -249,7 +280,10 @@ async fn a_diff_applied_as_json_patch_gives_the_target() {
         json!({"from": "template:nobody", "to": ids[0]}),
     )
     .await;
-    assert!(no_template.contains("`nobody` has no template"), "{no_template}");
+    assert!(
+        no_template.contains("`nobody` has no template"),
+        "{no_template}"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -259,11 +293,24 @@ fn long_chat() -> Vec<Value> {
     vec![
         ai(0, &["开场 @.SET(\"角色.金币\", 10); @.SET(\"背包\", []);"]),
         user("走吧"),
-        ai(1, &["@.ADD(\"角色.金币\", 999);", "@.ADD(\"角色.金币\", 5); @.APPEND(\"背包\", \"剑\");"]),
+        ai(
+            1,
+            &[
+                "@.ADD(\"角色.金币\", 999);",
+                "@.ADD(\"角色.金币\", 5); @.APPEND(\"背包\", \"剑\");",
+            ],
+        ),
         user("买药"),
         ai(0, &["@.SUB(\"角色.金币\", 3); @.APPEND(\"背包\", \"药\");"]),
         user("休息"),
-        ai(2, &["@.SET(\"天气\", \"雨\");", "@.SET(\"天气\", \"雪\");", "@.SET(\"天气\", \"晴\"); @.ADD(\"角色.金币\", 1);"]),
+        ai(
+            2,
+            &[
+                "@.SET(\"天气\", \"雨\");",
+                "@.SET(\"天气\", \"雪\");",
+                "@.SET(\"天气\", \"晴\"); @.ADD(\"角色.金币\", 1);",
+            ],
+        ),
         user("继续"),
         ai(0, &["@.APPEND(\"背包\", \"盾\"); @.REMOVE(\"背包\", 0);"]),
         user("结束"),
@@ -321,7 +368,11 @@ async fn reprocessing_from_the_middle_gives_the_states_of_processing_the_edited_
             .iter()
             .map(|binding| (binding["messageIndex"].clone(), binding["swipeId"].clone()))
             .collect::<Vec<_>>(),
-        [(json!(4), json!(2)), (json!(6), json!(0)), (json!(8), json!(0))]
+        [
+            (json!(4), json!(2)),
+            (json!(6), json!(0)),
+            (json!(8), json!(0))
+        ]
     );
     let cleared: Vec<Value> = reprocessed["cleared"]
         .as_array()
@@ -329,7 +380,10 @@ async fn reprocessing_from_the_middle_gives_the_states_of_processing_the_edited_
         .iter()
         .map(|binding| json!([binding["messageIndex"], binding["swipeId"]]))
         .collect();
-    assert_eq!(cleared, [json!([4, 0]), json!([4, 2]), json!([6, 0]), json!([8, 0])]);
+    assert_eq!(
+        cleared,
+        [json!([4, 0]), json!([4, 2]), json!([6, 0]), json!([8, 0])]
+    );
     assert_eq!(
         reprocessed["base"]["messageIndex"],
         json!(2),
@@ -393,8 +447,14 @@ async fn reprocessing_from_the_middle_gives_the_states_of_processing_the_edited_
         json!({"chatFile": "long", "fromIndex": 40, "messages": messages}),
     )
     .await;
-    assert!(past.contains("`fromIndex` 40") && past.contains("0 to 8"), "{past}");
-    assert_eq!(ok(&client, "SnapshotList", json!({"chatFile": "long"})).await, listed);
+    assert!(
+        past.contains("`fromIndex` 40") && past.contains("0 to 8"),
+        "{past}"
+    );
+    assert_eq!(
+        ok(&client, "SnapshotList", json!({"chatFile": "long"})).await,
+        listed
+    );
     client.cancel().await.unwrap();
 }
 
@@ -405,14 +465,20 @@ async fn one_snapshot_is_deleted_with_the_nodes_only_it_used() {
     let (chat, _, ids) = processed_example(&client).await;
     let deleted = ok(&client, "SnapshotDelete", json!({"id": ids[1]})).await;
     assert_eq!(
-        (deleted["snapshotId"].clone(), deleted["messageIndex"].clone()),
+        (
+            deleted["snapshotId"].clone(),
+            deleted["messageIndex"].clone()
+        ),
         (ids[1].clone(), json!(2))
     );
     let listed = ok(&client, "SnapshotList", json!({"chatFile": chat})).await;
     assert_eq!(listed["floors"].as_array().unwrap().len(), 2);
     assert_eq!(unreachable_nodes(directory.path()), 0);
     let again = refused(&client, "SnapshotDelete", json!({"id": ids[1]})).await;
-    assert!(again.contains(&format!("no chat snapshot `{}`", ids[1].as_str().unwrap())), "{again}");
+    assert!(
+        again.contains(&format!("no chat snapshot `{}`", ids[1].as_str().unwrap())),
+        "{again}"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -441,7 +507,10 @@ async fn global_snapshots_are_saved_listed_read_used_as_a_base_and_deleted() {
         json!({"label": "富翁", "snapshot": {"角色": {"金币": 1}}}),
     )
     .await;
-    assert!(taken.contains("`富翁` already") && taken.contains("\"replace\": true"), "{taken}");
+    assert!(
+        taken.contains("`富翁` already") && taken.contains("\"replace\": true"),
+        "{taken}"
+    );
     let replaced = ok(
         &client,
         "SnapshotGlobalSave",
@@ -465,7 +534,10 @@ async fn global_snapshots_are_saved_listed_read_used_as_a_base_and_deleted() {
             .iter()
             .map(|global| (global["label"].clone(), global["description"].clone()))
             .collect::<Vec<_>>(),
-        [(json!("富翁"), json!("")), (json!("码头之后"), json!("买完药"))]
+        [
+            (json!("富翁"), json!("")),
+            (json!("码头之后"), json!("买完药"))
+        ]
     );
     let by_label = ok(&client, "SnapshotGlobalGet", json!({"id": "富翁"})).await;
     assert_eq!(by_label["snapshot"], json!({"角色": {"金币": 1}}));
@@ -493,7 +565,10 @@ async fn global_snapshots_are_saved_listed_read_used_as_a_base_and_deleted() {
     let deleted = ok(&client, "SnapshotGlobalDelete", json!({"id": typed["id"]})).await;
     assert_eq!(deleted["label"], "富翁");
     let gone = refused(&client, "SnapshotGlobalGet", json!({"id": "富翁"})).await;
-    assert!(gone.contains("`富翁`") && gone.contains("SnapshotGlobalList"), "{gone}");
+    assert!(
+        gone.contains("`富翁`") && gone.contains("SnapshotGlobalList"),
+        "{gone}"
+    );
     assert_eq!(unreachable_nodes(directory.path()), 0);
     client.cancel().await.unwrap();
 }

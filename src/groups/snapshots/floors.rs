@@ -65,9 +65,13 @@ pub(super) fn tools(service: &Arc<Snapshots>) -> Vec<Arc<dyn Tool>> {
             true,
         ),
         tool(
-            ToolDefinition::new::<GlobalSaveArguments>("SnapshotGlobalSave", GLOBAL_SAVE, OVERWRITES)
-                .with_title("Save global snapshot")
-                .with_output::<GlobalSnapshot>(),
+            ToolDefinition::new::<GlobalSaveArguments>(
+                "SnapshotGlobalSave",
+                GLOBAL_SAVE,
+                OVERWRITES,
+            )
+            .with_title("Save global snapshot")
+            .with_output::<GlobalSnapshot>(),
             global_save,
             false,
         ),

@@ -167,7 +167,9 @@ impl SnapshotStore for SqliteStore {
                 .map_err(|error| corrupt(format!("the snapshot {error}")))?;
             let (_, new_bytes) = write_nodes(transaction, &nodes)?;
             let old: Option<String> = transaction
-                .prepare_cached("SELECT root FROM message_variables WHERE workspace = ?1 AND identifier = ?2")?
+                .prepare_cached(
+                    "SELECT root FROM message_variables WHERE workspace = ?1 AND identifier = ?2",
+                )?
                 .query_row(params![workspace, id], |row| row.get(0))
                 .optional()?;
             let Some(old) = old else {
@@ -178,7 +180,13 @@ impl SnapshotStore for SqliteStore {
                     "UPDATE message_variables SET root = ?3, summary = ?4, stored_bytes = ?5 \
                      WHERE workspace = ?1 AND identifier = ?2",
                 )?
-                .execute(params![workspace, id, root, EDITED, stored(Some(new_bytes))])?;
+                .execute(params![
+                    workspace,
+                    id,
+                    root,
+                    EDITED,
+                    stored(Some(new_bytes))
+                ])?;
             if old != root {
                 sweep(transaction)?;
             }
@@ -578,16 +586,27 @@ mod tests {
             .delete_snapshots("w", &["b".to_owned(), "missing".to_owned()])
             .unwrap();
         assert_eq!(
-            deleted.iter().map(|floor| floor.snapshot_id.as_str()).collect::<Vec<_>>(),
+            deleted
+                .iter()
+                .map(|floor| floor.snapshot_id.as_str())
+                .collect::<Vec<_>>(),
             ["b"]
         );
-        assert_eq!(node_count(&store), before - 2, "b's root and its own string go");
+        assert_eq!(
+            node_count(&store),
+            before - 2,
+            "b's root and its own string go"
+        );
         assert_eq!(store.global("w", "kept").unwrap(), Some(global.clone()));
         assert_eq!(store.global("w", "g").unwrap(), Some(global));
         assert_eq!(store.globals("w").unwrap().len(), 1);
         assert!(store.delete_global("w", "g").unwrap());
         assert!(!store.delete_global("w", "g").unwrap());
-        assert_eq!(node_count(&store), before - 4, "the global's root and string go");
+        assert_eq!(
+            node_count(&store),
+            before - 4,
+            "the global's root and string go"
+        );
         assert_eq!(store.snapshot("w", "a").unwrap().unwrap().value, shared);
         assert_eq!(store.delete_chat("w", "chat").unwrap(), 1);
         assert_eq!(node_count(&store), 0);
@@ -614,7 +633,11 @@ mod tests {
         assert_eq!(
             floors
                 .iter()
-                .map(|floor| (floor.snapshot_id.as_str(), floor.message_index, floor.swipe_id))
+                .map(|floor| (
+                    floor.snapshot_id.as_str(),
+                    floor.message_index,
+                    floor.swipe_id
+                ))
                 .collect::<Vec<_>>(),
             [
                 ("early", Some(0), Some(1)),
@@ -623,7 +646,11 @@ mod tests {
             ]
         );
         assert_eq!(floors[0].summary.as_deref(), Some("early changed"));
-        assert!(store.update_snapshot("w", "early", &json!({"n": 1})).unwrap());
+        assert!(
+            store
+                .update_snapshot("w", "early", &json!({"n": 1}))
+                .unwrap()
+        );
         assert_eq!(
             store.floors("w", "chat").unwrap()[0].summary.as_deref(),
             Some(EDITED)
