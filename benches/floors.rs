@@ -9,6 +9,10 @@
     reason = "a benchmark reports its figures on stdout"
 )]
 #![allow(
+    clippy::too_many_lines,
+    reason = "the benchmark reads top to bottom: set up, measure, report"
+)]
+#![allow(
     clippy::expect_used,
     reason = "a benchmark that cannot set up should stop at once"
 )]

@@ -497,14 +497,7 @@ impl Snapshots {
             _ => self.base_state(start)?,
         };
         let active = Active::from(self.library(character_id)?);
-        // A user function may change anything, so its floors are summarized by comparing the
-        // states; built-in calls say which paths they wrote, which costs no copy of the state.
-        let scripted = !active.before.is_empty()
-            || !active.after.is_empty()
-            || active
-                .calls
-                .iter()
-                .any(|function| function.builtin.is_none());
+        let scripted = runs_scripts(&active);
         let mut bindings = Vec::with_capacity(anchor.pending.len());
         let mut batch = Encoded::new();
         let mut storage = StorageReport::default();
@@ -550,17 +543,7 @@ impl Snapshots {
                 summary: Some(summary),
                 stored_bytes: None,
             };
-            let laid_out = batch.nodes.len();
-            batch
-                .add_changed(key, &state, &outcome.changed)
-                .map_err(|error| too_deep("the state", error))?;
-            let bytes: usize = batch.nodes[laid_out..]
-                .iter()
-                .map(|(_, body)| body.len())
-                .sum();
-            if let Some((key, _)) = batch.snapshots.last_mut() {
-                key.stored_bytes = Some(bytes as u64);
-            }
+            lay_out(&mut batch, key, &state, &outcome.changed)?;
             if batch.snapshots.len() >= BATCH_SNAPSHOTS {
                 self.commit(&mut batch, &mut storage)?;
             }
@@ -604,15 +587,14 @@ impl Snapshots {
         character_id: Option<&str>,
         message_index: Option<usize>,
     ) -> Result<Applied, Error> {
-        let mut state = match base_id {
-            Some(reference) => self.resolve(reference)?.0,
-            None => {
-                let start = Start {
-                    character_id,
-                    ..Start::default()
-                };
-                self.base_state(&start)?.0
-            }
+        let mut state = if let Some(reference) = base_id {
+            self.resolve(reference)?.0
+        } else {
+            let start = Start {
+                character_id,
+                ..Start::default()
+            };
+            self.base_state(&start)?.0
         };
         let before = state.clone();
         let active = Active::from(self.library(character_id)?);
@@ -650,6 +632,39 @@ impl Snapshots {
     pub fn prompt(&self, character_id: Option<&str>) -> Result<String, Error> {
         Ok(functions::prompt(&self.library(character_id)?))
     }
+}
+
+/// Whether a library runs user functions. Such a function may change anything, so its floors
+/// are summarized by comparing the states; built-in calls say which paths they wrote, which
+/// costs no copy of the state.
+fn runs_scripts(active: &Active) -> bool {
+    !active.before.is_empty()
+        || !active.after.is_empty()
+        || active
+            .calls
+            .iter()
+            .any(|function| function.builtin.is_none())
+}
+
+/// Lays out a floor's snapshot in the batch and records the bytes of the nodes it added.
+fn lay_out(
+    batch: &mut Encoded,
+    key: SnapshotKey,
+    state: &Value,
+    changed: &crate::store::tree::Changed,
+) -> Result<(), Error> {
+    let laid_out = batch.nodes.len();
+    batch
+        .add_changed(key, state, changed)
+        .map_err(|error| too_deep("the state", error))?;
+    let bytes: usize = batch.nodes[laid_out..]
+        .iter()
+        .map(|(_, body)| body.len())
+        .sum();
+    if let Some((key, _)) = batch.snapshots.last_mut() {
+        key.stored_bytes = Some(bytes as u64);
+    }
+    Ok(())
 }
 
 fn describe_scope(scope: &Scope) -> String {

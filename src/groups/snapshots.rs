@@ -39,7 +39,7 @@ struct SnapshotTool {
     /// snapshot.
     whole_chats: bool,
     /// Deletes stored snapshots or functions for good: asks the user once per argument shape
-    /// first, like the other tools that destroy what cannot be rebuilt (SkillSave).
+    /// first, like the other tools that destroy what cannot be rebuilt (`SkillSave`).
     asks_first: bool,
 }
 

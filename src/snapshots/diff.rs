@@ -6,6 +6,8 @@
 //! over their common length, then the extra items are added at their indexes or removed from
 //! the end backwards, so that applying the operations in order turns `from` into `to`.
 
+use std::fmt::Write as _;
+
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
@@ -110,7 +112,7 @@ const VALUE_CHARACTERS: usize = 32;
 /// With `before`, from the patch between the states; without it, from the paths the
 /// built-ins wrote (`changed`) and their values in `after`.
 pub fn summary(before: Option<&Value>, after: &Value, changed: &Changed) -> String {
-    let changes: Vec<String> = match before {
+    let lines: Vec<String> = match before {
         Some(before) => diff(before, after)
             .iter()
             .map(|operation| {
@@ -140,12 +142,12 @@ pub fn summary(before: Option<&Value>, after: &Value, changed: &Changed) -> Stri
             })
             .collect(),
     };
-    if changes.is_empty() {
+    if lines.is_empty() {
         return "no change".to_owned();
     }
-    let mut line = changes[..changes.len().min(SHOWN)].join("; ");
-    if changes.len() > SHOWN {
-        line.push_str(&format!("; (+{} more)", changes.len() - SHOWN));
+    let mut line = lines[..lines.len().min(SHOWN)].join("; ");
+    if lines.len() > SHOWN {
+        write!(line, "; (+{} more)", lines.len() - SHOWN).ok();
     }
     line
 }

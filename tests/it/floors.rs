@@ -318,11 +318,29 @@ fn long_chat() -> Vec<Value> {
     ]
 }
 
-#[tokio::test]
-async fn reprocessing_from_the_middle_gives_the_states_of_processing_the_edited_chat_afresh() {
-    let directory = tempfile::tempdir().unwrap();
-    let client = client(directory.path()).await;
-    // The chat as it grew: message 6 answered, regenerated (its swipe 2), then continued.
+/// A chat's floor list, and its snapshot ids by `(message index, swipe)`.
+async fn floors_by_place(client: &Client, chat: &str) -> (Value, HashMap<(u64, u64), Value>) {
+    let listed = ok(client, "SnapshotList", json!({"chatFile": chat})).await;
+    let by_floor = listed["floors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|floor| {
+            (
+                (
+                    floor["messageIndex"].as_u64().unwrap(),
+                    floor["swipeId"].as_u64().unwrap(),
+                ),
+                floor["snapshotId"].clone(),
+            )
+        })
+        .collect();
+    (listed, by_floor)
+}
+
+/// The long chat processed as it grew — message 6 answered, regenerated (its swipe 2), then
+/// continued — and bound: the messages and the ids of the floors from message 3 on.
+async fn grown_long_chat(client: &Client) -> (Vec<Value>, Vec<Value>) {
     let whole = long_chat();
     let mut messages = whole[..7].to_vec();
     messages[6]["swipe_id"] = json!(0);
@@ -334,7 +352,7 @@ async fn reprocessing_from_the_middle_gives_the_states_of_processing_the_edited_
             _ => {}
         }
         let processed = ok(
-            &client,
+            client,
             "SnapshotProcess",
             json!({"chatFile": "long", "messages": messages}),
         )
@@ -350,6 +368,14 @@ async fn reprocessing_from_the_middle_gives_the_states_of_processing_the_edited_
         );
     }
     assert_eq!(old_ids.len(), 5, "4-0, 6-0, 6-2, 8-0 and 10-0");
+    (messages, old_ids)
+}
+
+#[tokio::test]
+async fn reprocessing_from_the_middle_gives_the_states_of_processing_the_edited_chat_afresh() {
+    let directory = tempfile::tempdir().unwrap();
+    let client = client(directory.path()).await;
+    let (mut messages, old_ids) = grown_long_chat(&client).await;
 
     // The user deletes message 4 and the prompt before it (3), and rewrites the regenerated
     // reply (now message 4, swipe 2).
@@ -401,7 +427,9 @@ async fn reprocessing_from_the_middle_gives_the_states_of_processing_the_edited_
     let mut fresh = messages.clone();
     for message in &mut fresh {
         if let Some(infos) = message["swipes_info"].as_array_mut() {
-            infos.iter_mut().for_each(|info| *info = json!({}));
+            for info in infos.iter_mut() {
+                *info = json!({});
+            }
         }
     }
     let scratch = ok(
@@ -411,21 +439,7 @@ async fn reprocessing_from_the_middle_gives_the_states_of_processing_the_edited_
     )
     .await;
     assert_eq!(scratch["vs_stat_data"], reprocessed["vs_stat_data"]);
-    let listed = ok(&client, "SnapshotList", json!({"chatFile": "long"})).await;
-    let by_floor: HashMap<(u64, u64), Value> = listed["floors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|floor| {
-            (
-                (
-                    floor["messageIndex"].as_u64().unwrap(),
-                    floor["swipeId"].as_u64().unwrap(),
-                ),
-                floor["snapshotId"].clone(),
-            )
-        })
-        .collect();
+    let (listed, by_floor) = floors_by_place(&client, "long").await;
     assert_eq!(by_floor.len(), 5, "floors 0, 2, 4, 6, 8: {listed}");
     for binding in scratch["bindings"].as_array().unwrap() {
         let floor = (
