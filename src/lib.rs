@@ -20,7 +20,7 @@
 //!   targets, plan validation and execution), [`rules`] (skill rules and the tool-rules text),
 //!   [`skills`] (the Agent Skills library: discovery, frontmatter, validation, `index.json`,
 //!   search, files), [`snapshots`] (chat state snapshots and the function library), and
-//!   [`nesting`] (the one depth limit for values and dot paths).
+//!   [`json::nesting`] (the one depth limit for values and dot paths).
 //!
 //! `docs/architecture.md` has the full map and where each behaviour lives; `docs/` explains
 //! each concept.
