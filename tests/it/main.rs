@@ -15,6 +15,7 @@ mod examples;
 mod executor;
 mod faults;
 mod fuzz_regressions;
+mod layers;
 mod logging;
 mod notifications;
 mod plans;
