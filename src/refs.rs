@@ -60,6 +60,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::json::strings;
 use crate::vars::ValueKind;
 
 /// The text that opens a reference.
@@ -368,20 +369,12 @@ fn resolve_tree(
     lookup: &mut dyn Lookup,
     budget: &mut usize,
 ) -> Result<(), Error> {
-    let mut pending = vec![value];
-    while let Some(current) = pending.pop() {
-        match current {
-            Value::String(text) => {
-                if let Cow::Owned(resolved) = resolve_within(text, lookup, budget)? {
-                    *text = resolved;
-                }
-            }
-            Value::Array(items) => pending.extend(items.iter_mut().rev()),
-            Value::Object(members) => pending.extend(members.values_mut().rev()),
-            Value::Null | Value::Bool(_) | Value::Number(_) => {}
-        }
-    }
-    Ok(())
+    strings::try_replace(value, |text| {
+        Ok(match resolve_within(text, lookup, budget)? {
+            Cow::Owned(resolved) => Some(Value::String(resolved)),
+            Cow::Borrowed(_) => None,
+        })
+    })
 }
 
 /// Slices by characters: `length` characters from character `start`, clamped

@@ -21,6 +21,7 @@ use tokio::sync::broadcast;
 
 use crate::json::nesting;
 use crate::json::path::Path;
+use crate::json::strings;
 use crate::refs;
 use crate::store::{self, Batch, Store, Visit};
 use crate::vars::{
@@ -673,25 +674,11 @@ fn json_length(value: &Value) -> usize {
 
 /// Whether any string in the arguments could hold a `$VAR_REF` (so plain calls skip the lock).
 fn contains_reference(value: &Value) -> bool {
-    any_string(value, refs::contains_reference)
+    strings::iter(value).any(refs::contains_reference)
 }
 
 /// Whether any string in the arguments could hold a `$VAR_REF` or a `†` reference.
 pub fn contains_any_reference(value: &Value) -> bool {
-    any_string(value, |text| {
-        refs::contains_reference(text) || refs::dagger::contains_reference(text)
-    })
-}
-
-fn any_string(value: &Value, matches: impl Fn(&str) -> bool) -> bool {
-    let mut pending = vec![value];
-    while let Some(current) = pending.pop() {
-        match current {
-            Value::String(text) if matches(text) => return true,
-            Value::Array(items) => pending.extend(items),
-            Value::Object(members) => pending.extend(members.values()),
-            _ => {}
-        }
-    }
-    false
+    strings::iter(value)
+        .any(|text| refs::contains_reference(text) || refs::dagger::contains_reference(text))
 }

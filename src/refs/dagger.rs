@@ -19,6 +19,7 @@
 use serde_json::Value;
 
 use crate::json::path::{self, Path, is_word};
+use crate::json::strings;
 
 /// Characters of an unreadable reference quoted in its error.
 const SHOWN_CHARS: usize = 40;
@@ -150,18 +151,13 @@ fn shown(text: &str) -> &str {
 
 /// Resolves every reference in a JSON tree in place.
 pub fn resolve_value(value: &mut Value, context: &mut dyn Context) -> Result<(), Error> {
-    let mut pending = vec![value];
-    while let Some(current) = pending.pop() {
-        match current {
-            Value::String(text) if contains_reference(text) => {
-                *current = resolve_string(text, context)?;
-            }
-            Value::Array(items) => pending.extend(items.iter_mut().rev()),
-            Value::Object(members) => pending.extend(members.values_mut().rev()),
-            _ => {}
+    strings::try_replace(value, |text| {
+        if contains_reference(text) {
+            resolve_string(text, context).map(Some)
+        } else {
+            Ok(None)
         }
-    }
-    Ok(())
+    })
 }
 
 fn resolve_string(text: &str, context: &mut dyn Context) -> Result<Value, Error> {
