@@ -25,8 +25,8 @@ use crate::json::strings;
 use crate::refs;
 use crate::store::{self, Batch, Store, Visit};
 use crate::vars::{
-    self, Chunk, Clock, ListFilter, NewVariable, RemoveOutcome, RestoredVariable, Variable,
-    VariablePatch, VariableSystem, WriteOutcome,
+    self, Chunk, Clock, ListFilter, NewVariable, RemoveOutcome, Variable, VariablePatch,
+    VariableSystem, WriteOutcome,
 };
 
 /// Visits waiting to be written before a batch goes out.
@@ -499,7 +499,7 @@ impl Workspace {
         let changes = store.changes(&self.name, state.seen)?;
         let mut events = Vec::new();
         if changes.complete {
-            let kept: HashSet<&str> = changes.written.iter().map(|v| v.name.as_str()).collect();
+            let kept: HashSet<&str> = changes.written.iter().map(|v| &*v.name).collect();
             let gone: Vec<String> = state
                 .system
                 .iter()
@@ -523,7 +523,7 @@ impl Workspace {
             } else {
                 VariableEvent::Created
             };
-            events.push((variable.name.clone(), event));
+            events.push((variable.name.to_string(), event));
             state.system.restore(variable);
         }
         state.seen = changes.sequence;
@@ -565,7 +565,7 @@ impl Workspace {
             written: written
                 .iter()
                 .filter_map(|name| state.system.peek(name))
-                .map(RestoredVariable::from)
+                .map(Variable::to_record)
                 .collect(),
             removed: removed.to_vec(),
         };
@@ -574,7 +574,7 @@ impl Workspace {
                 continue;
             }
             match state.system.peek(name) {
-                Some(variable) => batch.written.push(RestoredVariable::from(variable)),
+                Some(variable) => batch.written.push(variable.to_record()),
                 None => batch.removed.push(name.clone()),
             }
         }

@@ -19,7 +19,7 @@ mod snapshots;
 use super::tree::hex;
 use super::{Batch, Changes, Commit, Error, Loaded, Store, Visit, WorkspaceSummary};
 use crate::json::nesting;
-use crate::vars::{RestoredVariable, Timestamp, ValueKind, VarType};
+use crate::vars::{Record, Timestamp, ValueKind, VarType, wall_clock};
 
 /// The schema this build writes; `PRAGMA user_version` holds a database's.
 pub const SCHEMA_VERSION: i64 = 3;
@@ -433,15 +433,7 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), Error> {
     transaction.commit().map_err(failed)
 }
 
-/// Wall-clock microseconds, for when a workspace or an approval was first recorded.
-fn now_micros() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX)
-        })
-}
-
+/// A timestamp as SQLite stores it.
 fn micros(timestamp: Timestamp) -> i64 {
     i64::try_from(timestamp.0).unwrap_or(i64::MAX)
 }
@@ -450,7 +442,7 @@ fn timestamp(value: i64) -> Timestamp {
     Timestamp(u64::try_from(value).unwrap_or(0))
 }
 
-fn variable_from(row: &Row<'_>) -> rusqlite::Result<RestoredVariable> {
+fn variable_from(row: &Row<'_>) -> rusqlite::Result<Record> {
     let text = |index: usize| row.get::<_, String>(index);
     let invalid = |index: usize, message: String| {
         rusqlite::Error::FromSqlConversionFailure(
@@ -468,8 +460,8 @@ fn variable_from(row: &Row<'_>) -> rusqlite::Result<RestoredVariable> {
         .map_err(|error: crate::vars::Error| invalid(3, error.to_string()))?;
     let tags: Vec<String> =
         serde_json::from_str(&text(5)?).map_err(|error| invalid(5, error.to_string()))?;
-    Ok(RestoredVariable {
-        name: text(0)?,
+    Ok(Record {
+        name: Arc::from(text(0)?),
         value: Arc::from(text(1)?),
         kind,
         var_type,
@@ -486,7 +478,7 @@ fn variable_from(row: &Row<'_>) -> rusqlite::Result<RestoredVariable> {
 fn ensure_workspace(transaction: &Transaction<'_>, workspace: &str) -> rusqlite::Result<()> {
     transaction
         .prepare_cached("INSERT OR IGNORE INTO workspaces (name, created) VALUES (?1, ?2)")?
-        .execute(params![workspace, now_micros()])
+        .execute(params![workspace, micros(wall_clock())])
         .map(drop)
 }
 
@@ -495,7 +487,7 @@ fn variables_where(
     filter: &str,
     workspace: &str,
     since: u64,
-) -> rusqlite::Result<Vec<RestoredVariable>> {
+) -> rusqlite::Result<Vec<Record>> {
     let sql = format!("{SELECT_VARIABLE} WHERE v.workspace = ?1 {filter}");
     let mut statement = transaction.prepare_cached(&sql)?;
     let rows = statement.query_map(
@@ -537,7 +529,7 @@ fn pooled_hash(
 fn write_variable(
     transaction: &Transaction<'_>,
     workspace: &str,
-    variable: &RestoredVariable,
+    variable: &Record,
     sequence: i64,
 ) -> rusqlite::Result<()> {
     let (inline, hash) = if variable.value.chars().nth(POOLED_CHARS - 1).is_some() {
@@ -562,7 +554,7 @@ fn write_variable(
         )?
         .execute(params![
             workspace,
-            variable.name,
+            &*variable.name,
             inline,
             hash,
             kind,
@@ -578,7 +570,7 @@ fn write_variable(
         ])?;
     transaction
         .prepare_cached("DELETE FROM removals WHERE workspace = ?1 AND name = ?2")?
-        .execute(params![workspace, variable.name])
+        .execute(params![workspace, &*variable.name])
         .map(drop)
 }
 
@@ -793,7 +785,7 @@ impl Store for SqliteStore {
         })
     }
 
-    fn variable(&self, workspace: &str, name: &str) -> Result<Option<RestoredVariable>, Error> {
+    fn variable(&self, workspace: &str, name: &str) -> Result<Option<Record>, Error> {
         self.read(|transaction| {
             let sql = format!("{SELECT_VARIABLE} WHERE v.workspace = ?1 AND v.name = ?2");
             transaction
@@ -820,7 +812,7 @@ impl Store for SqliteStore {
                 .prepare_cached(
                     "INSERT OR IGNORE INTO approvals (workspace, key, created) VALUES (?1, ?2, ?3)",
                 )?
-                .execute(params![workspace, key, now_micros()])
+                .execute(params![workspace, key, micros(wall_clock())])
                 .map(drop)
         })
     }
