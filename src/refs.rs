@@ -61,7 +61,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::json::strings;
-use crate::vars::{ValueKind, slice_chars};
+use crate::vars::{ValueKind, shorten, slice_chars};
 
 /// The text that opens a reference.
 const OPENING: &str = "$VAR_REF{{";
@@ -307,11 +307,10 @@ fn parse_number(label: &str, digits: &str) -> Result<usize, String> {
 
 /// Builds a malformed-reference error, shortening very long reference text.
 fn malformed(source: &str, reason: String) -> Error {
-    let reference = match source.char_indices().nth(QUOTE_LIMIT) {
-        Some((cut, _)) => format!("{}…", &source[..cut]),
-        None => source.to_owned(),
-    };
-    Error::Malformed { reference, reason }
+    Error::Malformed {
+        reference: shorten(source, QUOTE_LIMIT),
+        reason,
+    }
 }
 
 /// True when the text holds a reference or an escape, i.e. resolution could

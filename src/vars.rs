@@ -33,7 +33,7 @@ pub use names::validate_name;
 pub use variable::{
     NewVariable, Record, ValueKind, VarType, Variable, VariablePatch, encode_value,
 };
-pub use window::{Chunk, skip_chars, slice_chars, take_chars, window};
+pub use window::{Chunk, shorten, skip_chars, slice_chars, take_chars, window};
 
 /// Errors raised by the variable store and its parsers.
 #[derive(Debug, thiserror::Error, PartialEq)]

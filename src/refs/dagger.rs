@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::json::path::{self, Path, is_word};
 use crate::json::strings;
+use crate::vars::take_chars;
 
 /// Characters of an unreadable reference quoted in its error.
 const SHOWN_CHARS: usize = 40;
@@ -116,7 +117,7 @@ pub fn parse(text: &str) -> Result<Vec<Piece>, Error> {
         let kind_word = &after[..kind_length];
         let (path, path_length) =
             Path::read_in_reference(&after[kind_length..]).map_err(|source| Error::Path {
-                reference: format!("{DAGGER}{}", shown(after)),
+                reference: format!("{DAGGER}{}", take_chars(after, SHOWN_CHARS)),
                 source,
             })?;
         let length = kind_length + path_length;
@@ -138,15 +139,6 @@ pub fn parse(text: &str) -> Result<Vec<Piece>, Error> {
         pieces.push(Piece::Text(literal));
     }
     Ok(pieces)
-}
-
-/// The start of a reference that could not be read, for its error.
-fn shown(text: &str) -> &str {
-    let end = text
-        .char_indices()
-        .nth(SHOWN_CHARS)
-        .map_or(text.len(), |(index, _)| index);
-    &text[..end]
 }
 
 /// Resolves every reference in a JSON tree in place.

@@ -1,7 +1,7 @@
 //! Character windows of text: the one place where positions counted in Unicode characters become
 //! byte offsets, so no reader ever splits a character. `ReadVar` and `ReadState` windows,
-//! `$VAR_REF{{name:start:length}}` slices and the executor's head-and-tail truncation all cut
-//! text here.
+//! `$VAR_REF{{name:start:length}}` slices, the executor's head-and-tail truncation and long text
+//! quoted in messages all cut text here.
 
 /// A window of a value, counted in Unicode characters.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -38,6 +38,17 @@ pub fn take_chars(text: &str, count: usize) -> &str {
 /// time proportional to `start + length`, not to the length of the text.
 pub fn slice_chars(text: &str, start: usize, length: usize) -> &str {
     take_chars(skip_chars(text, start), length)
+}
+
+/// The first `count` characters of `text`, followed by `…` when some were cut off: a long text
+/// quoted in a message.
+pub fn shorten(text: &str, count: usize) -> String {
+    let head = take_chars(text, count);
+    if head.len() < text.len() {
+        format!("{head}…")
+    } else {
+        text.to_owned()
+    }
 }
 
 /// A window of `length` characters (`None`: to the end) of any text, from character `start`,
@@ -82,6 +93,14 @@ mod tests {
         assert_eq!(take_chars(text, 7), "héllo 😀");
         assert_eq!(skip_chars(text, 7), " wörld");
         assert_eq!((take_chars(text, 99), skip_chars(text, 99)), (text, ""));
+    }
+
+    #[test]
+    fn shortened_text_ends_with_an_ellipsis_only_when_cut() {
+        assert_eq!(shorten("héllo", 5), "héllo");
+        assert_eq!(shorten("héllo", 2), "hé…");
+        assert_eq!(shorten("", 0), "");
+        assert_eq!(shorten("a", 0), "…");
     }
 
     #[test]
