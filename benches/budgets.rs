@@ -319,23 +319,23 @@ fn bench_store(criterion: &mut Criterion) {
     std::fs::remove_dir_all(&directory).ok();
 }
 
-/// A server as `synapse-mcp` builds it from `arguments`, and a runtime to call its tools on.
-fn server_with(arguments: &[&str]) -> (synapse_mcp::server::Server, tokio::runtime::Runtime) {
+/// The app as `synapse-mcp` builds it from `arguments`, and a runtime to call its tools on.
+fn app_with(arguments: &[&str]) -> (synapse_mcp::app::App, tokio::runtime::Runtime) {
     let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from(
         std::iter::once("synapse-mcp").chain(arguments.iter().copied()),
     );
     let config = synapse_mcp::config::Config::load(&cli).expect("config");
-    let server = synapse_mcp::server::Server::new(&config).expect("server");
+    let app = synapse_mcp::app::App::open(&config).expect("app");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    (server, runtime)
+    (app, runtime)
 }
 
 /// One `tools/call` through the executor, the whole pipeline but the transport.
 fn call(
-    server: &synapse_mcp::server::Server,
+    app: &synapse_mcp::app::App,
     runtime: &tokio::runtime::Runtime,
     tool: &'static str,
     arguments: &Value,
@@ -350,13 +350,13 @@ fn call(
         progress: None,
         sampler: None,
     };
-    runtime.block_on(server.executor().execute(request))
+    runtime.block_on(app.executor().execute(request))
 }
 
 /// A 1,000-step plan of cheap steps (`WriteState`), each reading the previous step's result:
 /// validation alone (`dryRun`) and a full run through the executor.
 fn bench_plans(criterion: &mut Criterion) {
-    let (server, runtime) = server_with(&["--store", "memory"]);
+    let (app, runtime) = app_with(&["--store", "memory"]);
     let steps: Vec<Value> = (0..PLAN_STEPS)
         .map(|index| {
             let value = if index == 0 { json!(0) } else { json!(format!("†steps.s{}.path", index - 1)) };
@@ -368,7 +368,7 @@ fn bench_plans(criterion: &mut Criterion) {
     for (label, dry_run) in [("validate_1000_steps", true), ("run_1000_steps", false)] {
         let arguments = json!({"steps": steps, "dryRun": dry_run, "_outputLimit": 200});
         group.bench_function(label, |bencher| {
-            bencher.iter(|| black_box(call(&server, &runtime, "RunPlan", &arguments)));
+            bencher.iter(|| black_box(call(&app, &runtime, "RunPlan", &arguments)));
         });
     }
     group.finish();

@@ -127,7 +127,7 @@ fn main() {
         directory.join("executor").to_str().expect("a UTF-8 path"),
     ]);
     let config = synapse_mcp::config::Config::load(&cli).expect("config");
-    let server = synapse_mcp::server::Server::new(&config).expect("server");
+    let app = synapse_mcp::app::App::open(&config).expect("app");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -144,7 +144,7 @@ fn main() {
             sampler: None,
         };
         let started = Instant::now();
-        let outcome = runtime.block_on(server.executor().execute(request));
+        let outcome = runtime.block_on(app.executor().execute(request));
         assert!(
             matches!(outcome, synapse_mcp::tools::Outcome::Finished(_)),
             "{tool}"
@@ -194,6 +194,6 @@ fn main() {
         milliseconds(full),
         if reprocess <= full { "met" } else { "MISSED" }
     );
-    drop(server);
+    drop(app);
     std::fs::remove_dir_all(&directory).ok();
 }

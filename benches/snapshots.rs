@@ -144,7 +144,7 @@ fn main() {
         directory.join("executor").to_str().expect("a UTF-8 path"),
     ]);
     let config = synapse_mcp::config::Config::load(&cli).expect("config");
-    let server = synapse_mcp::server::Server::new(&config).expect("server");
+    let app = synapse_mcp::app::App::open(&config).expect("app");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -163,7 +163,7 @@ fn main() {
             sampler: None,
         };
         let started = Instant::now();
-        let outcome = runtime.block_on(server.executor().execute(request));
+        let outcome = runtime.block_on(app.executor().execute(request));
         through_executor.push(started.elapsed());
         assert!(
             matches!(outcome, synapse_mcp::tools::Outcome::Finished(_)),
@@ -231,6 +231,6 @@ fn main() {
         100.0 * large_run.storage.new_bytes as f64
             / (large_run.storage.snapshots as f64 * large_bytes as f64)
     );
-    drop(server);
+    drop(app);
     std::fs::remove_dir_all(&directory).ok();
 }

@@ -2,6 +2,8 @@
 //!
 //! # Modules
 //! - [`config`]: the command line and the TOML file.
+//! - [`app`]: the wiring — `App::open` builds the store, workspace, tool groups, executor,
+//!   skills shelf and watcher from the config; it knows nothing of MCP.
 //! - [`server`]: the rmcp adapter — the only module that knows MCP. `server/errors.rs` is the one
 //!   place where results and errors take their wire form.
 //! - [`tools`]: the `Tool` trait, tool groups, the registry, approval policies and the executor
@@ -18,7 +20,7 @@
 //!   targets, plan validation and execution), [`rules`] (skill rules and the tool-rules text),
 //!   [`skills`] (the Agent Skills library: discovery, frontmatter, validation, `index.json`,
 //!   search, files), [`snapshots`] (chat state snapshots and the function library), and
-//!   [`nesting`] (the one depth limit for values and dot paths).
+//!   [`json::nesting`] (the one depth limit for values and dot paths).
 //!
 //! `docs/architecture.md` has the full map and where each behaviour lives; `docs/` explains
 //! each concept.
@@ -41,6 +43,7 @@
 //! ```
 #![deny(clippy::print_stdout)]
 
+pub mod app;
 pub mod config;
 pub mod groups;
 pub mod json;
@@ -60,6 +63,8 @@ pub mod workspace;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
+    App(#[from] app::Error),
+    #[error(transparent)]
     Server(#[from] server::Error),
     #[error(transparent)]
     Maintenance(#[from] maintenance::Error),
@@ -74,7 +79,7 @@ pub async fn run(
     match &cli.command {
         None | Some(config::Command::Serve) => {
             drop(stdout);
-            let server = server::Server::new(config)?;
+            let server = server::Server::new(app::App::open(config)?);
             tracing::info!("{}", server.readiness_line());
             server.serve_stdio().await?;
         }

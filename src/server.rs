@@ -1,4 +1,5 @@
-//! The MCP adapter: rmcp's `ServerHandler` over the executor. Each handler only translates —
+//! The MCP adapter: rmcp's `ServerHandler` over an [`App`] built beforehand (`app.rs` wires it
+//! and knows nothing of MCP). Each handler only translates —
 //! tools in `server/tools.rs`, resources in `server/resources.rs`, prompts in
 //! `server/prompts.rs`, questions for the client's model in `server/sampling.rs` — and
 //! `server/errors.rs` is the one place domain results become wire results or JSON-RPC errors.
@@ -15,12 +16,12 @@ mod sampling;
 mod skills;
 mod tools;
 pub mod transport;
+mod uri;
 
 pub use logging::layer as logging_layer;
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, DiscoverResult,
@@ -34,138 +35,54 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
-use crate::config::Config;
-use crate::groups;
-use crate::rules::{self, AGENT_GROUP};
+use crate::app::App;
 use crate::skills::Library;
-use crate::skills::shelf::Shelf;
-use crate::snapshots::Snapshots;
-use crate::store::{Location, SqliteOptions, SqliteStore};
-use crate::tools::{Executor, RegisterError, Registry, RulePrompt, ToolGroup};
-use crate::vars::SystemClock;
-use crate::workspace::{self, Workspace};
+use crate::tools::Executor;
 
-/// Why the server could not start or stopped.
+/// Why the MCP session could not start or ended badly.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot register tool groups: {0}")]
-    Registry(#[from] RegisterError),
-    #[error(transparent)]
-    Store(#[from] crate::store::Error),
-    #[error(transparent)]
-    Workspace(#[from] workspace::Error),
     #[error("MCP session failed to start: {0}")]
     Start(String),
     #[error("MCP session ended with an error: {0}")]
     Session(String),
 }
 
-/// The MCP server. Cheap to clone: every clone shares one executor.
+/// The MCP server over an [`App`]. Cheap to clone: every clone shares one app.
 #[derive(Clone)]
 pub struct Server {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    executor: Executor,
-    shelf: Arc<Shelf>,
-    snapshots: Arc<Snapshots>,
-    /// Kept for its lifetime: dropping it stops watching the skill roots.
-    _watch: Arc<Mutex<Option<crate::skills::watch::Watch>>>,
-    subscriptions: Mutex<HashSet<String>>,
+    app: Arc<App>,
+    /// The URIs this connection's client subscribed to with `resources/subscribe`.
+    subscriptions: Arc<notifications::Subscriptions>,
     notifications_started: AtomicBool,
     /// Where this connection's client gets log messages, once it set a level.
     log: Mutex<Option<Arc<logging::Outlet>>>,
 }
 
 impl Server {
-    /// A server with the built-in groups, configured by `config`.
-    pub fn new(config: &Config) -> Result<Self, Error> {
-        let clock = Arc::new(SystemClock::new());
-        // Snapshots live in the workspace's SQLite file; with `--store memory`, in a private
-        // in-memory SQLite database that ends with the process.
-        let (workspace, snapshot_store) = match &config.store {
-            Location::Memory => (
-                Workspace::in_memory(config.workspace.clone(), config.capacity, clock),
-                SqliteStore::open_in_memory()?,
-            ),
-            Location::Sqlite(path) => {
-                let options = SqliteOptions {
-                    max_bytes: config.store_max_bytes,
-                };
-                let store = SqliteStore::open(path, options)?;
-                let workspace = Workspace::open(
-                    config.workspace.clone(),
-                    config.capacity,
-                    clock,
-                    store.clone(),
-                )?;
-                (workspace, store)
-            }
-        };
-        let snapshots = Arc::new(Snapshots::new(
-            snapshot_store,
-            config.workspace.clone(),
-            config.script_limits,
-        ));
-        let workspace = Arc::new(workspace.with_max_bytes(Some(config.workspace_max_bytes)));
-        let executor = Executor::new(
-            Arc::new(Registry::default()),
-            workspace,
-            config.executor.clone(),
-        );
-        let agent = ToolGroup {
-            name: AGENT_GROUP.to_owned(),
-            tools: Vec::new(),
-            rule_prompt: RulePrompt::None,
-            rules: rules::agent_rules(),
-        };
-        executor.register_group(agent, true)?;
-        let vars_enabled = config.group_enabled(groups::vars::GROUP, true);
-        executor.register_group(groups::vars::group(), vars_enabled)?;
-        let plans_enabled = config.group_enabled(groups::plans::GROUP, true);
-        executor.register_group(groups::plans::group(), plans_enabled)?;
-        let snapshots_enabled = config.group_enabled(groups::snapshots::GROUP, true);
-        executor.register_group(groups::snapshots::group(&snapshots), snapshots_enabled)?;
-        // The catalog loads beside the session: `initialize` never waits for 10,000 SKILL.md
-        // files; the first request that needs the skills does. Then, on the same thread, the
-        // roots are watched so that skills added, edited or removed on disk are served without a
-        // restart (the watch walks every folder: ≈170 ms at 10,000 skills).
-        let skills_enabled = config.group_enabled(groups::skills::GROUP, true);
-        let watch = Arc::new(Mutex::new(None));
-        let slot = Arc::clone(&watch);
-        let shelf = Shelf::load_in_background(config.skill_roots(), move |shelf| {
-            if skills_enabled {
-                start_watching(shelf, &slot);
-            }
-        });
-        executor.register_group(groups::skills::group(shelf.clone()), skills_enabled)?;
-        // Running skill scripts is opt-in: `[groups] scripts = true` in the config file.
-        let scripts_enabled = config.group_enabled(groups::scripts::GROUP, false);
-        executor.register_group(groups::scripts::group(shelf.clone()), scripts_enabled)?;
-        for tool in &config.disabled_tools {
-            executor.registry().set_tool_enabled(tool, false);
-        }
-        Ok(Self {
+    /// Serves `app`, already built (see [`App::open`]), over MCP.
+    pub fn new(app: App) -> Self {
+        Self {
             inner: Arc::new(Inner {
-                executor,
-                shelf,
-                snapshots,
-                _watch: watch,
-                subscriptions: Mutex::default(),
+                app: Arc::new(app),
+                subscriptions: Arc::default(),
                 notifications_started: AtomicBool::new(false),
                 log: Mutex::default(),
             }),
-        })
+        }
     }
 
     pub fn executor(&self) -> &Executor {
-        &self.inner.executor
+        self.inner.app.executor()
     }
 
     /// The skill library as it is now (a saved skill replaces it), once the first scan is done.
     pub async fn library(&self) -> Arc<Library> {
-        self.inner.shelf.loaded().await
+        self.inner.app.library().await
     }
 
     /// Serves one MCP session over stdin/stdout until the client closes it.
@@ -201,31 +118,11 @@ impl Server {
             registry.enabled_tools().len(),
         )
     }
-
-    fn subscriptions(&self) -> MutexGuard<'_, HashSet<String>> {
-        self.inner
-            .subscriptions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// The cursor of a list request, if it gave one.
 fn cursor(request: Option<&PaginatedRequestParams>) -> Option<&str> {
     request.and_then(|request| request.cursor.as_deref())
-}
-
-/// Starts watching the skill roots and keeps the watch in `slot`.
-fn start_watching(
-    shelf: Arc<crate::skills::shelf::Shelf>,
-    slot: &Mutex<Option<crate::skills::watch::Watch>>,
-) {
-    match crate::skills::watch::start(shelf) {
-        Ok(watch) => *slot.lock().unwrap_or_else(PoisonError::into_inner) = watch,
-        Err(error) => {
-            tracing::warn!("{error}; skills changed on disk are seen after a restart");
-        }
-    }
 }
 
 impl ServerHandler for Server {
@@ -296,7 +193,11 @@ impl ServerHandler for Server {
             .notifications_started
             .swap(true, Ordering::SeqCst)
         {
-            notifications::spawn_forwarder(self.clone(), context.peer);
+            notifications::spawn_forwarder(
+                Arc::clone(&self.inner.app),
+                Arc::clone(&self.inner.subscriptions),
+                context.peer,
+            );
         }
     }
 
@@ -332,7 +233,7 @@ impl ServerHandler for Server {
         let all = resources::list(
             self.executor(),
             self.library().await.as_ref(),
-            &self.inner.snapshots,
+            self.inner.app.snapshots(),
         )?;
         let (items, next) = pages::page(all, cursor(request.as_ref()))?;
         let mut result = ListResourcesResult::with_all_items(items);
@@ -359,7 +260,7 @@ impl ServerHandler for Server {
         resources::read(
             self.executor(),
             self.library().await.as_ref(),
-            &self.inner.snapshots,
+            self.inner.app.snapshots(),
             &request.uri,
         )
         .map(Into::into)
@@ -371,7 +272,7 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         resources::check_subscribable(self.executor(), &request.uri)?;
-        self.subscriptions().insert(request.uri);
+        self.inner.subscriptions.insert(request.uri);
         Ok(())
     }
 
@@ -380,7 +281,7 @@ impl ServerHandler for Server {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.subscriptions().remove(&request.uri);
+        self.inner.subscriptions.remove(&request.uri);
         Ok(())
     }
 
@@ -408,7 +309,7 @@ impl ServerHandler for Server {
             accepted: context.accepted().clone(),
         };
         let stop = context.request_context().ct.clone();
-        notifications::forward(self, &outlet, &stop).await;
+        notifications::forward(&self.inner.app, &self.inner.subscriptions, &outlet, &stop).await;
         Ok(())
     }
 
@@ -432,7 +333,7 @@ impl ServerHandler for Server {
         prompts::get(
             self.executor(),
             self.library().await.as_ref(),
-            &self.inner.snapshots,
+            self.inner.app.snapshots(),
             &request.name,
             request.arguments.as_ref(),
         )
@@ -448,7 +349,7 @@ impl ServerHandler for Server {
         let sources = completion::Sources {
             executor: self.executor(),
             library: library.as_ref(),
-            snapshots: &self.inner.snapshots,
+            snapshots: self.inner.app.snapshots(),
         };
         completion::complete(&sources, &request).map(CompleteResult::new)
     }

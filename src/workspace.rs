@@ -21,11 +21,12 @@ use tokio::sync::broadcast;
 
 use crate::json::nesting;
 use crate::json::path::Path;
+use crate::json::strings;
 use crate::refs;
 use crate::store::{self, Batch, Store, Visit};
 use crate::vars::{
-    self, Chunk, Clock, ListFilter, NewVariable, RemoveOutcome, RestoredVariable, Variable,
-    VariablePatch, VariableSystem, WriteOutcome,
+    self, Chunk, Clock, ListFilter, NewVariable, RemoveOutcome, Variable, VariablePatch,
+    VariableSystem, WriteOutcome,
 };
 
 /// Visits waiting to be written before a batch goes out.
@@ -498,7 +499,7 @@ impl Workspace {
         let changes = store.changes(&self.name, state.seen)?;
         let mut events = Vec::new();
         if changes.complete {
-            let kept: HashSet<&str> = changes.written.iter().map(|v| v.name.as_str()).collect();
+            let kept: HashSet<&str> = changes.written.iter().map(|v| &*v.name).collect();
             let gone: Vec<String> = state
                 .system
                 .iter()
@@ -522,7 +523,7 @@ impl Workspace {
             } else {
                 VariableEvent::Created
             };
-            events.push((variable.name.clone(), event));
+            events.push((variable.name.to_string(), event));
             state.system.restore(variable);
         }
         state.seen = changes.sequence;
@@ -564,7 +565,7 @@ impl Workspace {
             written: written
                 .iter()
                 .filter_map(|name| state.system.peek(name))
-                .map(RestoredVariable::from)
+                .map(Variable::to_record)
                 .collect(),
             removed: removed.to_vec(),
         };
@@ -573,7 +574,7 @@ impl Workspace {
                 continue;
             }
             match state.system.peek(name) {
-                Some(variable) => batch.written.push(RestoredVariable::from(variable)),
+                Some(variable) => batch.written.push(variable.to_record()),
                 None => batch.removed.push(name.clone()),
             }
         }
@@ -673,25 +674,11 @@ fn json_length(value: &Value) -> usize {
 
 /// Whether any string in the arguments could hold a `$VAR_REF` (so plain calls skip the lock).
 fn contains_reference(value: &Value) -> bool {
-    any_string(value, refs::contains_reference)
+    strings::iter(value).any(refs::contains_reference)
 }
 
 /// Whether any string in the arguments could hold a `$VAR_REF` or a `†` reference.
 pub fn contains_any_reference(value: &Value) -> bool {
-    any_string(value, |text| {
-        refs::contains_reference(text) || refs::dagger::contains_reference(text)
-    })
-}
-
-fn any_string(value: &Value, matches: impl Fn(&str) -> bool) -> bool {
-    let mut pending = vec![value];
-    while let Some(current) = pending.pop() {
-        match current {
-            Value::String(text) if matches(text) => return true,
-            Value::Array(items) => pending.extend(items),
-            Value::Object(members) => pending.extend(members.values()),
-            _ => {}
-        }
-    }
-    false
+    strings::iter(value)
+        .any(|text| refs::contains_reference(text) || refs::dagger::contains_reference(text))
 }

@@ -18,6 +18,7 @@ use libfuzzer_sys::fuzz_target;
 use rmcp::ServiceExt;
 use serde_json::json;
 use serde_json::value::RawValue;
+use synapse_mcp::app::App;
 use synapse_mcp::config::{Cli, Config};
 use synapse_mcp::server::Server;
 use synapse_mcp::server::transport::LineTransport;
@@ -68,7 +69,7 @@ fn copy_tree(source: &std::path::Path, target: &std::path::Path) {
 fn server() -> Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
     SERVER
-        .get_or_init(|| Server::new(&config()).expect("the server starts"))
+        .get_or_init(|| Server::new(App::open(&config()).expect("the app starts")))
         .clone()
 }
 

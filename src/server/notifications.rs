@@ -11,7 +11,7 @@
 //! for subscribed `var://` and `state://` URIs.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rmcp::model::{ResourceUpdatedNotificationParam, SubscriptionFilter};
 use rmcp::service::SubscriptionSink;
@@ -19,10 +19,29 @@ use rmcp::{Peer, RoleServer};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-use super::Server;
-use super::resources::{is_listed, var_uri};
+use super::resources::is_listed;
+use super::uri::var_uri;
+use crate::app::App;
 use crate::skills::Library;
 use crate::workspace::Change;
+
+/// The URIs an initialize-era session subscribed to with `resources/subscribe`.
+#[derive(Default)]
+pub(super) struct Subscriptions(Mutex<HashSet<String>>);
+
+impl Subscriptions {
+    pub(super) fn insert(&self, uri: String) {
+        self.lock().insert(uri);
+    }
+
+    pub(super) fn remove(&self, uri: &str) {
+        self.lock().remove(uri);
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 /// Where one client's notifications go.
 pub(super) enum Outlet {
@@ -49,9 +68,9 @@ impl Outlet {
     }
 
     /// Whether `uri` is subscribed on this outlet.
-    fn subscribed(&self, server: &Server, uri: &str) -> bool {
+    fn subscribed(&self, subscriptions: &Subscriptions, uri: &str) -> bool {
         match self {
-            Self::Session(_) => server.subscriptions().contains(uri),
+            Self::Session(_) => subscriptions.lock().contains(uri),
             Self::Stream { accepted, .. } => accepted
                 .resource_subscriptions
                 .as_ref()
@@ -59,11 +78,11 @@ impl Outlet {
         }
     }
 
-    fn state_subscriptions(&self, server: &Server) -> Vec<String> {
+    fn state_subscriptions(&self, subscriptions: &Subscriptions) -> Vec<String> {
         let is_state = |uri: &&String| uri.starts_with("state://");
         match self {
-            Self::Session(_) => server
-                .subscriptions()
+            Self::Session(_) => subscriptions
+                .lock()
                 .iter()
                 .filter(is_state)
                 .cloned()
@@ -149,24 +168,34 @@ impl Told {
 }
 
 /// Starts the task that forwards changes to an initialize-era session's client.
-pub(super) fn spawn_forwarder(server: Server, peer: Peer<RoleServer>) {
+pub(super) fn spawn_forwarder(
+    app: Arc<App>,
+    subscriptions: Arc<Subscriptions>,
+    peer: Peer<RoleServer>,
+) {
     tokio::spawn(async move {
-        forward(&server, &Outlet::Session(peer), &CancellationToken::new()).await;
+        let outlet = Outlet::Session(peer);
+        forward(&app, &subscriptions, &outlet, &CancellationToken::new()).await;
     });
 }
 
 /// Forwards registry, workspace and library changes to `outlet` until it is gone or `stop` is
 /// cancelled.
-pub(super) async fn forward(server: &Server, outlet: &Outlet, stop: &CancellationToken) {
+pub(super) async fn forward(
+    app: &App,
+    subscriptions: &Subscriptions,
+    outlet: &Outlet,
+    stop: &CancellationToken,
+) {
     // Subscribed before the baseline is taken, so that no change falls between the two.
-    let mut revisions = server.executor().registry().subscribe();
-    let mut changes = server.executor().workspace().subscribe();
-    let mut skills = server.inner.shelf.subscribe();
+    let mut revisions = app.executor().registry().subscribe();
+    let mut changes = app.executor().workspace().subscribe();
+    let mut skills = app.shelf().subscribe();
     // The variables' baseline is taken before waiting for the skills scan: a write made while
     // the scan runs is already in `changes`, and must not be in the baseline too, or it would
     // never be announced.
-    let listed = listed_variables(server);
-    let library = server.inner.shelf.loaded().await;
+    let listed = listed_variables(app);
+    let library = app.library().await;
     let mut told = Told {
         listed,
         skill_resources: Vec::new(),
@@ -183,7 +212,7 @@ pub(super) async fn forward(server: &Server, outlet: &Outlet, stop: &Cancellatio
             },
             revision = skills.changed() => match revision {
                 Ok(()) => {
-                    let library = server.inner.shelf.loaded().await;
+                    let library = app.library().await;
                     let (resources, prompts) = told.skills(&library);
                     (!resources || outlet.list_changed(Kind::Resources).await)
                         && (!prompts || outlet.list_changed(Kind::Prompts).await)
@@ -191,10 +220,12 @@ pub(super) async fn forward(server: &Server, outlet: &Outlet, stop: &Cancellatio
                 Err(_) => break,
             },
             change = changes.recv() => match change {
-                Ok(change) => forward_burst(server, outlet, &mut told, change, &mut changes).await,
+                Ok(change) => {
+                    forward_burst(app, subscriptions, outlet, &mut told, change, &mut changes).await
+                }
                 Err(RecvError::Lagged(_)) => {
                     // Changes were missed: start again from what the workspace holds now.
-                    told.listed = listed_variables(server);
+                    told.listed = listed_variables(app);
                     outlet.list_changed(Kind::Resources).await
                 }
                 Err(RecvError::Closed) => break,
@@ -208,9 +239,8 @@ pub(super) async fn forward(server: &Server, outlet: &Outlet, stop: &Cancellatio
 }
 
 /// The variables `resources/list` shows now.
-fn listed_variables(server: &Server) -> HashSet<Arc<str>> {
-    server
-        .executor()
+fn listed_variables(app: &App) -> HashSet<Arc<str>> {
+    app.executor()
         .workspace()
         .with_variables(|system| {
             system
@@ -228,7 +258,8 @@ fn listed_variables(server: &Server) -> HashSet<Arc<str>> {
 /// One `resources/list_changed` for a burst of variable changes (if the listing changed), and
 /// `resources/updated` for each subscribed URI among them.
 async fn forward_burst(
-    server: &Server,
+    app: &App,
+    subscriptions: &Subscriptions,
     outlet: &Outlet,
     told: &mut Told,
     first: Change,
@@ -238,7 +269,7 @@ async fn forward_burst(
     while let Ok(change) = changes.try_recv() {
         burst.push(change);
     }
-    let workspace = server.executor().workspace();
+    let workspace = app.executor().workspace();
     let mut list_changed = false;
     let mut updated = Vec::new();
     for change in burst {
@@ -254,13 +285,13 @@ async fn forward_burst(
                 };
                 list_changed |= now_listed != was_listed;
                 let uri = var_uri(&name);
-                if outlet.subscribed(server, &uri) && !updated.contains(&uri) {
+                if outlet.subscribed(subscriptions, &uri) && !updated.contains(&uri) {
                     updated.push(uri);
                 }
             }
             // Every state:// subscription may have changed; readers see the new document.
             Change::State => {
-                for uri in outlet.state_subscriptions(server) {
+                for uri in outlet.state_subscriptions(subscriptions) {
                     if !updated.contains(&uri) {
                         updated.push(uri);
                     }

@@ -1,25 +1,23 @@
 //! Resources: `skill://{name}/{path}` (a skill's files, in `server/skills.rs`),
 //! `rule://{group}/{rule}` (a skill rule's markdown), `var://{name}` (a variable's value),
 //! `state://{path}` (the plans' state document), `snapshot://{chat}` (a chat's floors, listed
-//! per chat) and `snapshot://{chat}/{id}` (a chat state snapshot). Variable and chat names are percent-encoded in URIs where they hold characters
-//! outside `A-Z a-z 0-9 - . _ ~ /` (for chats, `/` too).
-
-use std::fmt::Write as _;
+//! per chat) and `snapshot://{chat}/{id}` (a chat state snapshot). Variable and chat names are
+//! percent-encoded in URIs where they hold characters outside `A-Z a-z 0-9 - . _ ~ /` (for
+//! chats, `/` too).
 
 use rmcp::ErrorData;
 use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
 
+use super::uri::{
+    RULE_SCHEME, SKILL_SCHEME, SNAPSHOT_SCHEME, STATE_SCHEME, VAR_SCHEME, chat_uri, percent_decode,
+    rule_uri, var_uri,
+};
 use super::{errors, skills};
 use crate::json::path::Path;
 use crate::skills::Library;
 use crate::snapshots::Snapshots;
 use crate::tools::Executor;
 use crate::vars::{ListFilter, VarType, Variable};
-
-const VAR_SCHEME: &str = "var://";
-const RULE_SCHEME: &str = "rule://";
-const STATE_SCHEME: &str = "state://";
-const SNAPSHOT_SCHEME: &str = "snapshot://";
 
 pub(super) fn templates() -> Vec<ResourceTemplate> {
     let mut templates = skills::templates();
@@ -110,7 +108,7 @@ pub(super) fn read(
     if let Some(path) = uri.strip_prefix(SNAPSHOT_SCHEME) {
         return read_snapshot(snapshots, uri, path);
     }
-    if uri.starts_with(skills::SCHEME) {
+    if uri.starts_with(SKILL_SCHEME) {
         return skills::read(library, uri);
     }
     if let Some(path) = uri.strip_prefix(RULE_SCHEME) {
@@ -220,74 +218,4 @@ fn read_snapshot(
         serde_json::to_string_pretty(&stored.value).unwrap_or_else(|_| stored.value.to_string());
     let contents = ResourceContents::text(text, uri).with_mime_type("application/json");
     Ok(ReadResourceResult::new(vec![contents]))
-}
-
-pub(super) fn var_uri(name: &str) -> String {
-    encoded_uri(VAR_SCHEME, name, b"-._~/")
-}
-
-/// `snapshot://{chat}`, with `/` encoded too so that the chat never reads as `{chat}/{id}`.
-pub(super) fn chat_uri(chat: &str) -> String {
-    encoded_uri(SNAPSHOT_SCHEME, chat, b"-._~")
-}
-
-fn encoded_uri(scheme: &str, name: &str, kept: &[u8]) -> String {
-    let mut uri = String::with_capacity(scheme.len() + name.len());
-    uri.push_str(scheme);
-    for byte in name.bytes() {
-        if byte.is_ascii_alphanumeric() || kept.contains(&byte) {
-            uri.push(char::from(byte));
-        } else {
-            write!(uri, "%{byte:02X}").ok();
-        }
-    }
-    uri
-}
-
-fn rule_uri(group: &str, rule: &str) -> String {
-    format!("{RULE_SCHEME}{group}/{rule}")
-}
-
-pub(super) fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] == b'%' {
-            let hex = text.get(index + 1..index + 3)?;
-            decoded.push(u8::from_str_radix(hex, 16).ok()?);
-            index += 3;
-        } else {
-            decoded.push(bytes[index]);
-            index += 1;
-        }
-    }
-    String::from_utf8(decoded).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-
-    #[test]
-    fn names_round_trip_through_var_uris() {
-        for name in ["plain", "Rule/Agent/VarRef", "with space", "日本語", "100%"] {
-            let uri = var_uri(name);
-            let decoded = percent_decode(uri.strip_prefix(VAR_SCHEME).unwrap());
-            assert_eq!(decoded.as_deref(), Some(name), "{uri}");
-        }
-        assert_eq!(var_uri("a b/c"), "var://a%20b/c");
-        assert_eq!(
-            chat_uri("艾拉/1 2"),
-            "snapshot://%E8%89%BE%E6%8B%89%2F1%202"
-        );
-    }
-
-    #[test]
-    fn broken_percent_escapes_are_refused() {
-        assert_eq!(percent_decode("%G1"), None);
-        assert_eq!(percent_decode("%4"), None);
-        assert_eq!(percent_decode("%FF"), None);
-    }
 }

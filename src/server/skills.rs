@@ -2,8 +2,6 @@
 //! `skills/list`, `skills/get`, `resources/directory/read`, and completion of skill names and
 //! file paths in the templates. Adapters only: the library in `crate::skills` does the work.
 
-use std::fmt::Write as _;
-
 use base64::Engine as _;
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -13,10 +11,9 @@ use rmcp::model::{
 };
 
 use super::errors;
-use super::resources::percent_decode;
+use super::uri::{SKILL_SCHEME, percent_decode, skill_uri};
 use crate::skills::{Library, Skill};
 
-pub(super) const SCHEME: &str = "skill://";
 const SKILL_TEMPLATE: &str = "skill://{name}/SKILL.md";
 const FILE_TEMPLATE: &str = "skill://{name}/{path}";
 const DIRECTORY: &str = "inode/directory";
@@ -47,21 +44,9 @@ pub(super) fn list(library: &Library) -> Vec<Resource> {
         .collect()
 }
 
-pub(super) fn skill_uri(name: &str, path: &str) -> String {
-    let mut uri = format!("{SCHEME}{name}/");
-    for byte in path.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
-            uri.push(char::from(byte));
-        } else {
-            write!(uri, "%{byte:02X}").ok();
-        }
-    }
-    uri
-}
-
 /// `skill://{name}/{path}` cut into the skill and the decoded path (`""` for the folder).
 fn parse<'a>(library: &'a Library, uri: &str) -> Result<(&'a Skill, String), ErrorData> {
-    let rest = uri.strip_prefix(SCHEME).unwrap_or(uri);
+    let rest = uri.strip_prefix(SKILL_SCHEME).unwrap_or(uri);
     let (name, encoded) = rest.split_once('/').unwrap_or((rest, ""));
     let skill = library
         .get(name)
@@ -123,7 +108,7 @@ pub(super) fn list_skills(
 /// SEP-2640 `skills/get`: `-32602` unless the URI is the SKILL.md of a served skill.
 pub(super) fn get_skill(library: &Library, uri: &str) -> Result<WireSkill, ErrorData> {
     let name = uri
-        .strip_prefix(SCHEME)
+        .strip_prefix(SKILL_SCHEME)
         .and_then(|rest| rest.strip_suffix("/SKILL.md"))
         .ok_or_else(|| errors::unknown_skill_uri(uri, "a skill URI is skill://{name}/SKILL.md"))?;
     let skill = library

@@ -7,6 +7,7 @@ mod structure;
 use serde_json::{Map, Value};
 
 use super::{Tool, ToolOutput};
+use crate::vars::{skip_chars, take_chars};
 
 pub(crate) use structure::{Fitted, Omitted, allows_extra_member, fit_structure, size};
 
@@ -165,27 +166,21 @@ pub fn truncate_content(text: &str, limit: usize) -> Option<Truncated> {
     let head_chars = limit.div_ceil(2);
     let tail_chars = limit - head_chars;
     let omitted_length = total - head_chars - tail_chars;
-    let head_end = byte_offset(text, head_chars);
-    let tail_start = byte_offset(text, total - tail_chars);
+    let head = take_chars(text, head_chars);
+    let tail = skip_chars(text, total - tail_chars);
     let marker = format!(
         "\n\n[… {omitted_length} characters omitted (characters {head_chars}–{end}) …]\n\n",
         end = head_chars + omitted_length
     );
-    let mut cut = String::with_capacity(head_end + marker.len() + (text.len() - tail_start));
-    cut.push_str(&text[..head_end]);
+    let mut cut = String::with_capacity(head.len() + marker.len() + tail.len());
+    cut.push_str(head);
     cut.push_str(&marker);
-    cut.push_str(&text[tail_start..]);
+    cut.push_str(tail);
     Some(Truncated {
         text: cut,
         omitted_start: head_chars,
         omitted_length,
     })
-}
-
-fn byte_offset(text: &str, characters: usize) -> usize {
-    text.char_indices()
-        .nth(characters)
-        .map_or(text.len(), |(offset, _)| offset)
 }
 
 #[cfg(test)]

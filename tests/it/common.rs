@@ -21,6 +21,7 @@ use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
+use synapse_mcp::app::App;
 use synapse_mcp::config::Config;
 use synapse_mcp::server::Server;
 use synapse_mcp::tools::{
@@ -277,12 +278,9 @@ pub(crate) fn test_server(config_toml: &str) -> Server {
         path.to_str().unwrap(),
     ]);
     let config = Config::load(&cli).unwrap();
-    let server = Server::new(&config).unwrap();
-    server
-        .executor()
-        .register_group(test_group(), true)
-        .unwrap();
-    server
+    let app = App::open(&config).unwrap();
+    app.executor().register_group(test_group(), true).unwrap();
+    Server::new(app)
 }
 
 /// Tools that exist only in the tests: `Echo` returns its text, `Repeat` a long text,

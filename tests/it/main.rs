@@ -16,6 +16,7 @@ mod executor;
 mod faults;
 mod floors;
 mod fuzz_regressions;
+mod layers;
 mod logging;
 mod notifications;
 mod plans;

@@ -7,13 +7,14 @@ use std::collections::HashSet;
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::Value;
 
-use super::{SqliteStore, ensure_workspace, now_micros};
-
-mod globals;
+use super::{SqliteStore, ensure_workspace, micros};
 use crate::store::tree::{self, Encoded};
 use crate::store::{
     Error, Floor, GlobalSnapshot, GlobalSummary, SnapshotStore, StorageReport, StoredSnapshot,
 };
+use crate::vars::wall_clock;
+
+mod globals;
 
 fn node_body(transaction: &Transaction<'_>, hash: &str) -> rusqlite::Result<String> {
     transaction
@@ -132,7 +133,7 @@ impl SnapshotStore for SqliteStore {
         self.write(|transaction| {
             ensure_workspace(transaction, workspace)?;
             let (new_nodes, new_bytes) = write_nodes(transaction, snapshots)?;
-            let now = now_micros();
+            let now = micros(wall_clock());
             let mut statement = transaction.prepare_cached(
                 "INSERT OR REPLACE INTO message_variables \
                  (workspace, identifier, chat_file, message_id, swipe_id, root, created_at, summary, stored_bytes) \

@@ -1,0 +1,146 @@
+//! The application, wired: the store, the workspace, the executor with every tool group, the
+//! skills shelf and its watcher, and the snapshots service, built from a [`Config`]. It knows
+//! nothing of MCP: the server adapter (`server.rs`) serves an [`App`] that is already built, and
+//! the tests and benchmarks build theirs the same way, here.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::config::Config;
+use crate::groups;
+use crate::rules::{self, AGENT_GROUP};
+use crate::skills::Library;
+use crate::skills::shelf::Shelf;
+use crate::skills::watch::{self, Watch};
+use crate::snapshots::Snapshots;
+use crate::store::{Location, SqliteOptions, SqliteStore};
+use crate::tools::{Executor, RegisterError, Registry, RulePrompt, ToolGroup};
+use crate::vars::SystemClock;
+use crate::workspace::{self, Workspace};
+
+/// Why the application could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot register tool groups: {0}")]
+    Registry(#[from] RegisterError),
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    #[error(transparent)]
+    Workspace(#[from] workspace::Error),
+}
+
+/// Everything a session works with, owned: dropping it closes the store and stops the watcher.
+pub struct App {
+    executor: Executor,
+    shelf: Arc<Shelf>,
+    snapshots: Arc<Snapshots>,
+    /// Kept for its lifetime: dropping it stops watching the skill roots.
+    _watch: Arc<Mutex<Option<Watch>>>,
+}
+
+impl App {
+    /// Opens the store and builds the workspace, the built-in tool groups and the skills shelf
+    /// as `config` says. The skills load in the background (see [`App::library`]).
+    pub fn open(config: &Config) -> Result<Self, Error> {
+        let clock = Arc::new(SystemClock::new());
+        // Snapshots live in the workspace's SQLite file; with `--store memory`, in a private
+        // in-memory SQLite database that ends with the process.
+        let (workspace, snapshot_store) = match &config.store {
+            Location::Memory => (
+                Workspace::in_memory(config.workspace.clone(), config.capacity, clock),
+                SqliteStore::open_in_memory()?,
+            ),
+            Location::Sqlite(path) => {
+                let options = SqliteOptions {
+                    max_bytes: config.store_max_bytes,
+                };
+                let store = SqliteStore::open(path, options)?;
+                let workspace = Workspace::open(
+                    config.workspace.clone(),
+                    config.capacity,
+                    clock,
+                    store.clone(),
+                )?;
+                (workspace, store)
+            }
+        };
+        let snapshots = Arc::new(Snapshots::new(
+            snapshot_store,
+            config.workspace.clone(),
+            config.script_limits,
+        ));
+        let workspace = Arc::new(workspace.with_max_bytes(Some(config.workspace_max_bytes)));
+        let executor = Executor::new(
+            Arc::new(Registry::default()),
+            workspace,
+            config.executor.clone(),
+        );
+        let agent = ToolGroup {
+            name: AGENT_GROUP.to_owned(),
+            tools: Vec::new(),
+            rule_prompt: RulePrompt::None,
+            rules: rules::agent_rules(),
+        };
+        executor.register_group(agent, true)?;
+        let vars_enabled = config.group_enabled(groups::vars::GROUP, true);
+        executor.register_group(groups::vars::group(), vars_enabled)?;
+        let plans_enabled = config.group_enabled(groups::plans::GROUP, true);
+        executor.register_group(groups::plans::group(), plans_enabled)?;
+        let snapshots_enabled = config.group_enabled(groups::snapshots::GROUP, true);
+        executor.register_group(groups::snapshots::group(&snapshots), snapshots_enabled)?;
+        // The catalog loads beside the session: `initialize` never waits for 10,000 SKILL.md
+        // files; the first request that needs the skills does. Then, on the same thread, the
+        // roots are watched so that skills added, edited or removed on disk are served without a
+        // restart (the watch walks every folder: ≈170 ms at 10,000 skills).
+        let skills_enabled = config.group_enabled(groups::skills::GROUP, true);
+        let watch = Arc::new(Mutex::new(None));
+        let slot = Arc::clone(&watch);
+        let shelf = Shelf::load_in_background(config.skill_roots(), move |shelf| {
+            if skills_enabled {
+                start_watching(shelf, &slot);
+            }
+        });
+        executor.register_group(groups::skills::group(shelf.clone()), skills_enabled)?;
+        // Running skill scripts is opt-in: `[groups] scripts = true` in the config file.
+        let scripts_enabled = config.group_enabled(groups::scripts::GROUP, false);
+        executor.register_group(groups::scripts::group(shelf.clone()), scripts_enabled)?;
+        for tool in &config.disabled_tools {
+            executor.registry().set_tool_enabled(tool, false);
+        }
+        Ok(Self {
+            executor,
+            shelf,
+            snapshots,
+            _watch: watch,
+        })
+    }
+
+    /// The pipeline every tool call passes, with the registry and the workspace it holds.
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    /// The current skill library, reloaded after a save or a change on disk.
+    pub fn shelf(&self) -> &Shelf {
+        &self.shelf
+    }
+
+    /// The skill library as it is now (a saved skill replaces it), once the first scan is done.
+    pub async fn library(&self) -> Arc<Library> {
+        self.shelf.loaded().await
+    }
+
+    /// The chat state snapshots and the function library.
+    pub fn snapshots(&self) -> &Snapshots {
+        &self.snapshots
+    }
+}
+
+/// Starts watching the skill roots and keeps the watch in `slot`.
+fn start_watching(shelf: Arc<Shelf>, slot: &Mutex<Option<Watch>>) {
+    match watch::start(shelf) {
+        Ok(watch) => *slot.lock().unwrap_or_else(PoisonError::into_inner) = watch,
+        Err(error) => {
+            tracing::warn!("{error}; skills changed on disk are seen after a restart");
+        }
+    }
+}
