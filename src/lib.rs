@@ -55,6 +55,7 @@ pub mod server;
 pub mod skills;
 pub mod snapshots;
 pub mod store;
+pub mod text;
 pub mod tools;
 pub mod vars;
 pub mod workspace;

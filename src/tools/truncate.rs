@@ -7,7 +7,7 @@ mod structure;
 use serde_json::{Map, Value};
 
 use super::{Tool, ToolOutput};
-use crate::vars::{skip_chars, take_chars};
+use crate::text::{skip_chars, take_chars};
 
 pub(crate) use structure::{Fitted, Omitted, allows_extra_member, fit_structure, size};
 
