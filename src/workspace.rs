@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use state_document::json_length;
+use crate::json::compact_length;
 
 use crate::json::strings;
 use crate::refs;
@@ -134,7 +134,7 @@ impl Workspace {
             }
             state.seen = loaded.sequence;
         }
-        let state_bytes = json_length(&store.state(&workspace.name)?);
+        let state_bytes = compact_length(&store.state(&workspace.name)?);
         workspace.state_bytes = AtomicUsize::new(state_bytes);
         workspace.store = Some(store);
         let mut state = workspace.lock();

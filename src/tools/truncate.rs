@@ -7,9 +7,10 @@ mod structure;
 use serde_json::{Map, Value};
 
 use super::{Tool, ToolOutput};
+use crate::json::compact_length;
 use crate::text::{skip_chars, take_chars};
 
-pub(crate) use structure::{Fitted, Omitted, allows_extra_member, fit_structure, size};
+pub(crate) use structure::{Fitted, Omitted, allows_extra_member, fit_structure};
 
 /// The meta-argument that sets the output limit of one call, in characters; `0` or `-1` means
 /// no truncation. The leading underscore keeps it apart from every tool's own parameters.
@@ -81,7 +82,7 @@ pub(super) fn cut_structure(
         return None;
     };
     // Most results fit: measured without allocating, before the schema is copied for the walk.
-    if size(value) <= limit {
+    if compact_length(value) <= limit {
         return None;
     }
     let schema = tool.definition().output_schema.as_ref()?;

@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 use serde_json::Value;
 
 use super::{Change, Error, Workspace};
-use crate::json::nesting;
 use crate::json::path::Path;
+use crate::json::{compact_length, nesting};
 
 impl Workspace {
     /// The plans' state document.
@@ -48,10 +48,10 @@ impl Workspace {
         let variable_bytes = self.lock().system.bytes();
         let mut state_bytes = 0;
         let mut set = |document: &mut Value| {
-            let current = json_length(document);
-            let replaced = path.get(document).map_or(0, json_length);
+            let current = compact_length(document);
+            let replaced = path.get(document).map_or(0, compact_length);
             let projected =
-                (current + json_length(value) + path.to_string().len()).saturating_sub(replaced);
+                (current + compact_length(value) + path.to_string().len()).saturating_sub(replaced);
             self.check_bytes(variable_bytes + current, variable_bytes + projected)?;
             path.set(document, value.clone())
                 .map_err(|error| error.to_string())?;
@@ -94,24 +94,5 @@ impl Workspace {
             )),
             _ => Ok(()),
         }
-    }
-}
-
-/// The length of a value's compact JSON text, counted without building it.
-pub(super) fn json_length(value: &Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    match serde_json::to_writer(&mut counter, value) {
-        Ok(()) => counter.0,
-        Err(_) => 0,
     }
 }
