@@ -19,8 +19,8 @@ use super::truncate::{
     OUTPUT_LIMIT_ARGUMENT, cut_structure, structure_hint, truncate, truncation_hint,
 };
 use super::{
-    Answer, ApprovalQuestion, Asking, Fallback, Permission, Policy, Progress, Registry, Sampler,
-    Stage, Tool, ToolCall, ToolError, ToolOutput,
+    Answer, ApprovalQuestion, Asking, Caching, Fallback, Permission, Policy, Progress, Registry,
+    Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation,
 };
 use super::{RegisterError, ToolGroup};
 use crate::refs::dagger;
@@ -225,20 +225,18 @@ impl Executor {
         let output_path = output_path::take_output_path(&self.workspace, tool, &mut arguments)?;
         // The cached `_args` keep the arguments as written, references and all: the expansion
         // may be far larger, and it is in the variables already.
-        let as_written = (tool.caches_result()
+        let as_written = (tool.definition().caching != Caching::Off
             && crate::workspace::contains_any_reference(&arguments))
         .then(|| arguments.clone());
         let own_budget = crate::refs::Budget::default();
         let budget = request.plan.map_or(&own_budget, |plan| &plan.budget);
-        self.workspace
-            .resolve_references(&mut arguments, budget)
-            .map_err(ToolError::invalid)?;
-        if !tool.defers_references(request.plan.is_some()) {
+        self.workspace.resolve_references(&mut arguments, budget)?;
+        if !tool.definition().daggers.kept(request.plan.is_some()) {
             let mut context = ReferenceContext {
                 workspace: &self.workspace,
                 plan: request.plan,
             };
-            dagger::resolve_value(&mut arguments, &mut context).map_err(ToolError::invalid)?;
+            dagger::resolve_value(&mut arguments, &mut context)?;
         }
         let permission = self.permission(tool);
         let scope = match permission.execution {
@@ -321,9 +319,11 @@ impl Executor {
         limit: Option<usize>,
     ) -> ExecuteResult {
         let formatted = tool.format_for_llm(&output, arguments);
-        let truncation = truncate(tool, &formatted, arguments, limit);
+        let truncation = truncate(tool, &formatted, limit);
         let mut cache_failure = None;
-        let cache_var_result = if tool.caches_result() {
+        let cache_var_result = if tool.definition().caching == Caching::Off {
+            None
+        } else {
             match self.cache(tool, &formatted, as_written) {
                 Ok(result) => Some(result),
                 Err(error) => {
@@ -332,8 +332,6 @@ impl Executor {
                     None
                 }
             }
-        } else {
-            None
         };
         let is_truncated = truncation.is_some();
         let mut final_text = match truncation {
@@ -352,7 +350,7 @@ impl Executor {
         }
         let structured = tool.definition().output_schema.is_some()
             && matches!(output, ToolOutput::Structured(_));
-        let structured_cut = if structured && !tool.skip_truncation() {
+        let structured_cut = if structured && tool.definition().truncation != Truncation::Never {
             cut_structure(tool, &output, limit, cache_var_result.as_deref())
         } else {
             None
@@ -508,7 +506,7 @@ impl Executor {
     }
 
     fn permission(&self, tool: &dyn Tool) -> Permission {
-        let own = tool.permission();
+        let own = tool.definition().permission;
         match self.settings.overrides.get(&tool.definition().name) {
             None => own,
             Some(over) => Permission {
@@ -545,7 +543,10 @@ impl Executor {
             .and_then(|over| over.output_limit);
         Ok(Some(
             configured
-                .or_else(|| tool.default_output_limit())
+                .or(match tool.definition().truncation {
+                    Truncation::Default(limit) => Some(limit),
+                    Truncation::Configured | Truncation::Never => None,
+                })
                 .unwrap_or(self.settings.output_limit),
         ))
     }
@@ -559,7 +560,7 @@ impl Executor {
         formatted: &str,
         arguments: &Value,
     ) -> Result<String, crate::workspace::Error> {
-        let recomputable = tool.result_is_recomputable();
+        let recomputable = tool.definition().caching == Caching::Lazy;
         let tool = tool.definition().name.as_str();
         let node = uuid::Uuid::new_v4().simple().to_string();
         let node = &node[..8];

@@ -438,14 +438,22 @@ async fn a_full_disk_after_a_clean_shutdown_starts_read_only() {
     let Some((_disk, client)) = restarted_on_a_full_disk(Ending::Clean).await else {
         return;
     };
+    // A store that cannot be written is no mistake of the caller's: an internal error.
     let refused = client
         .call_tool(
             rmcp::model::CallToolRequestParams::new("WriteVar")
                 .with_arguments(rmcp::object!({"name": "new", "value": "lost?"})),
         )
         .await
-        .unwrap();
-    assert_eq!(refused.is_error, Some(true), "{refused:?}");
-    assert!(text(&refused).contains("read-only"), "{}", text(&refused));
+        .expect_err("a write to a read-only store fails");
+    let rmcp::ServiceError::McpError(refused) = refused else {
+        panic!("not a JSON-RPC error: {refused}");
+    };
+    assert_eq!(
+        refused.code,
+        rmcp::model::ErrorCode::INTERNAL_ERROR,
+        "{refused:?}"
+    );
+    assert!(refused.message.contains("read-only"), "{}", refused.message);
     client.cancel().await.unwrap();
 }
