@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::Fixture;
 use crate::common::{
-    Client, Elicitation, RawSession, TestClient, call, is_error, spawn_binary, text,
+    Client, Elicitation, RawSession, TestClient, call, is_error, spawn_binary, text, write_skill,
 };
 
 const AUTO: &str = "[tools.SkillSave]\nexecution = \"auto\"\n";
@@ -26,14 +26,8 @@ async fn client(fixture: &Fixture, config: &str, elicitation: Elicitation) -> (C
 
 /// A skill folder `name` in the fixture root with a SKILL.md.
 fn skill(fixture: &Fixture, name: &str) -> std::path::PathBuf {
-    let folder = fixture.root().join(name);
-    std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(
-        folder.join("SKILL.md"),
-        format!("---\nname: {name}\ndescription: A test skill. Use when testing.\n---\n# {name}\n"),
-    )
-    .unwrap();
-    folder
+    let description = "A test skill. Use when testing.";
+    write_skill(&fixture.root(), name, description, &format!("# {name}"))
 }
 
 fn save(name: &str, files: &Value) -> Value {
