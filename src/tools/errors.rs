@@ -59,6 +59,7 @@ impl From<dagger::Error> for ToolError {
     fn from(error: dagger::Error) -> Self {
         match error {
             dagger::Error::UnknownKind { .. }
+            | dagger::Error::Path { .. }
             | dagger::Error::Missing { .. }
             | dagger::Error::Unavailable { .. }
             | dagger::Error::NotSpliceable { .. } => Self::Invalid(error.to_string()),
