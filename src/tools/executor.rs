@@ -1,6 +1,10 @@
 //! The `execute()` pipeline (`docs/executor.md`), step by step:
 //! resolve references → execution gate → execute → format → truncate → cache result and
 //! arguments as variables → truncation hint → result gate.
+//!
+//! `executor/groups.rs` registers tool groups and renders their rules.
+
+mod groups;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -22,9 +26,7 @@ use super::{
     Answer, ApprovalQuestion, Asking, Caching, Fallback, Permission, Policy, Progress, Registry,
     Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation,
 };
-use super::{RegisterError, ToolGroup};
 use crate::refs::dagger;
-use crate::rules::{self, Section, SkillRule};
 use crate::vars::{NewVariable, ValueKind, VarType};
 use crate::workspace::Workspace;
 
@@ -118,79 +120,6 @@ impl Executor {
 
     pub fn settings(&self) -> &ExecutorSettings {
         &self.settings
-    }
-
-    /// Registers a group and stores its declared rules as pinned `RULE` variables.
-    pub fn register_group(&self, group: ToolGroup, enabled: bool) -> Result<(), RegisterError> {
-        let variables: Vec<NewVariable> = group
-            .rules
-            .iter()
-            .map(|rule| {
-                let mut variable = NewVariable::text(
-                    rules::variable_name(&group.name, &rule.name),
-                    rule.prompt.as_str(),
-                    VarType::Rule,
-                );
-                variable.desc = Some(rules::variable_description(&group.name, rule));
-                variable.keep = true;
-                variable
-            })
-            .collect();
-        // Only rules that changed are written (one durable commit for all of them), so a
-        // start with unchanged rules writes nothing; a failed write (a full disk, a read-only
-        // store) is logged and the server starts anyway, serving what is stored.
-        let changed: Vec<NewVariable> = variables
-            .into_iter()
-            .filter(|variable| !self.rule_is_stored(variable))
-            .collect();
-        if !changed.is_empty()
-            && let Err(error) = self.workspace.insert_all(changed)
-        {
-            tracing::error!(group = %group.name, %error, "cannot store the group's rules; starting without updating them");
-        }
-        Ok(self.registry.register(group, enabled)?)
-    }
-
-    /// Whether a rule variable is stored exactly as it would be written.
-    fn rule_is_stored(&self, variable: &NewVariable) -> bool {
-        self.workspace.peek(&variable.name).is_some_and(|stored| {
-            *stored.value == *variable.value
-                && stored.desc == variable.desc
-                && stored.var_type == variable.var_type
-                && stored.keep == variable.keep
-        })
-    }
-
-    /// The server `instructions` for the enabled groups: the essentials, and where the rest is.
-    pub fn instructions(&self) -> String {
-        self.with_sections(rules::instructions_text)
-    }
-
-    /// The full tool-rules text for the enabled groups (the prompt `tool-rules`).
-    pub fn tool_rules(&self) -> String {
-        self.with_sections(rules::tool_rules_text)
-    }
-
-    fn with_sections(&self, render: impl FnOnce(&[rules::Section<'_>]) -> String) -> String {
-        let groups = self.registry.enabled_groups();
-        let sections: Vec<_> = groups
-            .iter()
-            .map(|group| Section {
-                group: &group.name,
-                prompt: group.rule_prompt.text(),
-                rules: &group.rules,
-            })
-            .collect();
-        render(&sections)
-    }
-
-    /// A declared rule of any registered group.
-    pub fn find_rule(&self, group: &str, rule: &str) -> Option<SkillRule> {
-        self.registry
-            .groups()
-            .iter()
-            .filter(|g| g.name == group)
-            .find_map(|g| g.rules.iter().find(|r| r.name == rule).cloned())
     }
 
     /// Runs one call through the whole pipeline.
