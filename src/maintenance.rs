@@ -9,7 +9,8 @@ use crate::config::{Config, WorkspaceCommand};
 use crate::json::nesting::MAX_DEPTH;
 use crate::store::export::{self, WorkspaceExport};
 use crate::store::{self, DeepState, Location, SCHEMA_VERSION, SqliteOptions, SqliteStore, Store};
-use crate::vars::{shorten, wall_clock};
+use crate::text::shorten;
+use crate::vars::wall_clock;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -61,7 +61,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::json::strings;
-use crate::vars::{ValueKind, shorten, slice_chars};
+use crate::text::{shorten, slice_chars};
+use crate::vars::ValueKind;
 
 /// The text that opens a reference.
 const OPENING: &str = "$VAR_REF{{";

@@ -6,8 +6,7 @@
 //!   ([`NewVariable`], [`VariablePatch`]);
 //! - `names.rs`: the rules for valid names ([`validate_name`]);
 //! - `clock.rs`: [`Timestamp`]s, the injectable [`Clock`] and the one [`wall_clock`];
-//! - `window.rs`: character windows of text ([`Chunk`], [`window`], [`slice_chars`]), which
-//!   `$VAR_REF` slices and the executor's truncation share;
+//! - character windows come from the ground floor's [`crate::text`] ([`Chunk`], [`window`]);
 //! - `eviction.rs`: which variables go when the store is over capacity (caches first, then the
 //!   least recently used; `keep` never), and the ordered index that keeps that cheap.
 //!
@@ -20,20 +19,19 @@ mod eviction;
 mod fixtures;
 mod names;
 mod variable;
-mod window;
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
+pub use crate::text::{Chunk, window};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp, wall_clock};
 use eviction::EvictionOrder;
 pub use names::validate_name;
 pub use variable::{
     NewVariable, Record, ValueKind, VarType, Variable, VariablePatch, encode_value,
 };
-pub use window::{Chunk, shorten, skip_chars, slice_chars, take_chars, window};
 
 /// Errors raised by the variable store and its parsers.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -226,7 +224,7 @@ impl VariableSystem {
         let variable = self.visit(name).ok_or_else(|| Error::NotFound {
             name: name.to_owned(),
         })?;
-        Ok(window::chunk_of(
+        Ok(crate::text::chunk_of(
             &variable.value,
             variable.char_len(),
             start,

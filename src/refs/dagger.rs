@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::json::path::{self, Path, is_word};
 use crate::json::strings;
-use crate::vars::take_chars;
+use crate::text::take_chars;
 
 /// Characters of an unreadable reference quoted in its error.
 const SHOWN_CHARS: usize = 40;

@@ -9,99 +9,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{CACHED_READ, DESTRUCTIVE, OVERWRITES, Run, SnapshotTool, failed};
-use crate::groups::structured;
+use futures::future::BoxFuture;
+
+use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES};
+use crate::groups::{off_thread, structured};
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::diff::Operation;
 use crate::snapshots::globals::Origin;
 use crate::snapshots::{FloorList, Reprocessed, Snapshots, Source, Start};
 use crate::store::{Floor, GlobalSnapshot, GlobalSummary};
-use crate::tools::{Tool, ToolDefinition, ToolError, ToolOutput, parse_arguments};
-
-/// The tools; `tool` makes one that caches its result, `asking` one that deletes and so asks.
-pub(super) fn tools(service: &Arc<Snapshots>) -> Vec<Arc<dyn Tool>> {
-    let tool = |definition: ToolDefinition, run: Run, asks_first: bool| -> Arc<dyn Tool> {
-        Arc::new(SnapshotTool {
-            definition,
-            service: Arc::clone(service),
-            run,
-            whole_chats: false,
-            asks_first,
-        })
-    };
-    vec![
-        tool(
-            ToolDefinition::new::<ListArguments>("SnapshotList", LIST, CACHED_READ)
-                .with_title("List chat floors")
-                .with_output::<FloorList>(),
-            list,
-            false,
-        ),
-        tool(
-            ToolDefinition::new::<DiffArguments>("SnapshotDiff", DIFF, CACHED_READ)
-                .with_title("Diff two snapshots")
-                .with_output::<DiffOutput>(),
-            diff,
-            false,
-        ),
-        Arc::new(SnapshotTool {
-            definition: ToolDefinition::new::<ReprocessArguments>(
-                "SnapshotReprocess",
-                REPROCESS,
-                DESTRUCTIVE,
-            )
-            .with_title("Reprocess chat from a floor")
-            .with_output::<Reprocessed>(),
-            service: Arc::clone(service),
-            run: reprocess,
-            whole_chats: true,
-            asks_first: true,
-        }),
-        tool(
-            ToolDefinition::new::<DeleteArguments>("SnapshotDelete", DELETE, DESTRUCTIVE)
-                .with_title("Delete snapshot")
-                .with_output::<Floor>(),
-            delete,
-            true,
-        ),
-        tool(
-            ToolDefinition::new::<GlobalSaveArguments>(
-                "SnapshotGlobalSave",
-                GLOBAL_SAVE,
-                OVERWRITES,
-            )
-            .with_title("Save global snapshot")
-            .with_output::<GlobalSnapshot>(),
-            global_save,
-            false,
-        ),
-        tool(
-            ToolDefinition::new::<NoArguments>("SnapshotGlobalList", GLOBAL_LIST, CACHED_READ)
-                .with_title("List global snapshots")
-                .with_output::<GlobalListOutput>(),
-            global_list,
-            false,
-        ),
-        tool(
-            ToolDefinition::new::<GlobalArguments>("SnapshotGlobalGet", GLOBAL_GET, CACHED_READ)
-                .with_title("Get global snapshot")
-                .with_output::<GlobalSnapshot>(),
-            global_get,
-            false,
-        ),
-        tool(
-            ToolDefinition::new::<GlobalArguments>(
-                "SnapshotGlobalDelete",
-                GLOBAL_DELETE,
-                DESTRUCTIVE,
-            )
-            .with_title("Delete global snapshot")
-            .with_output::<GlobalSummary>(),
-            global_delete,
-            true,
-        ),
-    ]
-}
+use crate::tools::{Caching, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, Truncation};
 
 const LIST: &str = "List a chat's floors: every stored snapshot by message index and swipe, \
     with its id, creation time, stored size and a one-line summary of what its message changed. \
@@ -141,15 +58,43 @@ pub struct ListArguments {
     pub message_index: Option<u64>,
 }
 
+/// `SnapshotList`: a chat's floors, or one floor's snapshots.
+pub(super) struct SnapshotList {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl SnapshotList {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition = ToolDefinition::new::<ListArguments>("SnapshotList", LIST, CACHED_READ)
+            .with_title("List chat floors")
+            .with_output::<FloorList>();
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for SnapshotList {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(&self.definition, call, move |arguments, cancellation| {
+            list(&service, &arguments, cancellation)
+        })
+    }
+}
+
 fn list(
     service: &Snapshots,
-    arguments: Value,
+    arguments: &ListArguments,
     _: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
-    let arguments: ListArguments = parse_arguments("SnapshotList", arguments)?;
-    let floors = service
-        .floors(&arguments.chat_file, arguments.message_index)
-        .map_err(failed)?;
+    let floors = service.floors(&arguments.chat_file, arguments.message_index)?;
     structured(&floors)
 }
 
@@ -171,15 +116,43 @@ pub struct DiffOutput {
     pub patch: Vec<Operation>,
 }
 
+/// `SnapshotDiff`: an RFC 6902 JSON Patch between two states.
+pub(super) struct SnapshotDiff {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl SnapshotDiff {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition = ToolDefinition::new::<DiffArguments>("SnapshotDiff", DIFF, CACHED_READ)
+            .with_title("Diff two snapshots")
+            .with_output::<DiffOutput>();
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for SnapshotDiff {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(&self.definition, call, move |arguments, cancellation| {
+            diff(&service, &arguments, cancellation)
+        })
+    }
+}
+
 fn diff(
     service: &Snapshots,
-    arguments: Value,
+    arguments: &DiffArguments,
     _: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
-    let arguments: DiffArguments = parse_arguments("SnapshotDiff", arguments)?;
-    let (from, to, patch) = service
-        .diff(&arguments.from, &arguments.to)
-        .map_err(failed)?;
+    let (from, to, patch) = service.diff(&arguments.from, &arguments.to)?;
     structured(&DiffOutput { from, to, patch })
 }
 
@@ -198,26 +171,59 @@ pub struct ReprocessArguments {
     pub base_id: Option<String>,
 }
 
+/// `SnapshotReprocess`: a chat recomputed from a floor on. Like `SnapshotProcess` it takes
+/// whole chats, so it is neither cached nor cut; it deletes the old snapshots, so it asks first.
+pub(super) struct SnapshotReprocess {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl SnapshotReprocess {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition =
+            ToolDefinition::new::<ReprocessArguments>("SnapshotReprocess", REPROCESS, DESTRUCTIVE)
+                .with_title("Reprocess chat from a floor")
+                .with_output::<Reprocessed>()
+                .with_caching(Caching::Off)
+                .with_truncation(Truncation::Never)
+                .with_permission(ASKS_FIRST);
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for SnapshotReprocess {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(&self.definition, call, move |arguments, cancellation| {
+            reprocess(&service, &arguments, cancellation)
+        })
+    }
+}
+
 fn reprocess(
     service: &Snapshots,
-    arguments: Value,
+    arguments: &ReprocessArguments,
     cancellation: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
-    let arguments: ReprocessArguments = parse_arguments("SnapshotReprocess", arguments)?;
     let start = Start {
         character_id: arguments.character_id.as_deref(),
         template: None,
         base_id: arguments.base_id.as_deref(),
     };
-    let reprocessed = service
-        .reprocess(
-            &arguments.chat_file,
-            arguments.from_index,
-            &arguments.messages,
-            &start,
-            &|| cancellation.is_cancelled(),
-        )
-        .map_err(failed)?;
+    let reprocessed = service.reprocess(
+        &arguments.chat_file,
+        arguments.from_index,
+        &arguments.messages,
+        &start,
+        &|| cancellation.is_cancelled(),
+    )?;
     structured(&reprocessed)
 }
 
@@ -228,13 +234,45 @@ pub struct DeleteArguments {
     pub id: String,
 }
 
+/// `SnapshotDelete`: one chat snapshot deleted; asks first.
+pub(super) struct SnapshotDelete {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl SnapshotDelete {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition =
+            ToolDefinition::new::<DeleteArguments>("SnapshotDelete", DELETE, DESTRUCTIVE)
+                .with_title("Delete snapshot")
+                .with_output::<Floor>()
+                .with_permission(ASKS_FIRST);
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for SnapshotDelete {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(&self.definition, call, move |arguments, cancellation| {
+            delete(&service, &arguments, cancellation)
+        })
+    }
+}
+
 fn delete(
     service: &Snapshots,
-    arguments: Value,
+    arguments: &DeleteArguments,
     _: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
-    let arguments: DeleteArguments = parse_arguments("SnapshotDelete", arguments)?;
-    structured(&service.delete_snapshot(&arguments.id).map_err(failed)?)
+    structured(&service.delete_snapshot(&arguments.id)?)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -256,12 +294,46 @@ pub struct GlobalSaveArguments {
     pub replace: bool,
 }
 
+/// `SnapshotGlobalSave`: a state saved as a labelled global snapshot.
+pub(super) struct SnapshotGlobalSave {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl SnapshotGlobalSave {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition = ToolDefinition::new::<GlobalSaveArguments>(
+            "SnapshotGlobalSave",
+            GLOBAL_SAVE,
+            OVERWRITES,
+        )
+        .with_title("Save global snapshot")
+        .with_output::<GlobalSnapshot>();
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for SnapshotGlobalSave {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(&self.definition, call, move |arguments, cancellation| {
+            global_save(&service, arguments, cancellation)
+        })
+    }
+}
+
 fn global_save(
     service: &Snapshots,
-    arguments: Value,
+    arguments: GlobalSaveArguments,
     _: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
-    let arguments: GlobalSaveArguments = parse_arguments("SnapshotGlobalSave", arguments)?;
     let origin = match (arguments.from.as_deref(), arguments.snapshot) {
         (Some(reference), None) => Origin::Reference(reference),
         (None, Some(state)) => Origin::State(state),
@@ -271,14 +343,12 @@ fn global_save(
             ));
         }
     };
-    let saved = service
-        .save_global(
-            &arguments.label,
-            &arguments.description,
-            origin,
-            arguments.replace,
-        )
-        .map_err(failed)?;
+    let saved = service.save_global(
+        &arguments.label,
+        &arguments.description,
+        origin,
+        arguments.replace,
+    )?;
     structured(&saved)
 }
 
@@ -291,13 +361,44 @@ pub struct GlobalListOutput {
     pub globals: Vec<GlobalSummary>,
 }
 
+/// `SnapshotGlobalList`: the global snapshots.
+pub(super) struct SnapshotGlobalList {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl SnapshotGlobalList {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition =
+            ToolDefinition::new::<NoArguments>("SnapshotGlobalList", GLOBAL_LIST, CACHED_READ)
+                .with_title("List global snapshots")
+                .with_output::<GlobalListOutput>();
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for SnapshotGlobalList {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(&self.definition, call, move |arguments, cancellation| {
+            global_list(&service, arguments, cancellation)
+        })
+    }
+}
+
 fn global_list(
     service: &Snapshots,
-    arguments: Value,
+    _arguments: NoArguments,
     _: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
-    let _: NoArguments = parse_arguments("SnapshotGlobalList", arguments)?;
-    let globals = service.globals().map_err(failed)?;
+    let globals = service.globals()?;
     structured(&GlobalListOutput { globals })
 }
 
@@ -308,22 +409,88 @@ pub struct GlobalArguments {
     pub id: String,
 }
 
+/// `SnapshotGlobalGet`: one global snapshot by id or label.
+pub(super) struct SnapshotGlobalGet {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl SnapshotGlobalGet {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition =
+            ToolDefinition::new::<GlobalArguments>("SnapshotGlobalGet", GLOBAL_GET, CACHED_READ)
+                .with_title("Get global snapshot")
+                .with_output::<GlobalSnapshot>();
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for SnapshotGlobalGet {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(&self.definition, call, move |arguments, cancellation| {
+            global_get(&service, &arguments, cancellation)
+        })
+    }
+}
+
 fn global_get(
     service: &Snapshots,
-    arguments: Value,
+    arguments: &GlobalArguments,
     _: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
-    let arguments: GlobalArguments = parse_arguments("SnapshotGlobalGet", arguments)?;
-    structured(&service.global(&arguments.id).map_err(failed)?)
+    structured(&service.global(&arguments.id)?)
+}
+
+/// `SnapshotGlobalDelete`: one global snapshot deleted; asks first.
+pub(super) struct SnapshotGlobalDelete {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl SnapshotGlobalDelete {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition = ToolDefinition::new::<GlobalArguments>(
+            "SnapshotGlobalDelete",
+            GLOBAL_DELETE,
+            DESTRUCTIVE,
+        )
+        .with_title("Delete global snapshot")
+        .with_output::<GlobalSummary>()
+        .with_permission(ASKS_FIRST);
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for SnapshotGlobalDelete {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(&self.definition, call, move |arguments, cancellation| {
+            global_delete(&service, &arguments, cancellation)
+        })
+    }
 }
 
 fn global_delete(
     service: &Snapshots,
-    arguments: Value,
+    arguments: &GlobalArguments,
     _: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
-    let arguments: GlobalArguments = parse_arguments("SnapshotGlobalDelete", arguments)?;
-    let deleted = service.delete_global(&arguments.id).map_err(failed)?;
+    let deleted = service.delete_global(&arguments.id)?;
     structured(&GlobalSummary {
         id: deleted.id,
         label: deleted.label,

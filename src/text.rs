@@ -1,5 +1,5 @@
-//! Character windows of text: the one place where positions counted in Unicode characters become
-//! byte offsets, so no reader ever splits a character. `ReadVar` and `ReadState` windows,
+//! The ground floor's text utility, character windows: the one place where positions counted in
+//! Unicode characters become byte offsets, so no reader ever splits a character. `ReadVar` and `ReadState` windows,
 //! `$VAR_REF{{name:start:length}}` slices, the executor's head-and-tail truncation and long text
 //! quoted in messages all cut text here.
 
@@ -58,7 +58,7 @@ pub fn window(text: &str, start: usize, length: Option<usize>) -> Chunk {
 }
 
 /// [`window`] of a value whose character count (`total`) is already known.
-pub(super) fn chunk_of(value: &str, total: usize, start: usize, length: Option<usize>) -> Chunk {
+pub fn chunk_of(value: &str, total: usize, start: usize, length: Option<usize>) -> Chunk {
     let start = start.min(total);
     let remaining = total - start;
     let length = length.map_or(remaining, |length| length.min(remaining));
