@@ -33,6 +33,11 @@ pub(super) fn list(executor: &Executor) -> Vec<WireTool> {
 pub(super) fn wire_tool(tool: &dyn Tool) -> WireTool {
     let definition = tool.definition();
     let mut schema = definition.input_schema.as_ref().clone();
+    // A tool without parameters still takes the meta-arguments: it gets a `properties` to list
+    // them in (its schema forbids other members, so clients would refuse them otherwise).
+    if schema.get("type") == Some(&Value::from("object")) && !schema.contains_key("properties") {
+        schema.insert("properties".to_owned(), json!({}));
+    }
     if definition.truncation != Truncation::Never
         && let Some(Value::Object(properties)) = schema.get_mut("properties")
     {

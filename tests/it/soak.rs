@@ -395,7 +395,12 @@ async fn mixed_concurrent_load_loses_no_acknowledged_write() {
     let skills = directory.path().join("skills");
     copy_tree(&manifest("tests/fixtures/skills"), &skills);
     let config = directory.path().join("config.toml");
-    std::fs::write(&config, format!("capacity = {CAPACITY}\n")).unwrap();
+    // The soak deletes chats as a client that cannot be asked would, with deleting allowed.
+    std::fs::write(
+        &config,
+        format!("capacity = {CAPACITY}\n\n[tools.SnapshotDeleteChat]\nexecution = \"auto\"\n"),
+    )
+    .unwrap();
     let data = directory.path().join("data");
     let client = durable_client(&data, &skills, &config).await;
     let template = call(
