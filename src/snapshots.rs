@@ -17,10 +17,14 @@
 pub mod builtins;
 pub mod calls;
 pub mod chat;
+mod dry_run;
 pub mod engine;
 pub mod functions;
 pub mod javascript;
+mod library;
 pub mod literal;
+pub mod switches;
+pub mod unknown;
 
 use std::sync::Arc;
 
@@ -97,6 +101,10 @@ pub struct Processed {
     /// valid; the later messages were not processed (call again to go on from them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<Stopped>,
+    /// Present when processing is switched off for the chat or its character (SnapshotEnable):
+    /// nothing was processed or stored, and `vs_stat_data` is the state as it stands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<switches::Disabled>,
 }
 
 /// How far a cancelled `SnapshotProcess` got.
@@ -399,6 +407,9 @@ impl Snapshots {
         template: Option<Value>,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Processed, Error> {
+        if let Some(disabled) = self.disabled(chat_file, character_id)? {
+            return self.unprocessed(messages, character_id, template, disabled);
+        }
         let mut loaded: Option<StoredSnapshot> = None;
         let mut failure = None;
         let anchor = chat::anchor(messages, |id| {
@@ -490,6 +501,7 @@ impl Snapshots {
             errors,
             storage,
             stopped,
+            disabled: None,
         })
     }
 

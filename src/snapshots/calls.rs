@@ -133,10 +133,12 @@ fn mvu_operation(name: &str, arguments: Vec<Value>) -> Result<Action, String> {
     Ok(action)
 }
 
+/// MVU's commands (`_.set(…)` …).
+pub const MVU_OPERATIONS: [&str; 7] = [
+    "set", "add", "assign", "insert", "remove", "unset", "delete",
+];
+
 fn find_mvu_calls(text: &str, found: &mut Vec<Found>) {
-    const OPERATIONS: [&str; 7] = [
-        "set", "add", "assign", "insert", "remove", "unset", "delete",
-    ];
     for (position, _) in text.match_indices("_.") {
         let preceded_by_word = text[..position]
             .chars()
@@ -148,7 +150,7 @@ fn find_mvu_calls(text: &str, found: &mut Vec<Found>) {
             continue;
         }
         let name_start = position + 2;
-        let Some(name) = OPERATIONS.into_iter().find(|name| {
+        let Some(name) = MVU_OPERATIONS.into_iter().find(|name| {
             text[name_start..].starts_with(name)
                 && !text[name_start + name.len()..]
                     .starts_with(|character: char| character.is_alphanumeric() || character == '_')

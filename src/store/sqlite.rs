@@ -22,12 +22,13 @@ use crate::json::nesting;
 use crate::vars::{RestoredVariable, Timestamp, ValueKind, VarType};
 
 /// The schema this build writes; `PRAGMA user_version` holds a database's.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_workspaces.sql"),
     include_str!("migrations/0002_state.sql"),
     include_str!("migrations/0003_snapshots.sql"),
+    include_str!("migrations/0005_switches.sql"),
 ];
 
 /// Values this long (in characters) or longer go to the value pool.
