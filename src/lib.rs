@@ -1,26 +1,34 @@
 //! synapse-mcp: an MCP server that gives any MCP client an agent workspace.
 //!
-//! # Modules
-//! - [`config`]: the command line and the TOML file.
-//! - [`app`]: the wiring — `App::open` builds the store, workspace, tool groups, executor,
-//!   skills shelf and watcher from the config; it knows nothing of MCP.
-//! - [`server`]: the rmcp adapter — the only module that knows MCP. `server/errors.rs` is the one
-//!   place where results and errors take their wire form.
-//! - [`tools`]: the `Tool` trait, tool groups, the registry, approval policies and the executor
-//!   pipeline every call passes.
-//! - [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, `snapshots`, the opt-in
-//!   `scripts`), thin adapters over the domain modules.
-//! - [`workspace`]: the variables, state document and approvals a session works in; every
-//!   mutation passes here, is committed to the [`store`] before it is acknowledged, and is
-//!   announced to subscribers.
-//! - [`store`]: durable workspaces (SQLite), shared between processes by a change sequence.
-//! - [`maintenance`]: `workspace list|export|import|delete` and `doctor`.
-//! - Domain modules, which know nothing of MCP: [`vars`] (the capacity-bounded variables),
-//!   [`refs`] (`$VAR_REF` and `†kind.path` resolution), [`plans`] (`_outputPath`
-//!   targets, plan validation and execution), [`rules`] (skill rules and the tool-rules text),
-//!   [`skills`] (the Agent Skills library: discovery, frontmatter, validation, `index.json`,
-//!   search, files), [`snapshots`] (chat state snapshots and the function library), and
-//!   [`json::nesting`] (the one depth limit for values and dot paths).
+//! # Layers
+//! Modules import only from the layers below their own, and no module imports one that imports
+//! it back (`tests/it/layers.rs` checks both). From the top:
+//!
+//! 1. [`server`]: the rmcp adapter — the only module that knows MCP. `server/errors.rs` is the
+//!    one place where results and errors take their wire form.
+//! 2. [`app`]: the wiring — `App::open` builds the store, workspace, tool groups, executor,
+//!    skills shelf and watcher from the config, for `main` and the tests alike; and
+//!    [`maintenance`]: `workspace list|export|import|delete` and `doctor`.
+//! 3. [`config`]: the command line and the TOML file.
+//! 4. [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, `snapshots`, the opt-in
+//!    `scripts`): one struct per tool, a thin adapter over a domain module.
+//! 5. [`plans`] (plan validation and execution, over the executor) and [`snapshots`] (chat state
+//!    snapshots and the function library).
+//! 6. [`tools`]: the `Tool` trait and definitions, the registry, approval policies, and the
+//!    executor pipeline every call passes (references, gates, truncation, caching,
+//!    `_outputPath`), with the one conversion of domain errors into tool errors.
+//! 7. [`workspace`]: the variables, state document and approvals a session works in; every
+//!    mutation passes here, is committed to the [`store`] before it is acknowledged, and is
+//!    announced to subscribers.
+//! 8. [`refs`] (`$VAR_REF` and `†kind.path` resolution), [`rules`] (skill rules and the
+//!    tool-rules text) and [`store`] (durable workspaces in SQLite, shared between processes by
+//!    a change sequence).
+//! 9. [`vars`] (the capacity-bounded variables) and [`skills`] (the Agent Skills library:
+//!    discovery, frontmatter, validation, `index.json`, search, files).
+//! 10. The ground floor: [`json`] (dot paths, the one depth limit, the string walk) and
+//!     [`text`] (character windows).
+//!
+//! Everything below [`server`] knows nothing of MCP.
 //!
 //! `docs/architecture.md` has the full map and where each behaviour lives; `docs/` explains
 //! each concept.
@@ -31,14 +39,14 @@
 //!   → Executor::execute                                        tools/executor.rs
 //!       _outputLimit, _outputPath taken out of the arguments   0 / -1 = no truncation
 //!       Workspace::resolve_references                          refs.rs over vars.rs
-//!       † references (unless the tool defers them)             refs/dagger.rs, plans/scope.rs
+//!       † references (unless the tool defers them)             refs/dagger.rs, tools/scope.rs
 //!       execution gate                                         auto | ask-once | ask-always:
 //!                                                              elicitation, or MRTR input_required
 //!       Tool::execute                                          groups/*.rs → domain modules
 //!       format_for_llm → truncate (head + tail, marker)        tools/truncate.rs
 //!       cache {tool}_{nodeId}_result / _args variables
 //!       truncation hint naming the variable and $VAR_REF{{…}}
-//!       result gate, then _outputPath writes                  tools/outputs.rs
+//!       result gate, then _outputPath writes                  tools/output_path.rs
 //!   → server/errors.rs: CallToolResult | InputRequiredResult | JSON-RPC error
 //! ```
 #![deny(clippy::print_stdout)]
@@ -55,6 +63,7 @@ pub mod server;
 pub mod skills;
 pub mod snapshots;
 pub mod store;
+pub mod text;
 pub mod tools;
 pub mod vars;
 pub mod workspace;

@@ -9,7 +9,8 @@ use crate::config::{Config, WorkspaceCommand};
 use crate::json::nesting::MAX_DEPTH;
 use crate::store::export::{self, WorkspaceExport};
 use crate::store::{self, DeepState, Location, SCHEMA_VERSION, SqliteOptions, SqliteStore, Store};
-use crate::vars::{Clock, SystemClock};
+use crate::text::shorten;
+use crate::vars::wall_clock;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -61,7 +62,7 @@ pub fn workspace(
     match command {
         WorkspaceCommand::List => list(store.as_ref(), out),
         WorkspaceCommand::Export { name, output } => {
-            let exported = export::export(store.as_ref(), name, SystemClock::new().now())?;
+            let exported = export::export(store.as_ref(), name, wall_clock())?;
             let mut json =
                 serde_json::to_string_pretty(&exported).map_err(std::io::Error::other)?;
             json.push('\n');
@@ -220,7 +221,7 @@ fn report_deep_states(deep: &[DeepState], repair: bool, out: &mut dyn Write) -> 
             .cut
             .iter()
             .take(SHOWN)
-            .map(|path| format!("`{}`", shorten(path)))
+            .map(|path| format!("`{}`", shorten(path, 80)))
             .collect();
         if state.cut.len() > SHOWN {
             branches.push(format!("and {} more", state.cut.len() - SHOWN));
@@ -245,12 +246,4 @@ fn report_deep_states(deep: &[DeepState], repair: bool, out: &mut dyn Write) -> 
         }
     }
     Ok(())
-}
-
-/// The beginning of a long path.
-fn shorten(path: &str) -> String {
-    match path.char_indices().nth(80) {
-        Some((cut, _)) => format!("{}…", &path[..cut]),
-        None => path.to_owned(),
-    }
 }

@@ -60,6 +60,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::json::strings;
+use crate::text::{shorten, slice_chars};
 use crate::vars::ValueKind;
 
 /// The text that opens a reference.
@@ -306,11 +308,10 @@ fn parse_number(label: &str, digits: &str) -> Result<usize, String> {
 
 /// Builds a malformed-reference error, shortening very long reference text.
 fn malformed(source: &str, reason: String) -> Error {
-    let reference = match source.char_indices().nth(QUOTE_LIMIT) {
-        Some((cut, _)) => format!("{}…", &source[..cut]),
-        None => source.to_owned(),
-    };
-    Error::Malformed { reference, reason }
+    Error::Malformed {
+        reference: shorten(source, QUOTE_LIMIT),
+        reason,
+    }
 }
 
 /// True when the text holds a reference or an escape, i.e. resolution could
@@ -368,34 +369,12 @@ fn resolve_tree(
     lookup: &mut dyn Lookup,
     budget: &mut usize,
 ) -> Result<(), Error> {
-    let mut pending = vec![value];
-    while let Some(current) = pending.pop() {
-        match current {
-            Value::String(text) => {
-                if let Cow::Owned(resolved) = resolve_within(text, lookup, budget)? {
-                    *text = resolved;
-                }
-            }
-            Value::Array(items) => pending.extend(items.iter_mut().rev()),
-            Value::Object(members) => pending.extend(members.values_mut().rev()),
-            Value::Null | Value::Bool(_) | Value::Number(_) => {}
-        }
-    }
-    Ok(())
-}
-
-/// Slices by characters: `length` characters from character `start`, clamped
-/// to the end of the text.
-pub fn slice_chars(text: &str, start: usize, length: usize) -> &str {
-    let rest = text
-        .char_indices()
-        .nth(start)
-        .map_or("", |(index, _)| &text[index..]);
-    let end = rest
-        .char_indices()
-        .nth(length)
-        .map_or(rest.len(), |(index, _)| index);
-    &rest[..end]
+    strings::try_replace(value, |text| {
+        Ok(match resolve_within(text, lookup, budget)? {
+            Cow::Owned(resolved) => Some(Value::String(resolved)),
+            Cow::Borrowed(_) => None,
+        })
+    })
 }
 
 /// One resolution in progress: where values come from, the variables being expanded (the
@@ -547,16 +526,11 @@ mod tests {
         assert_eq!(resolve("$VAR_REF{{x:1:100}}", &mut store).unwrap(), "bc");
         assert_eq!(resolve("$VAR_REF{{x:3:1}}", &mut store).unwrap(), "");
         assert_eq!(resolve("[$VAR_REF{{x:50:5}}]", &mut store).unwrap(), "[]");
-        assert_eq!(slice_chars("abc", usize::MAX, usize::MAX), "");
     }
 
     #[test]
     fn slices_of_multibyte_text_never_split_a_character() {
-        let text = "héllo 😀 wörld";
-        assert_eq!(slice_chars(text, 1, 4), "éllo");
-        assert_eq!(slice_chars(text, 6, 1), "😀");
-        assert_eq!(slice_chars(text, 7, 100), " wörld");
-        let mut store = Store::with(&[("x", text)]);
+        let mut store = Store::with(&[("x", "héllo 😀 wörld")]);
         assert_eq!(resolve("$VAR_REF{{x:5:3}}", &mut store).unwrap(), " 😀 ");
     }
 

@@ -22,7 +22,7 @@ pub use sqlite::{DeepState, Diagnosis, SCHEMA_VERSION, SqliteOptions, SqliteStor
 
 use std::path::{Path, PathBuf};
 
-use crate::vars::RestoredVariable;
+use crate::vars::{Record, Timestamp};
 
 /// Why the store failed. Each message names the database file.
 #[derive(Debug, thiserror::Error)]
@@ -46,14 +46,14 @@ pub enum Error {
 /// What a workspace holds at one point in its change sequence.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Loaded {
-    pub variables: Vec<RestoredVariable>,
+    pub variables: Vec<Record>,
     pub sequence: u64,
 }
 
 /// The changes made to a workspace after a given sequence.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Changes {
-    pub written: Vec<RestoredVariable>,
+    pub written: Vec<Record>,
     pub removed: Vec<String>,
     pub sequence: u64,
     /// `written` is the whole workspace (the process was too far behind for a delta): every
@@ -64,7 +64,7 @@ pub struct Changes {
 /// One durable write: variables written and removed together, or nothing at all.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Batch {
-    pub written: Vec<RestoredVariable>,
+    pub written: Vec<Record>,
     pub removed: Vec<String>,
 }
 
@@ -87,7 +87,7 @@ pub struct Commit {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Visit {
     pub name: String,
-    pub last_visited: crate::vars::Timestamp,
+    pub last_visited: Timestamp,
     pub reference_count: u64,
 }
 
@@ -116,7 +116,7 @@ pub trait Store: Send + Sync {
     /// Records reads (best effort, not a change).
     fn record_visits(&self, workspace: &str, visits: &[Visit]) -> Result<(), Error>;
     /// One variable as stored, to undo an in-memory write whose commit failed.
-    fn variable(&self, workspace: &str, name: &str) -> Result<Option<RestoredVariable>, Error>;
+    fn variable(&self, workspace: &str, name: &str) -> Result<Option<Record>, Error>;
     fn is_approved(&self, workspace: &str, key: &str) -> Result<bool, Error>;
     fn remember_approval(&self, workspace: &str, key: &str) -> Result<(), Error>;
     fn approvals(&self, workspace: &str) -> Result<Vec<String>, Error>;

@@ -1,40 +1,37 @@
 //! Variables: the capacity-bounded store of named text values at the heart of the workspace.
 //!
-//! This module owns the domain model of variables (their kinds, value encoding, timestamps and
-//! metadata), the rules for valid names, and the [`VariableSystem`] store itself, including its
-//! eviction policy. It is pure: no I/O, no async and no protocol types, so the server layer can
-//! wrap it however it likes.
+//! This module owns the [`VariableSystem`] store; its parts are
+//! - `variable.rs`: the model — [`VarType`], [`ValueKind`], the [`Record`] of every field that
+//!   the store keeps and an export carries, the [`Variable`] handed out, and the writes
+//!   ([`NewVariable`], [`VariablePatch`]);
+//! - `names.rs`: the rules for valid names ([`validate_name`]);
+//! - `clock.rs`: [`Timestamp`]s, the injectable [`Clock`] and the one [`wall_clock`];
+//! - character windows come from the ground floor's [`crate::text`] ([`Chunk`], [`window`]);
+//! - `eviction.rs`: which variables go when the store is over capacity (caches first, then the
+//!   least recently used; `keep` never), and the ordered index that keeps that cheap.
 //!
-//! # Eviction
-//!
-//! When a write leaves the store holding more than [`VariableSystem::capacity`] variables,
-//! cached values go first ([`VarType::is_cache`]: tool results and arguments the executor stored
-//! on its own, cached messages), whatever their times, so that a burst of tool calls never
-//! evicts what the model or the user wrote. Within each class the least recently used go
-//! first: oldest `last_visited`, ties broken by `updated`, then `created`, then name. Variables
-//! marked `keep` are never evicted, so a store holding only such variables may exceed its
-//! capacity. A variable is never evicted by its own write.
-//!
-//! Eviction must stay cheap at large capacities, so the store keeps an ordered index of the
-//! evictable (non-`keep`) variables beside the name map. Every touch re-keys the variable in that
-//! index, and eviction pops its first entry: no sort and no scan per write.
+//! It is pure: no I/O, no async and no protocol types, so the server layer can wrap it however
+//! it likes.
+
+mod clock;
+mod eviction;
+#[cfg(test)]
+mod fixtures;
+mod names;
+mod variable;
 
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The longest variable name accepted by [`validate_name`], in Unicode characters.
-const MAX_NAME_CHARS: usize = 256;
-
-/// Characters that would make `$VAR_REF{{name:start:length}}` ambiguous.
-const RESERVED_NAME_CHARS: [char; 3] = ['{', '}', ':'];
-
-/// The last microsecond that RFC 3339 (four-digit years) can represent: 9999-12-31T23:59:59.999999Z.
-const MAX_RFC3339_MICROS: u64 = 253_402_300_800_000_000 - 1;
+pub use crate::text::{Chunk, window};
+pub use clock::{Clock, ManualClock, SystemClock, Timestamp, wall_clock};
+use eviction::EvictionOrder;
+pub use names::validate_name;
+pub use variable::{
+    NewVariable, Record, ValueKind, VarType, Variable, VariablePatch, encode_value,
+};
 
 /// Errors raised by the variable store and its parsers.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -52,327 +49,11 @@ pub enum Error {
     UnknownType { value: String },
 }
 
-/// The kind of a variable, by the name it is serialized under.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-pub enum VarType {
-    /// A rule the agent must follow; rules cannot be removed.
-    #[serde(rename = "RULE")]
-    Rule,
-    /// The result of a tool call.
-    ToolCallResult,
-    /// The arguments of a tool call.
-    ToolCallArgs,
-    /// A cached chat message.
-    MessageCache,
-    /// A value the model chose to store.
-    #[serde(rename = "LLMAdd")]
-    LlmAdd,
-    /// A value the user chose to store.
-    #[serde(rename = "USER_ADD")]
-    UserAdd,
-}
-
-impl VarType {
-    /// Every variable type, in declaration order.
-    pub const ALL: [Self; 6] = [
-        Self::Rule,
-        Self::ToolCallResult,
-        Self::ToolCallArgs,
-        Self::MessageCache,
-        Self::LlmAdd,
-        Self::UserAdd,
-    ];
-
-    /// The serialized name, e.g. `"RULE"` or `"ToolCallResult"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Rule => "RULE",
-            Self::ToolCallResult => "ToolCallResult",
-            Self::ToolCallArgs => "ToolCallArgs",
-            Self::MessageCache => "MessageCache",
-            Self::LlmAdd => "LLMAdd",
-            Self::UserAdd => "USER_ADD",
-        }
-    }
-}
-
-impl VarType {
-    /// Whether values of this type are a cache (recomputable, stored without being asked for),
-    /// evicted before anything the model or the user wrote.
-    pub fn is_cache(self) -> bool {
-        matches!(
-            self,
-            Self::ToolCallResult | Self::ToolCallArgs | Self::MessageCache
-        )
-    }
-}
-
-impl fmt::Display for VarType {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.as_str())
-    }
-}
-
-impl FromStr for VarType {
-    type Err = Error;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|var_type| var_type.as_str() == value)
-            .ok_or_else(|| Error::UnknownType {
-                value: value.to_owned(),
-            })
-    }
-}
-
-/// Whether a value was written as text or as a JSON-encoded non-string
-/// (object, array, number, boolean or null).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum ValueKind {
-    Text,
-    Json,
-}
-
-/// Encodes a JSON value for storage: strings are stored as their text, anything else JSON-encoded.
-pub fn encode_value(value: serde_json::Value) -> (String, ValueKind) {
-    match value {
-        serde_json::Value::String(text) => (text, ValueKind::Text),
-        other => (other.to_string(), ValueKind::Json),
-    }
-}
-
-/// Microseconds since the Unix epoch.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub struct Timestamp(pub u64);
-
-impl Timestamp {
-    /// Formats as RFC 3339 with microseconds, e.g. `2024-05-01T12:00:00.000000Z`.
-    /// Instants past the end of year 9999 render as its last microsecond.
-    pub fn to_rfc3339(self) -> String {
-        let micros = self.0.min(MAX_RFC3339_MICROS);
-        humantime::format_rfc3339_micros(UNIX_EPOCH + Duration::from_micros(micros)).to_string()
-    }
-}
-
-/// A source of timestamps, injectable so tests can control time.
-pub trait Clock: Send + Sync {
-    /// The current instant.
-    fn now(&self) -> Timestamp;
-}
-
-/// The wall clock made strictly increasing: each call returns the later of the system time and
-/// the previous result plus one microsecond, so no two events share a timestamp.
-#[derive(Debug, Default)]
-pub struct SystemClock {
-    last: AtomicU64,
-}
-
-impl SystemClock {
-    pub fn new() -> Self {
-        Self::default()
-    }
-}
-
-impl Clock for SystemClock {
-    fn now(&self) -> Timestamp {
-        let wall = wall_clock_micros();
-        let mut previous = self.last.load(Ordering::Relaxed);
-        loop {
-            let next = wall.max(previous.saturating_add(1));
-            match self.last.compare_exchange_weak(
-                previous,
-                next,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return Timestamp(next),
-                Err(actual) => previous = actual,
-            }
-        }
-    }
-}
-
-/// The system time in microseconds since the epoch; 0 before the epoch, saturating far after it.
-fn wall_clock_micros() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
-        })
-}
-
-/// A test clock: the first call returns the start value, and each call advances it by one.
-#[derive(Debug)]
-pub struct ManualClock {
-    next: AtomicU64,
-}
-
-impl ManualClock {
-    pub fn new(start: u64) -> Self {
-        Self {
-            next: AtomicU64::new(start),
-        }
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> Timestamp {
-        Timestamp(self.next.fetch_add(1, Ordering::Relaxed))
-    }
-}
-
-/// A stored variable.
-///
-/// Only the store creates variables (its private character count must match the value), so
-/// code outside this module reads them but cannot build one with a struct literal.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Variable {
-    pub name: Arc<str>,
-    /// Always text; non-string values are stored JSON-encoded with `kind` [`ValueKind::Json`].
-    pub value: Arc<str>,
-    pub kind: ValueKind,
-    pub desc: Option<String>,
-    pub var_type: VarType,
-    pub tags: Vec<String>,
-    /// A kept variable is never evicted.
-    pub keep: bool,
-    pub created: Timestamp,
-    pub updated: Timestamp,
-    pub last_visited: Timestamp,
-    /// How many `$VAR_REF` resolutions have read this variable.
-    pub reference_count: u64,
-    /// The Unicode scalar count of `value`, computed once per write.
-    char_count: usize,
-}
-
-impl Variable {
-    /// The length of the value in Unicode scalar values.
-    pub fn char_len(&self) -> usize {
-        self.char_count
-    }
-
-    fn set_value(&mut self, value: String, kind: ValueKind) {
-        self.char_count = value.chars().count();
-        self.value = value.into();
-        self.kind = kind;
-    }
-
-    /// Whether `needle` (already lowercase) occurs in the name, description or any tag,
-    /// ignoring case.
-    fn metadata_contains(&self, needle: &str) -> bool {
-        let contains = |text: &str| text.to_lowercase().contains(needle);
-        contains(&self.name)
-            || self.desc.as_deref().is_some_and(contains)
-            || self.tags.iter().any(|tag| contains(tag))
-    }
-}
-
-/// A complete variable to insert: created, or replacing an existing one of that name.
-#[derive(Debug, Clone)]
-pub struct NewVariable {
-    pub name: String,
-    pub value: String,
-    pub kind: ValueKind,
-    pub var_type: VarType,
-    pub desc: Option<String>,
-    pub tags: Vec<String>,
-    pub keep: bool,
-}
-
-impl NewVariable {
-    /// A text variable with no description, no tags, and not kept.
-    pub fn text(name: impl Into<String>, value: impl Into<String>, var_type: VarType) -> Self {
-        Self {
-            name: name.into(),
-            value: value.into(),
-            kind: ValueKind::Text,
-            var_type,
-            desc: None,
-            tags: Vec::new(),
-            keep: false,
-        }
-    }
-}
-
-/// Every field of a variable as it was stored, for [`VariableSystem::restore`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct RestoredVariable {
-    pub name: String,
-    pub value: Arc<str>,
-    pub kind: ValueKind,
-    pub desc: Option<String>,
-    pub var_type: VarType,
-    pub tags: Vec<String>,
-    pub keep: bool,
-    pub created: Timestamp,
-    pub updated: Timestamp,
-    pub last_visited: Timestamp,
-    pub reference_count: u64,
-}
-
-impl From<&Variable> for RestoredVariable {
-    fn from(variable: &Variable) -> Self {
-        Self {
-            name: variable.name.to_string(),
-            value: Arc::clone(&variable.value),
-            kind: variable.kind,
-            desc: variable.desc.clone(),
-            var_type: variable.var_type,
-            tags: variable.tags.clone(),
-            keep: variable.keep,
-            created: variable.created,
-            updated: variable.updated,
-            last_visited: variable.last_visited,
-            reference_count: variable.reference_count,
-        }
-    }
-}
-
-/// A partial update of an existing variable; `None` leaves a field unchanged.
-#[derive(Debug, Clone, Default)]
-pub struct VariablePatch {
-    pub value: Option<(String, ValueKind)>,
-    pub var_type: Option<VarType>,
-    pub desc: Option<String>,
-    pub tags: Option<Vec<String>>,
-    pub keep: Option<bool>,
-}
-
 /// What a write did: whether it created the variable, and which variables it evicted.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct WriteOutcome {
     pub created: bool,
     pub evicted: Vec<Arc<str>>,
-}
-
-/// A window of a value, counted in Unicode characters.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Chunk {
-    pub text: String,
-    /// The first character of the window, clamped to `total`.
-    pub start: usize,
-    /// One past the last character of the window.
-    pub end: usize,
-    /// The length of the whole value.
-    pub total: usize,
-    /// Whether characters remain after `end`.
-    pub has_more: bool,
 }
 
 /// Which variables [`VariableSystem::list`] returns; the filters combine with AND.
@@ -395,209 +76,9 @@ pub struct RemoveOutcome {
     pub missing: Vec<String>,
 }
 
-/// Checks a user-chosen variable name.
-///
-/// A name has 1 to 256 characters, is not only whitespace, has no leading or trailing
-/// whitespace, no control characters, and none of `{`, `}` and `:` (which would make
-/// `$VAR_REF{{name:start:length}}` ambiguous). `/` is allowed: rule names look like
-/// `Rule/Group/Name`.
-pub fn validate_name(name: &str) -> Result<(), Error> {
-    match name_problem(name) {
-        None => Ok(()),
-        Some(reason) => Err(Error::InvalidName {
-            name: name.to_owned(),
-            reason,
-        }),
-    }
-}
-
-/// What is wrong with a name and how to fix it, or `None` when it is valid.
-fn name_problem(name: &str) -> Option<String> {
-    let length = name.chars().count();
-    if length == 0 {
-        return Some(format!(
-            "the name is empty; give the variable a name of 1 to {MAX_NAME_CHARS} characters"
-        ));
-    }
-    if length > MAX_NAME_CHARS {
-        return Some(format!(
-            "the name is {length} characters long; shorten it to at most {MAX_NAME_CHARS}"
-        ));
-    }
-    if name.chars().all(char::is_whitespace) {
-        return Some("the name is only whitespace; use visible characters".to_owned());
-    }
-    if name.starts_with(char::is_whitespace) || name.ends_with(char::is_whitespace) {
-        return Some("the name starts or ends with whitespace; trim it".to_owned());
-    }
-    if let Some(control) = name.chars().find(|character| character.is_control()) {
-        return Some(format!(
-            "the name contains the control character U+{:04X}; remove it",
-            u32::from(control)
-        ));
-    }
-    name.chars()
-        .find(|character| RESERVED_NAME_CHARS.contains(character))
-        .map(|reserved| {
-            format!(
-                "the name contains `{reserved}`, which would make `$VAR_REF{{{{name:start:length}}}}` ambiguous; use another separator such as `/` or `_`"
-            )
-        })
-}
-
-/// The position of an evictable variable in the eviction order: oldest first.
-///
-/// Field order matters: the derived `Ord` compares the class (caches first), then
-/// `last_visited`, then `updated`, then `created`, then `name`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct EvictionKey {
-    /// `false` for a cache, which sorts before `true`: what the model or the user wrote.
-    written_on_purpose: bool,
-    last_visited: Timestamp,
-    updated: Timestamp,
-    created: Timestamp,
-    name: Arc<str>,
-}
-
-impl EvictionKey {
-    fn of(variable: &Variable) -> Self {
-        Self {
-            written_on_purpose: !variable.var_type.is_cache(),
-            last_visited: variable.last_visited,
-            updated: variable.updated,
-            created: variable.created,
-            name: Arc::clone(&variable.name),
-        }
-    }
-}
-
-/// Applies `change` to a variable while keeping its entry in the eviction index current: the
-/// old key leaves the index, and the new key enters it if the variable is still evictable.
-fn reindexed(
-    index: &mut BTreeSet<EvictionKey>,
-    variable: &mut Variable,
-    change: impl FnOnce(&mut Variable),
-) {
-    if !variable.keep {
-        index.remove(&EvictionKey::of(variable));
-    }
-    change(variable);
-    if !variable.keep {
-        index.insert(EvictionKey::of(variable));
-    }
-}
-
-/// Applies a patch, stamping the variable as written at `now`.
-fn apply_patch(variable: &mut Variable, patch: VariablePatch, now: Timestamp) {
-    let VariablePatch {
-        value,
-        var_type,
-        desc,
-        tags,
-        keep,
-    } = patch;
-    if let Some((value, kind)) = value {
-        variable.set_value(value, kind);
-    }
-    if let Some(var_type) = var_type {
-        variable.var_type = var_type;
-    }
-    if desc.is_some() {
-        variable.desc = desc;
-    }
-    if let Some(tags) = tags {
-        variable.tags = tags;
-    }
-    if let Some(keep) = keep {
-        variable.keep = keep;
-    }
-    variable.updated = now;
-    variable.last_visited = now;
-}
-
-/// Replaces every field of `variable` except `name`, `created` and `reference_count`.
-fn replace_fields(variable: &mut Variable, new: NewVariable, now: Timestamp) {
-    let NewVariable {
-        name: _,
-        value,
-        kind,
-        var_type,
-        desc,
-        tags,
-        keep,
-    } = new;
-    variable.set_value(value, kind);
-    variable.var_type = var_type;
-    variable.desc = desc;
-    variable.tags = tags;
-    variable.keep = keep;
-    variable.updated = now;
-    variable.last_visited = now;
-}
-
-/// Builds a fresh variable called `name` (a shared copy of `new.name`), written at `now`.
-fn create_variable(name: Arc<str>, new: NewVariable, now: Timestamp) -> Variable {
-    let NewVariable {
-        name: _,
-        value,
-        kind,
-        var_type,
-        desc,
-        tags,
-        keep,
-    } = new;
-    Variable {
-        name,
-        char_count: value.chars().count(),
-        value: value.into(),
-        kind,
-        desc,
-        var_type,
-        tags,
-        keep,
-        created: now,
-        updated: now,
-        last_visited: now,
-        reference_count: 0,
-    }
-}
-
-/// The text after the first `count` characters (empty when there are fewer).
-fn skip_chars(text: &str, count: usize) -> &str {
-    text.char_indices()
-        .nth(count)
-        .map_or("", |(offset, _)| &text[offset..])
-}
-
-/// The first `count` characters of `text` (all of it when there are fewer).
-fn take_chars(text: &str, count: usize) -> &str {
-    text.char_indices()
-        .nth(count)
-        .map_or(text, |(offset, _)| &text[..offset])
-}
-
-/// A window of `value` (whose character count is `total`), clamped to its end.
-/// A window of `length` characters (`None`: to the end) of any text, from character `start`,
-/// clamped to the end; the same windows `ReadVar` gives, for other readers (`ReadState`).
-pub fn window(text: &str, start: usize, length: Option<usize>) -> Chunk {
-    chunk_of(text, text.chars().count(), start, length)
-}
-
-fn chunk_of(value: &str, total: usize, start: usize, length: Option<usize>) -> Chunk {
-    let start = start.min(total);
-    let remaining = total - start;
-    let length = length.map_or(remaining, |length| length.min(remaining));
-    let end = start + length;
-    Chunk {
-        text: take_chars(skip_chars(value, start), length).to_owned(),
-        start,
-        end,
-        total,
-        has_more: end < total,
-    }
-}
-
-/// The capacity-bounded variable store.
+/// The capacity-bounded variable store. Over capacity, it evicts as `eviction.rs` describes:
+/// caches first, then the least recently used; never a `keep` variable, nor the variable a write
+/// wrote.
 pub struct VariableSystem {
     capacity: usize,
     clock: Arc<dyn Clock>,
@@ -605,7 +86,7 @@ pub struct VariableSystem {
     /// lines, which measured about 25% faster inserts than storing variables inline.
     variables: HashMap<Arc<str>, Box<Variable>, foldhash::fast::RandomState>,
     /// The evictable (non-`keep`) variables in eviction order; kept in step with `variables`.
-    eviction_index: BTreeSet<EvictionKey>,
+    eviction: EvictionOrder,
     /// Bytes of every value held, kept in step with `variables` (for the workspace's byte cap).
     bytes: usize,
 }
@@ -632,7 +113,7 @@ impl VariableSystem {
             capacity,
             clock,
             variables: HashMap::default(),
-            eviction_index: BTreeSet::new(),
+            eviction: EvictionOrder::default(),
             bytes: 0,
         }
     }
@@ -675,19 +156,22 @@ impl VariableSystem {
                 let existing = slot.get_mut();
                 self.bytes =
                     (self.bytes + variable.value.len()).saturating_sub(existing.value.len());
-                reindexed(&mut self.eviction_index, existing, |existing| {
-                    replace_fields(existing, variable, now);
+                self.eviction.reindexed(existing, |existing| {
+                    let name = Arc::clone(&existing.name);
+                    *existing = variable.into_variable(
+                        name,
+                        existing.created,
+                        existing.reference_count,
+                        now,
+                    );
                 });
                 (Arc::clone(&existing.name), false)
             }
             Entry::Vacant(slot) => {
                 self.bytes += variable.value.len();
                 let name = Arc::clone(slot.key());
-                let created =
-                    slot.insert(Box::new(create_variable(Arc::clone(&name), variable, now)));
-                if !created.keep {
-                    self.eviction_index.insert(EvictionKey::of(created));
-                }
+                let created = variable.into_variable(Arc::clone(&name), now, 0, now);
+                self.eviction.enter(slot.insert(Box::new(created)));
                 (name, true)
             }
         };
@@ -708,9 +192,8 @@ impl VariableSystem {
         if let Some((value, _)) = &patch.value {
             self.bytes = (self.bytes + value.len()).saturating_sub(variable.value.len());
         }
-        reindexed(&mut self.eviction_index, variable, |variable| {
-            apply_patch(variable, patch, now);
-        });
+        self.eviction
+            .reindexed(variable, |variable| variable.apply(patch, now));
         let name = Arc::clone(&variable.name);
         let evicted = self.evict_over_capacity(Some(&name));
         Ok(WriteOutcome {
@@ -741,9 +224,9 @@ impl VariableSystem {
         let variable = self.visit(name).ok_or_else(|| Error::NotFound {
             name: name.to_owned(),
         })?;
-        Ok(chunk_of(
+        Ok(crate::text::chunk_of(
             &variable.value,
-            variable.char_count,
+            variable.char_len(),
             start,
             length,
         ))
@@ -753,7 +236,7 @@ impl VariableSystem {
     /// `reference_count`.
     pub fn resolve_reference(&mut self, name: &str) -> Option<(Arc<str>, ValueKind)> {
         let variable = self.visit(name)?;
-        variable.reference_count += 1;
+        variable.count_reference();
         Some((Arc::clone(&variable.value), variable.kind))
     }
 
@@ -811,31 +294,16 @@ impl VariableSystem {
         outcome
     }
 
-    /// Puts a variable in place exactly as given, timestamps and counts included, replacing any
-    /// variable of that name. Used to load a workspace from the store and to apply changes made
-    /// by another process; it does not evict (call [`Self::evict`] afterwards).
-    pub fn restore(&mut self, variable: RestoredVariable) {
-        let name: Arc<str> = Arc::from(variable.name.as_str());
-        self.discard(&name);
-        let restored = Variable {
-            char_count: variable.value.chars().count(),
-            name: Arc::clone(&name),
-            value: variable.value,
-            kind: variable.kind,
-            desc: variable.desc,
-            var_type: variable.var_type,
-            tags: variable.tags,
-            keep: variable.keep,
-            created: variable.created,
-            updated: variable.updated,
-            last_visited: variable.last_visited,
-            reference_count: variable.reference_count,
-        };
-        if !restored.keep {
-            self.eviction_index.insert(EvictionKey::of(&restored));
-        }
+    /// Puts a variable in place exactly as recorded, timestamps and counts included, replacing
+    /// any variable of that name. Used to load a workspace from the store and to apply changes
+    /// made by another process; it does not evict (call [`Self::evict`] afterwards).
+    pub fn restore(&mut self, record: Record) {
+        self.discard(&record.name);
+        let restored = Variable::new(record);
+        self.eviction.enter(&restored);
         self.bytes += restored.value.len();
-        self.variables.insert(name, Box::new(restored));
+        self.variables
+            .insert(Arc::clone(&restored.name), Box::new(restored));
     }
 
     /// Removes a variable whatever its type (a removal made by another process, or a write
@@ -858,118 +326,32 @@ impl VariableSystem {
     fn visit(&mut self, name: &str) -> Option<&mut Variable> {
         let variable = self.variables.get_mut(name)?;
         let now = self.clock.now();
-        reindexed(&mut self.eviction_index, variable, |variable| {
-            variable.last_visited = now;
-        });
+        self.eviction
+            .reindexed(variable, |variable| variable.visit(now));
         Some(variable)
     }
 
-    /// Removes a variable from the map and the eviction index.
     /// Removes a variable and its eviction key; returns whether it existed.
     fn discard(&mut self, name: &str) -> bool {
         let Some(variable) = self.variables.remove(name) else {
             return false;
         };
         self.bytes = self.bytes.saturating_sub(variable.value.len());
-        if !variable.keep {
-            self.eviction_index.remove(&EvictionKey::of(&variable));
-        }
+        self.eviction.leave(&variable);
         true
-    }
-
-    /// Evicts the oldest evictable variables, other than `protected`, until the store fits its
-    /// capacity or nothing evictable remains. Returns the evicted names, oldest first.
-    ///
-    /// `protected` is the variable's own name `Arc`: index keys share it, so identity suffices.
-    fn evict_over_capacity(&mut self, protected: Option<&Arc<str>>) -> Vec<Arc<str>> {
-        let mut evicted = Vec::new();
-        let mut spared = None;
-        while self.variables.len() > self.capacity {
-            let Some(oldest) = self.eviction_index.pop_first() else {
-                break;
-            };
-            if protected.is_some_and(|protected| Arc::ptr_eq(protected, &oldest.name)) {
-                spared = Some(oldest);
-                continue;
-            }
-            if let Some(variable) = self.variables.remove(&oldest.name) {
-                self.bytes = self.bytes.saturating_sub(variable.value.len());
-            }
-            evicted.push(oldest.name);
-        }
-        if let Some(spared) = spared {
-            self.eviction_index.insert(spared);
-        }
-        evicted
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::sync::Arc;
+
     use pretty_assertions::assert_eq;
 
-    /// A clock frozen at one instant, so every event ties on every timestamp.
-    struct FixedClock(Timestamp);
-
-    impl Clock for FixedClock {
-        fn now(&self) -> Timestamp {
-            self.0
-        }
-    }
-
-    fn store(capacity: usize) -> VariableSystem {
-        VariableSystem::new(capacity, Arc::new(ManualClock::new(1)))
-    }
-
-    fn insert_text(store: &mut VariableSystem, name: &str) -> WriteOutcome {
-        store.insert(NewVariable::text(
-            name,
-            format!("value of {name}"),
-            VarType::LlmAdd,
-        ))
-    }
-
-    fn kept(name: &str) -> NewVariable {
-        NewVariable {
-            keep: true,
-            ..NewVariable::text(name, "kept", VarType::UserAdd)
-        }
-    }
-
-    fn names(variables: &[&Variable]) -> Vec<String> {
-        variables
-            .iter()
-            .map(|variable| variable.name.to_string())
-            .collect()
-    }
-
-    fn arcs(names: &[&str]) -> Vec<Arc<str>> {
-        names.iter().map(|name| Arc::from(*name)).collect()
-    }
-
-    fn strings(names: &[&str]) -> Vec<String> {
-        names.iter().map(|name| (*name).to_owned()).collect()
-    }
-
-    fn sorted_names(store: &VariableSystem) -> Vec<String> {
-        let mut all: Vec<String> = store
-            .iter()
-            .map(|variable| variable.name.to_string())
-            .collect();
-        all.sort();
-        all
-    }
-
-    /// The eviction index must hold exactly the non-keep variables, each under its current key.
-    fn assert_index_consistent(store: &VariableSystem) {
-        let expected: BTreeSet<EvictionKey> = store
-            .iter()
-            .filter(|variable| !variable.keep)
-            .map(EvictionKey::of)
-            .collect();
-        assert_eq!(store.eviction_index, expected);
-    }
+    use super::fixtures::{
+        assert_index_consistent, insert_text, names, sorted_names, store, strings,
+    };
+    use super::*;
 
     #[test]
     fn insert_creates_a_variable_stamped_with_the_write_time() {
@@ -1202,197 +584,6 @@ mod tests {
     }
 
     #[test]
-    fn reading_a_variable_saves_it_and_the_least_recently_used_is_evicted() {
-        let mut store = store(3);
-        for name in ["a", "b", "c"] {
-            insert_text(&mut store, name);
-        }
-        store.get("a");
-
-        let outcome = insert_text(&mut store, "d");
-
-        assert_eq!(
-            outcome,
-            WriteOutcome {
-                created: true,
-                evicted: arcs(&["b"])
-            }
-        );
-        assert_eq!(sorted_names(&store), strings(&["a", "c", "d"]));
-        assert_index_consistent(&store);
-    }
-
-    #[test]
-    fn chunk_reads_and_references_also_count_as_visits_for_eviction() {
-        let mut store = store(3);
-        for name in ["a", "b", "c"] {
-            insert_text(&mut store, name);
-        }
-        store.read_chunk("a", 0, Some(1)).ok();
-        store.resolve_reference("b");
-
-        assert_eq!(insert_text(&mut store, "d").evicted, arcs(&["c"]));
-    }
-
-    #[test]
-    fn cached_values_are_evicted_before_what_the_model_or_user_wrote_whatever_their_times() {
-        let mut store = store(3);
-        store.insert(NewVariable::text("mine", "user", VarType::UserAdd));
-        store.insert(NewVariable::text("noted", "model", VarType::LlmAdd));
-        let cached = |name: &str, var_type| NewVariable::text(name, "cached", var_type);
-        store.insert(cached("Tool_1_result", VarType::ToolCallResult));
-        store.get("Tool_1_result");
-
-        let first = store.insert(cached("Tool_1_args", VarType::ToolCallArgs));
-        let second = store.insert(cached("Chat_message", VarType::MessageCache));
-        store.get("Chat_message");
-        let third = store.insert(NewVariable::text("later", "model", VarType::LlmAdd));
-
-        assert_eq!(first.evicted, arcs(&["Tool_1_result"]));
-        assert_eq!(second.evicted, arcs(&["Tool_1_args"]));
-        assert_eq!(third.evicted, arcs(&["Chat_message"]));
-        assert_eq!(sorted_names(&store), strings(&["later", "mine", "noted"]));
-        assert_index_consistent(&store);
-    }
-
-    #[test]
-    fn a_variable_changing_type_changes_class() {
-        let mut store = store(2);
-        store.insert(NewVariable::text("a", "x", VarType::ToolCallResult));
-        store.insert(NewVariable::text("b", "x", VarType::LlmAdd));
-        store
-            .update(
-                "a",
-                VariablePatch {
-                    var_type: Some(VarType::UserAdd),
-                    ..VariablePatch::default()
-                },
-            )
-            .unwrap();
-        store.get("b");
-        store.get("a");
-
-        let outcome = store.insert(NewVariable::text("c", "x", VarType::ToolCallArgs));
-
-        assert_eq!(outcome.evicted, arcs(&["b"]));
-        assert_index_consistent(&store);
-    }
-
-    #[test]
-    fn keep_variables_are_never_evicted_even_when_oldest() {
-        let mut store = store(2);
-        store.insert(kept("pinned"));
-        insert_text(&mut store, "a");
-
-        let outcome = insert_text(&mut store, "b");
-
-        assert_eq!(outcome.evicted, arcs(&["a"]));
-        assert_eq!(sorted_names(&store), strings(&["b", "pinned"]));
-        assert_index_consistent(&store);
-    }
-
-    #[test]
-    fn shrinking_the_capacity_evicts_the_oldest_first() {
-        let mut store = store(5);
-        for name in ["a", "b", "c", "d", "e"] {
-            insert_text(&mut store, name);
-        }
-        store.get("a");
-
-        let evicted = store.set_capacity(2);
-
-        assert_eq!(evicted, arcs(&["b", "c", "d"]));
-        assert_eq!(store.capacity(), 2);
-        assert_eq!(sorted_names(&store), strings(&["a", "e"]));
-        assert_index_consistent(&store);
-    }
-
-    #[test]
-    fn a_store_of_only_kept_variables_may_exceed_its_capacity() {
-        let mut store = store(2);
-        for name in ["a", "b", "c"] {
-            assert_eq!(store.insert(kept(name)).evicted, Vec::<Arc<str>>::new());
-        }
-
-        assert_eq!(store.set_capacity(1), Vec::<Arc<str>>::new());
-        assert_eq!(store.len(), 3);
-        assert_eq!(insert_text(&mut store, "d").evicted, Vec::<Arc<str>>::new());
-        assert_eq!(store.len(), 4);
-        assert_index_consistent(&store);
-    }
-
-    #[test]
-    fn equal_timestamps_evict_in_name_order() {
-        let mut store = VariableSystem::new(3, Arc::new(FixedClock(Timestamp(7))));
-        for name in ["c", "b", "a"] {
-            insert_text(&mut store, name);
-        }
-
-        let evicted = store.set_capacity(1);
-
-        assert_eq!(evicted, arcs(&["a", "b"]));
-        assert_eq!(sorted_names(&store), strings(&["c"]));
-    }
-
-    #[test]
-    fn a_write_never_evicts_the_variable_it_wrote() {
-        let mut store = VariableSystem::new(1, Arc::new(FixedClock(Timestamp(7))));
-        insert_text(&mut store, "b");
-
-        let outcome = insert_text(&mut store, "a");
-
-        assert_eq!(
-            outcome,
-            WriteOutcome {
-                created: true,
-                evicted: arcs(&["b"])
-            }
-        );
-        assert_eq!(sorted_names(&store), strings(&["a"]));
-        assert_index_consistent(&store);
-    }
-
-    #[test]
-    fn capacity_zero_keeps_only_the_latest_write() {
-        let mut store = store(0);
-        insert_text(&mut store, "a");
-
-        assert_eq!(insert_text(&mut store, "b").evicted, arcs(&["a"]));
-        assert_eq!(sorted_names(&store), strings(&["b"]));
-        assert_eq!(store.set_capacity(0), arcs(&["b"]));
-        assert!(store.is_empty());
-    }
-
-    #[test]
-    fn toggling_keep_moves_a_variable_out_of_and_back_into_eviction() {
-        let mut store = store(2);
-        insert_text(&mut store, "a");
-        insert_text(&mut store, "b");
-        let pin = VariablePatch {
-            keep: Some(true),
-            ..VariablePatch::default()
-        };
-        store.update("a", pin).ok();
-        assert_index_consistent(&store);
-
-        assert_eq!(insert_text(&mut store, "c").evicted, arcs(&["b"]));
-        assert_eq!(store.set_capacity(1), arcs(&["c"]));
-        assert_eq!(insert_text(&mut store, "d").evicted, Vec::<Arc<str>>::new());
-
-        let unpin = VariablePatch {
-            keep: Some(false),
-            ..VariablePatch::default()
-        };
-        assert_eq!(
-            store.update("a", unpin).map(|outcome| outcome.evicted),
-            Ok(arcs(&["d"]))
-        );
-        assert_index_consistent(&store);
-        assert_eq!(insert_text(&mut store, "e").evicted, arcs(&["a"]));
-        assert_eq!(sorted_names(&store), strings(&["e"]));
-    }
-
-    #[test]
     fn read_chunk_windows_multibyte_text_by_characters() {
         let mut store = store(10);
         store.insert(NewVariable::text(
@@ -1569,235 +760,6 @@ mod tests {
             sorted_names(&store),
             strings(&["Rule/Style/Tone", "forecast"])
         );
-        assert_index_consistent(&store);
-    }
-
-    #[test]
-    fn removed_variables_leave_the_eviction_order() {
-        let mut store = store(3);
-        for name in ["a", "b", "c"] {
-            insert_text(&mut store, name);
-        }
-        store.insert(kept("pinned"));
-        store.remove(&strings(&["a", "b", "pinned"]));
-        assert_index_consistent(&store);
-
-        assert_eq!(insert_text(&mut store, "d").evicted, Vec::<Arc<str>>::new());
-        assert_eq!(insert_text(&mut store, "e").evicted, Vec::<Arc<str>>::new());
-        assert_eq!(insert_text(&mut store, "f").evicted, arcs(&["c"]));
-        assert_eq!(sorted_names(&store), strings(&["d", "e", "f"]));
-    }
-
-    #[test]
-    fn validate_name_accepts_rule_paths_spaces_and_any_script() {
-        for name in [
-            "Rule/Agent/VarRef",
-            "my var",
-            "日本語",
-            "x",
-            &"n".repeat(256),
-        ] {
-            assert_eq!(validate_name(name), Ok(()), "{name}");
-        }
-    }
-
-    #[test]
-    fn validate_name_rejects_names_that_are_empty_blank_padded_or_too_long() {
-        let too_long = "n".repeat(257);
-        for name in ["", "  ", " a", "a ", too_long.as_str()] {
-            assert!(
-                matches!(validate_name(name), Err(Error::InvalidName { name: rejected, .. }) if rejected == name),
-                "{name:?} should be rejected"
-            );
-        }
-    }
-
-    #[test]
-    fn validate_name_rejects_reference_syntax_and_control_characters() {
-        for name in ["a:b", "a{b", "x}", "a\nb", "tab\there"] {
-            assert!(validate_name(name).is_err(), "{name:?} should be rejected");
-        }
-    }
-
-    #[test]
-    fn invalid_name_errors_say_what_is_wrong_and_how_to_fix_it() {
-        let message = |name: &str| validate_name(name).map_err(|error| error.to_string());
-
-        assert_eq!(
-            message("a:b"),
-            Err("invalid variable name `a:b`: the name contains `:`, which would make \
-                 `$VAR_REF{{name:start:length}}` ambiguous; use another separator such as `/` or `_`"
-                .to_owned())
-        );
-        assert_eq!(
-            message("a\nb"),
-            Err("invalid variable name `a\nb`: the name contains the control character U+000A; remove it"
-                .to_owned())
-        );
-        assert_eq!(
-            message(" a"),
-            Err(
-                "invalid variable name ` a`: the name starts or ends with whitespace; trim it"
-                    .to_owned()
-            )
-        );
-    }
-
-    #[test]
-    fn var_types_round_trip_through_their_wire_names() {
-        let names = [
-            "RULE",
-            "ToolCallResult",
-            "ToolCallArgs",
-            "MessageCache",
-            "LLMAdd",
-            "USER_ADD",
-        ];
-        for (var_type, name) in VarType::ALL.into_iter().zip(names) {
-            assert_eq!(var_type.as_str(), name);
-            assert_eq!(var_type.to_string(), name);
-            assert_eq!(name.parse::<VarType>(), Ok(var_type));
-            assert_eq!(
-                serde_json::to_value(var_type).ok(),
-                Some(serde_json::json!(name))
-            );
-            assert_eq!(
-                serde_json::from_value::<VarType>(serde_json::json!(name)).ok(),
-                Some(var_type)
-            );
-        }
-    }
-
-    #[test]
-    fn unknown_var_types_are_rejected_with_the_accepted_names() {
-        let error = "rule".parse::<VarType>();
-
-        assert_eq!(
-            error,
-            Err(Error::UnknownType {
-                value: "rule".to_owned()
-            })
-        );
-        assert_eq!(
-            error.map_err(|error| error.to_string()),
-            Err("unknown variable type `rule`: expected one of RULE, ToolCallResult, ToolCallArgs, \
-                 MessageCache, LLMAdd, USER_ADD"
-                .to_owned())
-        );
-    }
-
-    #[test]
-    fn value_kinds_serialize_in_lowercase() {
-        assert_eq!(
-            serde_json::to_value(ValueKind::Text).ok(),
-            Some(serde_json::json!("text"))
-        );
-        assert_eq!(
-            serde_json::to_value(ValueKind::Json).ok(),
-            Some(serde_json::json!("json"))
-        );
-    }
-
-    #[test]
-    fn timestamps_format_as_rfc3339_with_microseconds() {
-        assert_eq!(Timestamp(0).to_rfc3339(), "1970-01-01T00:00:00.000000Z");
-        assert_eq!(
-            Timestamp(1_700_000_000_123_456).to_rfc3339(),
-            "2023-11-14T22:13:20.123456Z"
-        );
-        assert_eq!(
-            Timestamp(u64::MAX).to_rfc3339(),
-            "9999-12-31T23:59:59.999999Z"
-        );
-    }
-
-    #[test]
-    fn the_system_clock_never_repeats_or_goes_back() {
-        let clock = SystemClock::new();
-        let readings: Vec<Timestamp> = (0..10_000).map(|_| clock.now()).collect();
-
-        assert!(readings.windows(2).all(|pair| pair[0] < pair[1]));
-        assert!(
-            readings
-                .first()
-                .is_some_and(|first| first.0 > 1_600_000_000_000_000)
-        );
-    }
-
-    #[test]
-    fn the_manual_clock_starts_where_told_and_ticks_by_one() {
-        let clock = ManualClock::new(40);
-
-        assert_eq!(
-            [clock.now(), clock.now(), clock.now()],
-            [Timestamp(40), Timestamp(41), Timestamp(42)]
-        );
-    }
-
-    /// A deterministic linear congruential generator, enough to shuffle operations.
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn below(&mut self, bound: u64) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (self.0 >> 33) % bound
-        }
-    }
-
-    fn random_step(store: &mut VariableSystem, random: &mut Lcg) {
-        let name = format!("v{}", random.below(120));
-        match random.below(10) {
-            0..=3 => {
-                insert_text(store, &name);
-            }
-            4 => {
-                store.insert(kept(&name));
-            }
-            5 => {
-                store.get(&name);
-            }
-            6 => {
-                store.read_chunk(&name, 1, Some(3)).ok();
-            }
-            7 => {
-                store.remove(std::slice::from_ref(&name));
-            }
-            _ => {
-                let keep = Some(random.below(2) == 0);
-                store
-                    .update(
-                        &name,
-                        VariablePatch {
-                            keep,
-                            ..VariablePatch::default()
-                        },
-                    )
-                    .ok();
-            }
-        }
-    }
-
-    #[test]
-    fn the_eviction_index_stays_consistent_under_a_long_mixed_workload() {
-        let mut store = store(50);
-        let mut random = Lcg(42);
-        for _ in 0..5_000 {
-            random_step(&mut store, &mut random);
-
-            let evictable = store.iter().filter(|variable| !variable.keep).count();
-            assert_eq!(store.eviction_index.len(), evictable);
-            let kept_count = store.len() - evictable;
-            if kept_count < store.capacity() {
-                assert!(
-                    store.len() <= store.capacity(),
-                    "len {} over capacity",
-                    store.len()
-                );
-            }
-        }
         assert_index_consistent(&store);
     }
 }

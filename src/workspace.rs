@@ -1,6 +1,6 @@
-//! A workspace: the variables, and the `ask-once` approvals remembered for them, that sessions
-//! share. Every mutation goes through here, so that it is made durable before it is
-//! acknowledged and subscribers (the `var://` resources) hear about it.
+//! A workspace: the variables, the state document (`state_document.rs`) and the `ask-once`
+//! approvals that sessions share. Every mutation goes through here, so that it is made durable
+//! before it is acknowledged and subscribers (the `var://` and `state://` resources) hear of it.
 //!
 //! With a store, each mutation is applied in memory, committed as one transaction, and undone
 //! in memory (from the stored rows) when the commit fails, so a failed write changes nothing.
@@ -10,7 +10,11 @@
 //! and at the end. A crash loses at most one batch of them, which the next call recomputes.
 //! Reads first catch up with changes other processes made (one cheap sequence read when there
 //! are none). Reads also move `last_visited`; those visits are written in batches, not one
-//! transaction per read, and at the end.
+//! transaction per read, and at the end. `durability.rs` holds that bookkeeping: catching up,
+//! committing, undoing, and the batches.
+
+mod durability;
+mod state_document;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,17 +23,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::json::nesting;
-use crate::json::path::Path;
-use crate::refs;
-use crate::store::{self, Batch, Store, Visit};
-use crate::vars::{
-    self, Chunk, Clock, ListFilter, NewVariable, RemoveOutcome, RestoredVariable, Variable,
-    VariablePatch, VariableSystem, WriteOutcome,
-};
+use crate::json::compact_length;
 
-/// Visits waiting to be written before a batch goes out.
-const VISIT_BATCH: usize = 512;
+use crate::json::strings;
+use crate::refs;
+use crate::store::{self, Store};
+use crate::vars::{
+    self, Chunk, Clock, ListFilter, NewVariable, RemoveOutcome, Variable, VariablePatch,
+    VariableSystem, WriteOutcome,
+};
 
 /// Lazily written variables (written or evicted) waiting before a batch goes out.
 const UNSAVED_BATCH: usize = 64;
@@ -132,7 +134,7 @@ impl Workspace {
             }
             state.seen = loaded.sequence;
         }
-        let state_bytes = json_length(&store.state(&workspace.name)?);
+        let state_bytes = compact_length(&store.state(&workspace.name)?);
         workspace.state_bytes = AtomicUsize::new(state_bytes);
         workspace.store = Some(store);
         let mut state = workspace.lock();
@@ -355,262 +357,6 @@ impl Workspace {
         self.approvals().insert(key);
     }
 
-    /// The plans' state document.
-    pub fn state(&self) -> Result<Value, Error> {
-        match &self.store {
-            Some(store) => Ok(store.state(&self.name)?),
-            None => Ok(self
-                .state_document
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone()),
-        }
-    }
-
-    /// The state document's value at a path, if any (without copying the rest of it when the
-    /// state lives in memory).
-    pub fn state_at(&self, path: &Path) -> Result<Option<Value>, Error> {
-        if self.store.is_some() {
-            return Ok(path.get(&self.state()?).cloned());
-        }
-        let document = self
-            .state_document
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        Ok(path.get(&document).cloned())
-    }
-
-    /// Writes a value into the state document at a path, atomically: a refused write (a
-    /// scalar in the way, a gap in an array, a value nesting too deep, past the byte cap)
-    /// changes nothing and comes back as the inner `Err`.
-    pub fn write_state(&self, path: &Path, value: &Value) -> Result<Result<(), String>, Error> {
-        if let Err(too_deep) = nesting::check(value, path.segments().len()) {
-            return Ok(Err(format!(
-                "cannot write `{path}`: the value written there {too_deep}"
-            )));
-        }
-        let variable_bytes = self.lock().system.bytes();
-        let mut state_bytes = 0;
-        let mut set = |document: &mut Value| {
-            let current = json_length(document);
-            let replaced = path.get(document).map_or(0, json_length);
-            let projected =
-                (current + json_length(value) + path.to_string().len()).saturating_sub(replaced);
-            self.check_bytes(variable_bytes + current, variable_bytes + projected)?;
-            path.set(document, value.clone())
-                .map_err(|error| error.to_string())?;
-            state_bytes = projected;
-            Ok(())
-        };
-        let outcome = if let Some(store) = &self.store {
-            store.update_state(&self.name, &mut set)?.map(drop)
-        } else {
-            // A refused `Path::set` leaves the document as it was, so no copy is needed.
-            set(&mut self
-                .state_document
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner))
-        };
-        if outcome.is_ok() {
-            self.state_bytes.store(state_bytes, Ordering::Relaxed);
-            if self.changes.receiver_count() > 0 {
-                self.changes.send(Change::State).ok();
-            }
-        }
-        Ok(outcome)
-    }
-
-    /// Caps the workspace's bytes (variable values and the state document's JSON text).
-    #[must_use]
-    pub fn with_max_bytes(mut self, max_bytes: Option<u64>) -> Self {
-        self.max_bytes = max_bytes.map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX));
-        self
-    }
-
-    /// Refuses a write that grows the workspace past its cap, with a message saying what to do.
-    /// A write that does not grow it passes even over the cap (a cap lowered below what is
-    /// stored), so the workspace can always be trimmed and rewritten.
-    fn check_bytes(&self, before: usize, after: usize) -> Result<(), String> {
-        match self.max_bytes {
-            Some(cap) if after > cap && after > before => Err(format!(
-                "workspace `{}` would hold {after} bytes, over its cap of {cap} bytes; remove variables with RemoveVars (or state with WriteState), or raise workspace_max_bytes in the config file (--workspace-max-bytes)",
-                self.name
-            )),
-            _ => Ok(()),
-        }
-    }
-
-    /// Writes pending visits (`last_visited`, reference counts).
-    pub fn flush_visits(&self) {
-        let mut state = self.lock();
-        self.write_visits(&mut state);
-    }
-
-    /// Writes the lazily written variables still waiting for their batch.
-    pub fn flush_unsaved(&self) {
-        let mut state = self.lock();
-        if let Err(error) = self.persist(&mut state, &[], &[]) {
-            tracing::warn!(%error, "cannot write cached variables");
-        }
-    }
-
-    fn visited(&self, state: &mut State, name: &Arc<str>) {
-        if self.store.is_none() {
-            return;
-        }
-        state.visited.insert(Arc::clone(name));
-        if state.visited.len() >= VISIT_BATCH {
-            self.write_visits(state);
-        }
-    }
-
-    fn write_visits(&self, state: &mut State) {
-        let Some(store) = &self.store else { return };
-        let visits: Vec<Visit> = state
-            .visited
-            .drain()
-            .filter_map(|name| state.system.peek(&name))
-            .map(|variable| Visit {
-                name: variable.name.to_string(),
-                last_visited: variable.last_visited,
-                reference_count: variable.reference_count,
-            })
-            .collect();
-        if visits.is_empty() {
-            return;
-        }
-        if let Err(error) = store.record_visits(&self.name, &visits) {
-            tracing::warn!(%error, "cannot record variable visits");
-        }
-    }
-
-    /// The state, caught up with changes committed by other processes.
-    fn synced(&self) -> Result<MutexGuard<'_, State>, Error> {
-        let mut state = self.lock();
-        let Some(store) = &self.store else {
-            return Ok(state);
-        };
-        if store.sequence(&self.name)? == state.seen {
-            return Ok(state);
-        }
-        // Lazy writes go out first: catching up may reload the whole workspace from the store.
-        self.persist(&mut state, &[], &[])?;
-        let changes = store.changes(&self.name, state.seen)?;
-        let mut events = Vec::new();
-        if changes.complete {
-            let kept: HashSet<&str> = changes.written.iter().map(|v| v.name.as_str()).collect();
-            let gone: Vec<String> = state
-                .system
-                .iter()
-                .map(|variable| variable.name.to_string())
-                .filter(|name| !kept.contains(name.as_str()))
-                .collect();
-            events.extend(
-                gone.into_iter()
-                    .filter(|name| state.system.forget(name))
-                    .map(|name| (name, VariableEvent::Removed)),
-            );
-        }
-        for name in changes.removed {
-            if state.system.forget(&name) {
-                events.push((name, VariableEvent::Removed));
-            }
-        }
-        for variable in changes.written {
-            let event = if state.system.peek(&variable.name).is_some() {
-                VariableEvent::Updated
-            } else {
-                VariableEvent::Created
-            };
-            events.push((variable.name.clone(), event));
-            state.system.restore(variable);
-        }
-        state.seen = changes.sequence;
-        let evicted = state.system.evict();
-        self.persist(&mut state, &[], &names_of(&evicted))?;
-        events.extend(
-            evicted
-                .iter()
-                .map(|name| (name.to_string(), VariableEvent::Removed)),
-        );
-        for (name, event) in events {
-            self.announce(Arc::from(name.as_str()), event);
-        }
-        Ok(state)
-    }
-
-    fn persist_write(
-        &self,
-        state: &mut State,
-        name: &Arc<str>,
-        outcome: &WriteOutcome,
-    ) -> Result<(), Error> {
-        self.persist(state, &[name.to_string()], &names_of(&outcome.evicted))
-    }
-
-    /// Commits what changed in memory, with the lazy writes still waiting; on failure, puts
-    /// the stored rows of `written` and `removed` back in memory (lazy writes wait for the next
-    /// commit).
-    fn persist(
-        &self,
-        state: &mut State,
-        written: &[String],
-        removed: &[String],
-    ) -> Result<(), Error> {
-        let Some(store) = &self.store else {
-            return Ok(());
-        };
-        let mut batch = Batch {
-            written: written
-                .iter()
-                .filter_map(|name| state.system.peek(name))
-                .map(RestoredVariable::from)
-                .collect(),
-            removed: removed.to_vec(),
-        };
-        for name in &state.unsaved {
-            if written.contains(name) || removed.contains(name) {
-                continue;
-            }
-            match state.system.peek(name) {
-                Some(variable) => batch.written.push(RestoredVariable::from(variable)),
-                None => batch.removed.push(name.clone()),
-            }
-        }
-        if batch.is_empty() {
-            return Ok(());
-        }
-        match store.commit(&self.name, &batch) {
-            Ok(commit) => {
-                if commit.before == state.seen {
-                    state.seen = commit.after;
-                }
-                state.unsaved.clear();
-                Ok(())
-            }
-            Err(error) => {
-                self.undo(state, written.iter().chain(removed));
-                Err(error.into())
-            }
-        }
-    }
-
-    /// Restores variables from the store after a failed commit.
-    fn undo<'a>(&self, state: &mut State, names: impl Iterator<Item = &'a String>) {
-        let Some(store) = &self.store else { return };
-        for name in names {
-            match store.variable(&self.name, name) {
-                Ok(Some(stored)) => state.system.restore(stored),
-                Ok(None) => {
-                    state.system.forget(name);
-                }
-                Err(error) => {
-                    tracing::error!(%error, %name, "cannot restore a variable after a failed write");
-                }
-            }
-        }
-    }
-
     fn announce_write(&self, name: Arc<str>, outcome: &WriteOutcome) {
         let event = if outcome.created {
             VariableEvent::Created
@@ -652,46 +398,13 @@ fn names_of(names: &[Arc<str>]) -> Vec<String> {
     names.iter().map(ToString::to_string).collect()
 }
 
-/// The length of a value's compact JSON text, counted without building it.
-fn json_length(value: &Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    match serde_json::to_writer(&mut counter, value) {
-        Ok(()) => counter.0,
-        Err(_) => 0,
-    }
-}
-
 /// Whether any string in the arguments could hold a `$VAR_REF` (so plain calls skip the lock).
 fn contains_reference(value: &Value) -> bool {
-    any_string(value, refs::contains_reference)
+    strings::iter(value).any(refs::contains_reference)
 }
 
 /// Whether any string in the arguments could hold a `$VAR_REF` or a `†` reference.
 pub fn contains_any_reference(value: &Value) -> bool {
-    any_string(value, |text| {
-        refs::contains_reference(text) || refs::dagger::contains_reference(text)
-    })
-}
-
-fn any_string(value: &Value, matches: impl Fn(&str) -> bool) -> bool {
-    let mut pending = vec![value];
-    while let Some(current) = pending.pop() {
-        match current {
-            Value::String(text) if matches(text) => return true,
-            Value::Array(items) => pending.extend(items),
-            Value::Object(members) => pending.extend(members.values()),
-            _ => {}
-        }
-    }
-    false
+    strings::iter(value)
+        .any(|text| refs::contains_reference(text) || refs::dagger::contains_reference(text))
 }

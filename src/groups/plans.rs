@@ -12,12 +12,12 @@ use super::{ready, structured};
 use crate::json::path::Path;
 use crate::plans::plan::{self, World};
 use crate::plans::run::{self, StateChange, StepStatus, StepTrace};
+use crate::text::{Chunk, window};
 use crate::tools::PlanScope;
 use crate::tools::{
     Annotations, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
     parse_arguments,
 };
-use crate::vars::{Chunk, window};
 
 pub const GROUP: &str = "plans";
 

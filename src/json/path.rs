@@ -403,10 +403,7 @@ fn read_quoted(text: &str) -> Option<(String, usize)> {
 
 /// The beginning of a long path, for messages.
 fn quote(text: &str) -> String {
-    match text.char_indices().nth(QUOTED_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
+    crate::text::shorten(text, QUOTED_CHARS)
 }
 
 /// A value's kind, for messages.

@@ -11,6 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
+use crate::json::strings;
 use crate::refs::dagger::{self, Kind, Piece};
 use crate::tools::{OutputPath, OutputTarget as Target};
 
@@ -186,19 +187,18 @@ fn references(
     problems: &mut Vec<String>,
 ) -> Vec<dagger::DaggerReference> {
     let mut found = Vec::new();
-    let mut pending: Vec<&Value> = arguments.values().collect();
-    while let Some(value) = pending.pop() {
-        match value {
-            Value::String(text) if dagger::contains_reference(text) => match dagger::parse(text) {
-                Ok(pieces) => found.extend(pieces.into_iter().filter_map(|piece| match piece {
-                    Piece::Reference(reference) => Some(reference),
-                    Piece::Text(_) => None,
-                })),
-                Err(error) => problems.push(format!("step `{step}`: {error}")),
-            },
-            Value::Array(items) => pending.extend(items),
-            Value::Object(members) => pending.extend(members.values()),
-            _ => {}
+    let texts: Vec<&str> = arguments.values().flat_map(strings::iter).collect();
+    // Last string first: the order in which validation has always reported problems.
+    for text in texts.into_iter().rev() {
+        if !dagger::contains_reference(text) {
+            continue;
+        }
+        match dagger::parse(text) {
+            Ok(pieces) => found.extend(pieces.into_iter().filter_map(|piece| match piece {
+                Piece::Reference(reference) => Some(reference),
+                Piece::Text(_) => None,
+            })),
+            Err(error) => problems.push(format!("step `{step}`: {error}")),
         }
     }
     found

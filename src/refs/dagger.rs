@@ -19,6 +19,8 @@
 use serde_json::Value;
 
 use crate::json::path::{self, Path, is_word};
+use crate::json::strings;
+use crate::text::take_chars;
 
 /// Characters of an unreadable reference quoted in its error.
 const SHOWN_CHARS: usize = 40;
@@ -115,7 +117,7 @@ pub fn parse(text: &str) -> Result<Vec<Piece>, Error> {
         let kind_word = &after[..kind_length];
         let (path, path_length) =
             Path::read_in_reference(&after[kind_length..]).map_err(|source| Error::Path {
-                reference: format!("{DAGGER}{}", shown(after)),
+                reference: format!("{DAGGER}{}", take_chars(after, SHOWN_CHARS)),
                 source,
             })?;
         let length = kind_length + path_length;
@@ -139,29 +141,15 @@ pub fn parse(text: &str) -> Result<Vec<Piece>, Error> {
     Ok(pieces)
 }
 
-/// The start of a reference that could not be read, for its error.
-fn shown(text: &str) -> &str {
-    let end = text
-        .char_indices()
-        .nth(SHOWN_CHARS)
-        .map_or(text.len(), |(index, _)| index);
-    &text[..end]
-}
-
 /// Resolves every reference in a JSON tree in place.
 pub fn resolve_value(value: &mut Value, context: &mut dyn Context) -> Result<(), Error> {
-    let mut pending = vec![value];
-    while let Some(current) = pending.pop() {
-        match current {
-            Value::String(text) if contains_reference(text) => {
-                *current = resolve_string(text, context)?;
-            }
-            Value::Array(items) => pending.extend(items.iter_mut().rev()),
-            Value::Object(members) => pending.extend(members.values_mut().rev()),
-            _ => {}
+    strings::try_replace(value, |text| {
+        if contains_reference(text) {
+            resolve_string(text, context).map(Some)
+        } else {
+            Ok(None)
         }
-    }
-    Ok(())
+    })
 }
 
 fn resolve_string(text: &str, context: &mut dyn Context) -> Result<Value, Error> {

@@ -5,16 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use std::sync::Arc;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-
 use serde_json::Value;
 
 use super::tree::{Encoded, SnapshotKey};
 use super::{Batch, Error, SnapshotStore, Store, StoredSnapshot};
-use crate::vars::{RestoredVariable, Timestamp, ValueKind, VarType};
+use crate::vars::{Record, Timestamp};
 
 /// The `format` every export carries.
 pub const FORMAT: &str = "synapse-mcp/workspace";
@@ -32,7 +29,7 @@ pub struct WorkspaceExport {
     /// When it was exported (RFC 3339).
     pub exported_at: String,
     /// Every variable, sorted by name.
-    pub variables: Vec<ExportedVariable>,
+    pub variables: Vec<Record>,
     /// Remembered `ask-once` approvals.
     pub approvals: Vec<String>,
     /// The plans' state document (version 2).
@@ -53,66 +50,6 @@ fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
 
-/// One variable with every field. Times are microseconds since the Unix epoch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ExportedVariable {
-    pub name: String,
-    /// The value, always text (JSON text when `kind` is `json`).
-    pub value: String,
-    pub kind: ValueKind,
-    #[serde(rename = "type")]
-    pub var_type: VarType,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub desc: Option<String>,
-    #[serde(default)]
-    pub tags: Vec<String>,
-    /// Never evicted.
-    #[serde(default)]
-    pub keep: bool,
-    pub created: u64,
-    pub updated: u64,
-    pub last_visited: u64,
-    #[serde(default)]
-    pub reference_count: u64,
-}
-
-impl From<RestoredVariable> for ExportedVariable {
-    fn from(variable: RestoredVariable) -> Self {
-        Self {
-            name: variable.name,
-            value: variable.value.to_string(),
-            kind: variable.kind,
-            var_type: variable.var_type,
-            desc: variable.desc,
-            tags: variable.tags,
-            keep: variable.keep,
-            created: variable.created.0,
-            updated: variable.updated.0,
-            last_visited: variable.last_visited.0,
-            reference_count: variable.reference_count,
-        }
-    }
-}
-
-impl From<ExportedVariable> for RestoredVariable {
-    fn from(variable: ExportedVariable) -> Self {
-        Self {
-            name: variable.name,
-            value: Arc::from(variable.value),
-            kind: variable.kind,
-            var_type: variable.var_type,
-            desc: variable.desc,
-            tags: variable.tags,
-            keep: variable.keep,
-            created: Timestamp(variable.created),
-            updated: Timestamp(variable.updated),
-            last_visited: Timestamp(variable.last_visited),
-            reference_count: variable.reference_count,
-        }
-    }
-}
-
 /// Reads a workspace out of the store.
 pub fn export(
     store: &(impl Store + SnapshotStore + ?Sized),
@@ -129,12 +66,7 @@ pub fn export(
             path: store.location().to_owned(),
         });
     }
-    let mut variables: Vec<ExportedVariable> = store
-        .load(workspace)?
-        .variables
-        .into_iter()
-        .map(ExportedVariable::from)
-        .collect();
+    let mut variables = store.load(workspace)?.variables;
     variables.sort_by(|a, b| a.name.cmp(&b.name));
     let mut functions = BTreeMap::new();
     for scope in store.function_scopes(workspace)? {
@@ -163,11 +95,7 @@ pub fn import(
 ) -> Result<usize, Error> {
     let count = export.variables.len();
     let batch = Batch {
-        written: export
-            .variables
-            .into_iter()
-            .map(RestoredVariable::from)
-            .collect(),
+        written: export.variables,
         removed: Vec::new(),
     };
     store.commit(workspace, &batch)?;
@@ -221,4 +149,82 @@ pub fn import(
         store.put_snapshots(workspace, &encoded)?;
     }
     Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::SqliteStore;
+
+    /// An export as versions before the shared variable record wrote it (format version 2):
+    /// every optional field present on one variable, absent on the other.
+    const VERSION_2: &str = r#"{
+      "format": "synapse-mcp/workspace",
+      "version": 2,
+      "workspace": "old",
+      "exportedAt": "2025-01-01T00:00:00.000000Z",
+      "variables": [
+        {"name": "plain", "value": "text", "kind": "text", "type": "LLMAdd", "tags": [],
+         "keep": false, "created": 1, "updated": 2, "lastVisited": 3, "referenceCount": 0},
+        {"name": "Rule/x", "value": "{\"a\":1}", "kind": "json", "type": "RULE", "desc": "d",
+         "tags": ["t", "u"], "keep": true, "created": 10, "updated": 20, "lastVisited": 30,
+         "referenceCount": 4}
+      ],
+      "approvals": ["ask-once key"],
+      "state": {"plan": {"step": 3}}
+    }"#;
+
+    /// Format version 1: variables and approvals only, optional fields left out.
+    const VERSION_1: &str = r#"{
+      "format": "synapse-mcp/workspace",
+      "version": 1,
+      "workspace": "older",
+      "exportedAt": "2024-01-01T00:00:00.000000Z",
+      "variables": [
+        {"name": "v", "value": "x", "kind": "text", "type": "USER_ADD",
+         "created": 5, "updated": 6, "lastVisited": 7}
+      ],
+      "approvals": []
+    }"#;
+
+    fn round_trip(text: &str) -> (Value, WorkspaceExport) {
+        let original: Value = serde_json::from_str(text).unwrap();
+        let parsed: WorkspaceExport = serde_json::from_str(text).unwrap();
+        let store = SqliteStore::open_in_memory().unwrap();
+        import(store.as_ref(), "imported", parsed).unwrap();
+        let exported = export(store.as_ref(), "imported", Timestamp(0)).unwrap();
+        (original, exported)
+    }
+
+    #[test]
+    fn a_version_2_export_imports_and_exports_again_field_for_field() {
+        let (original, exported) = round_trip(VERSION_2);
+
+        let mut expected = original["variables"].as_array().unwrap().clone();
+        expected.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+        // Same fields, same order, same values: the file format did not change.
+        assert_eq!(
+            serde_json::to_string(&exported.variables).unwrap(),
+            serde_json::to_string(&expected).unwrap()
+        );
+        assert_eq!(exported.version, 2);
+        assert_eq!(exported.approvals, ["ask-once key"]);
+        assert_eq!(exported.state, json!({"plan": {"step": 3}}));
+    }
+
+    #[test]
+    fn a_version_1_export_imports_with_the_defaults_of_the_fields_it_lacks() {
+        let (_, exported) = round_trip(VERSION_1);
+
+        assert_eq!(
+            serde_json::to_value(&exported.variables).unwrap(),
+            json!([{"name": "v", "value": "x", "kind": "text", "type": "USER_ADD", "tags": [],
+                    "keep": false, "created": 5, "updated": 6, "lastVisited": 7,
+                    "referenceCount": 0}])
+        );
+        assert_eq!(exported.state, json!({}));
+    }
 }

@@ -7,8 +7,10 @@ mod structure;
 use serde_json::{Map, Value};
 
 use super::{Tool, ToolOutput};
+use crate::json::compact_length;
+use crate::text::{skip_chars, take_chars};
 
-pub(crate) use structure::{Fitted, Omitted, allows_extra_member, fit_structure, size};
+pub(crate) use structure::{Fitted, Omitted, allows_extra_member, fit_structure};
 
 /// The meta-argument that sets the output limit of one call, in characters; `0` or `-1` means
 /// no truncation. The leading underscore keeps it apart from every tool's own parameters.
@@ -80,7 +82,7 @@ pub(super) fn cut_structure(
         return None;
     };
     // Most results fit: measured without allocating, before the schema is copied for the walk.
-    if size(value) <= limit {
+    if compact_length(value) <= limit {
         return None;
     }
     let schema = tool.definition().output_schema.as_ref()?;
@@ -165,27 +167,21 @@ pub fn truncate_content(text: &str, limit: usize) -> Option<Truncated> {
     let head_chars = limit.div_ceil(2);
     let tail_chars = limit - head_chars;
     let omitted_length = total - head_chars - tail_chars;
-    let head_end = byte_offset(text, head_chars);
-    let tail_start = byte_offset(text, total - tail_chars);
+    let head = take_chars(text, head_chars);
+    let tail = skip_chars(text, total - tail_chars);
     let marker = format!(
         "\n\n[… {omitted_length} characters omitted (characters {head_chars}–{end}) …]\n\n",
         end = head_chars + omitted_length
     );
-    let mut cut = String::with_capacity(head_end + marker.len() + (text.len() - tail_start));
-    cut.push_str(&text[..head_end]);
+    let mut cut = String::with_capacity(head.len() + marker.len() + tail.len());
+    cut.push_str(head);
     cut.push_str(&marker);
-    cut.push_str(&text[tail_start..]);
+    cut.push_str(tail);
     Some(Truncated {
         text: cut,
         omitted_start: head_chars,
         omitted_length,
     })
-}
-
-fn byte_offset(text: &str, characters: usize) -> usize {
-    text.char_indices()
-        .nth(characters)
-        .map_or(text.len(), |(offset, _)| offset)
 }
 
 #[cfg(test)]

@@ -111,11 +111,11 @@ mod tests {
 
     use super::super::{SqliteOptions, SqliteStore};
     use crate::store::{Batch, Store};
-    use crate::vars::{RestoredVariable, Timestamp, ValueKind, VarType};
+    use crate::vars::{Record, Timestamp, ValueKind, VarType};
 
-    fn variable(name: &str) -> RestoredVariable {
-        RestoredVariable {
-            name: name.to_owned(),
+    fn variable(name: &str) -> Record {
+        Record {
+            name: name.into(),
             value: "value".into(),
             kind: ValueKind::Text,
             desc: None,

@@ -9,9 +9,10 @@ use serde_json::Value;
 
 mod library;
 
-use super::{SqliteStore, ensure_workspace, now_micros};
+use super::{SqliteStore, ensure_workspace, micros};
 use crate::store::tree::{self, Encoded};
 use crate::store::{Error, SnapshotStore, StorageReport, StoredSnapshot};
+use crate::vars::wall_clock;
 
 fn node_body(transaction: &Transaction<'_>, hash: &str) -> rusqlite::Result<String> {
     transaction
@@ -125,7 +126,7 @@ impl SnapshotStore for SqliteStore {
         self.write(|transaction| {
             ensure_workspace(transaction, workspace)?;
             let (new_nodes, new_bytes) = write_nodes(transaction, snapshots)?;
-            let now = now_micros();
+            let now = micros(wall_clock());
             let mut statement = transaction.prepare_cached(
                 "INSERT OR REPLACE INTO message_variables (workspace, identifier, chat_file, message_id, swipe_id, root, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

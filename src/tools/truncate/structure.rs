@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use super::truncate_content;
+use crate::json::compact_length;
 
 /// Room a cut string's marker takes, in characters.
 const STRING_MARKER: usize = 60;
@@ -51,7 +52,7 @@ pub(crate) struct Fitted {
 /// Cuts `value` so that its JSON text takes about `limit` characters, as far as `schema` (the
 /// tool's output schema, whose `$ref`s point into its own `$defs`) allows; `None` when it fits.
 pub(crate) fn fit_structure(value: &Value, schema: &Value, limit: usize) -> Option<Fitted> {
-    if size(value) <= limit {
+    if compact_length(value) <= limit {
         return None;
     }
     let mut walker = Walker {
@@ -80,26 +81,6 @@ pub(crate) fn allows_extra_member(schema: &Value, key: &str) -> bool {
         && schema.get("maxProperties").is_none()
 }
 
-/// The length of a value's compact JSON text.
-pub(crate) fn size(value: &Value) -> usize {
-    let mut counter = Counter(0);
-    serde_json::to_writer(&mut counter, value).map_or(0, |()| counter.0)
-}
-
-/// Counts the bytes of JSON text written to it, keeping none.
-struct Counter(usize);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 += bytes.len();
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 struct Walker<'a> {
     root: &'a Value,
     omissions: Vec<Omission>,
@@ -114,7 +95,7 @@ impl<'a> Walker<'a> {
         budget: usize,
         path: &mut String,
     ) -> Value {
-        if size(value) <= budget {
+        if compact_length(value) <= budget {
             return value.clone();
         }
         let schema = schema.and_then(|schema| self.resolve(schema));
@@ -168,7 +149,7 @@ impl<'a> Walker<'a> {
         let mut kept = Vec::new();
         let mut used = 2;
         for (index, item) in items.iter().enumerate() {
-            let item_size = size(item) + 1;
+            let item_size = compact_length(item) + 1;
             if used + item_size <= budget {
                 used += item_size;
                 kept.push(item.clone());
@@ -209,7 +190,7 @@ impl<'a> Walker<'a> {
         let mut remaining = budget.saturating_sub(keys + 2);
         let mut order: Vec<(&String, &Value, usize)> = members
             .iter()
-            .map(|(key, value)| (key, value, size(value)))
+            .map(|(key, value)| (key, value, compact_length(value)))
             .collect();
         order.sort_by_key(|(_, _, size)| *size);
         let mut fitted: Map<String, Value> = Map::new();
@@ -232,7 +213,7 @@ impl<'a> Walker<'a> {
                 path.truncate(length);
                 member
             };
-            remaining = remaining.saturating_sub(size(&member));
+            remaining = remaining.saturating_sub(compact_length(&member));
             fitted.insert(key.clone(), member);
         }
         // The members in their original order.
@@ -253,7 +234,7 @@ impl<'a> Walker<'a> {
         let mut kept = Map::new();
         let mut used = 2 + OMITTED_MEMBERS_KEY.len() + 32;
         for (key, value) in members {
-            let cost = key.len() + 4 + size(value);
+            let cost = key.len() + 4 + compact_length(value);
             if used + cost <= budget {
                 used += cost;
                 kept.insert(key.clone(), value.clone());
@@ -407,7 +388,11 @@ mod tests {
             .collect();
         let value = json!({"variables": variables, "count": 400});
         let fitted = fit_structure(&value, &list_schema(), 2_000).unwrap();
-        assert!(size(&fitted.value) <= 2_000, "{}", size(&fitted.value));
+        assert!(
+            compact_length(&fitted.value) <= 2_000,
+            "{}",
+            compact_length(&fitted.value)
+        );
         let kept = fitted.value["variables"].as_array().unwrap();
         assert!(!kept.is_empty());
         assert_eq!(kept[0], value["variables"][0]);
@@ -448,7 +433,7 @@ mod tests {
             .collect();
         let value = json!({"template": members});
         let fitted = fit_structure(&value, &schema, 300).unwrap();
-        assert!(size(&fitted.value) <= 300, "{}", fitted.value);
+        assert!(compact_length(&fitted.value) <= 300, "{}", fitted.value);
         let template = fitted.value["template"].as_object().unwrap();
         assert_eq!(template["key0"], json!(0));
         let left_out = 2_000 - (template.len() - 1);

@@ -1,0 +1,129 @@
+//! The ground floor's text utility, character windows: the one place where positions counted in
+//! Unicode characters become byte offsets, so no reader ever splits a character. `ReadVar` and `ReadState` windows,
+//! `$VAR_REF{{name:start:length}}` slices, the executor's head-and-tail truncation and long text
+//! quoted in messages all cut text here.
+
+/// A window of a value, counted in Unicode characters.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Chunk {
+    pub text: String,
+    /// The first character of the window, clamped to `total`.
+    pub start: usize,
+    /// One past the last character of the window.
+    pub end: usize,
+    /// The length of the whole value.
+    pub total: usize,
+    /// Whether characters remain after `end`.
+    pub has_more: bool,
+}
+
+/// The byte offset where character `count` of `text` starts (`text.len()` when there are fewer).
+fn byte_offset(text: &str, count: usize) -> usize {
+    text.char_indices()
+        .nth(count)
+        .map_or(text.len(), |(offset, _)| offset)
+}
+
+/// The text after the first `count` characters (empty when there are fewer).
+pub fn skip_chars(text: &str, count: usize) -> &str {
+    &text[byte_offset(text, count)..]
+}
+
+/// The first `count` characters of `text` (all of it when there are fewer).
+pub fn take_chars(text: &str, count: usize) -> &str {
+    &text[..byte_offset(text, count)]
+}
+
+/// `length` characters of `text` from character `start`, clamped to the end of the text. Costs
+/// time proportional to `start + length`, not to the length of the text.
+pub fn slice_chars(text: &str, start: usize, length: usize) -> &str {
+    take_chars(skip_chars(text, start), length)
+}
+
+/// The first `count` characters of `text`, followed by `…` when some were cut off: a long text
+/// quoted in a message.
+pub fn shorten(text: &str, count: usize) -> String {
+    let head = take_chars(text, count);
+    if head.len() < text.len() {
+        format!("{head}…")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// A window of `length` characters (`None`: to the end) of any text, from character `start`,
+/// clamped to the end; the same windows `ReadVar` gives, for other readers (`ReadState`).
+pub fn window(text: &str, start: usize, length: Option<usize>) -> Chunk {
+    chunk_of(text, text.chars().count(), start, length)
+}
+
+/// [`window`] of a value whose character count (`total`) is already known.
+pub fn chunk_of(value: &str, total: usize, start: usize, length: Option<usize>) -> Chunk {
+    let start = start.min(total);
+    let remaining = total - start;
+    let length = length.map_or(remaining, |length| length.min(remaining));
+    let end = start + length;
+    Chunk {
+        text: slice_chars(value, start, length).to_owned(),
+        start,
+        end,
+        total,
+        has_more: end < total,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn slices_past_the_end_are_clamped() {
+        assert_eq!(slice_chars("abc", 1, 100), "bc");
+        assert_eq!(slice_chars("abc", 3, 1), "");
+        assert_eq!(slice_chars("abc", usize::MAX, usize::MAX), "");
+    }
+
+    #[test]
+    fn slices_of_multibyte_text_never_split_a_character() {
+        let text = "héllo 😀 wörld";
+        assert_eq!(slice_chars(text, 1, 4), "éllo");
+        assert_eq!(slice_chars(text, 6, 1), "😀");
+        assert_eq!(slice_chars(text, 7, 100), " wörld");
+        assert_eq!(take_chars(text, 7), "héllo 😀");
+        assert_eq!(skip_chars(text, 7), " wörld");
+        assert_eq!((take_chars(text, 99), skip_chars(text, 99)), (text, ""));
+    }
+
+    #[test]
+    fn shortened_text_ends_with_an_ellipsis_only_when_cut() {
+        assert_eq!(shorten("héllo", 5), "héllo");
+        assert_eq!(shorten("héllo", 2), "hé…");
+        assert_eq!(shorten("", 0), "");
+        assert_eq!(shorten("a", 0), "…");
+    }
+
+    #[test]
+    fn a_window_counts_the_whole_text_and_says_whether_more_remains() {
+        assert_eq!(
+            window("ab😀cd", 1, Some(2)),
+            Chunk {
+                text: "b😀".to_owned(),
+                start: 1,
+                end: 3,
+                total: 5,
+                has_more: true,
+            }
+        );
+        assert_eq!(
+            window("ab😀cd", 9, None),
+            Chunk {
+                text: String::new(),
+                start: 5,
+                end: 5,
+                total: 5,
+                has_more: false,
+            }
+        );
+    }
+}
