@@ -38,6 +38,8 @@ use chat::{Base, Binding, ChatMessage};
 use engine::{CallError, MessageContext};
 use functions::{Active, Export, Scope, VarFunction};
 
+pub use dry_run::{TestBase, Tested};
+
 /// Why a snapshot operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -3,6 +3,8 @@
 //! is synchronous and may take a while on a long chat, so it runs on tokio's blocking pool; the
 //! call's cancellation (the client cancelled, or left) reaches it there.
 
+pub mod functions;
+
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -141,6 +143,7 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
         ),
     ];
     tools.extend(library_tools(&tool));
+    tools.extend(functions::tools(service));
     ToolGroup {
         name: GROUP.to_owned(),
         tools,

@@ -14,6 +14,7 @@ mod depth;
 mod examples;
 mod executor;
 mod faults;
+mod function_tools;
 mod fuzz_regressions;
 mod layers;
 mod logging;
