@@ -29,7 +29,7 @@ pub struct Tested {
     /// Every step in running order: passive functions, each call found in the text (and each
     /// call that named no function), with the state after it.
     pub steps: Vec<Step>,
-    /// What failed or did nothing, as SnapshotProcess would report it.
+    /// What failed or did nothing, as `SnapshotProcess` would report it.
     pub errors: Vec<CallError>,
     /// The state after the whole text.
     #[schemars(extend("type" = "object"))]
@@ -91,10 +91,10 @@ impl Snapshots {
         })
     }
 
-    /// A draft as it takes part in a dry run: enabled, and checked like FunctionUpsert checks it.
+    /// A draft as it takes part in a dry run: enabled, and checked like `FunctionUpsert` checks it.
     fn checked_draft(&self, mut draft: VarFunction) -> Result<VarFunction, Error> {
         if draft.id.is_empty() {
-            draft.id = "draft".to_owned();
+            "draft".clone_into(&mut draft.id);
         }
         draft.enabled = true;
         functions::validate(&draft)

@@ -444,7 +444,7 @@ fn run_script(
         Err(message) => {
             outcome
                 .errors
-                .push(CallError::new(function.name.clone(), position, message))
+                .push(CallError::new(function.name.clone(), position, message));
         }
     }
 }

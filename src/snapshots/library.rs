@@ -24,14 +24,14 @@ fn resolve<'a>(
     match named.as_slice() {
         [function] => Ok(function),
         [] => {
-            let names: Vec<&str> = functions
+            let available: Vec<&str> = functions
                 .iter()
                 .map(|function| function.name.as_str())
                 .collect();
-            let listed = if names.is_empty() {
+            let listed = if available.is_empty() {
                 "it has none".to_owned()
             } else {
-                format!("it has {}", names.join(", "))
+                format!("it has {}", available.join(", "))
             };
             invalid(format!(
                 "no function `{key}` (by id or name) in the {} library; {listed}",

@@ -153,19 +153,15 @@ impl Snapshots {
                 break;
             }
         }
-        let (state, base, latest_snapshot_id) = match bound {
-            Some((message_index, stored)) => (
-                stored.value,
-                Base::Snapshot {
-                    message_index,
-                    snapshot_id: stored.id.clone(),
-                },
-                Some(stored.id),
-            ),
-            None => {
-                let (state, base) = self.base_state(character_id, template)?;
-                (state, base, None)
-            }
+        let (state, base, latest_snapshot_id) = if let Some((message_index, stored)) = bound {
+            let base = Base::Snapshot {
+                message_index,
+                snapshot_id: stored.id.clone(),
+            };
+            (stored.value, base, Some(stored.id))
+        } else {
+            let (state, base) = self.base_state(character_id, template)?;
+            (state, base, None)
         };
         tracing::info!(reason = disabled.message, "SnapshotProcess skipped");
         Ok(Processed {

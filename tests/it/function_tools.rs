@@ -389,13 +389,35 @@ async fn moving_a_function_changes_which_library_applies() {
         listed
     );
 
-    // Back to the global library, first in the running order, then off in bulk.
-    ok(
+    // Back to the global library.
+    let back = ok(
         &client,
         "FunctionMove",
         json!({"id": heal["id"], "characterId": "艾拉.png"}),
     )
     .await;
+    assert_eq!(back["to"], "global");
+    assert_eq!(
+        apply("林.png").await["snapshot"],
+        json!({"角色": {"生命值": 10}})
+    );
+}
+
+#[tokio::test]
+async fn reordering_and_switching_functions_in_bulk() {
+    let directory = tempfile::tempdir().unwrap();
+    let client = client(directory.path()).await;
+    let heal = ok(
+        &client,
+        "FunctionUpsert",
+        json!({"function": {
+            "name": "HEAL", "type": "active", "order": 50,
+            "pattern": "@\\.HEAL\\((\\d+)\\);?",
+            "executor": "snapshot.hp = (snapshot.hp || 0) + args[0]; return snapshot;"
+        }}),
+    )
+    .await;
+    // Back to the global library, first in the running order, then off in bulk.
     let reordered = checked(&client, "FunctionReorder", json!({"ids": ["HEAL", "SET"]})).await;
     let first: Vec<(Value, Value)> = reordered["functions"].as_array().unwrap()[..3]
         .iter()
@@ -423,5 +445,21 @@ async fn moving_a_function_changes_which_library_applies() {
     )
     .await;
     assert!(twice.contains("already in the list"), "{twice}");
-    assert_eq!(apply("林.png").await["snapshot"], json!({}));
+    let applied = ok(
+        &client,
+        "SnapshotApply",
+        json!({"chatFile": "bulk", "text": "@.HEAL(10); @.ADD(\"hp\", 1); @.SET(\"ok\", true);"}),
+    )
+    .await;
+    assert_eq!(applied["snapshot"], json!({"ok": true}));
+    let reasons: Vec<&str> = applied["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|error| error["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        reasons.iter().all(|reason| reason.contains("is disabled")),
+        "{reasons:?}"
+    );
 }
