@@ -7,7 +7,7 @@
 //! user function whose pattern did not match this call.
 
 use super::builtins::Builtin;
-use super::calls::MVU_OPERATIONS;
+use super::calls::{self, MVU_OPERATIONS};
 use super::functions::{FunctionKind, VarFunction, split_pattern};
 
 /// The call names the processing of one message knows.
@@ -89,13 +89,7 @@ pub fn find(text: &str, claimed: &[(usize, usize)], known: &Known) -> Vec<Unknow
     }
     if known.mvu {
         for (position, _) in text.match_indices("_.") {
-            let preceded_by_word = text[..position]
-                .chars()
-                .next_back()
-                .is_some_and(|character| {
-                    character.is_alphanumeric() || character == '_' || character == '.'
-                });
-            if preceded_by_word || is_claimed(position) {
+            if calls::inside_word(text, position) || is_claimed(position) {
                 continue;
             }
             let Some(name) = called_name(text, position + 2) else {
