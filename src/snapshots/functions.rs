@@ -212,7 +212,7 @@ impl Active {
             functions.into_iter().partition(|function| function.enabled);
         enabled.sort_by_key(|function| function.order);
         let mut active = Self {
-            known: Known::from_library(enabled.iter().chain(&disabled)),
+            known: known(enabled.iter().chain(&disabled)),
             ..Self::default()
         };
         for function in enabled {
@@ -225,6 +225,35 @@ impl Active {
         }
         active
     }
+}
+
+/// The call names a library knows, enabled or not (for [`super::unknown`]).
+fn known<'a>(library: impl IntoIterator<Item = &'a VarFunction>) -> Known {
+    let mut known = Known::default();
+    for function in library {
+        if function.kind != FunctionKind::Active {
+            continue;
+        }
+        let at_syntax = match function.builtin {
+            Some(Builtin::Mvu) => {
+                known.mvu |= function.enabled;
+                continue;
+            }
+            Some(Builtin::JsonPatch) => continue,
+            Some(_) => true,
+            None => function
+                .pattern
+                .as_deref()
+                .is_some_and(|pattern| split_pattern(pattern).0.contains(r"@\.")),
+        };
+        if function.enabled {
+            known.at_syntax |= at_syntax;
+            known.enabled.push(function.name.clone());
+        } else {
+            known.disabled.push(function.name.clone());
+        }
+    }
+    known
 }
 
 /// The `<variable_system_functions>` block, from the enabled functions.

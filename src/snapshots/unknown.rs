@@ -6,9 +6,7 @@
 //! A name the library knows but that did not run is reported too: a disabled function, or a
 //! user function whose pattern did not match this call.
 
-use super::builtins::Builtin;
 use super::calls::{self, MVU_OPERATIONS};
-use super::functions::{FunctionKind, VarFunction, split_pattern};
 
 /// The call names the processing of one message knows.
 #[derive(Debug, Clone, Default)]
@@ -21,37 +19,6 @@ pub struct Known {
     pub enabled: Vec<String>,
     /// Active functions that exist but are disabled.
     pub disabled: Vec<String>,
-}
-
-impl Known {
-    /// From the whole library (enabled and disabled) of a message.
-    pub fn from_library<'a>(library: impl IntoIterator<Item = &'a VarFunction>) -> Self {
-        let mut known = Self::default();
-        for function in library {
-            if function.kind != FunctionKind::Active {
-                continue;
-            }
-            let at_syntax = match function.builtin {
-                Some(Builtin::Mvu) => {
-                    known.mvu |= function.enabled;
-                    continue;
-                }
-                Some(Builtin::JsonPatch) => continue,
-                Some(_) => true,
-                None => function
-                    .pattern
-                    .as_deref()
-                    .is_some_and(|pattern| split_pattern(pattern).0.contains(r"@\.")),
-            };
-            if function.enabled {
-                known.at_syntax |= at_syntax;
-                known.enabled.push(function.name.clone());
-            } else {
-                known.disabled.push(function.name.clone());
-            }
-        }
-        known
-    }
 }
 
 /// A call that names nothing the library ran.
