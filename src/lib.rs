@@ -12,14 +12,14 @@
 //! 3. [`config`]: the command line and the TOML file.
 //! 4. [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, `snapshots`, the opt-in
 //!    `scripts`): one struct per tool, a thin adapter over a domain module.
-//! 5. [`plans`] (plan validation and execution, over the executor) and [`snapshots`] (chat state
-//!    snapshots and the function library).
+//! 5. [`plans`]: plan validation and execution, over the executor.
 //! 6. [`tools`]: the `Tool` trait and definitions, the registry, approval policies, and the
 //!    executor pipeline every call passes (references, gates, truncation, caching,
 //!    `_outputPath`), with the one conversion of domain errors into tool errors.
 //! 7. [`workspace`]: the variables, state document and approvals a session works in; every
 //!    mutation passes here, is committed to the [`store`] before it is acknowledged, and is
-//!    announced to subscribers.
+//!    announced to subscribers; and [`snapshots`] (chat state snapshots and the function
+//!    library, over the store).
 //! 8. [`refs`] (`$VAR_REF` and `†kind.path` resolution), [`rules`] (skill rules and the
 //!    tool-rules text) and [`store`] (durable workspaces in SQLite, shared between processes by
 //!    a change sequence).

@@ -1,17 +1,22 @@
 //! The tool executor (`docs/executor.md`): what a tool is, how tools are grouped, and the pipeline every
 //! call goes through.
 //!
-//! A [`Tool`] is a definition (name, description for the model, input and output schemas,
-//! annotations), a permission (execution and result approval policies) and an `execute`
-//! function, plus optional hooks that shape what the model sees: [`Tool::format_for_llm`],
-//! [`Tool::truncate_for_llm`], [`Tool::skip_truncation`] and [`Tool::default_output_limit`].
-//! Tools come in [`ToolGroup`]s that carry a rule prompt for the model and declared skill rules.
+//! A [`Tool`] is a [`ToolDefinition`] and an `execute` function. The definition is data: what
+//! clients see (name, description for the model, input and output schemas, annotations) and
+//! how the executor treats the calls (default permission, [`Caching`], [`Truncation`],
+//! [`Daggers`], always listed or not). Hooks remain only for what a tool does with code of its
+//! own: [`Tool::approval_scope`] and [`Tool::format_for_llm`]. Tools come in [`ToolGroup`]s
+//! that carry a rule prompt for the model and declared skill rules.
+//!
+//! Domain errors become [`ToolError`]s in one place, `tools/errors.rs`: a caller's mistake is
+//! [`ToolError::Invalid`], a store or I/O failure [`ToolError::Internal`].
 //!
 //! The [`Executor`] runs the pipeline for every call; the MCP adapter in `server` only
 //! translates its [`Outcome`] to the wire. Nothing here knows JSON-RPC.
 
 mod approval;
 mod definition;
+mod errors;
 mod executor;
 mod output_path;
 mod registry;
@@ -29,7 +34,10 @@ use crate::rules::SkillRule;
 use crate::workspace::Workspace;
 
 pub use approval::{Answer, ApprovalQuestion, Asker, Asking, Fallback, Permission, Policy, Stage};
-pub use definition::{Annotations, ToolDefinition, input_schema, output_schema, parse_arguments};
+pub use definition::{
+    Annotations, Caching, Daggers, ToolDefinition, Truncation, input_schema, output_schema,
+    parse_arguments,
+};
 pub use executor::{CallRequest, Executor, ExecutorSettings, ToolOverride, panic_message};
 pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};
 pub use registry::{Registry, RegistryError};
@@ -60,6 +68,7 @@ pub enum ToolOutput {
 
 /// Why a tool failed. `Invalid` is a mistake the model can fix by calling again; `Internal` is a
 /// bug or an I/O failure, reported to the client as a protocol error with details in the log.
+/// Domain errors convert with `?` (`tools/errors.rs` decides which is which).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ToolError {
     #[error("{0}")]
@@ -127,14 +136,12 @@ pub trait Sampler: Send + Sync {
     ) -> BoxFuture<'a, Result<Sampled, SamplingError>>;
 }
 
-/// One tool: a definition, a permission and an `execute`.
+/// One tool: its definition (which also says how the executor treats its calls) and an
+/// `execute`, plus the few hooks a tool implements with code of its own.
 pub trait Tool: Send + Sync {
     fn definition(&self) -> &ToolDefinition;
 
-    /// The tool's own default approval policies; the configuration may override them.
-    fn permission(&self) -> Permission {
-        Permission::default()
-    }
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 
     /// What an `ask-once` execution approval is bound to besides the tool and the argument
     /// shape. `SkillRunScript` returns the skill's name and a digest of its files, so a changed
@@ -143,8 +150,6 @@ pub trait Tool: Send + Sync {
         Ok(None)
     }
 
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
-
     /// Turns the output into the text the model reads. The default passes text through and
     /// writes structured data as compact JSON, as `JSON.stringify` would.
     fn format_for_llm(&self, output: &ToolOutput, _arguments: &Value) -> String {
@@ -152,59 +157,6 @@ pub trait Tool: Send + Sync {
             ToolOutput::Text(text) => text.clone(),
             ToolOutput::Structured(value) => value.to_string(),
         }
-    }
-
-    /// A tool's own truncation; when it returns `Some`, it wins over the executor's.
-    fn truncate_for_llm(
-        &self,
-        _formatted: &str,
-        _arguments: &Value,
-        _limit: usize,
-    ) -> Option<String> {
-        None
-    }
-
-    /// `true` skips every truncation.
-    fn skip_truncation(&self) -> bool {
-        false
-    }
-
-    /// Overrides the executor's default output limit, in characters.
-    fn default_output_limit(&self) -> Option<usize> {
-        None
-    }
-
-    /// Whether results and arguments are cached as variables. The variable tools say no, so
-    /// reading a variable never creates another one.
-    fn caches_result(&self) -> bool {
-        true
-    }
-
-    /// Whether the cached result can be recomputed from files on disk (the skill tools): it is
-    /// then written to the store lazily, in batches, instead of one durable commit per call.
-    fn result_is_recomputable(&self) -> bool {
-        false
-    }
-
-    /// Whether `tools/list` offers the `_outputPath` meta-argument. The executor honours it on
-    /// every call, so every tool lists it (a schema that hides an argument the server accepts
-    /// misleads the model and the client's validator alike).
-    fn offers_output_path(&self) -> bool {
-        true
-    }
-
-    /// Listed whenever any group is enabled, even when its own group is not (`ReadVar`,
-    /// `ListVars`).
-    fn always_listed(&self) -> bool {
-        false
-    }
-
-    /// `true` leaves `†` references in the arguments as written, for the tool to resolve later
-    /// (`RunPlan`, whose steps refer to results that do not exist yet) or to keep (`WriteVar`
-    /// outside a plan, so that a plan can be stored). `in_plan` says whether the call is a step
-    /// of a plan, where every step's arguments are resolved unless the tool runs plans itself.
-    fn defers_references(&self, _in_plan: bool) -> bool {
-        false
     }
 }
 

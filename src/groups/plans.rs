@@ -8,15 +8,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{ready, structured};
+use super::structured;
 use crate::json::path::Path;
 use crate::plans::plan::{self, World};
 use crate::plans::run::{self, StateChange, StepStatus, StepTrace};
 use crate::text::{Chunk, window};
-use crate::tools::PlanScope;
 use crate::tools::{
-    Annotations, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
-    parse_arguments,
+    Annotations, Caching, Daggers, PlanScope, RulePrompt, Tool, ToolCall, ToolDefinition,
+    ToolError, ToolGroup, ToolOutput, Truncation,
 };
 
 pub const GROUP: &str = "plans";
@@ -50,11 +49,15 @@ pub struct ReadStateArguments {
     pub length: Option<usize>,
 }
 
-pub struct ReadState(ToolDefinition);
+/// `ReadState`: a window of the state document. It pages its own output, so it is never cut,
+/// and, like a variable read, never cached.
+struct ReadState {
+    definition: ToolDefinition,
+}
 
 impl ReadState {
     fn new() -> Self {
-        Self(ToolDefinition::new::<ReadStateArguments>(
+        let definition = ToolDefinition::new::<ReadStateArguments>(
             "ReadState",
             "Read the workspace's state document, whole or at a dot path (`user.summary`, `items.0`). The state is where `_outputPath` writes results and what `†state.<path>` references read. Large values come in windows, like ReadVar.",
             Annotations {
@@ -63,49 +66,51 @@ impl ReadState {
                 ..Annotations::default()
             },
         )
-        .with_title("Read state"))
+        .with_title("Read state")
+        .with_truncation(Truncation::Never)
+        .with_caching(Caching::Off);
+        Self { definition }
     }
 }
 
 impl Tool for ReadState {
     fn definition(&self) -> &ToolDefinition {
-        &self.0
+        &self.definition
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        ready(read_state(call))
-    }
-
-    fn skip_truncation(&self) -> bool {
-        true
-    }
-
-    fn caches_result(&self) -> bool {
-        false
+        Box::pin(async move {
+            let arguments: ReadStateArguments = self.definition.parse(call.arguments)?;
+            let path = match arguments.path.as_deref() {
+                None | Some("") => Path::root(),
+                Some(text) => Path::parse(text)?,
+            };
+            let value = call.workspace.state_at(&path)?.ok_or_else(|| {
+                ToolError::invalid(format!(
+                    "the state has nothing at `{path}`; ReadState without a path shows the whole document"
+                ))
+            })?;
+            let length = arguments.length.or(call.output_limit);
+            Ok(ToolOutput::Text(state_window(
+                &path,
+                &value,
+                arguments.start,
+                length,
+            )))
+        })
     }
 }
 
-fn read_state(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: ReadStateArguments = parse_arguments("ReadState", call.arguments)?;
-    let path = match arguments.path.as_deref() {
-        None | Some("") => Path::root(),
-        Some(text) => Path::parse(text).map_err(ToolError::invalid)?,
-    };
-    let found = call.workspace.state_at(&path).map_err(ToolError::invalid)?;
-    let value = found.ok_or_else(|| {
-        ToolError::invalid(format!(
-            "the state has nothing at `{path}`; ReadState without a path shows the whole document"
-        ))
-    })?;
-    let text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
-    let length = arguments.length.or(call.output_limit);
+/// A window of a value's pretty JSON text, under a line giving the window and the total.
+fn state_window(path: &Path, value: &Value, start: Option<usize>, length: Option<usize>) -> String {
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
     let Chunk {
         text: window,
         start,
         end,
         total,
         ..
-    } = window(&text, arguments.start.unwrap_or(0), length);
+    } = window(&text, start.unwrap_or(0), length);
     let shown = if path.is_root() {
         "state".to_owned()
     } else {
@@ -118,7 +123,7 @@ fn read_state(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
     } else {
         format!("[{shown}: characters {start}–{end} of {total}]")
     };
-    Ok(ToolOutput::Text(format!("{header}\n{window}")))
+    format!("{header}\n{window}")
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -137,53 +142,50 @@ pub struct WriteStateOutput {
     pub value: Value,
 }
 
-pub struct WriteState(ToolDefinition);
+/// `WriteState`: a value written into the state document at a dot path; not cached.
+struct WriteState {
+    definition: ToolDefinition,
+}
 
 impl WriteState {
     fn new() -> Self {
-        Self(
-            ToolDefinition::new::<WriteStateArguments>(
-                "WriteState",
-                "Write a JSON value into the workspace's state document at a dot path. Plans and `_outputPath` write here too; `†state.<path>` in any tool's arguments reads it back.",
-                // Writing over an existing path replaces what was there.
-                Annotations {
-                    destructive: true,
-                    idempotent: true,
-                    ..Annotations::default()
-                },
-            )
-            .with_title("Write state")
-            .with_output::<WriteStateOutput>(),
+        let definition = ToolDefinition::new::<WriteStateArguments>(
+            "WriteState",
+            "Write a JSON value into the workspace's state document at a dot path. Plans and `_outputPath` write here too; `†state.<path>` in any tool's arguments reads it back.",
+            // Writing over an existing path replaces what was there.
+            Annotations {
+                destructive: true,
+                idempotent: true,
+                ..Annotations::default()
+            },
         )
+        .with_title("Write state")
+        .with_output::<WriteStateOutput>()
+        .with_caching(Caching::Off);
+        Self { definition }
     }
 }
 
 impl Tool for WriteState {
     fn definition(&self) -> &ToolDefinition {
-        &self.0
+        &self.definition
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        ready(write_state(call))
+        Box::pin(async move {
+            let arguments: WriteStateArguments = self.definition.parse(call.arguments)?;
+            let path = Path::parse(&arguments.path)?;
+            let value = arguments.value;
+            // The inner error is a value nested too deep for the path: the caller's to fix.
+            call.workspace
+                .write_state(&path, &value)?
+                .map_err(ToolError::Invalid)?;
+            structured(&WriteStateOutput {
+                path: path.to_string(),
+                value,
+            })
+        })
     }
-
-    fn caches_result(&self) -> bool {
-        false
-    }
-}
-
-fn write_state(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: WriteStateArguments = parse_arguments("WriteState", call.arguments)?;
-    let path = Path::parse(&arguments.path).map_err(ToolError::invalid)?;
-    let value = arguments.value;
-    call.workspace
-        .write_state(&path, &value)
-        .map_err(ToolError::invalid)?
-        .map_err(ToolError::Invalid)?;
-    structured(&WriteStateOutput {
-        path: path.to_string(),
-        value,
-    })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -220,52 +222,62 @@ pub struct RunPlanOutput {
     pub state_diff: Vec<StateChange>,
 }
 
-pub struct RunPlan(ToolDefinition);
+/// `RunPlan`: validates a whole graph of tool calls and runs it. It resolves the steps' `†`
+/// references itself, as their results come in.
+struct RunPlan {
+    definition: ToolDefinition,
+}
 
 impl RunPlan {
     fn new() -> Self {
-        Self(
-            ToolDefinition::new::<RunPlanArguments>(
-                "RunPlan",
-                "Run several tool calls as one declarative plan: steps linked by `†steps.<id>` / `†state.<path>` references are validated together (unknown tools or steps, dangling references, cycles and bad arguments are all reported at once), then run in dependency order with independent steps in parallel. Use it when a task needs three or more calls whose outputs feed each other; `dryRun` shows the order without running. Returns a trace per step and the state changes.",
-                // A plan runs any enabled tool, destructive ones included.
-                Annotations {
-                    destructive: true,
-                    ..Annotations::default()
-                },
-            )
-            .with_title("Run plan")
-            .with_output::<RunPlanOutput>(),
+        let definition = ToolDefinition::new::<RunPlanArguments>(
+            "RunPlan",
+            "Run several tool calls as one declarative plan: steps linked by `†steps.<id>` / `†state.<path>` references are validated together (unknown tools or steps, dangling references, cycles and bad arguments are all reported at once), then run in dependency order with independent steps in parallel. Use it when a task needs three or more calls whose outputs feed each other; `dryRun` shows the order without running. Returns a trace per step and the state changes.",
+            // A plan runs any enabled tool, destructive ones included.
+            Annotations {
+                destructive: true,
+                ..Annotations::default()
+            },
         )
+        .with_title("Run plan")
+        .with_output::<RunPlanOutput>()
+        .with_daggers(Daggers::Kept);
+        Self { definition }
     }
 }
 
 impl Tool for RunPlan {
     fn definition(&self) -> &ToolDefinition {
-        &self.0
+        &self.definition
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(run_plan(call))
-    }
-
-    fn defers_references(&self, _in_plan: bool) -> bool {
-        true
+        Box::pin(async move {
+            let arguments: RunPlanArguments = self.definition.parse(call.arguments.clone())?;
+            let (steps, input) = plan_parts(arguments.steps, arguments.plan, arguments.input)?;
+            let dry_run = arguments.dry_run.unwrap_or(false);
+            let parallel = arguments.max_parallel.unwrap_or(DEFAULT_PARALLEL);
+            run_plan(&call, (&steps, input), dry_run, parallel).await
+        })
     }
 }
 
-async fn run_plan(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: RunPlanArguments = parse_arguments("RunPlan", call.arguments.clone())?;
-    let (steps, input) = plan_parts(arguments.steps, arguments.plan, arguments.input)?;
-    let steps = plan::parse(&steps).map_err(|problems| invalid_plan(&problems))?;
-    let state_before = call.workspace.state().map_err(ToolError::invalid)?;
+/// Validates the plan, then runs it (`dry_run`: only returns the order).
+async fn run_plan(
+    call: &ToolCall<'_>,
+    (steps, input): (&[Value], Value),
+    dry_run: bool,
+    parallel: usize,
+) -> Result<ToolOutput, ToolError> {
+    let steps = plan::parse(steps).map_err(|problems| invalid_plan(&problems))?;
+    let state_before = call.workspace.state()?;
     let world = Catalog {
-        call: &call,
+        call,
         state: state_before.clone(),
     };
     let validated =
         plan::validate(&steps, &input, &world).map_err(|problems| invalid_plan(&problems))?;
-    if arguments.dry_run.unwrap_or(false) {
+    if dry_run {
         return structured(&RunPlanOutput {
             ok: true,
             order: validated.order,
@@ -274,9 +286,8 @@ async fn run_plan(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
         });
     }
     let scope = PlanScope::new(input);
-    let parallel = arguments.max_parallel.unwrap_or(DEFAULT_PARALLEL);
-    let traces = run::run(&call, &steps, &validated.dependencies, &scope, parallel).await;
-    let state_after = call.workspace.state().map_err(ToolError::invalid)?;
+    let traces = run::run(call, &steps, &validated.dependencies, &scope, parallel).await;
+    let state_after = call.workspace.state()?;
     structured(&RunPlanOutput {
         ok: traces
             .iter()

@@ -19,12 +19,10 @@ use crate::skills::scripts::{self, MAX_TIMEOUT, OUTPUT_CAP};
 use crate::skills::shelf::Shelf;
 use crate::tools::{
     Annotations, Permission, Policy, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError,
-    ToolGroup, ToolOutput, parse_arguments,
+    ToolGroup, ToolOutput,
 };
 
 pub const GROUP: &str = "scripts";
-
-const NAME: &str = "SkillRunScript";
 
 const DESCRIPTION: &str = "Run a script that a loaded skill provides (a file of the skill, \
     by its path relative to the skill folder, e.g. `scripts/extract.py`), when the skill's \
@@ -37,24 +35,9 @@ const DESCRIPTION: &str = "Run a script that a loaded skill provides (a file of 
 
 /// The group with its one tool.
 pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
-    let definition = ToolDefinition::new::<RunArguments>(
-        NAME,
-        DESCRIPTION,
-        Annotations {
-            destructive: true,
-            open_world: true,
-            ..Annotations::default()
-        },
-    )
-    .with_title("Run skill script")
-    .with_output::<RunOutput>();
     ToolGroup {
         name: GROUP.to_owned(),
-        tools: vec![Arc::new(RunScript {
-            definition,
-            shelf,
-            asked: Mutex::default(),
-        })],
+        tools: vec![Arc::new(SkillRunScript::new(shelf))],
         rule_prompt: RulePrompt::None,
         rules: Vec::new(),
     }
@@ -94,7 +77,9 @@ pub struct RunOutput {
 /// How many calls may wait for an answer at once before the oldest digests are forgotten.
 const ASKED_LIMIT: usize = 64;
 
-struct RunScript {
+/// `SkillRunScript`: running code needs the user's consent, so it asks once per script and
+/// digest set unless the configuration says otherwise.
+struct SkillRunScript {
     definition: ToolDefinition,
     shelf: Arc<Shelf>,
     /// The digest set each call was approved against, by its arguments, so that a file changed
@@ -102,20 +87,41 @@ struct RunScript {
     asked: Mutex<HashMap<String, String>>,
 }
 
-impl RunScript {
+impl SkillRunScript {
+    fn new(shelf: Arc<Shelf>) -> Self {
+        let definition = ToolDefinition::new::<RunArguments>(
+            "SkillRunScript",
+            DESCRIPTION,
+            Annotations {
+                destructive: true,
+                open_world: true,
+                ..Annotations::default()
+            },
+        )
+        .with_title("Run skill script")
+        .with_output::<RunOutput>()
+        .with_permission(Permission {
+            execution: Policy::AskOnce,
+            result: Policy::Auto,
+        });
+        Self {
+            definition,
+            shelf,
+            asked: Mutex::default(),
+        }
+    }
+
     fn locate(&self, arguments: &RunArguments) -> Result<scripts::Script, ToolError> {
         let library = self.shelf.library();
-        let skill = library.get(&arguments.name).map_err(ToolError::invalid)?;
-        scripts::locate(skill, &arguments.script).map_err(tool_error)
+        let skill = library.get(&arguments.name)?;
+        Ok(scripts::locate(skill, &arguments.script)?)
     }
-}
 
-impl RunScript {
     /// Refuses a run whose skill changed after its digest set was approved.
     fn check_unchanged(&self, name: &str, approved: &str) -> Result<(), ToolError> {
         let library = self.shelf.library();
-        let skill = library.get(name).map_err(ToolError::invalid)?;
-        if scripts::digest_set(skill).map_err(tool_error)? == approved {
+        let skill = library.get(name)?;
+        if scripts::digest_set(skill)? == approved {
             return Ok(());
         }
         Err(ToolError::invalid(format!(
@@ -125,38 +131,9 @@ impl RunScript {
     }
 }
 
-impl Tool for RunScript {
+impl Tool for SkillRunScript {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
-    }
-
-    /// Running code needs the user's consent: ask once per script and digest set unless the
-    /// configuration says otherwise.
-    fn permission(&self) -> Permission {
-        Permission {
-            execution: Policy::AskOnce,
-            result: Policy::Auto,
-        }
-    }
-
-    /// The script, its skill and the digest of every file of the skill folder as it is now; a
-    /// bad call (or a folder that cannot be digested whole) is refused here, before the user is
-    /// asked.
-    fn approval_scope(&self, arguments: &Value) -> Result<Option<String>, ToolError> {
-        let parsed: RunArguments = parse_arguments(NAME, arguments.clone())?;
-        let script = self.locate(&parsed)?;
-        let library = self.shelf.library();
-        let skill = library.get(&parsed.name).map_err(ToolError::invalid)?;
-        let digest = scripts::digest_set(skill).map_err(tool_error)?;
-        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
-        if asked.len() >= ASKED_LIMIT {
-            asked.clear();
-        }
-        asked.insert(arguments.to_string(), digest.clone());
-        Ok(Some(format!(
-            "script `{}` of skill `{}` only, while every file of the skill folder stays as it is now ({digest})",
-            script.relative, skill.name
-        )))
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
@@ -166,7 +143,7 @@ impl Tool for RunScript {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&call.arguments.to_string());
-            let arguments: RunArguments = parse_arguments(NAME, call.arguments)?;
+            let arguments: RunArguments = self.definition.parse(call.arguments)?;
             let script = self.locate(&arguments)?;
             if let Some(approved) = approved {
                 self.check_unchanged(&arguments.name, &approved)?;
@@ -179,11 +156,29 @@ impl Tool for RunScript {
                 stdin: arguments.stdin,
                 timeout,
             };
-            let ran = scripts::run(&script, request, &call.cancellation)
-                .await
-                .map_err(tool_error)?;
+            let ran = scripts::run(&script, request, &call.cancellation).await?;
             structured(&output(ran, timeout.unwrap_or(scripts::DEFAULT_TIMEOUT)))
         })
+    }
+
+    /// The script, its skill and the digest of every file of the skill folder as it is now; a
+    /// bad call (or a folder that cannot be digested whole) is refused here, before the user is
+    /// asked.
+    fn approval_scope(&self, arguments: &Value) -> Result<Option<String>, ToolError> {
+        let parsed: RunArguments = self.definition.parse(arguments.clone())?;
+        let script = self.locate(&parsed)?;
+        let library = self.shelf.library();
+        let skill = library.get(&parsed.name)?;
+        let digest = scripts::digest_set(skill)?;
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        if asked.len() >= ASKED_LIMIT {
+            asked.clear();
+        }
+        asked.insert(arguments.to_string(), digest.clone());
+        Ok(Some(format!(
+            "script `{}` of skill `{}` only, while every file of the skill folder stays as it is now ({digest})",
+            script.relative, skill.name
+        )))
     }
 }
 
@@ -206,14 +201,5 @@ fn output(ran: scripts::Ran, timeout: Duration) -> RunOutput {
         stderr: ran.stderr,
         timed_out: ran.timed_out,
         note: (!notes.is_empty()).then(|| notes.join("; ")),
-    }
-}
-
-fn tool_error(error: scripts::Error) -> ToolError {
-    match error {
-        scripts::Error::File(crate::skills::Error::Io { .. }) | scripts::Error::Wait { .. } => {
-            ToolError::Internal(error.to_string())
-        }
-        other => ToolError::invalid(other),
     }
 }

@@ -16,81 +16,23 @@ use serde_json::Value;
 use super::{off_thread, structured};
 use crate::skills::rerank::{self, Candidate};
 use crate::skills::shelf::Shelf;
-use crate::skills::{Hit, Skill};
+use crate::skills::{Hit, Library, Skill};
 use crate::tools::{
-    Annotations, Permission, Policy, RulePrompt, Sampler, SamplingRequest, Tool, ToolCall,
-    ToolDefinition, ToolError, ToolGroup, ToolOutput, parse_arguments,
+    Annotations, Caching, RulePrompt, Sampler, SamplingRequest, Tool, ToolCall, ToolDefinition,
+    ToolError, ToolGroup, ToolOutput, Truncation,
 };
 
 pub const GROUP: &str = "skills";
 
-/// What the tools share: the library.
-pub struct Shared {
-    shelf: Arc<Shelf>,
-}
-
 /// The group with its tools and its rule prompt.
 pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
-    let shared = Arc::new(Shared { shelf });
-    // SkillSearch and SkillLoad change nothing on disk, but each call caches its result as a
-    // variable the user can list: not read-only, not destructive (a cached result only ever
-    // evicts other cached results).
-    let caches = Annotations::default();
-    let read_only = Annotations {
-        read_only: true,
-        idempotent: true,
-        ..Annotations::default()
-    };
-    let tool = |definition, run, kind| -> Arc<dyn Tool> {
-        Arc::new(SkillsTool {
-            definition,
-            run,
-            kind,
-            shared: shared.clone(),
-        })
-    };
     ToolGroup {
         name: GROUP.to_owned(),
         tools: vec![
-            tool(
-                ToolDefinition::new::<SearchArguments>("SkillSearch", SKILL_SEARCH, caches)
-                    .with_title("Search skills")
-                    .with_output::<SearchOutput>(),
-                unreachable_run,
-                Kind::Search,
-            ),
-            tool(
-                ToolDefinition::new::<LoadArguments>("SkillLoad", SKILL_LOAD, caches)
-                    .with_title("Load skill"),
-                load,
-                Kind::Load,
-            ),
-            tool(
-                ToolDefinition::new::<save::SaveArguments>(
-                    "SkillSave",
-                    save::DESCRIPTION,
-                    // Saving over an existing skill replaces its files.
-                    Annotations {
-                        destructive: true,
-                        idempotent: true,
-                        ..Annotations::default()
-                    },
-                )
-                .with_title("Save skill")
-                .with_output::<save::SaveOutput>(),
-                unreachable_run,
-                Kind::Save,
-            ),
-            tool(
-                ToolDefinition::new::<ReadFileArguments>(
-                    "SkillReadFile",
-                    SKILL_READ_FILE,
-                    read_only,
-                )
-                .with_title("Read skill file"),
-                unreachable_run,
-                Kind::ReadFile,
-            ),
+            Arc::new(SkillSearch::new(Arc::clone(&shelf))),
+            Arc::new(SkillLoad::new(Arc::clone(&shelf))),
+            Arc::new(save::SkillSave::new(Arc::clone(&shelf))),
+            Arc::new(SkillReadFile::new(shelf)),
         ],
         rule_prompt: RulePrompt::Static(
             include_str!("../../skills/synapse-workspace/rules/skills-group.md").to_owned(),
@@ -98,6 +40,16 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
         rules: Vec::new(),
     }
 }
+
+/// `SkillSearch` and `SkillLoad` change nothing on disk, but each call caches its result as a
+/// variable the user can list: not read-only, not destructive (a cached result only ever
+/// evicts other cached results).
+const CACHES: Annotations = Annotations {
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+    open_world: false,
+};
 
 const SKILL_SEARCH: &str = "Search the skill library. ALWAYS call this before starting any \
     non-trivial task (writing, analysing, converting, building, reviewing, planning): skills \
@@ -118,117 +70,6 @@ const SKILL_LOAD: &str = "Load a skill's instructions by name (from SkillSearch)
 const SKILL_READ_FILE: &str = "Read one file of a skill (a reference, template or script \
     source) by its path relative to the skill folder, as listed in <skill_resources>, whole or \
     a window of it by characters. Paths that leave the skill folder are refused.";
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Search,
-    Load,
-    ReadFile,
-    Save,
-}
-
-type Run = fn(&Shared, ToolCall<'_>) -> Result<ToolOutput, ToolError>;
-
-/// `SkillSearch` (asynchronous), `SkillSave` and `SkillReadFile` (on the blocking pool) take
-/// their own paths in [`SkillsTool::execute`] and never come here.
-fn unreachable_run(_shared: &Shared, _call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    Err(ToolError::Internal(
-        "this tool runs asynchronously; its synchronous entry is never called".to_owned(),
-    ))
-}
-
-struct SkillsTool {
-    definition: ToolDefinition,
-    run: Run,
-    kind: Kind,
-    shared: Arc<Shared>,
-}
-
-impl Tool for SkillsTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    /// Saving writes to disk: ask once per argument shape unless the configuration says
-    /// otherwise.
-    fn permission(&self) -> Permission {
-        match self.kind {
-            Kind::Save => Permission {
-                execution: Policy::AskOnce,
-                result: Policy::Auto,
-            },
-            _ => Permission::default(),
-        }
-    }
-
-    /// A save is approved per skill: approving a save of one skill never covers another.
-    fn approval_scope(&self, arguments: &Value) -> Result<Option<String>, ToolError> {
-        if self.kind != Kind::Save {
-            return Ok(None);
-        }
-        Ok(arguments
-            .get("name")
-            .and_then(Value::as_str)
-            .map(|name| format!("skill `{name}` only")))
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        match self.kind {
-            // The only tool here that may wait on the client (its model, for `rerank`).
-            Kind::Search => Box::pin(search(&self.shared, call)),
-            // Writes files and rescans every skill root.
-            Kind::Save => {
-                let shared = Arc::clone(&self.shared);
-                let arguments = call.arguments;
-                off_thread(move || save::run(&shared, arguments))
-            }
-            // Reads a file from disk, however large, beside the session.
-            Kind::ReadFile => {
-                let shared = Arc::clone(&self.shared);
-                let (arguments, limit) = (call.arguments, call.output_limit);
-                Box::pin(async move {
-                    shared.shelf.loaded().await;
-                    off_thread(move || read_file(&shared, arguments, limit)).await
-                })
-            }
-            // Quick once the first scan is done; until then, wait for it without blocking.
-            Kind::Load => Box::pin(async move {
-                self.shared.shelf.loaded().await;
-                (self.run)(&self.shared, call)
-            }),
-        }
-    }
-
-    fn format_for_llm(&self, output: &ToolOutput, _arguments: &Value) -> String {
-        match (self.kind, output) {
-            (Kind::Search, ToolOutput::Structured(value)) => search_text(value),
-            (_, ToolOutput::Text(text)) => text.clone(),
-            (_, ToolOutput::Structured(value)) => value.to_string(),
-        }
-    }
-
-    /// Skill bodies are instructions: keep them whole up to 40,000 characters (about 10,000
-    /// tokens, twice the size the specification recommends).
-    fn default_output_limit(&self) -> Option<usize> {
-        (self.kind == Kind::Load).then_some(40_000)
-    }
-
-    /// `SkillReadFile` pages the file itself, like `ReadVar`, and the file stays addressable,
-    /// so neither its pages are truncated again nor cached as variables.
-    fn skip_truncation(&self) -> bool {
-        self.kind == Kind::ReadFile
-    }
-
-    fn caches_result(&self) -> bool {
-        self.kind != Kind::ReadFile
-    }
-
-    /// Searches, bodies and files come from the skill folders: their cached results are
-    /// written to the store lazily.
-    fn result_is_recomputable(&self) -> bool {
-        self.kind != Kind::Save
-    }
-}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -279,8 +120,52 @@ pub struct MatchedSkill {
     pub score: f64,
 }
 
-async fn search(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: SearchArguments = parse_arguments("SkillSearch", call.arguments)?;
+/// `SkillSearch`: ranks the library's skills for a task, and may ask the client's model to
+/// reorder the best of them. Its cached results can be recomputed from the skill folders, so
+/// they reach the store lazily.
+struct SkillSearch {
+    definition: ToolDefinition,
+    shelf: Arc<Shelf>,
+}
+
+impl SkillSearch {
+    fn new(shelf: Arc<Shelf>) -> Self {
+        let definition =
+            ToolDefinition::new::<SearchArguments>("SkillSearch", SKILL_SEARCH, CACHES)
+                .with_title("Search skills")
+                .with_output::<SearchOutput>()
+                .with_caching(Caching::Lazy);
+        Self { definition, shelf }
+    }
+}
+
+impl Tool for SkillSearch {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// The only skill tool that may wait on the client (its model, for `rerank`).
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments: SearchArguments = self.definition.parse(call.arguments)?;
+            structured(&search(&self.shelf, arguments, call.sampler).await?)
+        })
+    }
+
+    fn format_for_llm(&self, output: &ToolOutput, _arguments: &Value) -> String {
+        match output {
+            ToolOutput::Structured(value) => search_text(value),
+            ToolOutput::Text(text) => text.clone(),
+        }
+    }
+}
+
+/// Ranks the skills once the first scan is done (waiting for it without blocking).
+async fn search(
+    shelf: &Shelf,
+    arguments: SearchArguments,
+    sampler: Option<&dyn Sampler>,
+) -> Result<SearchOutput, ToolError> {
     if arguments.query.trim().is_empty() {
         return Err(ToolError::invalid(
             "`query` is empty: describe the task in a few words",
@@ -289,7 +174,7 @@ async fn search(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolE
     let limit = arguments.max_results.unwrap_or(5).clamp(1, 50);
     let tags = arguments.tags.unwrap_or_default();
     let rerank = arguments.rerank == Some(true);
-    let library = shared.shelf.loaded().await;
+    let library = shelf.loaded().await;
     let wanted = if rerank {
         limit.max(RERANK_CANDIDATES)
     } else {
@@ -298,7 +183,7 @@ async fn search(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolE
     let mut hits = library.search(&arguments.query, &tags, wanted);
     let metadata_only = !library.bodies_indexed();
     let report = if rerank {
-        Some(rerank_hits(&arguments.query, &mut hits, call.sampler).await)
+        Some(rerank_hits(&arguments.query, &mut hits, sampler).await)
     } else {
         None
     };
@@ -311,7 +196,7 @@ async fn search(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolE
             score: (f64::from(hit.score) * 1000.0).round() / 1000.0,
         })
         .collect();
-    structured(&SearchOutput {
+    Ok(SearchOutput {
         matched_skills,
         metadata_only,
         rerank: report,
@@ -435,12 +320,39 @@ pub struct LoadArguments {
     pub force: Option<bool>,
 }
 
-fn load(shared: &Shared, call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: LoadArguments = parse_arguments("SkillLoad", call.arguments)?;
-    let library = shared.shelf.library();
-    let skill = library.get(&arguments.name).map_err(ToolError::invalid)?;
-    let body = skill.body().map_err(internal)?;
-    Ok(ToolOutput::Text(skill_content(skill, &body)))
+/// `SkillLoad`: a skill's whole instructions, every time. Skill bodies are instructions: they
+/// are kept whole up to 40,000 characters (about 10,000 tokens, twice the size the
+/// specification recommends), and cached lazily, since they can be read again from disk.
+struct SkillLoad {
+    definition: ToolDefinition,
+    shelf: Arc<Shelf>,
+}
+
+impl SkillLoad {
+    fn new(shelf: Arc<Shelf>) -> Self {
+        let definition = ToolDefinition::new::<LoadArguments>("SkillLoad", SKILL_LOAD, CACHES)
+            .with_title("Load skill")
+            .with_truncation(Truncation::Default(40_000))
+            .with_caching(Caching::Lazy);
+        Self { definition, shelf }
+    }
+}
+
+impl Tool for SkillLoad {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// Quick once the first scan is done; until then, it waits for it without blocking.
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments: LoadArguments = self.definition.parse(call.arguments)?;
+            let library = self.shelf.loaded().await;
+            let skill = library.get(&arguments.name)?;
+            let body = skill.body()?;
+            Ok(ToolOutput::Text(skill_content(skill, &body)))
+        })
+    }
 }
 
 /// The activation text clients follow best.
@@ -479,23 +391,59 @@ pub struct ReadFileArguments {
     pub length: Option<usize>,
 }
 
+/// `SkillReadFile`: a window of one file of a skill, read from disk beside the session. It
+/// pages the file itself, like `ReadVar`, and the file stays addressable, so its pages are
+/// neither cut again nor cached as variables.
+struct SkillReadFile {
+    definition: ToolDefinition,
+    shelf: Arc<Shelf>,
+}
+
+impl SkillReadFile {
+    fn new(shelf: Arc<Shelf>) -> Self {
+        let read_only = Annotations {
+            read_only: true,
+            idempotent: true,
+            ..Annotations::default()
+        };
+        let definition =
+            ToolDefinition::new::<ReadFileArguments>("SkillReadFile", SKILL_READ_FILE, read_only)
+                .with_title("Read skill file")
+                .with_truncation(Truncation::Never)
+                .with_caching(Caching::Off);
+        Self { definition, shelf }
+    }
+}
+
+impl Tool for SkillReadFile {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let skills = Arc::clone(&self.shelf);
+        let limit = call.output_limit;
+        let reading = off_thread(
+            &self.definition,
+            call,
+            move |arguments: ReadFileArguments, _| read_file(&skills.library(), &arguments, limit),
+        );
+        Box::pin(async move {
+            self.shelf.loaded().await;
+            reading.await
+        })
+    }
+}
+
 fn read_file(
-    shared: &Shared,
-    arguments: Value,
+    library: &Library,
+    arguments: &ReadFileArguments,
     output_limit: Option<usize>,
 ) -> Result<ToolOutput, ToolError> {
-    let arguments: ReadFileArguments = parse_arguments("SkillReadFile", arguments)?;
-    let library = shared.shelf.library();
-    let skill = library.get(&arguments.name).map_err(ToolError::invalid)?;
+    let skill = library.get(&arguments.name)?;
     let start = arguments.start.unwrap_or(0);
     let length = arguments.length.or(output_limit).unwrap_or(usize::MAX);
-    let window =
-        skill
-            .read_window(&arguments.path, start, length)
-            .map_err(|error| match error {
-                crate::skills::Error::Io { .. } => internal(error),
-                other => ToolError::invalid(other),
-            })?;
+    let window = skill.read_window(&arguments.path, start, length)?;
     let (path, name) = (&arguments.path, &skill.name);
     let (start, end) = (window.start, window.end);
     let total = window
@@ -511,8 +459,4 @@ fn read_file(
         )
     };
     Ok(ToolOutput::Text(format!("{header}\n{}", window.text)))
-}
-
-fn internal(error: impl std::fmt::Display) -> ToolError {
-    ToolError::Internal(error.to_string())
 }

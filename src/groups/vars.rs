@@ -8,88 +8,50 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ready, structured};
+use super::structured;
 use crate::tools::{
-    Annotations, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
-    parse_arguments,
+    Annotations, Caching, Daggers, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError,
+    ToolGroup, ToolOutput, Truncation,
 };
-use crate::vars::{self, ListFilter, NewVariable, ValueKind, VarType, Variable, VariablePatch};
+use crate::vars::{
+    self, Chunk, ListFilter, NewVariable, RemoveOutcome, ValueKind, VarType, Variable,
+    VariablePatch, WriteOutcome,
+};
+use crate::workspace::Workspace;
 
 pub const GROUP: &str = "vars";
 
 /// The group with its four tools and its rule prompt.
 pub fn group() -> ToolGroup {
-    let read_only = Annotations {
-        read_only: true,
-        idempotent: true,
-        ..Annotations::default()
-    };
-    let tools = vec![
-        VarsTool {
-            definition: ToolDefinition::new::<ReadVarArguments>("ReadVar", READ_VAR, read_only)
-                .with_title("Read variable"),
-            run: read_var,
-            always_listed: true,
-            pages_itself: true,
-            keeps_daggers: false,
-        },
-        VarsTool {
-            definition: ToolDefinition::new::<ListVarsArguments>("ListVars", LIST_VARS, read_only)
-                .with_title("List variables")
-                .with_output::<ListVarsOutput>(),
-            run: list_vars,
-            always_listed: true,
-            pages_itself: false,
-            keeps_daggers: false,
-        },
-        VarsTool {
-            definition: ToolDefinition::new::<WriteVarArguments>(
-                "WriteVar",
-                WRITE_VAR,
-                // Writing over an existing name replaces its value.
-                Annotations {
-                    destructive: true,
-                    idempotent: true,
-                    ..Annotations::default()
-                },
-            )
-            .with_title("Write variable")
-            .with_output::<WriteVarOutput>(),
-            run: write_var,
-            always_listed: false,
-            pages_itself: false,
-            keeps_daggers: true,
-        },
-        VarsTool {
-            definition: ToolDefinition::new::<RemoveVarsArguments>(
-                "RemoveVars",
-                REMOVE_VARS,
-                Annotations {
-                    destructive: true,
-                    idempotent: true,
-                    ..Annotations::default()
-                },
-            )
-            .with_title("Remove variables")
-            .with_output::<RemoveVarsOutput>(),
-            run: remove_vars,
-            always_listed: false,
-            pages_itself: false,
-            keeps_daggers: false,
-        },
-    ];
     ToolGroup {
         name: GROUP.to_owned(),
-        tools: tools
-            .into_iter()
-            .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
-            .collect(),
+        tools: vec![
+            Arc::new(ReadVar::new()),
+            Arc::new(ListVars::new()),
+            Arc::new(WriteVar::new()),
+            Arc::new(RemoveVars::new()),
+        ],
         rule_prompt: RulePrompt::Static(
             include_str!("../../skills/synapse-workspace/rules/vars-group.md").to_owned(),
         ),
         rules: Vec::new(),
     }
 }
+
+const READ_ONLY: Annotations = Annotations {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    open_world: false,
+};
+
+/// Writing over an existing name replaces its value; removing deletes.
+const OVERWRITES: Annotations = Annotations {
+    read_only: false,
+    destructive: true,
+    idempotent: true,
+    open_world: false,
+};
 
 const READ_VAR: &str = "Read a stored variable's value, whole or a window of it (by characters). \
     Use it to read the rest of a truncated tool result (the truncation hint names the variable \
@@ -108,48 +70,6 @@ const WRITE_VAR: &str = "Create or update a variable: store notes, intermediate 
 const REMOVE_VARS: &str = "Delete variables by name. Rule variables (RULE) cannot be removed; \
     the answer lists what was removed, refused and not found.";
 
-/// One variable tool: synchronous work on the workspace, never cached as a variable itself (so
-/// reading a variable never creates another one).
-struct VarsTool {
-    definition: ToolDefinition,
-    run: fn(ToolCall<'_>) -> Result<ToolOutput, ToolError>,
-    /// Listed whenever any group is enabled (`ReadVar`, `ListVars`).
-    always_listed: bool,
-    /// Pages its own output (`ReadVar`), so the executor never truncates it.
-    pages_itself: bool,
-    /// Stores `†` references as written instead of resolving them (`WriteVar`, so that a plan
-    /// template keeps its `†input` and `†steps` references for `RunPlan`).
-    keeps_daggers: bool,
-}
-
-impl Tool for VarsTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        ready((self.run)(call))
-    }
-
-    fn skip_truncation(&self) -> bool {
-        self.pages_itself
-    }
-
-    fn caches_result(&self) -> bool {
-        false
-    }
-
-    fn always_listed(&self) -> bool {
-        self.always_listed
-    }
-
-    fn defers_references(&self, in_plan: bool) -> bool {
-        // Outside a plan `WriteVar` stores `†` as written (a plan template); inside one its
-        // step receives the values the plan computed, as every other step does.
-        self.keeps_daggers && !in_plan
-    }
-}
-
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadVarArguments {
@@ -161,15 +81,42 @@ pub struct ReadVarArguments {
     pub length: Option<usize>,
 }
 
-fn read_var(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: ReadVarArguments = parse_arguments("ReadVar", call.arguments)?;
-    let start = arguments.start.unwrap_or(0);
-    let length = arguments.length.or(call.output_limit);
-    let chunk = call
-        .workspace
-        .read_chunk(&arguments.name, start, length)
-        .map_err(ToolError::invalid)?;
-    let name = &arguments.name;
+/// `ReadVar`: a window of a variable's value. It pages its own output, so it is never cut; it
+/// and the other variable tools are never cached, so reading a variable never creates another
+/// one.
+struct ReadVar {
+    definition: ToolDefinition,
+}
+
+impl ReadVar {
+    fn new() -> Self {
+        let definition = ToolDefinition::new::<ReadVarArguments>("ReadVar", READ_VAR, READ_ONLY)
+            .with_title("Read variable")
+            .always_listed()
+            .with_truncation(Truncation::Never)
+            .with_caching(Caching::Off);
+        Self { definition }
+    }
+}
+
+impl Tool for ReadVar {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments: ReadVarArguments = self.definition.parse(call.arguments)?;
+            let length = arguments.length.or(call.output_limit);
+            let start = arguments.start.unwrap_or(0);
+            let chunk = call.workspace.read_chunk(&arguments.name, start, length)?;
+            Ok(ToolOutput::Text(chunk_text(&arguments.name, &chunk)))
+        })
+    }
+}
+
+/// A window of a value, under a line giving the window, the total and whether more remains.
+fn chunk_text(name: &str, chunk: &Chunk) -> String {
     let header = if chunk.has_more {
         format!(
             "[Variable `{name}`: characters {}–{} of {}; more remains: ReadVar {{\"name\": \"{name}\", \"start\": {}}}]",
@@ -186,7 +133,7 @@ fn read_var(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
             chunk.start, chunk.end, chunk.total
         )
     };
-    Ok(ToolOutput::Text(format!("{header}\n{}", chunk.text)))
+    format!("{header}\n{}", chunk.text)
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -260,30 +207,51 @@ pub struct ListVarsOutput {
     pub capacity: usize,
 }
 
-fn list_vars(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: ListVarsArguments = parse_arguments("ListVars", call.arguments)?;
-    let filter = arguments.filter.unwrap_or_default();
-    let filter = ListFilter {
-        var_type: filter.var_type,
-        tag: filter.tag,
-        search: filter.search,
-    };
-    let (variables, capacity) = call
-        .workspace
-        .with_variables(|system| {
-            let found: Vec<VariableInfo> = system
-                .list(&filter)
-                .into_iter()
-                .map(VariableInfo::from)
-                .collect();
-            (found, system.capacity())
+/// `ListVars`: the variables' metadata, never their values.
+struct ListVars {
+    definition: ToolDefinition,
+}
+
+impl ListVars {
+    fn new() -> Self {
+        let definition = ToolDefinition::new::<ListVarsArguments>("ListVars", LIST_VARS, READ_ONLY)
+            .with_title("List variables")
+            .with_output::<ListVarsOutput>()
+            .always_listed()
+            .with_caching(Caching::Off);
+        Self { definition }
+    }
+}
+
+impl Tool for ListVars {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments: ListVarsArguments = self.definition.parse(call.arguments)?;
+            let filter = arguments.filter.unwrap_or_default();
+            let filter = ListFilter {
+                var_type: filter.var_type,
+                tag: filter.tag,
+                search: filter.search,
+            };
+            let (variables, capacity) = call.workspace.with_variables(|system| {
+                let found: Vec<VariableInfo> = system
+                    .list(&filter)
+                    .into_iter()
+                    .map(VariableInfo::from)
+                    .collect();
+                (found, system.capacity())
+            })?;
+            structured(&ListVarsOutput {
+                count: variables.len(),
+                variables,
+                capacity,
+            })
         })
-        .map_err(ToolError::invalid)?;
-    structured(&ListVarsOutput {
-        count: variables.len(),
-        variables,
-        capacity,
-    })
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -312,18 +280,58 @@ pub struct WriteVarOutput {
     pub evicted: Vec<String>,
 }
 
-fn write_var(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: WriteVarArguments = parse_arguments("WriteVar", call.arguments)?;
-    vars::validate_name(&arguments.name).map_err(ToolError::invalid)?;
+/// `WriteVar`: creates or updates a variable the model owns. Outside a plan it stores `†`
+/// references as written, so that a plan template keeps its `†input` and `†steps` references
+/// for `RunPlan`.
+struct WriteVar {
+    definition: ToolDefinition,
+}
+
+impl WriteVar {
+    fn new() -> Self {
+        let definition =
+            ToolDefinition::new::<WriteVarArguments>("WriteVar", WRITE_VAR, OVERWRITES)
+                .with_title("Write variable")
+                .with_output::<WriteVarOutput>()
+                .with_caching(Caching::Off)
+                .with_daggers(Daggers::KeptOutsidePlans);
+        Self { definition }
+    }
+}
+
+impl Tool for WriteVar {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments: WriteVarArguments = self.definition.parse(call.arguments)?;
+            vars::validate_name(&arguments.name)?;
+            let name = arguments.name.clone();
+            let outcome = write_variable(call.workspace, arguments)?;
+            let variable = call.workspace.peek(&name);
+            structured(&WriteVarOutput {
+                name,
+                created: outcome.created,
+                length: variable.map_or(0, |variable| variable.char_len()),
+                evicted: outcome.evicted.iter().map(ToString::to_string).collect(),
+            })
+        })
+    }
+}
+
+/// Updates the variable if it exists (never a rule), or creates it as the model's own.
+fn write_variable(
+    workspace: &Workspace,
+    arguments: WriteVarArguments,
+) -> Result<WriteOutcome, ToolError> {
     let name = arguments.name;
     let value = arguments.value.map(vars::encode_value);
-    let existing = call.workspace.peek(&name);
-    let outcome = match existing {
-        Some(variable) if variable.var_type == VarType::Rule => {
-            return Err(ToolError::invalid(format!(
-                "variable `{name}` is a rule (RULE) and cannot be changed; write to another name"
-            )));
-        }
+    match workspace.peek(&name) {
+        Some(variable) if variable.var_type == VarType::Rule => Err(ToolError::invalid(format!(
+            "variable `{name}` is a rule (RULE) and cannot be changed; write to another name"
+        ))),
         Some(_) => {
             let patch = VariablePatch {
                 value,
@@ -331,35 +339,21 @@ fn write_var(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
                 tags: arguments.tags,
                 ..VariablePatch::default()
             };
-            call.workspace
-                .update(&name, patch)
-                .map_err(ToolError::invalid)?
+            Ok(workspace.update(&name, patch)?)
         }
         None => {
             let (value, kind) = value.unwrap_or((String::new(), ValueKind::Text));
-            call.workspace
-                .insert(NewVariable {
-                    name: name.clone(),
-                    value,
-                    kind,
-                    var_type: VarType::LlmAdd,
-                    desc: arguments.desc,
-                    tags: arguments.tags.unwrap_or_default(),
-                    keep: false,
-                })
-                .map_err(ToolError::invalid)?
+            Ok(workspace.insert(NewVariable {
+                name,
+                value,
+                kind,
+                var_type: VarType::LlmAdd,
+                desc: arguments.desc,
+                tags: arguments.tags.unwrap_or_default(),
+                keep: false,
+            })?)
         }
-    };
-    let length = call
-        .workspace
-        .peek(&name)
-        .map_or(0, |variable| variable.char_len());
-    structured(&WriteVarOutput {
-        name,
-        created: outcome.created,
-        length,
-        evicted: outcome.evicted.iter().map(ToString::to_string).collect(),
-    })
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -383,26 +377,53 @@ pub struct RemoveVarsOutput {
     pub note: Option<String>,
 }
 
-fn remove_vars(call: ToolCall<'_>) -> Result<ToolOutput, ToolError> {
-    let arguments: RemoveVarsArguments = parse_arguments("RemoveVars", call.arguments)?;
-    let outcome = call
-        .workspace
-        .remove(&arguments.names)
-        .map_err(ToolError::invalid)?;
-    let mut notes = Vec::new();
-    if !outcome.refused.is_empty() {
-        notes.push(format!(
-            "rule variables cannot be removed: {}",
-            outcome.refused.join(", ")
-        ));
+/// `RemoveVars`: deletes variables, never rules.
+struct RemoveVars {
+    definition: ToolDefinition,
+}
+
+impl RemoveVars {
+    fn new() -> Self {
+        let definition =
+            ToolDefinition::new::<RemoveVarsArguments>("RemoveVars", REMOVE_VARS, OVERWRITES)
+                .with_title("Remove variables")
+                .with_output::<RemoveVarsOutput>()
+                .with_caching(Caching::Off);
+        Self { definition }
     }
-    if !outcome.missing.is_empty() {
-        notes.push(format!("no such variables: {}", outcome.missing.join(", ")));
+}
+
+impl Tool for RemoveVars {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
     }
-    structured(&RemoveVarsOutput {
-        removed: outcome.removed,
-        refused: outcome.refused,
-        missing: outcome.missing,
-        note: (!notes.is_empty()).then(|| notes.join("; ")),
-    })
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments: RemoveVarsArguments = self.definition.parse(call.arguments)?;
+            let outcome = call.workspace.remove(&arguments.names)?;
+            structured(&RemoveVarsOutput::from(outcome))
+        })
+    }
+}
+
+impl From<RemoveOutcome> for RemoveVarsOutput {
+    fn from(outcome: RemoveOutcome) -> Self {
+        let mut notes = Vec::new();
+        if !outcome.refused.is_empty() {
+            notes.push(format!(
+                "rule variables cannot be removed: {}",
+                outcome.refused.join(", ")
+            ));
+        }
+        if !outcome.missing.is_empty() {
+            notes.push(format!("no such variables: {}", outcome.missing.join(", ")));
+        }
+        Self {
+            removed: outcome.removed,
+            refused: outcome.refused,
+            missing: outcome.missing,
+            note: (!notes.is_empty()).then(|| notes.join("; ")),
+        }
+    }
 }

@@ -15,7 +15,7 @@ use super::errors;
 use super::sampling::ClientSampler;
 use crate::tools::{
     Asking, CallRequest, Executor, OUTPUT_LIMIT_ARGUMENT, OUTPUT_PATH_ARGUMENT, Progress, Sampler,
-    Tool,
+    Tool, Truncation,
 };
 
 /// Every enabled tool, as clients see it.
@@ -33,7 +33,7 @@ pub(super) fn list(executor: &Executor) -> Vec<WireTool> {
 pub(super) fn wire_tool(tool: &dyn Tool) -> WireTool {
     let definition = tool.definition();
     let mut schema = definition.input_schema.as_ref().clone();
-    if !tool.skip_truncation()
+    if definition.truncation != Truncation::Never
         && let Some(Value::Object(properties)) = schema.get_mut("properties")
     {
         properties.insert(
@@ -46,8 +46,9 @@ pub(super) fn wire_tool(tool: &dyn Tool) -> WireTool {
                 }),
         );
     }
-    if tool.offers_output_path()
-        && let Some(Value::Object(properties)) = schema.get_mut("properties")
+    // Every tool offers `_outputPath`: the executor honours it on every call, and a schema
+    // that hides an argument the server accepts misleads the model and the client's validator.
+    if let Some(Value::Object(properties)) = schema.get_mut("properties")
         && !properties.contains_key(OUTPUT_PATH_ARGUMENT)
     {
         properties.insert(

@@ -1,4 +1,5 @@
 //! Tool definitions: names, descriptions, JSON Schemas generated from Rust types, annotations,
+//! how the executor treats a tool's calls (permission, caching, truncation, `†` references),
 //! and the one place arguments are decoded into a tool's typed parameters.
 //!
 //! Every tool schema is generated here, and made portable on the way out ([`Portable`]): real
@@ -14,7 +15,7 @@ use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::ToolError;
+use super::{Permission, ToolError};
 
 /// Hints for clients about what a tool does (MCP `ToolAnnotations`).
 #[expect(
@@ -29,7 +30,11 @@ pub struct Annotations {
     pub open_world: bool,
 }
 
-/// Everything a client learns about a tool from `tools/list`.
+/// A tool's declaration, as data: what a client learns from `tools/list` (name, title,
+/// description, schemas, annotations) and how the executor treats its calls (default
+/// permission, caching, truncation, `†` references, listing). Tools set the second half with
+/// the builder methods below; the executor, the registry and `tools/list` read it here, so
+/// no tool overrides a hook to say any of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolDefinition {
     pub name: String,
@@ -38,10 +43,77 @@ pub struct ToolDefinition {
     pub input_schema: Arc<Map<String, Value>>,
     pub output_schema: Option<Arc<Map<String, Value>>>,
     pub annotations: Annotations,
+    /// The tool's own default approval policies; the configuration may override them.
+    pub permission: Permission,
+    /// Whether and how results and arguments are cached as variables.
+    pub caching: Caching,
+    /// The output limit a result is cut to.
+    pub truncation: Truncation,
+    /// What becomes of `†` references in the arguments before the tool runs.
+    pub daggers: Daggers,
+    /// Listed whenever any group is enabled, even when its own group is not (`ReadVar`,
+    /// `ListVars`).
+    pub always_listed: bool,
+}
+
+/// Whether a call's result and arguments are kept as `{tool}_{node}_result` / `_args` variables.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Caching {
+    /// Cached, in one durable commit per call.
+    #[default]
+    Durable,
+    /// Cached, but written to the store lazily, in batches: the result can be recomputed from
+    /// files on disk (the skill tools), so a lost batch loses only a cache.
+    Lazy,
+    /// Not cached: reading a variable must never create another one (the variable and state
+    /// tools, `SkillReadFile`), or the arguments are whole chats (`SnapshotProcess`).
+    Off,
+}
+
+/// The output limit a tool's result is cut to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Truncation {
+    /// The call's `_outputLimit`, else `[tools.X] output_limit`, else the server's limit.
+    #[default]
+    Configured,
+    /// As [`Truncation::Configured`], with this many characters in place of the server's limit
+    /// (`SkillLoad`: skill bodies are instructions and are kept whole up to 40,000).
+    Default(usize),
+    /// Never cut, and `_outputLimit` is not offered: the tool pages its own output (`ReadVar`,
+    /// `ReadState`, `SkillReadFile`, which take the limit as their page size), or every part of
+    /// the result must arrive (`SnapshotProcess`).
+    Never,
+}
+
+/// What becomes of `†` references in a call's arguments before the tool runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Daggers {
+    /// Resolved by the executor, like `$VAR_REF`.
+    #[default]
+    Resolved,
+    /// Kept as written outside a plan, resolved inside one (`WriteVar`: a plan stored outside a
+    /// plan keeps its `†input` and `†steps` references for `RunPlan`, while a plan's step
+    /// receives the values the plan computed, as every other step does).
+    KeptOutsidePlans,
+    /// Always kept: the tool resolves them itself (`RunPlan`, whose steps refer to results
+    /// that do not exist yet).
+    Kept,
+}
+
+impl Daggers {
+    /// Whether the references stay as written in a call (`in_plan`: a step of a plan).
+    pub fn kept(self, in_plan: bool) -> bool {
+        match self {
+            Self::Resolved => false,
+            Self::KeptOutsidePlans => !in_plan,
+            Self::Kept => true,
+        }
+    }
 }
 
 impl ToolDefinition {
-    /// A definition whose input schema comes from `Arguments`.
+    /// A definition whose input schema comes from `Arguments`, with the default handling:
+    /// auto-approved, cached durably, cut to the configured limit, `†` resolved.
     pub fn new<Arguments: JsonSchema>(
         name: &str,
         description: &str,
@@ -54,6 +126,11 @@ impl ToolDefinition {
             input_schema: input_schema::<Arguments>(),
             output_schema: None,
             annotations,
+            permission: Permission::default(),
+            caching: Caching::default(),
+            truncation: Truncation::default(),
+            daggers: Daggers::default(),
+            always_listed: false,
         }
     }
 
@@ -67,6 +144,44 @@ impl ToolDefinition {
     pub fn with_output<Output: JsonSchema>(mut self) -> Self {
         self.output_schema = Some(output_schema::<Output>());
         self
+    }
+
+    #[must_use]
+    pub fn with_permission(mut self, permission: Permission) -> Self {
+        self.permission = permission;
+        self
+    }
+
+    #[must_use]
+    pub fn with_caching(mut self, caching: Caching) -> Self {
+        self.caching = caching;
+        self
+    }
+
+    #[must_use]
+    pub fn with_truncation(mut self, truncation: Truncation) -> Self {
+        self.truncation = truncation;
+        self
+    }
+
+    #[must_use]
+    pub fn with_daggers(mut self, daggers: Daggers) -> Self {
+        self.daggers = daggers;
+        self
+    }
+
+    #[must_use]
+    pub fn always_listed(mut self) -> Self {
+        self.always_listed = true;
+        self
+    }
+
+    /// Decodes a call's arguments into the tool's typed parameters ([`parse_arguments`]).
+    pub fn parse<Arguments: DeserializeOwned>(
+        &self,
+        arguments: Value,
+    ) -> Result<Arguments, ToolError> {
+        parse_arguments(&self.name, arguments)
     }
 }
 

@@ -1,6 +1,10 @@
 //! The `execute()` pipeline (`docs/executor.md`), step by step:
 //! resolve references → execution gate → execute → format → truncate → cache result and
 //! arguments as variables → truncation hint → result gate.
+//!
+//! `executor/groups.rs` registers tool groups and renders their rules.
+
+mod groups;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -19,12 +23,10 @@ use super::truncate::{
     OUTPUT_LIMIT_ARGUMENT, cut_structure, structure_hint, truncate, truncation_hint,
 };
 use super::{
-    Answer, ApprovalQuestion, Asking, Fallback, Permission, Policy, Progress, Registry, Sampler,
-    Stage, Tool, ToolCall, ToolError, ToolOutput,
+    Answer, ApprovalQuestion, Asking, Caching, Fallback, Permission, Policy, Progress, Registry,
+    Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation,
 };
-use super::{RegisterError, ToolGroup};
 use crate::refs::dagger;
-use crate::rules::{self, Section, SkillRule};
 use crate::vars::{NewVariable, ValueKind, VarType};
 use crate::workspace::Workspace;
 
@@ -120,79 +122,6 @@ impl Executor {
         &self.settings
     }
 
-    /// Registers a group and stores its declared rules as pinned `RULE` variables.
-    pub fn register_group(&self, group: ToolGroup, enabled: bool) -> Result<(), RegisterError> {
-        let variables: Vec<NewVariable> = group
-            .rules
-            .iter()
-            .map(|rule| {
-                let mut variable = NewVariable::text(
-                    rules::variable_name(&group.name, &rule.name),
-                    rule.prompt.as_str(),
-                    VarType::Rule,
-                );
-                variable.desc = Some(rules::variable_description(&group.name, rule));
-                variable.keep = true;
-                variable
-            })
-            .collect();
-        // Only rules that changed are written (one durable commit for all of them), so a
-        // start with unchanged rules writes nothing; a failed write (a full disk, a read-only
-        // store) is logged and the server starts anyway, serving what is stored.
-        let changed: Vec<NewVariable> = variables
-            .into_iter()
-            .filter(|variable| !self.rule_is_stored(variable))
-            .collect();
-        if !changed.is_empty()
-            && let Err(error) = self.workspace.insert_all(changed)
-        {
-            tracing::error!(group = %group.name, %error, "cannot store the group's rules; starting without updating them");
-        }
-        Ok(self.registry.register(group, enabled)?)
-    }
-
-    /// Whether a rule variable is stored exactly as it would be written.
-    fn rule_is_stored(&self, variable: &NewVariable) -> bool {
-        self.workspace.peek(&variable.name).is_some_and(|stored| {
-            *stored.value == *variable.value
-                && stored.desc == variable.desc
-                && stored.var_type == variable.var_type
-                && stored.keep == variable.keep
-        })
-    }
-
-    /// The server `instructions` for the enabled groups: the essentials, and where the rest is.
-    pub fn instructions(&self) -> String {
-        self.with_sections(rules::instructions_text)
-    }
-
-    /// The full tool-rules text for the enabled groups (the prompt `tool-rules`).
-    pub fn tool_rules(&self) -> String {
-        self.with_sections(rules::tool_rules_text)
-    }
-
-    fn with_sections(&self, render: impl FnOnce(&[rules::Section<'_>]) -> String) -> String {
-        let groups = self.registry.enabled_groups();
-        let sections: Vec<_> = groups
-            .iter()
-            .map(|group| Section {
-                group: &group.name,
-                prompt: group.rule_prompt.text(),
-                rules: &group.rules,
-            })
-            .collect();
-        render(&sections)
-    }
-
-    /// A declared rule of any registered group.
-    pub fn find_rule(&self, group: &str, rule: &str) -> Option<SkillRule> {
-        self.registry
-            .groups()
-            .iter()
-            .filter(|g| g.name == group)
-            .find_map(|g| g.rules.iter().find(|r| r.name == rule).cloned())
-    }
-
     /// Runs one call through the whole pipeline.
     pub async fn execute(&self, request: CallRequest<'_>) -> Outcome {
         let Some(tool) = self.registry.find(request.tool) else {
@@ -225,20 +154,18 @@ impl Executor {
         let output_path = output_path::take_output_path(&self.workspace, tool, &mut arguments)?;
         // The cached `_args` keep the arguments as written, references and all: the expansion
         // may be far larger, and it is in the variables already.
-        let as_written = (tool.caches_result()
+        let as_written = (tool.definition().caching != Caching::Off
             && crate::workspace::contains_any_reference(&arguments))
         .then(|| arguments.clone());
         let own_budget = crate::refs::Budget::default();
         let budget = request.plan.map_or(&own_budget, |plan| &plan.budget);
-        self.workspace
-            .resolve_references(&mut arguments, budget)
-            .map_err(ToolError::invalid)?;
-        if !tool.defers_references(request.plan.is_some()) {
+        self.workspace.resolve_references(&mut arguments, budget)?;
+        if !tool.definition().daggers.kept(request.plan.is_some()) {
             let mut context = ReferenceContext {
                 workspace: &self.workspace,
                 plan: request.plan,
             };
-            dagger::resolve_value(&mut arguments, &mut context).map_err(ToolError::invalid)?;
+            dagger::resolve_value(&mut arguments, &mut context)?;
         }
         let permission = self.permission(tool);
         let scope = match permission.execution {
@@ -321,9 +248,11 @@ impl Executor {
         limit: Option<usize>,
     ) -> ExecuteResult {
         let formatted = tool.format_for_llm(&output, arguments);
-        let truncation = truncate(tool, &formatted, arguments, limit);
+        let truncation = truncate(tool, &formatted, limit);
         let mut cache_failure = None;
-        let cache_var_result = if tool.caches_result() {
+        let cache_var_result = if tool.definition().caching == Caching::Off {
+            None
+        } else {
             match self.cache(tool, &formatted, as_written) {
                 Ok(result) => Some(result),
                 Err(error) => {
@@ -332,8 +261,6 @@ impl Executor {
                     None
                 }
             }
-        } else {
-            None
         };
         let is_truncated = truncation.is_some();
         let mut final_text = match truncation {
@@ -352,7 +279,7 @@ impl Executor {
         }
         let structured = tool.definition().output_schema.is_some()
             && matches!(output, ToolOutput::Structured(_));
-        let structured_cut = if structured && !tool.skip_truncation() {
+        let structured_cut = if structured && tool.definition().truncation != Truncation::Never {
             cut_structure(tool, &output, limit, cache_var_result.as_deref())
         } else {
             None
@@ -508,7 +435,7 @@ impl Executor {
     }
 
     fn permission(&self, tool: &dyn Tool) -> Permission {
-        let own = tool.permission();
+        let own = tool.definition().permission;
         match self.settings.overrides.get(&tool.definition().name) {
             None => own,
             Some(over) => Permission {
@@ -545,7 +472,10 @@ impl Executor {
             .and_then(|over| over.output_limit);
         Ok(Some(
             configured
-                .or_else(|| tool.default_output_limit())
+                .or(match tool.definition().truncation {
+                    Truncation::Default(limit) => Some(limit),
+                    Truncation::Configured | Truncation::Never => None,
+                })
                 .unwrap_or(self.settings.output_limit),
         ))
     }
@@ -559,7 +489,7 @@ impl Executor {
         formatted: &str,
         arguments: &Value,
     ) -> Result<String, crate::workspace::Error> {
-        let recomputable = tool.result_is_recomputable();
+        let recomputable = tool.definition().caching == Caching::Lazy;
         let tool = tool.definition().name.as_str();
         let node = uuid::Uuid::new_v4().simple().to_string();
         let node = &node[..8];

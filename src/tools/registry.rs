@@ -128,11 +128,9 @@ impl Registry {
             .entries
             .iter()
             .flat_map(|entry| {
-                entry
-                    .group
-                    .tools
-                    .iter()
-                    .filter(move |tool| entry.enabled || (any_enabled && tool.always_listed()))
+                entry.group.tools.iter().filter(move |tool| {
+                    entry.enabled || (any_enabled && tool.definition().always_listed)
+                })
             })
             .filter(|tool| !inner.disabled_tools.contains(&tool.definition().name))
             .cloned()
@@ -157,7 +155,8 @@ impl Registry {
                 .tools
                 .iter()
                 .find(|t| t.definition().name == name)?;
-            (entry.enabled || (any_enabled && tool.always_listed())).then(|| Arc::clone(tool))
+            (entry.enabled || (any_enabled && tool.definition().always_listed))
+                .then(|| Arc::clone(tool))
         })
     }
 

@@ -6,7 +6,7 @@ mod structure;
 
 use serde_json::{Map, Value};
 
-use super::{Tool, ToolOutput};
+use super::{Tool, ToolOutput, Truncation};
 use crate::json::compact_length;
 use crate::text::{skip_chars, take_chars};
 
@@ -16,53 +16,32 @@ pub(crate) use structure::{Fitted, Omitted, allows_extra_member, fit_structure};
 /// no truncation. The leading underscore keeps it apart from every tool's own parameters.
 pub const OUTPUT_LIMIT_ARGUMENT: &str = "_outputLimit";
 
-/// How a result was cut, for the hint.
-pub(super) struct Cut {
-    pub(super) text: String,
-    /// The omitted window, when the executor's own truncation made the cut.
-    omitted: Option<(usize, usize)>,
-}
-
+/// The formatted text cut to the limit, unless the tool is never truncated.
 pub(super) fn truncate(
     tool: &dyn Tool,
     formatted: &str,
-    arguments: &Value,
     limit: Option<usize>,
-) -> Option<Cut> {
+) -> Option<Truncated> {
     let limit = limit?;
-    if tool.skip_truncation() {
+    if tool.definition().truncation == Truncation::Never {
         return None;
     }
-    if let Some(own) = tool.truncate_for_llm(formatted, arguments, limit) {
-        return (own != formatted).then_some(Cut {
-            text: own,
-            omitted: None,
-        });
-    }
-    truncate_content(formatted, limit).map(|cut| Cut {
-        text: cut.text,
-        omitted: Some((cut.omitted_start, cut.omitted_length)),
-    })
+    truncate_content(formatted, limit)
 }
 
-pub(super) fn truncation_hint(cut: &Cut, formatted: &str, variable: Option<&str>) -> String {
+pub(super) fn truncation_hint(cut: &Truncated, formatted: &str, variable: Option<&str>) -> String {
     let total = formatted.chars().count();
     let Some(variable) = variable else {
         return format!(
             "[Output truncated: {total} characters in all. Call again with {OUTPUT_LIMIT_ARGUMENT}: -1 to see everything.]"
         );
     };
-    match cut.omitted {
-        Some((start, length)) => format!(
-            "[Output truncated: the full result ({total} characters) is in variable `{variable}`. \
-             Read the omitted part with ReadVar {{\"name\": \"{variable}\", \"start\": {start}, \"length\": {length}}} \
-             or pass $VAR_REF{{{{{variable}:{start}:{length}}}}} to another tool; $VAR_REF{{{{{variable}}}}} is the whole text.]"
-        ),
-        None => format!(
-            "[Output truncated: the full result ({total} characters) is in variable `{variable}`. \
-             Read it with ReadVar {{\"name\": \"{variable}\", \"start\": 0}} or pass $VAR_REF{{{{{variable}}}}} to another tool.]"
-        ),
-    }
+    let (start, length) = (cut.omitted_start, cut.omitted_length);
+    format!(
+        "[Output truncated: the full result ({total} characters) is in variable `{variable}`. \
+         Read the omitted part with ReadVar {{\"name\": \"{variable}\", \"start\": {start}, \"length\": {length}}} \
+         or pass $VAR_REF{{{{{variable}:{start}:{length}}}}} to another tool; $VAR_REF{{{{{variable}}}}} is the whole text.]"
+    )
 }
 
 /// The member of cut structured content that says what was cut and where the whole is.

@@ -7,7 +7,7 @@
 )]
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +20,8 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use synapse_mcp::app::App;
 use synapse_mcp::config::Config;
@@ -283,18 +285,51 @@ pub(crate) fn test_server(config_toml: &str) -> Server {
     Server::new(app)
 }
 
-/// Tools that exist only in the tests: `Echo` returns its text, `Repeat` a long text,
-/// `Explode` panics.
+/// Tools that exist only in the tests: `Echo` returns its text (`Pinned` too, into
+/// `†state.pinned`), `Repeat` a long text, `Explode` panics, `Fail` fails with a tool error,
+/// `Wait` waits.
 pub(crate) fn test_group() -> ToolGroup {
     ToolGroup {
         name: "test".to_owned(),
         tools: vec![
-            Arc::new(Echo::new()),
-            Arc::new(Repeat::new()),
-            Arc::new(Explode::new()),
-            Arc::new(Fail::new()),
-            Arc::new(Wait::new()),
-            Arc::new(Pinned::new()),
+            Double::named(
+                "Echo",
+                "Returns `text`.",
+                |arguments: EchoArguments| async move {
+                    Ok(match arguments.text {
+                        Value::String(text) => ToolOutput::Text(text),
+                        other => ToolOutput::Structured(other),
+                    })
+                },
+            ),
+            Double::named(
+                "Repeat",
+                "Returns `unit` repeated `times` times.",
+                |arguments: RepeatArguments| async move {
+                    Ok(ToolOutput::Text(arguments.unit.repeat(arguments.times)))
+                },
+            ),
+            Double::named(
+                "Explode",
+                "Panics.",
+                |_: Nothing| async move { panic!("boom") },
+            ),
+            Double::named(
+                "Fail",
+                "Fails with `message`.",
+                |arguments: FailArguments| async move { Err(ToolError::Invalid(arguments.message)) },
+            ),
+            Double::named(
+                "Wait",
+                "Waits, then returns how long it waited.",
+                |arguments: WaitArguments| async move {
+                    tokio::time::sleep(Duration::from_millis(arguments.millis)).await;
+                    Ok(ToolOutput::Structured(json!({"waited": arguments.millis})))
+                },
+            ),
+            Double::with_definition(pinned(), |arguments: EchoArguments| async move {
+                Ok(ToolOutput::Structured(arguments.text))
+            }),
         ],
         rule_prompt: RulePrompt::Static(
             "Test tools: Echo, Repeat, Explode, Fail, Wait, Pinned.".to_owned(),
@@ -307,39 +342,67 @@ pub(crate) fn test_group() -> ToolGroup {
     }
 }
 
+/// What a test tool does with its decoded arguments.
+type Run = Box<dyn Fn(Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync>;
+
+/// A tool that exists only in the tests, declared by its definition and what it does with its
+/// arguments; the one way the tests declare a tool.
+pub(crate) struct Double {
+    definition: ToolDefinition,
+    run: Run,
+}
+
+impl Double {
+    /// A tool named `name` whose arguments are `Arguments`, with the default handling.
+    pub(crate) fn named<Arguments, Answer>(
+        name: &str,
+        description: &str,
+        run: impl Fn(Arguments) -> Answer + Send + Sync + 'static,
+    ) -> Arc<dyn Tool>
+    where
+        Arguments: DeserializeOwned + JsonSchema + 'static,
+        Answer: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+    {
+        let definition =
+            ToolDefinition::new::<Arguments>(name, description, Annotations::default());
+        Self::with_definition(definition, run)
+    }
+
+    /// A tool with a definition of its own (an output schema, a pinned argument); its arguments
+    /// are decoded as `Arguments`.
+    pub(crate) fn with_definition<Arguments, Answer>(
+        definition: ToolDefinition,
+        run: impl Fn(Arguments) -> Answer + Send + Sync + 'static,
+    ) -> Arc<dyn Tool>
+    where
+        Arguments: DeserializeOwned + 'static,
+        Answer: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+    {
+        let name = definition.name.clone();
+        let run: Run = Box::new(move |arguments| {
+            match synapse_mcp::tools::parse_arguments::<Arguments>(&name, arguments) {
+                Ok(arguments) => Box::pin(run(arguments)),
+                Err(error) => Box::pin(std::future::ready(Err(error))),
+            }
+        });
+        Arc::new(Self { definition, run })
+    }
+}
+
+impl Tool for Double {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        (self.run)(call.arguments)
+    }
+}
+
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct EchoArguments {
     /// The text to return.
     text: Value,
-}
-
-struct Echo(ToolDefinition);
-
-impl Echo {
-    fn new() -> Self {
-        Self(ToolDefinition::new::<EchoArguments>(
-            "Echo",
-            "Returns `text`.",
-            Annotations::default(),
-        ))
-    }
-}
-
-impl Tool for Echo {
-    fn definition(&self) -> &ToolDefinition {
-        &self.0
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: EchoArguments =
-                synapse_mcp::tools::parse_arguments("Echo", call.arguments)?;
-            Ok(match arguments.text {
-                Value::String(text) => ToolOutput::Text(text),
-                other => ToolOutput::Structured(other),
-            })
-        })
-    }
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -350,87 +413,14 @@ struct RepeatArguments {
     times: usize,
 }
 
-struct Repeat(ToolDefinition);
-
-impl Repeat {
-    fn new() -> Self {
-        Self(ToolDefinition::new::<RepeatArguments>(
-            "Repeat",
-            "Returns `unit` repeated `times` times.",
-            Annotations::default(),
-        ))
-    }
-}
-
-impl Tool for Repeat {
-    fn definition(&self) -> &ToolDefinition {
-        &self.0
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: RepeatArguments =
-                synapse_mcp::tools::parse_arguments("Repeat", call.arguments)?;
-            Ok(ToolOutput::Text(arguments.unit.repeat(arguments.times)))
-        })
-    }
-}
-
+/// No arguments.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Nothing {}
-
-struct Explode(ToolDefinition);
-
-impl Explode {
-    fn new() -> Self {
-        Self(ToolDefinition::new::<Nothing>(
-            "Explode",
-            "Panics.",
-            Annotations::default(),
-        ))
-    }
-}
-
-impl Tool for Explode {
-    fn definition(&self) -> &ToolDefinition {
-        &self.0
-    }
-
-    fn execute<'a>(&'a self, _call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move { panic!("boom") })
-    }
-}
+pub(crate) struct Nothing {}
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct FailArguments {
     /// The error to fail with.
     message: String,
-}
-
-struct Fail(ToolDefinition);
-
-impl Fail {
-    fn new() -> Self {
-        Self(ToolDefinition::new::<FailArguments>(
-            "Fail",
-            "Fails with `message`.",
-            Annotations::default(),
-        ))
-    }
-}
-
-impl Tool for Fail {
-    fn definition(&self) -> &ToolDefinition {
-        &self.0
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: FailArguments =
-                synapse_mcp::tools::parse_arguments("Fail", call.arguments)?;
-            Err(ToolError::Invalid(arguments.message))
-        })
-    }
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -439,62 +429,17 @@ struct WaitArguments {
     millis: u64,
 }
 
-struct Wait(ToolDefinition);
-
-impl Wait {
-    fn new() -> Self {
-        Self(ToolDefinition::new::<WaitArguments>(
-            "Wait",
-            "Waits, then returns how long it waited.",
-            Annotations::default(),
-        ))
-    }
-}
-
-impl Tool for Wait {
-    fn definition(&self) -> &ToolDefinition {
-        &self.0
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: WaitArguments =
-                synapse_mcp::tools::parse_arguments("Wait", call.arguments)?;
-            tokio::time::sleep(Duration::from_millis(arguments.millis)).await;
-            Ok(ToolOutput::Structured(json!({"waited": arguments.millis})))
-        })
-    }
-}
-
-/// Echo with its `_outputPath` pinned by `const` in its schema.
-struct Pinned(ToolDefinition);
-
-impl Pinned {
-    fn new() -> Self {
-        let mut definition = ToolDefinition::new::<EchoArguments>(
-            "Pinned",
-            "Echoes into †state.pinned.",
-            Annotations::default(),
-        );
-        let mut schema = definition.input_schema.as_ref().clone();
-        schema["properties"]["_outputPath"] = json!({"type": "string", "const": "†state.pinned"});
-        definition.input_schema = Arc::new(schema);
-        Self(definition)
-    }
-}
-
-impl Tool for Pinned {
-    fn definition(&self) -> &ToolDefinition {
-        &self.0
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: EchoArguments =
-                synapse_mcp::tools::parse_arguments("Pinned", call.arguments)?;
-            Ok(ToolOutput::Structured(arguments.text))
-        })
-    }
+/// `Pinned`: Echo with its `_outputPath` pinned by `const` in its schema.
+fn pinned() -> ToolDefinition {
+    let mut definition = ToolDefinition::new::<EchoArguments>(
+        "Pinned",
+        "Echoes into †state.pinned.",
+        Annotations::default(),
+    );
+    let mut schema = definition.input_schema.as_ref().clone();
+    schema["properties"]["_outputPath"] = json!({"type": "string", "const": "†state.pinned"});
+    definition.input_schema = Arc::new(schema);
+    definition
 }
 
 /// Calls a tool and returns its result (tool errors included), after checking its structured
@@ -755,6 +700,16 @@ pub(crate) async fn wait_for(client: &TestClient, notification: &str) {
         "never notified of {notification}; saw {:?}",
         client.notifications()
     );
+}
+
+/// Writes the skill folder `root/name` with a SKILL.md of this description and body (the
+/// folder is made if need be); returns the folder.
+pub(crate) fn write_skill(root: &Path, name: &str, description: &str, body: &str) -> PathBuf {
+    let folder = root.join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    let text = format!("---\nname: {name}\ndescription: {description}\n---\n{body}\n");
+    std::fs::write(folder.join("SKILL.md"), text).unwrap();
+    folder
 }
 
 /// Copies a folder with everything in it (skills are copied so that `index.json` and saves

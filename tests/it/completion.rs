@@ -10,19 +10,15 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Client, Elicitation, TestClient, call, is_error, spawn_binary, text};
+use crate::common::{
+    Client, Elicitation, TestClient, call, is_error, spawn_binary, text, write_skill,
+};
 
 /// 105 skills, so that names run past one page of 100.
 fn write_skills(root: &Path) {
     for index in 0..105 {
         let name = format!("skill-{index:03}");
-        let folder = root.join(&name);
-        std::fs::create_dir_all(&folder).unwrap();
-        std::fs::write(
-            folder.join("SKILL.md"),
-            format!("---\nname: {name}\ndescription: Test skill {index}.\n---\nBody.\n"),
-        )
-        .unwrap();
+        write_skill(root, &name, &format!("Test skill {index}."), "Body.");
     }
 }
 

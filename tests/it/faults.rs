@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout};
 
-use crate::common::{Elicitation, RawSession, TestClient, binary, call, spawn_binary, text};
+use crate::common::{
+    Elicitation, RawSession, TestClient, binary, call, spawn_binary, text, write_skill,
+};
 
 /// A data folder, a config that turns scripts on without asking, and a skill whose script
 /// sleeps in the background of `sh` (so only a process-group kill stops it).
@@ -23,13 +25,10 @@ struct Setup {
 impl Setup {
     fn new() -> Self {
         let directory = tempfile::tempdir().unwrap();
-        let skill = directory.path().join("skills/slow");
+        let description = "Sleeps, for the fault tests.";
+        let skills = directory.path().join("skills");
+        let skill = write_skill(&skills, "slow", description, "Run scripts/slow.sh.");
         std::fs::create_dir_all(skill.join("scripts")).unwrap();
-        std::fs::write(
-            skill.join("SKILL.md"),
-            "---\nname: slow\ndescription: Sleeps, for the fault tests.\n---\nRun scripts/slow.sh.\n",
-        )
-        .unwrap();
         std::fs::write(
             skill.join("scripts/slow.sh"),
             "sleep \"$2\" &\necho $! > \"$1\"\nwait\n",

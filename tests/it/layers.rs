@@ -15,9 +15,10 @@ const LAYERS: &[&[&str]] = &[
     &["app", "maintenance"],
     &["config"],
     &["groups"],
-    &["plans", "snapshots"],
+    &["plans"],
     &["tools"],
-    &["workspace"],
+    // `snapshots` imports only the store and `json`; `tools/errors.rs` converts its errors.
+    &["workspace", "snapshots"],
     &["refs", "rules", "store"],
     &["skills", "vars"],
     &["json"],

@@ -11,6 +11,7 @@ mod caching;
 mod common;
 mod completion;
 mod depth;
+mod errors;
 mod examples;
 mod executor;
 mod faults;

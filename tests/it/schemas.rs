@@ -5,14 +5,12 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
-use synapse_mcp::tools::{
-    Annotations, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
-};
+use synapse_mcp::tools::{Annotations, RulePrompt, ToolDefinition, ToolGroup, ToolOutput};
 
 use crate::common::{
-    Elicitation, TestClient, assert_golden, call, in_process, spawn_binary, test_server,
+    Double, Elicitation, Nothing, TestClient, assert_golden, call, in_process, spawn_binary,
+    test_server,
 };
 
 #[test]
@@ -340,30 +338,18 @@ struct Count {
     count: u32,
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct NoArguments {}
-
-/// A tool whose structured content breaks its own output schema.
-struct Counter(ToolDefinition);
-
-impl Tool for Counter {
-    fn definition(&self) -> &ToolDefinition {
-        &self.0
-    }
-
-    fn execute<'a>(&'a self, _call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async { Ok(ToolOutput::Structured(json!({"count": "three"}))) })
-    }
-}
-
 #[tokio::test]
 async fn a_result_that_breaks_its_output_schema_fails_the_calling_test() {
     let (server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
-    let counter = ToolDefinition::new::<NoArguments>("Counter", "Counts.", Annotations::default())
+    // A tool whose structured content breaks its own output schema.
+    let counter = ToolDefinition::new::<Nothing>("Counter", "Counts.", Annotations::default())
         .with_output::<Count>();
+    let counter = Double::with_definition(counter, |_: Nothing| async {
+        Ok(ToolOutput::Structured(json!({"count": "three"})))
+    });
     let group = ToolGroup {
         name: "counting".to_owned(),
-        tools: vec![Arc::new(Counter(counter))],
+        tools: vec![counter],
         rule_prompt: RulePrompt::None,
         rules: Vec::new(),
     };

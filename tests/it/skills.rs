@@ -9,7 +9,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Client, Elicitation, TestClient, call, copy_tree, is_error, spawn_binary, text,
+    Client, Elicitation, TestClient, call, copy_tree, is_error, spawn_binary, text, write_skill,
 };
 
 mod catalog;
@@ -34,13 +34,7 @@ impl Fixture {
         let directory = tempfile::tempdir().unwrap();
         let root = directory.path().join("skills");
         copy_tree(&fixtures().join("skills"), &root);
-        let sneaky = root.join(".git/git-skill");
-        std::fs::create_dir_all(&sneaky).unwrap();
-        std::fs::write(
-            sneaky.join("SKILL.md"),
-            "---\nname: git-skill\ndescription: Never found.\n---\n",
-        )
-        .unwrap();
+        write_skill(&root.join(".git"), "git-skill", "Never found.", "");
         let outside = fixtures().join("outside");
         std::os::unix::fs::symlink(outside.join("escaped-skill"), root.join("escaped")).unwrap();
         std::os::unix::fs::symlink(&outside, root.join("pdf-tools/leak")).unwrap();

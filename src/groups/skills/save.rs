@@ -1,20 +1,25 @@
 //! `SkillSave`: writes a skill through [`crate::skills::save`], then rescans the roots so the
 //! catalog, `index.json`, resources, prompts and search see it at once. It asks the user once
-//! per skill by default (`Tool::permission`, `Tool::approval_scope`), since it writes to disk.
+//! per skill by default (its definition's permission, and [`Tool::approval_scope`]), since it
+//! writes to disk.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Shared;
-use crate::groups::structured;
-use crate::skills::{Error, save};
-use crate::tools::{ToolError, ToolOutput, parse_arguments};
+use crate::groups::{off_thread, structured};
+use crate::skills::save;
+use crate::skills::shelf::Shelf;
+use crate::tools::{
+    Annotations, Permission, Policy, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput,
+};
 
-pub(super) const DESCRIPTION: &str = "Save a skill you wrote (or an improved version of one) \
+const DESCRIPTION: &str = "Save a skill you wrote (or an improved version of one) \
     so that later sessions find it with SkillSearch: a SKILL.md made of `name` and \
     `description` (what it does and when to use it) and the markdown `body`, plus optional \
     text files by relative path (e.g. `references/details.md`). The skill is checked against \
@@ -48,8 +53,61 @@ pub struct SaveOutput {
     pub backup: Option<String>,
 }
 
-pub(super) fn run(shared: &Shared, arguments: Value) -> Result<ToolOutput, ToolError> {
-    let arguments: SaveArguments = parse_arguments("SkillSave", arguments)?;
+/// `SkillSave`: saving writes to disk, so it asks once per skill unless the configuration
+/// says otherwise.
+pub(super) struct SkillSave {
+    definition: ToolDefinition,
+    shelf: Arc<Shelf>,
+}
+
+impl SkillSave {
+    pub(super) fn new(shelf: Arc<Shelf>) -> Self {
+        let definition = ToolDefinition::new::<SaveArguments>(
+            "SkillSave",
+            DESCRIPTION,
+            // Saving over an existing skill replaces its files.
+            Annotations {
+                destructive: true,
+                idempotent: true,
+                ..Annotations::default()
+            },
+        )
+        .with_title("Save skill")
+        .with_output::<SaveOutput>()
+        .with_permission(Permission {
+            execution: Policy::AskOnce,
+            result: Policy::Auto,
+        });
+        Self { definition, shelf }
+    }
+}
+
+impl Tool for SkillSave {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// Writes files and rescans every skill root, on the blocking pool.
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let skills = Arc::clone(&self.shelf);
+        off_thread(
+            &self.definition,
+            call,
+            move |arguments: SaveArguments, _| structured(&save_skill(&skills, arguments)?),
+        )
+    }
+
+    /// A save is approved per skill: approving a save of one skill never covers another.
+    fn approval_scope(&self, arguments: &Value) -> Result<Option<String>, ToolError> {
+        Ok(arguments
+            .get("name")
+            .and_then(Value::as_str)
+            .map(|name| format!("skill `{name}` only")))
+    }
+}
+
+/// Saves the skill, then reloads the library so everything sees it at once.
+fn save_skill(shelf: &Shelf, arguments: SaveArguments) -> Result<SaveOutput, ToolError> {
     let request = save::Request {
         name: arguments.name,
         description: arguments.description,
@@ -57,16 +115,11 @@ pub(super) fn run(shared: &Shared, arguments: Value) -> Result<ToolOutput, ToolE
         files: arguments.files.unwrap_or_default(),
         root: arguments.root,
     };
-    let library = shared.shelf.library();
-    let saved =
-        save::save(&library, shared.shelf.roots(), &request).map_err(|error| match error {
-            Error::Io { .. } => ToolError::Internal(error.to_string()),
-            other => ToolError::invalid(other),
-        })?;
-    let library = shared.shelf.reload();
+    let saved = save::save(&shelf.library(), shelf.roots(), &request)?;
+    let library = shelf.reload();
     // The new library's search index is built beside the session, as at start-up.
     std::thread::spawn(move || library.warm_up());
-    structured(&SaveOutput {
+    Ok(SaveOutput {
         name: request.name,
         path: saved.folder.display().to_string(),
         created: saved.created,

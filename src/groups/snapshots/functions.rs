@@ -1,247 +1,301 @@
-//! The library-arranging tools of the `snapshots` group (`docs/snapshots.md#the-function-library`):
-//! `FunctionMove`, `FunctionReorder`, `FunctionEnable`, `FunctionTest` and `SnapshotEnable`, as
-//! thin adapters over [`crate::snapshots::Snapshots`].
+//! The function-library tools of the `snapshots` group: `FunctionList`, `FunctionUpsert`,
+//! `FunctionRemove`, `FunctionImport` and `FunctionExport`, over the global library and each
+//! character's own.
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use super::{OVERWRITES, Run, SnapshotTool, annotations, failed};
-use crate::groups::structured;
-use crate::snapshots::functions::{Scope, VarFunction};
-use crate::snapshots::switches::{Setting, Switches};
-use crate::snapshots::{Snapshots, TestBase, Tested};
-use crate::tools::{Annotations, Tool, ToolDefinition, ToolError, ToolOutput, parse_arguments};
+use super::{CACHED_READ, DESTRUCTIVE, OVERWRITES, WRITES};
+use crate::groups::{off_thread, structured};
+use crate::snapshots::Snapshots;
+use crate::snapshots::functions::{Export, Scope, VarFunction};
+use crate::tools::{Tool, ToolCall, ToolDefinition, ToolError, ToolOutput};
 
-/// Reads only, and stores nothing (not even its result as a variable).
-const READS: Annotations = annotations(true, false, true);
+const FUNCTION_LIST: &str = "List the state functions: the global library (with the built-ins \
+    SET, ADD, SUB, APPEND, REMOVE, ASSIGN, UNSET, TIME and the optional MVU and JSON_PATCH \
+    syntaxes) and, with `characterId`, that character's own functions.";
 
-pub(super) fn tools(service: &Arc<Snapshots>) -> Vec<Arc<dyn Tool>> {
-    let tool = |definition: ToolDefinition, run: Run| -> Arc<dyn Tool> {
-        Arc::new(SnapshotTool {
-            definition,
-            service: Arc::clone(service),
-            run,
-            whole_chats: false,
-        })
-    };
-    vec![
-        tool(
-            ToolDefinition::new::<MoveArguments>("FunctionMove", MOVE, OVERWRITES)
-                .with_title("Move state function between libraries")
-                .with_output::<MovedOutput>(),
-            function_move,
-        ),
-        tool(
-            ToolDefinition::new::<ReorderArguments>("FunctionReorder", REORDER, OVERWRITES)
-                .with_title("Reorder state functions")
-                .with_output::<FunctionsOutput>(),
-            function_reorder,
-        ),
-        tool(
-            ToolDefinition::new::<EnableArguments>("FunctionEnable", ENABLE, OVERWRITES)
-                .with_title("Enable or disable state functions")
-                .with_output::<FunctionsOutput>(),
-            function_enable,
-        ),
-        // Like SnapshotProcess it is neither cached nor cut: a dry run stores nothing, and its
-        // steps are what the caller asked to see.
-        Arc::new(SnapshotTool {
-            definition: ToolDefinition::new::<TestArguments>("FunctionTest", TEST, READS)
-                .with_title("Test state functions on a text")
-                .with_output::<Tested>(),
-            service: Arc::clone(service),
-            run: function_test,
-            whole_chats: true,
-        }),
-        tool(
-            ToolDefinition::new::<SwitchArguments>("SnapshotEnable", SWITCH, OVERWRITES)
-                .with_title("Switch chat state processing on or off")
-                .with_output::<Switches>(),
-            snapshot_enable,
-        ),
-    ]
-}
+const FUNCTION_UPSERT: &str = "Create or replace a state function. Active functions have a \
+    JavaScript regex `pattern` whose capture groups become `args`; passive ones a `timing` \
+    (`before_active` / `after_active`). The `executor` is a JavaScript function body with \
+    `snapshot`, `args`, `context` and a lodash-like `_` (get/set/has/unset/merge/cloneDeep) that \
+    returns the snapshot. Leave out `id` to create. Built-ins accept only enabled/order/description \
+    changes. With `characterId` the function belongs to that character.";
 
-const MOVE: &str = "Move a state function (by id, or by name when unique) from one library to \
-    another: from the global library or `characterId`'s, to the global library or \
-    `toCharacterId`'s. A character's chats run the global functions and its own. Built-ins stay \
-    global.";
+const FUNCTION_REMOVE: &str = "Remove a state function by id (built-ins can only be disabled).";
 
-const REORDER: &str = "Set the running order of a library (global, or `characterId`'s): the \
-    functions listed in `ids` (ids or names) first, in that order, then the others in their \
-    current order; each `order` becomes 1, 2, … . Passive functions run by `order`; active calls \
-    run in text order.";
+const FUNCTION_IMPORT: &str = "Import functions from the export format `{\"version\": \"1.0\", \
+    \"functions\": [...]}` (an object or its JSON text). Each gets a new id and starts disabled: \
+    review, then enable with FunctionUpsert.";
 
-const ENABLE: &str = "Turn state functions on (`enabled: true`) or off in one step, by id or \
-    name, in the global library or `characterId`'s. Every name is checked before anything \
-    changes.";
-
-const TEST: &str = "Dry-run the state functions over a text and store nothing: every call found \
-    (function, position in characters, arguments as parsed), the state after each step, and the \
-    errors, including calls that name no function (with the nearest known name). Starts from \
-    `snapshot` (a stored snapshot's id, or a state object), else the character's template. \
-    `function` adds an unsaved function (or replaces the one with its id) to try a pattern or \
-    an executor.";
-
-const SWITCH: &str = "Switch state processing on or off for a chat (`chatFile`) or a character \
-    (`characterId`); `inherit` removes the setting. A chat's setting wins over its character's; \
-    with neither, processing is on. SnapshotProcess on a chat that is off stores nothing and \
-    says so. Returns every switch set.";
+const FUNCTION_EXPORT: &str = "Export state functions in the shareable format (all of a scope, \
+    or the given ids).";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct MoveArguments {
-    /// The function's id, or its name when no other function of its library has that name.
-    pub id: String,
-    /// The character whose library it is in now; leave out for the global library.
+pub struct ScopeArguments {
+    /// A character whose own (local) functions to include.
     pub character_id: Option<String>,
-    /// The character whose library it moves to; leave out for the global library.
-    pub to_character_id: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct MovedOutput {
-    /// The function, as stored in its new library.
-    pub function: VarFunction,
-    /// The library it left: `global` or `character:<id>`.
-    pub from: String,
-    /// The library it is in now.
-    pub to: String,
+pub struct FunctionListOutput {
+    pub global: Vec<VarFunction>,
+    /// The character's functions (with `characterId`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<Vec<VarFunction>>,
 }
 
-fn function_move(
-    service: &Snapshots,
-    arguments: Value,
-    _: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    let arguments: MoveArguments = parse_arguments("FunctionMove", arguments)?;
-    let from = Scope::of(arguments.character_id.as_deref());
-    let to = Scope::of(arguments.to_character_id.as_deref());
-    let function = service
-        .move_function(&arguments.id, &from, &to)
-        .map_err(failed)?;
-    structured(&MovedOutput {
-        function,
-        from: from.key(),
-        to: to.key(),
+/// `FunctionList`: the global functions, and a character's own.
+pub(super) struct FunctionList {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl FunctionList {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition =
+            ToolDefinition::new::<ScopeArguments>("FunctionList", FUNCTION_LIST, CACHED_READ)
+                .with_title("List state functions")
+                .with_output::<FunctionListOutput>();
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for FunctionList {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(
+            &self.definition,
+            call,
+            move |arguments: ScopeArguments, _| {
+                let global = service.functions(&Scope::Global)?;
+                let local = match Scope::of(arguments.character_id.as_deref()) {
+                    Scope::Global => None,
+                    scope @ Scope::Character(_) => Some(service.functions(&scope)?),
+                };
+                structured(&FunctionListOutput { global, local })
+            },
+        )
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpsertArguments {
+    /// The function, in the shareable `VarFunction` shape.
+    pub function: VarFunction,
+    /// Store it in this character's (local) library instead of the global one.
+    pub character_id: Option<String>,
+}
+
+/// `FunctionUpsert`: a function created or replaced.
+pub(super) struct FunctionUpsert {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl FunctionUpsert {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition =
+            ToolDefinition::new::<UpsertArguments>("FunctionUpsert", FUNCTION_UPSERT, OVERWRITES)
+                .with_title("Create or replace state function")
+                .with_output::<VarFunction>();
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for FunctionUpsert {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(
+            &self.definition,
+            call,
+            move |arguments: UpsertArguments, _| {
+                let scope = Scope::of(arguments.character_id.as_deref());
+                structured(&service.upsert_function(arguments.function, &scope)?)
+            },
+        )
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RemoveArguments {
+    pub id: String,
+    pub character_id: Option<String>,
+}
+
+/// `FunctionRemove`: a function removed by id.
+pub(super) struct FunctionRemove {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl FunctionRemove {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition =
+            ToolDefinition::new::<RemoveArguments>("FunctionRemove", FUNCTION_REMOVE, DESTRUCTIVE)
+                .with_title("Remove state function")
+                .with_output::<VarFunction>();
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for FunctionRemove {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(
+            &self.definition,
+            call,
+            move |arguments: RemoveArguments, _| {
+                let scope = Scope::of(arguments.character_id.as_deref());
+                structured(&service.remove_function(&arguments.id, &scope)?)
+            },
+        )
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImportArguments {
+    /// The export: `{"version": "1.0", "functions": [...]}`, as an object or JSON text.
+    #[schemars(extend("anyOf" = [{"type": "object"}, {"type": "string"}]))]
+    pub data: Value,
+    pub character_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ImportOutput {
+    /// The imported functions, with their new ids; all disabled.
+    pub imported: Vec<VarFunction>,
+    pub note: String,
+}
+
+/// `FunctionImport`: functions from the export format, each with a new id, all disabled.
+pub(super) struct FunctionImport {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl FunctionImport {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition =
+            ToolDefinition::new::<ImportArguments>("FunctionImport", FUNCTION_IMPORT, WRITES)
+                .with_title("Import state functions")
+                .with_output::<ImportOutput>();
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for FunctionImport {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(
+            &self.definition,
+            call,
+            move |arguments: ImportArguments, _| {
+                let scope = Scope::of(arguments.character_id.as_deref());
+                let imported = service.import(export_of(arguments.data)?, &scope)?;
+                structured(&ImportOutput {
+                    note: format!(
+                        "{} functions imported, all disabled: enable each with FunctionUpsert after reviewing it",
+                        imported.len()
+                    ),
+                    imported,
+                })
+            },
+        )
+    }
+}
+
+/// The export, given as an object or as its JSON text.
+fn export_of(data: Value) -> Result<Export, ToolError> {
+    let data = match data {
+        Value::String(text) => serde_json::from_str(&text)
+            .map_err(|error| ToolError::invalid(format!("`data` is not JSON: {error}")))?,
+        other => other,
+    };
+    serde_json::from_value(data).map_err(|error| {
+        ToolError::invalid(format!(
+            "`data` is not a function export ({{\"version\": \"1.0\", \"functions\": [...]}}): {error}"
+        ))
     })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ReorderArguments {
-    /// The functions (ids, or names when unique) in the order they should run.
-    pub ids: Vec<String>,
-    /// The character whose library to reorder; leave out for the global library.
+pub struct ExportArguments {
+    /// The functions to export; all of the scope when left out.
+    pub ids: Option<Vec<String>>,
     pub character_id: Option<String>,
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct FunctionsOutput {
-    /// The functions as stored now.
-    pub functions: Vec<VarFunction>,
+/// `FunctionExport`: functions in the shareable format.
+pub(super) struct FunctionExport {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
 }
 
-fn function_reorder(
-    service: &Snapshots,
-    arguments: Value,
-    _: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    let arguments: ReorderArguments = parse_arguments("FunctionReorder", arguments)?;
-    let scope = Scope::of(arguments.character_id.as_deref());
-    let functions = service.reorder(&arguments.ids, &scope).map_err(failed)?;
-    structured(&FunctionsOutput { functions })
+impl FunctionExport {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition =
+            ToolDefinition::new::<ExportArguments>("FunctionExport", FUNCTION_EXPORT, CACHED_READ)
+                .with_title("Export state functions")
+                .with_output::<Export>();
+        Self {
+            definition,
+            service,
+        }
+    }
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct EnableArguments {
-    /// The functions (ids, or names when unique) to switch.
-    pub ids: Vec<String>,
-    /// `true` turns them on, `false` off.
-    pub enabled: bool,
-    /// The character whose library they are in; leave out for the global library.
-    pub character_id: Option<String>,
-}
+impl Tool for FunctionExport {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
 
-fn function_enable(
-    service: &Snapshots,
-    arguments: Value,
-    _: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    let arguments: EnableArguments = parse_arguments("FunctionEnable", arguments)?;
-    let scope = Scope::of(arguments.character_id.as_deref());
-    let functions = service
-        .set_enabled(&arguments.ids, arguments.enabled, &scope)
-        .map_err(failed)?;
-    structured(&FunctionsOutput { functions })
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct TestArguments {
-    /// The text to run the functions over (an AI reply).
-    pub text: String,
-    /// What to start from: a stored snapshot's id, or a state (a JSON object). Left out: the
-    /// character's template, or `{}`.
-    #[schemars(extend("anyOf" = [{"type": "string"}, {"type": "object"}]))]
-    pub snapshot: Option<Value>,
-    /// The character whose template and own functions apply (with the global ones).
-    pub character_id: Option<String>,
-    /// An unsaved function to try, in the `VarFunction` shape; it replaces the library's
-    /// function with the same id, and runs enabled.
-    pub function: Option<VarFunction>,
-}
-
-fn function_test(
-    service: &Snapshots,
-    arguments: Value,
-    _: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    let arguments: TestArguments = parse_arguments("FunctionTest", arguments)?;
-    let base = match arguments.snapshot {
-        None => TestBase::Template,
-        Some(Value::String(id)) => TestBase::Snapshot(id),
-        Some(state) => TestBase::State(state),
-    };
-    let tested = service
-        .test(
-            &arguments.text,
-            base,
-            arguments.character_id.as_deref(),
-            arguments.function,
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(
+            &self.definition,
+            call,
+            move |arguments: ExportArguments, _| {
+                let scope = Scope::of(arguments.character_id.as_deref());
+                structured(&service.export(arguments.ids.as_deref(), &scope)?)
+            },
         )
-        .map_err(failed)?;
-    structured(&tested)
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SwitchArguments {
-    /// The chat to switch (give this or `characterId`).
-    pub chat_file: Option<String>,
-    /// The character to switch: all its chats without a setting of their own.
-    pub character_id: Option<String>,
-    /// `on`, `off`, or `inherit` (remove this setting).
-    pub setting: Setting,
-}
-
-fn snapshot_enable(
-    service: &Snapshots,
-    arguments: Value,
-    _: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    let arguments: SwitchArguments = parse_arguments("SnapshotEnable", arguments)?;
-    let switches = service
-        .set_switch(
-            arguments.chat_file.as_deref(),
-            arguments.character_id.as_deref(),
-            arguments.setting,
-        )
-        .map_err(failed)?;
-    structured(&switches)
+    }
 }

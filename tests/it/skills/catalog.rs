@@ -7,7 +7,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::{Fixture, copy_tree, fixtures};
-use crate::common::{Elicitation, TestClient, binary, call, quiet_home, spawn_binary, text};
+use crate::common::{
+    Elicitation, TestClient, binary, call, quiet_home, spawn_binary, text, write_skill,
+};
 
 fn check(args: &[&str]) -> (String, bool) {
     let output = Command::new(binary())
@@ -214,13 +216,12 @@ async fn in_project(cwd: &std::path::Path, args: &[&str]) -> crate::common::Clie
 async fn project_skills_are_served_only_when_trusted_and_then_win() {
     let fixture = Fixture::new();
     let project = fixture.root().with_file_name("project");
-    let skill = project.join(".agents/skills/pdf-tools");
-    std::fs::create_dir_all(&skill).unwrap();
-    std::fs::write(
-        skill.join("SKILL.md"),
-        "---\nname: pdf-tools\ndescription: The project's own pdf-tools.\n---\n",
-    )
-    .unwrap();
+    write_skill(
+        &project.join(".agents/skills"),
+        "pdf-tools",
+        "The project's own pdf-tools.",
+        "",
+    );
     let root = fixture.root().display().to_string();
     let description = |client: crate::common::Client| async move {
         let listed = client.list_skills(None).await.unwrap().skills;

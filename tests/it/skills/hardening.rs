@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::Fixture;
 use crate::common::{
-    Client, Elicitation, RawSession, TestClient, call, is_error, spawn_binary, text,
+    Client, Elicitation, RawSession, TestClient, call, is_error, spawn_binary, text, write_skill,
 };
 
 const AUTO: &str = "[tools.SkillSave]\nexecution = \"auto\"\n";
@@ -26,14 +26,8 @@ async fn client(fixture: &Fixture, config: &str, elicitation: Elicitation) -> (C
 
 /// A skill folder `name` in the fixture root with a SKILL.md.
 fn skill(fixture: &Fixture, name: &str) -> std::path::PathBuf {
-    let folder = fixture.root().join(name);
-    std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(
-        folder.join("SKILL.md"),
-        format!("---\nname: {name}\ndescription: A test skill. Use when testing.\n---\n# {name}\n"),
-    )
-    .unwrap();
-    folder
+    let description = "A test skill. Use when testing.";
+    write_skill(&fixture.root(), name, description, &format!("# {name}"))
 }
 
 fn save(name: &str, files: &Value) -> Value {
@@ -438,14 +432,22 @@ async fn a_full_disk_after_a_clean_shutdown_starts_read_only() {
     let Some((_disk, client)) = restarted_on_a_full_disk(Ending::Clean).await else {
         return;
     };
+    // A store that cannot be written is no mistake of the caller's: an internal error.
     let refused = client
         .call_tool(
             rmcp::model::CallToolRequestParams::new("WriteVar")
                 .with_arguments(rmcp::object!({"name": "new", "value": "lost?"})),
         )
         .await
-        .unwrap();
-    assert_eq!(refused.is_error, Some(true), "{refused:?}");
-    assert!(text(&refused).contains("read-only"), "{}", text(&refused));
+        .expect_err("a write to a read-only store fails");
+    let rmcp::ServiceError::McpError(refused) = refused else {
+        panic!("not a JSON-RPC error: {refused}");
+    };
+    assert_eq!(
+        refused.code,
+        rmcp::model::ErrorCode::INTERNAL_ERROR,
+        "{refused:?}"
+    );
+    assert!(refused.message.contains("read-only"), "{}", refused.message);
     client.cancel().await.unwrap();
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::search;
-use crate::common::{Client, Elicitation, TestClient, spawn_binary};
+use crate::common::{Client, Elicitation, TestClient, spawn_binary, write_skill};
 
 /// Polls until the search for `query` does (or does not) rank `name` first, or fails after
 /// five seconds.
@@ -25,19 +25,12 @@ async fn wait_for_search(client: &Client, query: &str, name: &str, found: bool) 
     );
 }
 
-/// Writes `folder/SKILL.md` with the given name, description and body.
-fn write_skill(folder: &std::path::Path, name: &str, description: &str, body: &str) {
-    let text = format!("---\nname: {name}\ndescription: {description}\n---\n{body}\n");
-    std::fs::write(folder.join("SKILL.md"), text).unwrap();
-}
-
 #[tokio::test]
 async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() {
     let directory = tempfile::tempdir().unwrap();
     let root = directory.path().join("skills");
-    std::fs::create_dir_all(root.join("existing")).unwrap();
     write_skill(
-        &root.join("existing"),
+        &root,
         "existing",
         "Already there. Use when testing.",
         "Body.",
@@ -56,10 +49,8 @@ async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() 
     tokio::time::sleep(Duration::from_millis(400)).await;
 
     let before = observer.count("resources/list_changed");
-    let staging = directory.path().join("staging/telescope-care");
-    std::fs::create_dir_all(&staging).unwrap();
-    write_skill(
-        &staging,
+    let staging = write_skill(
+        &directory.path().join("staging"),
         "telescope-care",
         "Clean and align telescope mirrors. Use when stargazing.",
         "# Mirrors",
@@ -73,7 +64,7 @@ async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() 
 
     let before = observer.count("resources/list_changed");
     write_skill(
-        &root.join("telescope-care"),
+        &root,
         "telescope-care",
         "Polish binocular lenses. Use when birdwatching.",
         "# Lenses",
@@ -94,7 +85,7 @@ async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() 
     let quick = root.join("quick-skill/references/deeper");
     std::fs::create_dir_all(&quick).unwrap();
     write_skill(
-        &root.join("quick-skill"),
+        &root,
         "quick-skill",
         "Brew espresso quickly. Use when tired.",
         "",
@@ -107,7 +98,7 @@ async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() 
     std::fs::create_dir_all(root.join("late-skill")).unwrap();
     tokio::time::sleep(Duration::from_millis(1200)).await;
     write_skill(
-        &root.join("late-skill"),
+        &root,
         "late-skill",
         "Water orchids sparingly. Use when gardening.",
         "",

@@ -9,7 +9,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Client, Elicitation, TestClient, call, is_error, spawn_binary, text, tool_names,
+    Client, Elicitation, TestClient, call, is_error, spawn_binary, text, tool_names, write_skill,
 };
 
 const ON: &str = "[groups]\nscripts = true\n";
@@ -23,13 +23,14 @@ struct Scripts {
 impl Scripts {
     fn new() -> Self {
         let directory = tempfile::tempdir().unwrap();
-        let skill = directory.path().join("skills/runner");
+        let description = "Runs small scripts. Use when testing scripts.";
+        let skill = write_skill(
+            &directory.path().join("skills"),
+            "runner",
+            description,
+            "# Runner",
+        );
         std::fs::create_dir_all(skill.join("scripts")).unwrap();
-        std::fs::write(
-            skill.join("SKILL.md"),
-            "---\nname: runner\ndescription: Runs small scripts. Use when testing scripts.\n---\n# Runner\n",
-        )
-        .unwrap();
         let scripts = [
             (
                 "hello.sh",

@@ -1,0 +1,83 @@
+//! Tool groups on the executor: registering a group (its tools in the registry, its declared
+//! rules as pinned `RULE` variables in the workspace), and the instructions and tool-rules text
+//! of the enabled groups.
+
+use super::Executor;
+use crate::rules::{self, Section, SkillRule};
+use crate::tools::{RegisterError, ToolGroup};
+use crate::vars::{NewVariable, VarType};
+
+impl Executor {
+    /// Registers a group and stores its declared rules as pinned `RULE` variables.
+    pub fn register_group(&self, group: ToolGroup, enabled: bool) -> Result<(), RegisterError> {
+        let variables: Vec<NewVariable> = group
+            .rules
+            .iter()
+            .map(|rule| {
+                let mut variable = NewVariable::text(
+                    rules::variable_name(&group.name, &rule.name),
+                    rule.prompt.as_str(),
+                    VarType::Rule,
+                );
+                variable.desc = Some(rules::variable_description(&group.name, rule));
+                variable.keep = true;
+                variable
+            })
+            .collect();
+        // Only rules that changed are written (one durable commit for all of them), so a
+        // start with unchanged rules writes nothing; a failed write (a full disk, a read-only
+        // store) is logged and the server starts anyway, serving what is stored.
+        let changed: Vec<NewVariable> = variables
+            .into_iter()
+            .filter(|variable| !self.rule_is_stored(variable))
+            .collect();
+        if !changed.is_empty()
+            && let Err(error) = self.workspace.insert_all(changed)
+        {
+            tracing::error!(group = %group.name, %error, "cannot store the group's rules; starting without updating them");
+        }
+        Ok(self.registry.register(group, enabled)?)
+    }
+
+    /// Whether a rule variable is stored exactly as it would be written.
+    fn rule_is_stored(&self, variable: &NewVariable) -> bool {
+        self.workspace.peek(&variable.name).is_some_and(|stored| {
+            *stored.value == *variable.value
+                && stored.desc == variable.desc
+                && stored.var_type == variable.var_type
+                && stored.keep == variable.keep
+        })
+    }
+
+    /// The server `instructions` for the enabled groups: the essentials, and where the rest is.
+    pub fn instructions(&self) -> String {
+        self.with_sections(rules::instructions_text)
+    }
+
+    /// The full tool-rules text for the enabled groups (the prompt `tool-rules`).
+    pub fn tool_rules(&self) -> String {
+        self.with_sections(rules::tool_rules_text)
+    }
+
+    fn with_sections(&self, render: impl FnOnce(&[rules::Section<'_>]) -> String) -> String {
+        let groups = self.registry.enabled_groups();
+        let sections: Vec<_> = groups
+            .iter()
+            .map(|group| Section {
+                group: &group.name,
+                prompt: group.rule_prompt.text(),
+                rules: &group.rules,
+            })
+            .collect();
+        render(&sections)
+    }
+
+    /// A declared rule of any registered group.
+    pub fn find_rule(&self, group: &str, rule: &str) -> Option<SkillRule> {
+        self.registry
+            .groups()
+            .iter()
+            .filter(|g| g.name == group)
+            .find_map(|g| g.rules.iter().find(|r| r.name == rule).cloned())
+    }
+}
