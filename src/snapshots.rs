@@ -21,12 +21,16 @@ pub mod builtins;
 pub mod calls;
 pub mod chat;
 pub mod diff;
+mod dry_run;
 pub mod engine;
 mod floors;
 pub mod functions;
 pub mod globals;
 pub mod javascript;
+mod library;
 pub mod literal;
+pub mod switches;
+pub mod unknown;
 
 use std::sync::Arc;
 
@@ -40,6 +44,7 @@ use chat::{Base, Binding, ChatMessage};
 use engine::{CallError, MessageContext};
 use functions::{Active, Export, Scope, VarFunction};
 
+pub use dry_run::{TestBase, Tested};
 pub use floors::{FloorList, Reprocessed, Source};
 
 /// Why a snapshot operation failed.
@@ -105,6 +110,10 @@ pub struct Processed {
     /// valid; the later messages were not processed (call again to go on from them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<Stopped>,
+    /// Present when processing is switched off for the chat or its character (SnapshotEnable):
+    /// nothing was processed or stored, and `vs_stat_data` is the state as it stands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<switches::Disabled>,
 }
 
 /// Where a chat starts when none of its AI messages is bound to a stored snapshot.
@@ -468,6 +477,9 @@ impl Snapshots {
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Processed, Error> {
         let character_id = start.character_id;
+        if let Some(disabled) = self.disabled(chat_file, character_id)? {
+            return self.unprocessed(messages, start, disabled);
+        }
         let mut loaded: Option<StoredSnapshot> = None;
         let mut failure = None;
         let anchor = chat::anchor(messages, |id| {
@@ -562,6 +574,7 @@ impl Snapshots {
             errors,
             storage,
             stopped,
+            disabled: None,
         })
     }
 

@@ -288,6 +288,23 @@ pub trait SnapshotStore: Send + Sync {
         character_id: &str,
         template: &serde_json::Value,
     ) -> Result<(), Error>;
+    /// Moves a function from one scope to another in one transaction, storing `definition`
+    /// under `id` in `to`; `false` (and nothing written) when `from` has no such function.
+    fn move_function(
+        &self,
+        workspace: &str,
+        from: &str,
+        to: &str,
+        id: &str,
+        definition: &serde_json::Value,
+    ) -> Result<bool, Error>;
+    /// A target's own enable switch (`chat:<file>`, `character:<id>`), if it has one.
+    fn switch(&self, workspace: &str, target: &str) -> Result<Option<bool>, Error>;
+    /// Sets a target's switch, or removes it (`None`).
+    fn set_switch(&self, workspace: &str, target: &str, enabled: Option<bool>)
+    -> Result<(), Error>;
+    /// Every stored switch, by target.
+    fn switches(&self, workspace: &str) -> Result<Vec<(String, bool)>, Error>;
 }
 
 /// Where the store lives, from `--store` and `--data-dir`.

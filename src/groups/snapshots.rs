@@ -1,5 +1,6 @@
 //! The `snapshots` group (`docs/snapshots.md`): chat state snapshots ([`chats`]), the function
-//! library ([`functions`]) and character templates ([`templates`]), as thin adapters over
+//! library ([`functions`], arranged and tested by [`library`]), the processing switch
+//! ([`switches`]) and character templates ([`templates`]), as thin adapters over
 //! [`crate::snapshots::Snapshots`]. The work (SQLite, QuickJS) is synchronous and may take a
 //! while on a long chat, so every tool runs on tokio's blocking pool; the call's cancellation
 //! (the client cancelled, or left) reaches it there.
@@ -7,6 +8,8 @@
 pub mod chats;
 pub mod floors;
 pub mod functions;
+pub mod library;
+pub mod switches;
 pub mod templates;
 
 use std::sync::Arc;
@@ -55,11 +58,16 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
             Arc::new(chats::SnapshotUpdate::new(service())),
             Arc::new(chats::SnapshotDeleteChat::new(service())),
             Arc::new(chats::SnapshotCleanup::new(service())),
+            Arc::new(switches::SnapshotEnable::new(service())),
             Arc::new(functions::FunctionList::new(service())),
             Arc::new(functions::FunctionUpsert::new(service())),
             Arc::new(functions::FunctionRemove::new(service())),
             Arc::new(functions::FunctionImport::new(service())),
             Arc::new(functions::FunctionExport::new(service())),
+            Arc::new(library::FunctionMove::new(service())),
+            Arc::new(library::FunctionReorder::new(service())),
+            Arc::new(library::FunctionEnable::new(service())),
+            Arc::new(library::FunctionTest::new(service())),
             Arc::new(templates::TemplateGet::new(service())),
             Arc::new(templates::TemplateSet::new(service())),
             Arc::new(floors::SnapshotList::new(service())),

@@ -133,22 +133,28 @@ fn mvu_operation(name: &str, arguments: Vec<Value>) -> Result<Action, String> {
     Ok(action)
 }
 
+/// MVU's commands (`_.set(…)` …).
+pub const MVU_OPERATIONS: [&str; 7] = [
+    "set", "add", "assign", "insert", "remove", "unset", "delete",
+];
+
+/// Whether the `_.` at `position` continues a word (`my_.set`, `a._.set`): not an MVU command.
+pub fn inside_word(text: &str, position: usize) -> bool {
+    text[..position]
+        .chars()
+        .next_back()
+        .is_some_and(|character| {
+            character.is_alphanumeric() || character == '_' || character == '.'
+        })
+}
+
 fn find_mvu_calls(text: &str, found: &mut Vec<Found>) {
-    const OPERATIONS: [&str; 7] = [
-        "set", "add", "assign", "insert", "remove", "unset", "delete",
-    ];
     for (position, _) in text.match_indices("_.") {
-        let preceded_by_word = text[..position]
-            .chars()
-            .next_back()
-            .is_some_and(|character| {
-                character.is_alphanumeric() || character == '_' || character == '.'
-            });
-        if preceded_by_word {
+        if inside_word(text, position) {
             continue;
         }
         let name_start = position + 2;
-        let Some(name) = OPERATIONS.into_iter().find(|name| {
+        let Some(name) = MVU_OPERATIONS.into_iter().find(|name| {
             text[name_start..].starts_with(name)
                 && !text[name_start + name.len()..]
                     .starts_with(|character: char| character.is_alphanumeric() || character == '_')

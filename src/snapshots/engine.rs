@@ -1,7 +1,9 @@
 //! Applying one AI message to a snapshot: passive functions before the active
 //! calls (by `order`), the active calls (by position in the text), passive functions after. A
-//! call that fails is skipped and recorded; the others still apply. The same snapshot, text
-//! and library always give the same result. A user function's result may not nest deeper than
+//! call that fails is skipped and recorded; the others still apply, and so does a call of an
+//! enabled syntax that names no function ([`super::unknown`]), which is recorded too. The same
+//! snapshot, text and library always give the same result. A dry run ([`apply_traced`]) also
+//! records every step and the state after it. A user function's result may not nest deeper than
 //! [`nesting::MAX_DEPTH`], like any other write.
 
 use std::cell::OnceCell;
@@ -15,6 +17,7 @@ use super::calls::{self, Action, Syntaxes};
 use super::functions::{Active, VarFunction, split_pattern};
 use super::javascript::{Engine, Invocation};
 use super::literal::decode_capture;
+use super::unknown::{self, Unknown};
 use crate::json::nesting;
 use crate::store::tree::Changed;
 
@@ -28,6 +31,54 @@ pub struct CallError {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<usize>,
     pub message: String,
+    /// For a call that names no known function: the nearest known name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<String>,
+}
+
+impl CallError {
+    fn new(function: impl Into<String>, position: Option<usize>, message: String) -> Self {
+        Self {
+            function: function.into(),
+            position,
+            message,
+            suggestion: None,
+        }
+    }
+}
+
+/// When a step of a dry run ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    /// A passive function before the calls.
+    BeforeActive,
+    /// A call found in the text.
+    Call,
+    /// A call of an enabled syntax that named no function the library ran.
+    Unknown,
+    /// A passive function after the calls.
+    AfterActive,
+}
+
+/// One step of a dry run: what ran, on what, and the state after it.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    /// The function as the text names it (`SET`, `_.set`, `JSONPatch`) or the passive function's name.
+    pub function: String,
+    pub kind: StepKind,
+    /// Where the call starts in the text, in characters (absent for passive functions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<usize>,
+    /// The arguments as parsed (absent for passive functions and calls that could not be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Vec<Value>>,
+    /// Why this step failed or did nothing; empty when it applied.
+    pub errors: Vec<String>,
+    /// The state after this step.
+    #[schemars(extend("type" = "object"))]
+    pub snapshot: Value,
 }
 
 /// What user functions see as `context`.
@@ -61,20 +112,62 @@ enum Planned {
         end: usize,
         arguments: Vec<Value>,
     },
+    Unknown(Unknown),
 }
 
 impl Planned {
     fn position(&self) -> usize {
         match self {
             Self::Native { position, .. } | Self::Script { position, .. } => *position,
+            Self::Unknown(call) => call.position,
         }
     }
 
     fn end(&self) -> usize {
         match self {
             Self::Native { end, .. } | Self::Script { end, .. } => *end,
+            Self::Unknown(call) => call.position,
         }
     }
+
+    /// The call as a dry run shows it: name, kind and arguments.
+    fn describe(&self) -> (String, StepKind, Option<Vec<Value>>) {
+        match self {
+            Self::Native { name, action, .. } => {
+                let arguments = match action {
+                    Action::Builtin(_, arguments) => Some(arguments.clone()),
+                    Action::Patch(operations) => {
+                        Some(operations.iter().map(patch_operation).collect())
+                    }
+                    Action::Malformed(_) => None,
+                };
+                (name.clone(), StepKind::Call, arguments)
+            }
+            Self::Script {
+                function,
+                arguments,
+                ..
+            } => (
+                function.name.clone(),
+                StepKind::Call,
+                Some(arguments.clone()),
+            ),
+            Self::Unknown(call) => (call.name.clone(), StepKind::Unknown, None),
+        }
+    }
+}
+
+fn patch_operation(operation: &super::builtins::PatchOperation) -> Value {
+    let mut shown = serde_json::Map::new();
+    shown.insert("op".to_owned(), Value::String(operation.op.clone()));
+    shown.insert("path".to_owned(), Value::String(operation.path.clone()));
+    if let Some(value) = &operation.value {
+        shown.insert("value".to_owned(), value.clone());
+    }
+    if let Some(from) = &operation.from {
+        shown.insert("from".to_owned(), Value::String(from.clone()));
+    }
+    Value::Object(shown)
 }
 
 /// What applying one message did.
@@ -94,27 +187,113 @@ pub fn apply(
     text: &str,
     context: &MessageContext,
 ) -> Outcome {
+    apply_traced(engine, active, snapshot, text, context, None)
+}
+
+/// [`apply`], recording each step and the state after it in `trace` when one is given.
+pub fn apply_traced(
+    engine: &Engine,
+    active: &Active,
+    snapshot: &mut Value,
+    text: &str,
+    context: &MessageContext,
+    mut trace: Option<&mut Vec<Step>>,
+) -> Outcome {
     let mut outcome = Outcome::default();
     let context = ScriptContext {
         message: context,
         json: OnceCell::new(),
     };
-    let run_passive =
-        |functions: &[Arc<VarFunction>], snapshot: &mut Value, outcome: &mut Outcome| {
-            for function in functions {
-                run_script(engine, function, snapshot, &[], &context, None, outcome);
+    let characters = |position: usize| text[..position].chars().count();
+    let run_passive = |functions: &[Arc<VarFunction>],
+                       kind: StepKind,
+                       snapshot: &mut Value,
+                       outcome: &mut Outcome,
+                       trace: &mut Option<&mut Vec<Step>>| {
+        for function in functions {
+            let failed_before = outcome.errors.len();
+            run_script(engine, function, snapshot, &[], &context, None, outcome);
+            if let Some(trace) = trace.as_deref_mut() {
+                trace.push(step(
+                    &function.name,
+                    kind,
+                    None,
+                    None,
+                    outcome,
+                    failed_before,
+                    snapshot,
+                ));
             }
-        };
-    run_passive(&active.before, snapshot, &mut outcome);
+        }
+    };
+    run_passive(
+        &active.before,
+        StepKind::BeforeActive,
+        snapshot,
+        &mut outcome,
+        &mut trace,
+    );
     let mut planned = plan(engine, active, text, &mut outcome.errors);
     planned.sort_by_key(Planned::position);
     // A user pattern's match inside a built-in call's string (say) is that call's text.
     calls::keep_outermost(&mut planned, |call| (call.position(), call.end()));
+    let claimed: Vec<(usize, usize)> = planned
+        .iter()
+        .map(|call| (call.position(), call.end()))
+        .collect();
+    planned.extend(
+        unknown::find(text, &claimed, &active.known)
+            .into_iter()
+            .map(Planned::Unknown),
+    );
+    planned.sort_by_key(Planned::position);
     for call in planned {
+        let failed_before = outcome.errors.len();
+        let position = characters(call.position());
+        let described = trace.is_some().then(|| call.describe());
         run_planned(engine, call, snapshot, text, &context, &mut outcome);
+        if let (Some(trace), Some((name, kind, arguments))) = (trace.as_deref_mut(), described) {
+            trace.push(step(
+                &name,
+                kind,
+                Some(position),
+                arguments,
+                &outcome,
+                failed_before,
+                snapshot,
+            ));
+        }
     }
-    run_passive(&active.after, snapshot, &mut outcome);
+    run_passive(
+        &active.after,
+        StepKind::AfterActive,
+        snapshot,
+        &mut outcome,
+        &mut trace,
+    );
     outcome
+}
+
+fn step(
+    function: &str,
+    kind: StepKind,
+    position: Option<usize>,
+    arguments: Option<Vec<Value>>,
+    outcome: &Outcome,
+    failed_before: usize,
+    snapshot: &Value,
+) -> Step {
+    Step {
+        function: function.to_owned(),
+        kind,
+        position,
+        arguments,
+        errors: outcome.errors[failed_before..]
+            .iter()
+            .map(|error| error.message.clone())
+            .collect(),
+        snapshot: snapshot.clone(),
+    }
 }
 
 fn plan(engine: &Engine, active: &Active, text: &str, errors: &mut Vec<CallError>) -> Vec<Planned> {
@@ -145,11 +324,11 @@ fn plan(engine: &Engine, active: &Active, text: &str, errors: &mut Vec<CallError
                                 .collect(),
                         }
                     })),
-                    Err(message) => errors.push(CallError {
-                        function: function.name.clone(),
-                        position: None,
-                        message: format!("its pattern cannot run: {message}"),
-                    }),
+                    Err(message) => errors.push(CallError::new(
+                        function.name.clone(),
+                        None,
+                        format!("its pattern cannot run: {message}"),
+                    )),
                 }
             }
         }
@@ -185,11 +364,7 @@ fn run_planned(
         } => {
             let errors = &mut outcome.errors;
             let mut fail = |message: String| {
-                errors.push(CallError {
-                    function: name.clone(),
-                    position: characters(position),
-                    message,
-                });
+                errors.push(CallError::new(name.clone(), characters(position), message));
             };
             match action {
                 Action::Builtin(builtin, arguments) => match builtin.apply(snapshot, &arguments) {
@@ -223,6 +398,12 @@ fn run_planned(
                 outcome,
             );
         }
+        Planned::Unknown(call) => outcome.errors.push(CallError {
+            function: call.name,
+            position: characters(call.position),
+            message: call.message,
+            suggestion: call.suggestion,
+        }),
     }
 }
 
@@ -260,11 +441,11 @@ fn run_script(
             *snapshot = changed;
             outcome.changed.everything();
         }
-        Err(message) => outcome.errors.push(CallError {
-            function: function.name.clone(),
-            position,
-            message,
-        }),
+        Err(message) => {
+            outcome
+                .errors
+                .push(CallError::new(function.name.clone(), position, message));
+        }
     }
 }
 

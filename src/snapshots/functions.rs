@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::builtins::Builtin;
+use super::unknown::Known;
 
 /// Active functions are called by the model in its reply; passive ones run on every message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -200,17 +201,20 @@ pub struct Active {
     pub before: Vec<Arc<VarFunction>>,
     pub calls: Vec<Arc<VarFunction>>,
     pub after: Vec<Arc<VarFunction>>,
+    /// The call names the library knows, enabled or not, to report calls that name none.
+    pub known: Known,
 }
 
 impl Active {
     /// The enabled functions of the global and a character's scope, sorted by `order`.
     pub fn from(functions: impl IntoIterator<Item = VarFunction>) -> Self {
-        let mut enabled: Vec<VarFunction> = functions
-            .into_iter()
-            .filter(|function| function.enabled)
-            .collect();
+        let (mut enabled, disabled): (Vec<VarFunction>, Vec<VarFunction>) =
+            functions.into_iter().partition(|function| function.enabled);
         enabled.sort_by_key(|function| function.order);
-        let mut active = Self::default();
+        let mut active = Self {
+            known: known(enabled.iter().chain(&disabled)),
+            ..Self::default()
+        };
         for function in enabled {
             let function = Arc::new(function);
             match (function.kind, function.timing) {
@@ -221,6 +225,35 @@ impl Active {
         }
         active
     }
+}
+
+/// The call names a library knows, enabled or not (for [`super::unknown`]).
+fn known<'a>(library: impl IntoIterator<Item = &'a VarFunction>) -> Known {
+    let mut known = Known::default();
+    for function in library {
+        if function.kind != FunctionKind::Active {
+            continue;
+        }
+        let at_syntax = match function.builtin {
+            Some(Builtin::Mvu) => {
+                known.mvu |= function.enabled;
+                continue;
+            }
+            Some(Builtin::JsonPatch) => continue,
+            Some(_) => true,
+            None => function
+                .pattern
+                .as_deref()
+                .is_some_and(|pattern| split_pattern(pattern).0.contains(r"@\.")),
+        };
+        if function.enabled {
+            known.at_syntax |= at_syntax;
+            known.enabled.push(function.name.clone());
+        } else {
+            known.disabled.push(function.name.clone());
+        }
+    }
+    known
 }
 
 /// The `<variable_system_functions>` block, from the enabled functions.

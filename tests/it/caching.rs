@@ -235,6 +235,11 @@ async fn every_tool_has_a_title_and_honest_hints_and_lists_output_path() {
         ("FunctionRemove", json!([true, false, true, true])),
         ("FunctionImport", json!([true, false, false, true])),
         ("FunctionExport", json!([true, false, false, true])),
+        ("FunctionMove", json!([true, false, true, true])),
+        ("FunctionReorder", json!([true, false, true, true])),
+        ("FunctionEnable", json!([true, false, true, true])),
+        ("FunctionTest", json!([true, true, false, true])),
+        ("SnapshotEnable", json!([true, false, true, true])),
         ("TemplateGet", json!([true, false, false, true])),
         ("TemplateSet", json!([true, false, true, true])),
     ]

@@ -16,6 +16,7 @@ mod examples;
 mod executor;
 mod faults;
 mod floors;
+mod function_tools;
 mod fuzz_regressions;
 mod layers;
 mod logging;

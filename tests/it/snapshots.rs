@@ -20,7 +20,7 @@ async fn client() -> Client {
     .await
 }
 
-async fn ok(client: &Client, tool: &str, arguments: Value) -> Value {
+pub(crate) async fn ok(client: &Client, tool: &str, arguments: Value) -> Value {
     let result = call(client, tool, arguments).await;
     assert!(!is_error(&result), "{tool} failed: {}", text(&result));
     result
@@ -29,7 +29,7 @@ async fn ok(client: &Client, tool: &str, arguments: Value) -> Value {
         .unwrap_or_else(|| panic!("{tool}: no structured content: {}", text(&result)))
 }
 
-async fn refused(client: &Client, tool: &str, arguments: Value) -> String {
+pub(crate) async fn refused(client: &Client, tool: &str, arguments: Value) -> String {
     let result = call(client, tool, arguments).await;
     assert!(is_error(&result), "{tool} should fail: {}", text(&result));
     text(&result)

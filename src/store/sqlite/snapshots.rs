@@ -7,6 +7,8 @@ use std::collections::HashSet;
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::Value;
 
+mod library;
+
 use super::{SqliteStore, ensure_workspace, micros};
 use crate::store::tree::{self, Encoded};
 use crate::store::{
@@ -441,6 +443,36 @@ impl SnapshotStore for SqliteStore {
                 .execute(params![workspace, character_id, root])?;
             Ok(())
         })
+    }
+
+    fn move_function(
+        &self,
+        workspace: &str,
+        from: &str,
+        to: &str,
+        id: &str,
+        definition: &Value,
+    ) -> Result<bool, Error> {
+        self.write(|transaction| {
+            library::move_function(transaction, workspace, (from, to), id, definition)
+        })
+    }
+
+    fn switch(&self, workspace: &str, target: &str) -> Result<Option<bool>, Error> {
+        self.read(|transaction| library::switch(transaction, workspace, target))
+    }
+
+    fn set_switch(
+        &self,
+        workspace: &str,
+        target: &str,
+        enabled: Option<bool>,
+    ) -> Result<(), Error> {
+        self.write(|transaction| library::set_switch(transaction, workspace, target, enabled))
+    }
+
+    fn switches(&self, workspace: &str) -> Result<Vec<(String, bool)>, Error> {
+        self.read(|transaction| library::switches(transaction, workspace))
     }
 }
 

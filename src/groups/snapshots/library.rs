@@ -1,0 +1,273 @@
+//! The library-arranging tools of the `snapshots` group (`docs/snapshots.md#the-function-library`):
+//! `FunctionMove`, `FunctionReorder` and `FunctionEnable` change where functions live, in what
+//! order they run and whether they run; `FunctionTest` is a dry run over a text that stores
+//! nothing.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{OVERWRITES, annotations};
+use crate::groups::{off_thread, structured};
+use crate::snapshots::functions::{Scope, VarFunction};
+use crate::snapshots::{Snapshots, TestBase, Tested};
+use crate::tools::{
+    Annotations, Caching, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, Truncation,
+};
+
+/// Reads only, and stores nothing (not even its result as a variable).
+const READS: Annotations = annotations(true, false, true);
+
+const MOVE: &str = "Move a state function (by id, or by name when unique) from one library to \
+    another: from the global library or `characterId`'s, to the global library or \
+    `toCharacterId`'s. A character's chats run the global functions and its own. Built-ins stay \
+    global.";
+
+const REORDER: &str = "Set the running order of a library (global, or `characterId`'s): the \
+    functions listed in `ids` (ids or names) first, in that order, then the others in their \
+    current order; each `order` becomes 1, 2, … . Passive functions run by `order`; active calls \
+    run in text order.";
+
+const ENABLE: &str = "Turn state functions on (`enabled: true`) or off in one step, by id or \
+    name, in the global library or `characterId`'s. Every name is checked before anything \
+    changes.";
+
+const TEST: &str = "Dry-run the state functions over a text and store nothing: every call found \
+    (function, position in characters, arguments as parsed), the state after each step, and the \
+    errors, including calls that name no function (with the nearest known name). Starts from \
+    `snapshot` (a stored snapshot's id, or a state object), else the character's template. \
+    `function` adds an unsaved function (or replaces the one with its id) to try a pattern or \
+    an executor.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MoveArguments {
+    /// The function's id, or its name when no other function of its library has that name.
+    pub id: String,
+    /// The character whose library it is in now; leave out for the global library.
+    pub character_id: Option<String>,
+    /// The character whose library it moves to; leave out for the global library.
+    pub to_character_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MovedOutput {
+    /// The function, as stored in its new library.
+    pub function: VarFunction,
+    /// The library it left: `global` or `character:<id>`.
+    pub from: String,
+    /// The library it is in now.
+    pub to: String,
+}
+
+/// `FunctionMove`: a function moved between the global library and a character's.
+pub(super) struct FunctionMove {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl FunctionMove {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition = ToolDefinition::new::<MoveArguments>("FunctionMove", MOVE, OVERWRITES)
+            .with_title("Move state function between libraries")
+            .with_output::<MovedOutput>();
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for FunctionMove {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(
+            &self.definition,
+            call,
+            move |arguments: MoveArguments, _| {
+                let from = Scope::of(arguments.character_id.as_deref());
+                let to = Scope::of(arguments.to_character_id.as_deref());
+                let function = service.move_function(&arguments.id, &from, &to)?;
+                structured(&MovedOutput {
+                    function,
+                    from: from.key(),
+                    to: to.key(),
+                })
+            },
+        )
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReorderArguments {
+    /// The functions (ids, or names when unique) in the order they should run.
+    pub ids: Vec<String>,
+    /// The character whose library to reorder; leave out for the global library.
+    pub character_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FunctionsOutput {
+    /// The functions as stored now.
+    pub functions: Vec<VarFunction>,
+}
+
+/// `FunctionReorder`: a library in a new running order.
+pub(super) struct FunctionReorder {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl FunctionReorder {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition =
+            ToolDefinition::new::<ReorderArguments>("FunctionReorder", REORDER, OVERWRITES)
+                .with_title("Reorder state functions")
+                .with_output::<FunctionsOutput>();
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for FunctionReorder {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(
+            &self.definition,
+            call,
+            move |arguments: ReorderArguments, _| {
+                let scope = Scope::of(arguments.character_id.as_deref());
+                let functions = service.reorder(&arguments.ids, &scope)?;
+                structured(&FunctionsOutput { functions })
+            },
+        )
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EnableArguments {
+    /// The functions (ids, or names when unique) to switch.
+    pub ids: Vec<String>,
+    /// `true` turns them on, `false` off.
+    pub enabled: bool,
+    /// The character whose library they are in; leave out for the global library.
+    pub character_id: Option<String>,
+}
+
+/// `FunctionEnable`: functions turned on or off in bulk.
+pub(super) struct FunctionEnable {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl FunctionEnable {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition =
+            ToolDefinition::new::<EnableArguments>("FunctionEnable", ENABLE, OVERWRITES)
+                .with_title("Enable or disable state functions")
+                .with_output::<FunctionsOutput>();
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for FunctionEnable {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(
+            &self.definition,
+            call,
+            move |arguments: EnableArguments, _| {
+                let scope = Scope::of(arguments.character_id.as_deref());
+                let functions = service.set_enabled(&arguments.ids, arguments.enabled, &scope)?;
+                structured(&FunctionsOutput { functions })
+            },
+        )
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TestArguments {
+    /// The text to run the functions over (an AI reply).
+    pub text: String,
+    /// What to start from: a stored snapshot's id, or a state (a JSON object). Left out: the
+    /// character's template, or `{}`.
+    #[schemars(extend("anyOf" = [{"type": "string"}, {"type": "object"}]))]
+    pub snapshot: Option<Value>,
+    /// The character whose template and own functions apply (with the global ones).
+    pub character_id: Option<String>,
+    /// An unsaved function to try, in the `VarFunction` shape; it replaces the library's
+    /// function with the same id, and runs enabled.
+    pub function: Option<VarFunction>,
+}
+
+/// `FunctionTest`: a dry run over a text. It is neither cached nor cut: it stores nothing, and its steps are what
+/// the caller asked to see.
+pub(super) struct FunctionTest {
+    definition: ToolDefinition,
+    service: Arc<Snapshots>,
+}
+
+impl FunctionTest {
+    pub(super) fn new(service: Arc<Snapshots>) -> Self {
+        let definition = ToolDefinition::new::<TestArguments>("FunctionTest", TEST, READS)
+            .with_title("Test state functions on a text")
+            .with_output::<Tested>()
+            .with_caching(Caching::Off)
+            .with_truncation(Truncation::Never);
+        Self {
+            definition,
+            service,
+        }
+    }
+}
+
+impl Tool for FunctionTest {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let service = Arc::clone(&self.service);
+        off_thread(
+            &self.definition,
+            call,
+            move |arguments: TestArguments, _| {
+                let base = match arguments.snapshot {
+                    None => TestBase::Template,
+                    Some(Value::String(id)) => TestBase::Snapshot(id),
+                    Some(state) => TestBase::State(state),
+                };
+                let tested = service.test(
+                    &arguments.text,
+                    base,
+                    arguments.character_id.as_deref(),
+                    arguments.function,
+                )?;
+                structured(&tested)
+            },
+        )
+    }
+}
