@@ -186,6 +186,15 @@ impl Snapshots {
             );
         }
         let processed = self.process_from(chat_file, &edited, start, cancelled)?;
+        // Switched off: nothing was computed, so nothing is dropped either.
+        if processed.disabled.is_some() {
+            return Ok(Reprocessed {
+                from_index,
+                processed,
+                cleared: Vec::new(),
+                deleted: 0,
+            });
+        }
         let kept: HashSet<&str> = messages[..from_index]
             .iter()
             .flat_map(ChatMessage::bound_ids)

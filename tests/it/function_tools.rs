@@ -13,10 +13,11 @@ use crate::common::{
 };
 use crate::snapshots::{ok, refused};
 
+/// A client over stdio on a durable store, whose user approves what the deleting tools ask.
 async fn client(data_dir: &std::path::Path) -> Client {
     spawn_binary(
         &["--data-dir", data_dir.to_str().unwrap()],
-        TestClient::new(Elicitation::Unsupported),
+        TestClient::new(Elicitation::Accept(json!({"approve": true}))),
     )
     .await
 }
@@ -291,12 +292,38 @@ async fn switched_off_chats_and_characters_are_not_processed_and_say_so() {
         bound["messages"][index]["swipes_info"][swipe]["st_var_system_snapshot_id"] =
             binding["snapshotId"].clone();
     }
-    let off = ok(&client, "SnapshotProcess", bound).await;
+    let off = ok(&client, "SnapshotProcess", bound.clone()).await;
     assert_eq!(off["disabled"]["by"], "chat");
     assert_eq!(off["latestSnapshotId"], processed["latestSnapshotId"]);
     assert_eq!(
         off["vs_stat_data"], processed["vs_stat_data"],
         "the state as it stands"
+    );
+    // Reprocessing a switched-off chat computes nothing, so it drops nothing either.
+    let before = dump(directory.path());
+    let reprocessed = ok(
+        &client,
+        "SnapshotReprocess",
+        json!({
+            "chatFile": chat_file,
+            "fromIndex": 0,
+            "messages": bound["messages"],
+            "characterId": bound["characterId"]
+        }),
+    )
+    .await;
+    assert_eq!(reprocessed["disabled"]["by"], "chat");
+    assert_eq!(
+        (
+            reprocessed["cleared"].clone(),
+            reprocessed["deleted"].clone()
+        ),
+        (json!([]), json!(0))
+    );
+    assert_eq!(
+        dump(directory.path()),
+        before,
+        "a switched-off reprocess changed the store"
     );
 
     let both = refused(
