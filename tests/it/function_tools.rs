@@ -222,6 +222,35 @@ async fn typos_are_reported_with_a_suggestion_and_the_rest_still_applies() {
     );
 }
 
+/// Reprocessing a switched-off chat computes nothing, so it drops nothing either.
+async fn reprocessing_drops_nothing(client: &Client, data_dir: &std::path::Path, bound: &Value) {
+    let before = dump(data_dir);
+    let reprocessed = ok(
+        client,
+        "SnapshotReprocess",
+        json!({
+            "chatFile": bound["chatFile"],
+            "fromIndex": 0,
+            "messages": bound["messages"],
+            "characterId": bound["characterId"]
+        }),
+    )
+    .await;
+    assert_eq!(reprocessed["disabled"]["by"], "chat");
+    assert_eq!(
+        (
+            reprocessed["cleared"].clone(),
+            reprocessed["deleted"].clone()
+        ),
+        (json!([]), json!(0))
+    );
+    assert_eq!(
+        dump(data_dir),
+        before,
+        "a switched-off reprocess changed the store"
+    );
+}
+
 #[tokio::test]
 async fn switched_off_chats_and_characters_are_not_processed_and_say_so() {
     let directory = tempfile::tempdir().unwrap();
@@ -299,32 +328,7 @@ async fn switched_off_chats_and_characters_are_not_processed_and_say_so() {
         off["vs_stat_data"], processed["vs_stat_data"],
         "the state as it stands"
     );
-    // Reprocessing a switched-off chat computes nothing, so it drops nothing either.
-    let before = dump(directory.path());
-    let reprocessed = ok(
-        &client,
-        "SnapshotReprocess",
-        json!({
-            "chatFile": chat_file,
-            "fromIndex": 0,
-            "messages": bound["messages"],
-            "characterId": bound["characterId"]
-        }),
-    )
-    .await;
-    assert_eq!(reprocessed["disabled"]["by"], "chat");
-    assert_eq!(
-        (
-            reprocessed["cleared"].clone(),
-            reprocessed["deleted"].clone()
-        ),
-        (json!([]), json!(0))
-    );
-    assert_eq!(
-        dump(directory.path()),
-        before,
-        "a switched-off reprocess changed the store"
-    );
+    reprocessing_drops_nothing(&client, directory.path(), &bound).await;
 
     let both = refused(
         &client,
