@@ -22,6 +22,8 @@ fn key() -> SnapshotKey {
         message_id: None,
         swipe_id: None,
         created_at: None,
+        summary: None,
+        stored_bytes: None,
     }
 }
 
