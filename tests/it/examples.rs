@@ -6,53 +6,12 @@ use serde_json::Value;
 
 use crate::common::{binary, copy_tree, manifest};
 
-/// `target/<profile>/examples/<name>`, next to this test binary's `deps/` folder.
-fn example(name: &str) -> std::path::PathBuf {
+/// Runs `target/<profile>/examples/<name>` (next to this test binary's `deps/` folder) against
+/// the server binary, and checks that it succeeds and prints each step.
+fn run_example(name: &str, arguments: &[&str], steps: &[&str]) {
     let test_binary = std::env::current_exe().unwrap();
     let profile = test_binary.parent().unwrap().parent().unwrap();
-    profile.join("examples").join(name)
-}
-
-#[test]
-fn the_client_session_example_walks_the_main_job() {
-    let path = example("client_session");
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test` builds the examples; run it without --test filters",
-        path.display()
-    );
-    let directory = tempfile::tempdir().unwrap();
-    let skills = directory.path().join("skills");
-    copy_tree(&manifest("tests/fixtures/skills"), &skills);
-    let output = std::process::Command::new(&path)
-        .args(["--server", binary(), "--skills", skills.to_str().unwrap()])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let shown = String::from_utf8(output.stdout).unwrap();
-    assert!(
-        output.status.success(),
-        "the example failed: {shown}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    for step in [
-        "connected to synapse-mcp",
-        "1. WriteVar report: 2400 characters stored",
-        "2. WriteState with $VAR_REF{{report:0:60}} stored: ",
-        "Quarterly report. Revenue grew 12% while costs stayed flat.",
-        "3. SkillSearch best match: ",
-        "4. RunPlan ok=true order=[[\"title\",\"body\"],[\"receipt\"]]",
-        "5. SnapshotProcess: 3 snapshots, errors []",
-        "state article.title = ",
-        "session complete",
-    ] {
-        assert!(shown.contains(step), "missing `{step}` in:\n{shown}");
-    }
-}
-
-#[test]
-fn the_floor_walkthrough_lists_jumps_and_reprocesses() {
-    let path = example("floor_walkthrough");
+    let path = profile.join("examples").join(name);
     assert!(
         path.exists(),
         "{} is missing: `cargo test` builds the examples; run it without --test filters",
@@ -60,6 +19,7 @@ fn the_floor_walkthrough_lists_jumps_and_reprocesses() {
     );
     let output = std::process::Command::new(&path)
         .args(["--server", binary()])
+        .args(arguments)
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
@@ -69,18 +29,49 @@ fn the_floor_walkthrough_lists_jumps_and_reprocesses() {
         "the example failed: {shown}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    for step in [
-        "1. SnapshotProcess: 3 floors bound",
-        "   floor 0 swipe 0: \"角色.名字 = \\\"林\\\"; 背包.1 = \\\"短剑\\\"\"",
-        "   floor 2 swipe 1: ",
-        "3. floor 2 (swipe 1): 金币 30",
-        "(the server asks before deleting snapshots: approved from now on)",
-        "4. SnapshotReprocess from floor 2: 2 new floors, 2 cleared, 2 old snapshots deleted",
-        "5. SnapshotDiff, the newest floor before → after: [",
-        "walkthrough complete",
-    ] {
+    for step in steps {
         assert!(shown.contains(step), "missing `{step}` in:\n{shown}");
     }
+}
+
+#[test]
+fn the_client_session_example_walks_the_main_job() {
+    let directory = tempfile::tempdir().unwrap();
+    let skills = directory.path().join("skills");
+    copy_tree(&manifest("tests/fixtures/skills"), &skills);
+    run_example(
+        "client_session",
+        &["--skills", skills.to_str().unwrap()],
+        &[
+            "connected to synapse-mcp",
+            "1. WriteVar report: 2400 characters stored",
+            "2. WriteState with $VAR_REF{{report:0:60}} stored: ",
+            "Quarterly report. Revenue grew 12% while costs stayed flat.",
+            "3. SkillSearch best match: ",
+            "4. RunPlan ok=true order=[[\"title\",\"body\"],[\"receipt\"]]",
+            "5. SnapshotProcess: 3 snapshots, errors []",
+            "state article.title = ",
+            "session complete",
+        ],
+    );
+}
+
+#[test]
+fn the_floor_walkthrough_lists_jumps_and_reprocesses() {
+    run_example(
+        "floor_walkthrough",
+        &[],
+        &[
+            "1. SnapshotProcess: 3 floors bound",
+            "   floor 0 swipe 0: \"角色.名字 = \\\"林\\\"; 背包.1 = \\\"短剑\\\"\"",
+            "   floor 2 swipe 1: ",
+            "3. floor 2 (swipe 1): 金币 30",
+            "(the server asks before deleting snapshots: approved from now on)",
+            "4. SnapshotReprocess from floor 2: 2 new floors, 2 cleared, 2 old snapshots deleted",
+            "5. SnapshotDiff, the newest floor before → after: [",
+            "walkthrough complete",
+        ],
+    );
 }
 
 #[test]
