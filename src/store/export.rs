@@ -47,6 +47,10 @@ pub struct WorkspaceExport {
     /// Global snapshots, by label (version 2).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub global_snapshots: Vec<GlobalSnapshot>,
+    /// The snapshot flow's enable switches, by target (`chat:<file>`, `character:<id>`); a
+    /// target left out follows the default (version 2).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub switches: BTreeMap<String, bool>,
 }
 
 fn empty_object() -> Value {
@@ -92,6 +96,7 @@ pub fn export(
         templates: store.templates(workspace)?.into_iter().collect(),
         snapshots: store.all_snapshots(workspace)?,
         global_snapshots,
+        switches: store.switches(workspace)?.into_iter().collect(),
     })
 }
 
@@ -160,6 +165,9 @@ pub fn import(
     }
     for global in &export.global_snapshots {
         store.put_global(workspace, global)?;
+    }
+    for (target, enabled) in &export.switches {
+        store.set_switch(workspace, target, Some(*enabled))?;
     }
     Ok(count)
 }
@@ -239,5 +247,20 @@ mod tests {
                     "referenceCount": 0}])
         );
         assert_eq!(exported.state, json!({}));
+    }
+
+    #[test]
+    fn the_enable_switches_travel_with_the_workspace() {
+        let mut text: Value = serde_json::from_str(VERSION_2).unwrap();
+        text["switches"] = json!({"chat:paused.jsonl": false, "character:艾拉.png": true});
+        let (_, exported) = round_trip(&text.to_string());
+
+        assert_eq!(
+            exported.switches,
+            BTreeMap::from([
+                ("character:艾拉.png".to_owned(), true),
+                ("chat:paused.jsonl".to_owned(), false)
+            ])
+        );
     }
 }
