@@ -13,7 +13,7 @@ use crate::skills::shelf::Shelf;
 use crate::skills::watch::{self, Watch};
 use crate::snapshots::Snapshots;
 use crate::store::{Location, SqliteOptions, SqliteStore};
-use crate::tools::{Executor, RegisterError, Registry, RulePrompt, ToolGroup};
+use crate::tools::{Executor, RegisterError, Registry, ToolGroup};
 use crate::vars::SystemClock;
 use crate::workspace::{self, Workspace};
 
@@ -77,7 +77,7 @@ impl App {
         let agent = ToolGroup {
             name: AGENT_GROUP.to_owned(),
             tools: Vec::new(),
-            rule_prompt: RulePrompt::None,
+            rule_prompt: None,
             rules: rules::agent_rules(),
         };
         executor.register_group(agent, true)?;

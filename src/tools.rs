@@ -160,28 +160,12 @@ pub trait Tool: Send + Sync {
     }
 }
 
-/// The rule prompt of a group: the text the model reads about the group's tools.
-#[derive(Clone, Default)]
-pub enum RulePrompt {
-    #[default]
-    None,
-    Static(String),
-}
-
-impl RulePrompt {
-    pub fn text(&self) -> Option<String> {
-        match self {
-            Self::None => None,
-            Self::Static(text) => Some(text.clone()),
-        }
-    }
-}
-
 /// A named set of tools with its rule prompt and declared skill rules.
 #[derive(Clone)]
 pub struct ToolGroup {
     pub name: String,
     pub tools: Vec<Arc<dyn Tool>>,
-    pub rule_prompt: RulePrompt,
+    /// The text the model reads about the group's tools, if any.
+    pub rule_prompt: Option<String>,
     pub rules: Vec<SkillRule>,
 }

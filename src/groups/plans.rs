@@ -14,8 +14,8 @@ use crate::plans::plan::{self, World};
 use crate::plans::run::{self, StateChange, StepStatus, StepTrace};
 use crate::text::{Chunk, window};
 use crate::tools::{
-    Annotations, Caching, Daggers, PlanScope, RulePrompt, Tool, ToolCall, ToolDefinition,
-    ToolError, ToolGroup, ToolOutput, Truncation,
+    Annotations, Caching, Daggers, PlanScope, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup,
+    ToolOutput, Truncation,
 };
 
 pub const GROUP: &str = "plans";
@@ -31,7 +31,7 @@ pub fn group() -> ToolGroup {
             Arc::new(WriteState::new()),
             Arc::new(RunPlan::new()),
         ],
-        rule_prompt: RulePrompt::Static(
+        rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/plans-group.md").to_owned(),
         ),
         rules: Vec::new(),

@@ -18,8 +18,8 @@ use super::structured;
 use crate::skills::scripts::{self, MAX_TIMEOUT, OUTPUT_CAP};
 use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, Permission, Policy, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError,
-    ToolGroup, ToolOutput,
+    Annotations, Permission, Policy, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup,
+    ToolOutput,
 };
 
 pub const GROUP: &str = "scripts";
@@ -38,7 +38,7 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         tools: vec![Arc::new(SkillRunScript::new(shelf))],
-        rule_prompt: RulePrompt::None,
+        rule_prompt: None,
         rules: Vec::new(),
     }
 }

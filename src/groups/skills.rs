@@ -18,8 +18,8 @@ use crate::skills::rerank::{self, Candidate};
 use crate::skills::shelf::Shelf;
 use crate::skills::{Hit, Library, Skill};
 use crate::tools::{
-    Annotations, Caching, RulePrompt, Sampler, SamplingRequest, Tool, ToolCall, ToolDefinition,
-    ToolError, ToolGroup, ToolOutput, Truncation,
+    Annotations, Caching, Sampler, SamplingRequest, Tool, ToolCall, ToolDefinition, ToolError,
+    ToolGroup, ToolOutput, Truncation,
 };
 
 pub const GROUP: &str = "skills";
@@ -34,7 +34,7 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
             Arc::new(save::SkillSave::new(Arc::clone(&shelf))),
             Arc::new(SkillReadFile::new(shelf)),
         ],
-        rule_prompt: RulePrompt::Static(
+        rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/skills-group.md").to_owned(),
         ),
         rules: Vec::new(),

@@ -15,7 +15,7 @@ pub mod templates;
 use std::sync::Arc;
 
 use crate::snapshots::Snapshots;
-use crate::tools::{Annotations, Permission, Policy, RulePrompt, ToolGroup};
+use crate::tools::{Annotations, Permission, Policy, ToolGroup};
 
 pub const GROUP: &str = "snapshots";
 
@@ -79,7 +79,7 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
             Arc::new(floors::SnapshotGlobalGet::new(service())),
             Arc::new(floors::SnapshotGlobalDelete::new(service())),
         ],
-        rule_prompt: RulePrompt::Static(
+        rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/snapshots-group.md").to_owned(),
         ),
         rules: Vec::new(),

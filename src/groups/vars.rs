@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::structured;
 use crate::tools::{
-    Annotations, Caching, Daggers, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError,
-    ToolGroup, ToolOutput, Truncation,
+    Annotations, Caching, Daggers, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup,
+    ToolOutput, Truncation,
 };
 use crate::vars::{
     self, Chunk, ListFilter, NewVariable, RemoveOutcome, ValueKind, VarType, Variable,
@@ -31,7 +31,7 @@ pub fn group() -> ToolGroup {
             Arc::new(WriteVar::new()),
             Arc::new(RemoveVars::new()),
         ],
-        rule_prompt: RulePrompt::Static(
+        rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/vars-group.md").to_owned(),
         ),
         rules: Vec::new(),

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::json::strings;
 use crate::refs::dagger::{self, Kind, Piece};
-use crate::tools::{OutputPath, OutputTarget as Target};
+use crate::tools::{OutputPath, OutputTarget};
 
 /// One step, parsed.
 #[derive(Debug, Clone, PartialEq)]
@@ -235,7 +235,7 @@ fn dependencies_of(
             let path = &reference.path;
             let writers = writers_of(
                 steps,
-                |target| matches!(target, Target::State(written) if written.overlaps(path)),
+                |target| matches!(target, OutputTarget::State(written) if written.overlaps(path)),
             );
             if writers.is_empty() && path.get(world.state()).is_none() {
                 return Err(format!(
@@ -252,7 +252,7 @@ fn dependencies_of(
                 .ok_or_else(|| format!("{source} names no variable; write †var.<name>"))?;
             let writers = writers_of(
                 steps,
-                |target| matches!(target, Target::Variable(written) if written == name),
+                |target| matches!(target, OutputTarget::Variable(written) if written == name),
             );
             if writers.is_empty() && !world.variable_exists(name) {
                 return Err(format!(
@@ -264,7 +264,7 @@ fn dependencies_of(
     }
 }
 
-fn writers_of(steps: &[Step], writes: impl Fn(&Target) -> bool) -> Vec<usize> {
+fn writers_of(steps: &[Step], writes: impl Fn(&OutputTarget) -> bool) -> Vec<usize> {
     steps
         .iter()
         .enumerate()

@@ -83,17 +83,6 @@ impl Registry {
         changed
     }
 
-    pub fn is_group_enabled(&self, name: &str) -> bool {
-        self.read()
-            .entries
-            .iter()
-            .any(|entry| entry.group.name == name && entry.enabled)
-    }
-
-    pub fn group_names(&self) -> Vec<String> {
-        self.read().group_names()
-    }
-
     /// The groups that are enabled, in registration order.
     pub fn enabled_groups(&self) -> Vec<Arc<ToolGroup>> {
         let inner = self.read();
@@ -183,10 +172,6 @@ impl Registry {
 }
 
 impl Inner {
-    fn group_names(&self) -> Vec<String> {
-        self.entries.iter().map(|e| e.group.name.clone()).collect()
-    }
-
     fn group_of(&self, tool: &str) -> Option<String> {
         self.entries
             .iter()

@@ -27,7 +27,7 @@ use synapse_mcp::app::App;
 use synapse_mcp::config::Config;
 use synapse_mcp::server::Server;
 use synapse_mcp::tools::{
-    Annotations, RulePrompt, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
+    Annotations, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
 };
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -331,9 +331,7 @@ pub(crate) fn test_group() -> ToolGroup {
                 Ok(ToolOutput::Structured(arguments.text))
             }),
         ],
-        rule_prompt: RulePrompt::Static(
-            "Test tools: Echo, Repeat, Explode, Fail, Wait, Pinned.".to_owned(),
-        ),
+        rule_prompt: Some("Test tools: Echo, Repeat, Explode, Fail, Wait, Pinned.".to_owned()),
         rules: vec![synapse_mcp::rules::SkillRule::new(
             "Testing",
             "How the test tools behave",

@@ -65,7 +65,7 @@ impl Executor {
             .iter()
             .map(|group| Section {
                 group: &group.name,
-                prompt: group.rule_prompt.text(),
+                prompt: group.rule_prompt.clone(),
                 rules: &group.rules,
             })
             .collect();
