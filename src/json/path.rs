@@ -136,16 +136,7 @@ impl Path {
 
     /// The value at this path, if there is one.
     pub fn get<'a>(&self, document: &'a Value) -> Option<&'a Value> {
-        self.segments
-            .iter()
-            .try_fold(document, |current, segment| match current {
-                Value::Object(members) => members.get(segment),
-                Value::Array(items) => segment
-                    .parse::<usize>()
-                    .ok()
-                    .and_then(|index| items.get(index)),
-                _ => None,
-            })
+        value_at(document, &self.segments)
     }
 
     /// The value at this path, to change in place.
@@ -313,6 +304,20 @@ impl std::fmt::Display for Path {
         }
         Ok(())
     }
+}
+
+/// The value at a path given as segments (a digit segment indexes an array), if there is one.
+pub fn value_at<'a>(document: &'a Value, segments: &[String]) -> Option<&'a Value> {
+    segments
+        .iter()
+        .try_fold(document, |current, segment| match current {
+            Value::Object(members) => members.get(segment),
+            Value::Array(items) => segment
+                .parse::<usize>()
+                .ok()
+                .and_then(|index| items.get(index)),
+            _ => None,
+        })
 }
 
 /// What a bare (unquoted) segment may hold.

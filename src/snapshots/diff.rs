@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::json::path::value_at;
 use crate::store::tree::Changed;
 
 /// One JSON Patch operation.
@@ -126,19 +127,9 @@ pub fn summary(before: Option<&Value>, after: &Value, changed: &Changed) -> Stri
         None if changed.is_everything() => return "changed by a function".to_owned(),
         None => outermost(changed.paths())
             .into_iter()
-            .map(|segments| {
-                let value = segments.iter().try_fold(after, |node, segment| match node {
-                    Value::Object(members) => members.get(segment),
-                    Value::Array(items) => segment
-                        .parse::<usize>()
-                        .ok()
-                        .and_then(|index| items.get(index)),
-                    _ => None,
-                });
-                match value {
-                    Some(value) => format!("{} = {}", dotted(segments), short(value)),
-                    None => format!("{} removed", dotted(segments)),
-                }
+            .map(|segments| match value_at(after, segments) {
+                Some(value) => format!("{} = {}", dotted(segments), short(value)),
+                None => format!("{} removed", dotted(segments)),
             })
             .collect(),
     };
