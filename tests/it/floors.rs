@@ -11,9 +11,8 @@ use pretty_assertions::assert_eq;
 use rmcp::model::ReadResourceRequestParams;
 use serde_json::{Value, json};
 
-use crate::common::{
-    Client, Elicitation, TestClient, call, is_error, manifest, spawn_binary, text,
-};
+use crate::common::{Client, Elicitation, TestClient, spawn_binary};
+use crate::snapshots::{enable_shipped, example, ok, refused};
 
 /// A client that approves what it is asked (destructive snapshot tools ask), on a fresh SQLite
 /// file store whose path is returned.
@@ -26,24 +25,6 @@ fn approving() -> TestClient {
     TestClient::new(Elicitation::Accept(
         json!({"approve": true, "remember": true}),
     ))
-}
-
-async fn ok(client: &Client, tool: &str, arguments: Value) -> Value {
-    let result = call(client, tool, arguments).await;
-    assert!(!is_error(&result), "{tool} failed: {}", text(&result));
-    result.structured_content.clone().unwrap()
-}
-
-async fn refused(client: &Client, tool: &str, arguments: Value) -> String {
-    let result = call(client, tool, arguments).await;
-    assert!(is_error(&result), "{tool} should fail: {}", text(&result));
-    text(&result)
-}
-
-/// `examples/sillytavern_chat.json`: `{chatFile, characterId, template, messages}`.
-fn example() -> Value {
-    let text = std::fs::read_to_string(manifest("examples/sillytavern_chat.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
 }
 
 fn ai(swipe_id: usize, swipes: &[&str]) -> Value {
@@ -222,16 +203,7 @@ async fn a_diff_applied_as_json_patch_gives_the_target() {
         json!({"characterId": "艾拉.png", "template": example()["template"]}),
     )
     .await;
-    let listed = ok(&client, "FunctionList", json!({})).await;
-    let mut patch_syntax = listed["global"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|function| function["name"] == "JSON_PATCH")
-        .unwrap()
-        .clone();
-    patch_syntax["enabled"] = json!(true);
-    ok(&client, "FunctionUpsert", json!({"function": patch_syntax})).await;
+    enable_shipped(&client, "JSON_PATCH").await;
 
     for (from, to) in [
         (ids[0].clone(), ids[2].clone()),

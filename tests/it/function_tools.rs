@@ -8,10 +8,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Client, Elicitation, TestClient, assert_valid_output, call, is_error, manifest, spawn_binary,
-    text,
+    Client, Elicitation, TestClient, assert_valid_output, call, is_error, spawn_binary, text,
 };
-use crate::snapshots::{ok, refused};
+use crate::snapshots::{example, ok, refused};
 
 /// A client over stdio on a durable store, whose user approves what the deleting tools ask.
 async fn client(data_dir: &std::path::Path) -> Client {
@@ -28,13 +27,6 @@ async fn checked(client: &Client, tool: &str, arguments: Value) -> Value {
     assert!(!is_error(&result), "{tool} failed: {}", text(&result));
     assert_valid_output(client, tool, &result).await;
     result.structured_content.unwrap()
-}
-
-fn example() -> Value {
-    serde_json::from_str(
-        &std::fs::read_to_string(manifest("examples/sillytavern_chat.json")).unwrap(),
-    )
-    .unwrap()
 }
 
 /// Every row of every table of the store, as text: what "nothing stored" is compared on.

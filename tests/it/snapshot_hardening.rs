@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::common::{
     Client, Elicitation, RawSession, TestClient, call, is_error, spawn_binary, text,
 };
+use crate::snapshots::ok;
 
 /// A client on the memory store, and one on a fresh SQLite file (with its folder).
 async fn both_stores() -> Vec<(Client, Option<tempfile::TempDir>)> {
@@ -30,12 +31,6 @@ async fn both_stores() -> Vec<(Client, Option<tempfile::TempDir>)> {
             Some(directory),
         ),
     ]
-}
-
-async fn ok(client: &Client, tool: &str, arguments: Value) -> Value {
-    let result = call(client, tool, arguments).await;
-    assert!(!is_error(&result), "{tool} failed: {}", text(&result));
-    result.structured_content.clone().unwrap()
 }
 
 fn dotted(segments: usize) -> String {

@@ -7,7 +7,9 @@ use pretty_assertions::assert_eq;
 use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
 use serde_json::{Value, json};
 
-use crate::common::{Client, Elicitation, TestClient, call, is_error, spawn_binary, text};
+use crate::common::{
+    Client, Elicitation, TestClient, call, is_error, manifest, spawn_binary, text,
+};
 
 /// A client that approves what it is asked: the tools that delete snapshots ask first.
 async fn client() -> Client {
@@ -27,6 +29,26 @@ pub(crate) async fn ok(client: &Client, tool: &str, arguments: Value) -> Value {
         .structured_content
         .clone()
         .unwrap_or_else(|| panic!("{tool}: no structured content: {}", text(&result)))
+}
+
+/// `examples/sillytavern_chat.json`: `{chatFile, characterId, template, messages}`.
+pub(crate) fn example() -> Value {
+    let text = std::fs::read_to_string(manifest("examples/sillytavern_chat.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Turns on a shipped function of the global library that starts disabled (`MVU`, `JSON_PATCH`).
+pub(crate) async fn enable_shipped(client: &Client, name: &str) {
+    let listed = ok(client, "FunctionList", json!({})).await;
+    let mut function = listed["global"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|function| function["name"] == name)
+        .unwrap_or_else(|| panic!("no shipped function `{name}` in {listed}"))
+        .clone();
+    function["enabled"] = json!(true);
+    ok(client, "FunctionUpsert", json!({"function": function})).await;
 }
 
 pub(crate) async fn refused(client: &Client, tool: &str, arguments: Value) -> String {
@@ -413,25 +435,8 @@ async fn user_functions_run_in_javascript_and_runaway_ones_are_stopped() {
 #[tokio::test]
 async fn mvu_syntaxes_and_metadata() {
     let client = client().await;
-    let listed = ok(&client, "FunctionList", json!({})).await;
-    let mut mvu = listed["global"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|function| function["name"] == "MVU")
-        .unwrap()
-        .clone();
-    mvu["enabled"] = json!(true);
-    ok(&client, "FunctionUpsert", json!({"function": mvu})).await;
-    let mut patch = listed["global"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|function| function["name"] == "JSON_PATCH")
-        .unwrap()
-        .clone();
-    patch["enabled"] = json!(true);
-    ok(&client, "FunctionUpsert", json!({"function": patch})).await;
+    enable_shipped(&client, "MVU").await;
+    enable_shipped(&client, "JSON_PATCH").await;
 
     let template = json!({"$meta": {"extensible": true}, "角色": {"金币": 5, "$meta": {"x": 1}}, "背包": ["$__META_EXTENSIBLE__$", "剑"]});
     let set = ok(
@@ -669,12 +674,7 @@ mod processing {
 #[tokio::test]
 async fn the_sillytavern_example_processes_as_documented() {
     let client = client().await;
-    let example: Value = serde_json::from_str(
-        &std::fs::read_to_string(crate::common::manifest("examples/sillytavern_chat.json"))
-            .unwrap(),
-    )
-    .unwrap();
-    let processed = ok(&client, "SnapshotProcess", example).await;
+    let processed = ok(&client, "SnapshotProcess", example()).await;
     assert_eq!(processed["errors"], json!([]));
     assert_eq!(indexes(&processed), vec![(0, 0), (2, 1), (4, 0)]);
     assert_eq!(
