@@ -269,15 +269,11 @@ impl Path {
         .to_string()
     }
 
-    /// The path after its first segment, and that segment (`†steps.<id>.rest`).
-    pub fn split_first(&self) -> Option<(&str, Self)> {
+    /// The first segment and the segments after it (`†steps.<id>.rest`); read the rest with
+    /// [`value_at`].
+    pub fn split_first(&self) -> Option<(&str, &[String])> {
         let (first, rest) = self.segments.split_first()?;
-        Some((
-            first,
-            Self {
-                segments: rest.to_vec(),
-            },
-        ))
+        Some((first, rest))
     }
 }
 

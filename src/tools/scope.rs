@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::Value;
 
 use crate::json::nesting;
-use crate::json::path::Path;
+use crate::json::path::{Path, value_at};
 use crate::refs;
 use crate::refs::dagger::{Context, Kind};
 use crate::vars::ValueKind;
@@ -83,7 +83,7 @@ impl ReferenceContext<'_> {
                 let result = plan
                     .result(step)
                     .ok_or_else(|| format!("step `{step}` has no result (yet)"))?;
-                Ok(rest.get(&result).cloned())
+                Ok(value_at(&result, rest).cloned())
             }
             Kind::Var => {
                 let (name, rest) = path.split_first().ok_or("name a variable: †var.<name>")?;
@@ -95,7 +95,7 @@ impl ReferenceContext<'_> {
                     return Ok(None);
                 };
                 let value = match variable.kind {
-                    ValueKind::Text if rest.is_root() => Value::String(variable.value.to_string()),
+                    ValueKind::Text if rest.is_empty() => Value::String(variable.value.to_string()),
                     ValueKind::Text => {
                         return Err(format!(
                             "variable `{name}` holds text; a path needs a JSON value"
@@ -105,7 +105,7 @@ impl ReferenceContext<'_> {
                         format!("variable `{name}` does not hold readable JSON: {error}")
                     })?,
                 };
-                Ok(rest.get(&value).cloned())
+                Ok(value_at(&value, rest).cloned())
             }
         }
     }
