@@ -33,7 +33,8 @@ async fn a_saved_skill_is_served_searched_and_indexed_at_once() {
     let folder = fixture.root().join("release-notes");
     assert_eq!(
         saved.structured_content.unwrap(),
-        json!({"name": "release-notes", "path": folder.display().to_string(), "created": true})
+        json!({"name": "release-notes", "path": folder.display().to_string(),
+            "root": fixture.root().display().to_string(), "created": true})
     );
     assert_eq!(
         std::fs::read_to_string(folder.join("references/template.md")).unwrap(),
