@@ -443,7 +443,7 @@ pub struct ReadFileArguments {
     pub start: Option<usize>,
     /// How many characters to read. Default: up to the output limit.
     pub length: Option<usize>,
-    /// One section of a markdown file, by the id its table of <sections> gives (with its
+    /// One section of a markdown file, by the id its table of `<sections>` gives (with its
     /// subsections); `start` and `length` then count within the section.
     pub section: Option<String>,
 }

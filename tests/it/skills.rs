@@ -18,6 +18,7 @@ mod reload;
 mod rerank;
 mod save;
 mod scripts;
+mod sections;
 mod surface;
 
 fn fixtures() -> PathBuf {
