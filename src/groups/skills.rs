@@ -8,7 +8,7 @@
 mod parts;
 pub mod save;
 
-pub use parts::skill_content;
+pub use parts::{instructions, skill_content};
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -426,7 +426,7 @@ impl Tool for SkillLoad {
             let arguments: LoadArguments = self.definition.parse(call.arguments)?;
             let library = self.shelf.loaded().await;
             let skill = library.get(&arguments.name)?;
-            let text = parts::load(skill, arguments.section.as_deref(), self.body_limit)?;
+            let text = instructions(skill, arguments.section.as_deref(), self.body_limit)?;
             Ok(ToolOutput::Text(text))
         })
     }

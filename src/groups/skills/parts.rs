@@ -15,8 +15,8 @@ pub fn skill_content(skill: &Skill, body: &str) -> String {
     wrap(skill, None, body)
 }
 
-/// `SkillLoad`: the whole body, its opening and table of sections, or one section.
-pub(super) fn load(
+/// What `SkillLoad` answers: the whole body, its opening and table of sections, or one section.
+pub fn instructions(
     skill: &Skill,
     section: Option<&str>,
     body_limit: usize,
