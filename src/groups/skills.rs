@@ -23,8 +23,8 @@ use crate::skills::rerank::{self, Candidate};
 use crate::skills::shelf::Shelf;
 use crate::skills::{Hit, Library, Skill};
 use crate::tools::{
-    Annotations, Caching, Sampler, SamplingRequest, Tool, ToolCall, ToolDefinition, ToolError,
-    ToolGroup, ToolOutput, Truncation,
+    Annotations, Caching, Origin, Sampler, SamplingRequest, Tool, ToolCall, ToolDefinition,
+    ToolError, ToolGroup, ToolOutput, Truncation,
 };
 
 pub const GROUP: &str = "skills";
@@ -34,6 +34,7 @@ pub const GROUP: &str = "skills";
 pub fn group(shelf: Arc<Shelf>, body_limit: usize) -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
+        origin: Origin::BuiltIn,
         tools: vec![
             Arc::new(SkillSearch::new(Arc::clone(&shelf), body_limit)),
             Arc::new(SkillLoad::new(Arc::clone(&shelf), body_limit)),

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::structured;
 use crate::tools::{
-    Annotations, Caching, Daggers, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup,
+    Annotations, Caching, Daggers, Origin, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup,
     ToolOutput, Truncation,
 };
 use crate::vars::{
@@ -25,6 +25,7 @@ pub const GROUP: &str = "vars";
 pub fn group() -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
+        origin: Origin::BuiltIn,
         tools: vec![
             Arc::new(ReadVar::new()),
             Arc::new(ListVars::new()),

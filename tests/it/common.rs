@@ -27,7 +27,7 @@ use synapse_mcp::app::App;
 use synapse_mcp::config::Config;
 use synapse_mcp::server::Server;
 use synapse_mcp::tools::{
-    Annotations, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
+    Annotations, Origin, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
 };
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -297,6 +297,7 @@ pub(crate) fn test_server(config_toml: &str) -> Server {
 pub(crate) fn test_group() -> ToolGroup {
     ToolGroup {
         name: "test".to_owned(),
+        origin: Origin::BuiltIn,
         tools: vec![
             Double::named(
                 "Echo",

@@ -30,3 +30,4 @@ mod snapshots;
 mod soak;
 mod stdio;
 mod store;
+mod tool_groups;

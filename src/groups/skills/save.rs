@@ -1,6 +1,6 @@
 //! `SkillSave`: writes a skill through [`crate::skills::save`], then rescans the roots so the
 //! catalog, `index.json`, resources, prompts and search see it at once. It asks the user once
-//! per skill by default (its definition's permission, and [`Tool::approval_scope`]), since it
+//! per skill by default (its definition's permission, and [`Tool::consent`]), since it
 //! writes to disk.
 
 use std::collections::BTreeMap;
@@ -16,7 +16,7 @@ use crate::groups::{off_thread, structured};
 use crate::skills::save;
 use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, Permission, Policy, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput,
+    Annotations, Consent, Permission, Policy, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput,
 };
 
 const DESCRIPTION: &str = "Save a skill you wrote (or an improved version of one) \
@@ -104,11 +104,12 @@ impl Tool for SkillSave {
     }
 
     /// A save is approved per skill: approving a save of one skill never covers another.
-    fn approval_scope(&self, arguments: &Value) -> Result<Option<String>, ToolError> {
-        Ok(arguments
+    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
+        let scope = arguments
             .get("name")
             .and_then(Value::as_str)
-            .map(|name| format!("skill `{name}` only")))
+            .map(|name| format!("skill `{name}` only"));
+        Ok(Consent::Asked { scope })
     }
 }
 
