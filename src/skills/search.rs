@@ -502,7 +502,10 @@ impl Index {
                 });
             }
         }
-        glossary::glossary().translate(query, |english| {
+        let known = |script: Script, word: &str| {
+            self.find_term(&self.stemmers.stem(script, word)).is_some()
+        };
+        glossary::glossary().translate(query, known, |english| {
             found.push(QueryTerm {
                 text: english.to_owned(),
                 weight: TRANSLATION_WEIGHT,

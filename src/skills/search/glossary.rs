@@ -95,10 +95,18 @@ impl Glossary {
     }
 
     /// Calls `visit` with the English terms of every concept the query's words name (each
-    /// concept once).
-    pub(super) fn translate(&self, query: &str, mut visit: impl FnMut(&str)) {
+    /// concept once). Outside Chinese, an entry counts only if one of its words is not `known`
+    /// to the skills (as the index stems it): the glossary fills gaps, and an English word that
+    /// is also a French or Spanish one (`present`, `table`) keeps its English meaning.
+    pub(super) fn translate(
+        &self,
+        query: &str,
+        known: impl Fn(Script, &str) -> bool,
+        mut visit: impl FnMut(&str),
+    ) {
         let mut concepts = Vec::new();
         let mut spaced: Vec<String> = Vec::new();
+        let mut spaced_known: Vec<bool> = Vec::new();
         for (script, word) in words(query) {
             let word = word.to_lowercase();
             if script == Script::Cjk {
@@ -114,6 +122,7 @@ impl Glossary {
                     |start, length| self.chinese.get(slice(start, length)),
                 );
             } else {
+                spaced_known.push(known(script, &word));
                 spaced.push(word);
             }
         }
@@ -126,7 +135,13 @@ impl Glossary {
                 stems.len(),
                 self.phrase_longest,
                 &mut concepts,
-                |start, length| phrases.get(&stems[start..start + length].join(" ")),
+                |start, length| {
+                    let words = start..start + length;
+                    if spaced_known[words.clone()].iter().all(|known| *known) {
+                        return None;
+                    }
+                    phrases.get(&stems[words].join(" "))
+                },
             );
         }
         concepts.sort_unstable();
@@ -176,7 +191,9 @@ mod tests {
 
     fn english(query: &str) -> Vec<String> {
         let mut found = Vec::new();
-        glossary().translate(query, |term| found.push(term.to_owned()));
+        let known =
+            |_: Script, word: &str| ["present", "plain", "english", "words"].contains(&word);
+        glossary().translate(query, known, |term| found.push(term.to_owned()));
         found
     }
 
@@ -194,5 +211,11 @@ mod tests {
         assert_eq!(english("объединить файлы"), ["file", "merg", "combin"]);
         assert_eq!(english("hoja de cálculo"), ["spreadsheet", "excel", "xlsx"]);
         assert_eq!(english("plain english words"), Vec::<String>::new());
+        assert_eq!(english("présentation"), ["present", "slide", "pptx"]);
+        assert_eq!(
+            english("present"),
+            Vec::<String>::new(),
+            "a word the skills know keeps its meaning"
+        );
     }
 }
