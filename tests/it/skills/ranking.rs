@@ -69,7 +69,10 @@ async fn client(directory: &Path) -> Client {
 }
 
 async fn best(client: &Client, query: &str) -> Option<String> {
-    search(client, json!({"query": query})).await.first().cloned()
+    search(client, json!({"query": query}))
+        .await
+        .first()
+        .cloned()
 }
 
 #[tokio::test]
@@ -83,7 +86,9 @@ async fn a_chinese_query_finds_an_english_skill() {
     );
     // "Test a web page with Playwright in the browser".
     assert_eq!(
-        best(&client, "用Playwright在浏览器里测试网页").await.as_deref(),
+        best(&client, "用Playwright在浏览器里测试网页")
+            .await
+            .as_deref(),
         Some("web-testing")
     );
     // No shared word at all: "merge the files" reaches the skill through the glossary.
