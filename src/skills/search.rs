@@ -115,6 +115,8 @@ impl Index {
         for document in documents {
             builder.add(&document);
         }
+        // Parsed here, on the thread that builds the index, rather than in the first search.
+        glossary::glossary();
         builder.finish()
     }
 }
@@ -569,7 +571,7 @@ mod tests {
             document(
                 "notes",
                 "Take notes.",
-                "# Tips\nSometimes a pdf shows up in notes.",
+                "# Tips\nSometimes a pdf shows up in the notes.",
             ),
         ])
     }
@@ -599,6 +601,13 @@ mod tests {
             [2]
         );
         assert_eq!(index.search("zebra", |_| true, 5), []);
+    }
+
+    #[test]
+    fn stop_words_count_only_when_the_query_has_nothing_else() {
+        let index = index();
+        assert_eq!(names(&index.search("the pdf", |_| true, 5)), [0, 2]);
+        assert_eq!(names(&index.search("the", |_| true, 5)), [2]);
     }
 
     #[test]

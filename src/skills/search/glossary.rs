@@ -126,7 +126,13 @@ impl Glossary {
                 spaced.push(word);
             }
         }
-        for (stemmer, phrases) in &self.phrases {
+        // Most queries are English: when the skills know every word, no phrase can count.
+        let phrases = if spaced_known.iter().all(|known| *known) {
+            &[][..]
+        } else {
+            &self.phrases[..]
+        };
+        for (stemmer, phrases) in phrases {
             let stems: Vec<String> = spaced
                 .iter()
                 .map(|word| stemmer.stem(word).into_owned())
