@@ -1,0 +1,449 @@
+// The workspace view of synapse-mcp, an MCP App. It talks to its host with JSON-RPC over
+// postMessage (ui/initialize, tools/call, host context changes) and reads and writes the
+// workspace only through the server's ordinary tools (ListVars, ReadVar, ReadState,
+// WriteState), so a write asks the user exactly as it does when the model calls it.
+"use strict";
+
+const PROTOCOL_VERSION = "2026-01-26";
+const ROW_HEIGHT = 32;
+const WINDOW = 2000;
+
+// ---- The host connection -------------------------------------------------------------------
+const pending = new Map();
+let nextId = 1;
+let host = null;
+
+function send(message) {
+  window.parent.postMessage({ jsonrpc: "2.0", ...message }, "*");
+}
+
+function request(method, params) {
+  const id = nextId++;
+  send({ id, method, params });
+  return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+}
+
+function notify(method, params) {
+  send({ method, params });
+}
+
+window.addEventListener("message", (event) => {
+  if (event.source !== window.parent) return;
+  const message = event.data;
+  if (!message || message.jsonrpc !== "2.0") return;
+  if (message.id !== undefined && !message.method) {
+    const waiting = pending.get(message.id);
+    if (!waiting) return;
+    pending.delete(message.id);
+    if (message.error) waiting.reject(new Error(message.error.message || "the host refused"));
+    else waiting.resolve(message.result);
+    return;
+  }
+  switch (message.method) {
+    case "ui/notifications/host-context-changed":
+      applyContext(message.params || {});
+      break;
+    case "ui/notifications/tool-result":
+      showToolResult(message.params || {});
+      break;
+    case "ui/resource-teardown":
+      send({ id: message.id, result: {} });
+      break;
+    case "ping":
+      send({ id: message.id, result: {} });
+      break;
+    default:
+      if (message.id !== undefined) {
+        send({ id: message.id, error: { code: -32601, message: `unknown method ${message.method}` } });
+      }
+  }
+});
+
+let context = {};
+function applyContext(changed) {
+  context = { ...context, ...changed };
+  if (context.theme) document.documentElement.dataset.theme = context.theme;
+  const variables = context.styles && context.styles.variables;
+  if (variables) {
+    for (const [name, value] of Object.entries(variables)) {
+      if (value) document.documentElement.style.setProperty(name, value);
+    }
+  }
+  const modes = context.availableDisplayModes || [];
+  const button = document.getElementById("fullscreen");
+  button.hidden = !modes.includes("fullscreen");
+  button.textContent = context.displayMode === "fullscreen" ? "Exit full screen" : "Full screen";
+}
+
+// A tool call through the host; the result's text (a tool error becomes an exception).
+async function callTool(name, args) {
+  const result = await request("tools/call", { name, arguments: args });
+  const text = (result.content || []).filter((block) => block.type === "text").map((block) => block.text).join("\n");
+  if (result.isError) throw new Error(text || `${name} failed`);
+  return { text, structured: result.structuredContent };
+}
+
+function status(text, kind) {
+  const element = document.getElementById("status");
+  element.textContent = text;
+  element.className = kind || "";
+}
+
+// ---- Tabs ------------------------------------------------------------------------------------
+const tabs = ["variables", "state"];
+function selectTab(name) {
+  for (const tab of tabs) {
+    const selected = tab === name;
+    const button = document.getElementById(`tab-${tab}`);
+    button.setAttribute("aria-selected", String(selected));
+    button.tabIndex = selected ? 0 : -1;
+    document.getElementById(`view-${tab}`).hidden = !selected;
+  }
+  if (name === "state") loadState();
+  else renderRows();
+}
+for (const [index, tab] of tabs.entries()) {
+  const button = document.getElementById(`tab-${tab}`);
+  button.addEventListener("click", () => selectTab(tab));
+  button.addEventListener("keydown", (event) => {
+    const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+    if (!step) return;
+    const next = tabs[(index + step + tabs.length) % tabs.length];
+    selectTab(next);
+    document.getElementById(`tab-${next}`).focus();
+  });
+}
+
+// ---- Variables: a filtered, virtualised list and a value read in windows --------------------
+let variables = [];
+let selected = -1;
+const list = document.getElementById("list");
+const body = document.getElementById("list-body");
+
+async function loadVariables() {
+  const filter = {};
+  const search = document.getElementById("search").value.trim();
+  const type = document.getElementById("type").value;
+  const tag = document.getElementById("tag").value;
+  if (search) filter.search = search;
+  if (type) filter.type = type;
+  if (tag) filter.tag = tag;
+  try {
+    const { structured } = await callTool("ListVars", Object.keys(filter).length ? { filter } : {});
+    variables = (structured && structured.variables) || [];
+    if (!search && !type && !tag) fillTags(variables);
+    document.getElementById("count").textContent = `${variables.length} of capacity ${structured ? structured.capacity : "?"}`;
+    selected = variables.length ? Math.min(Math.max(selected, 0), variables.length - 1) : -1;
+    body.style.height = `${variables.length * ROW_HEIGHT}px`;
+    renderRows();
+    status("");
+  } catch (error) {
+    status(error.message, "error");
+  }
+}
+
+function fillTags(all) {
+  const select = document.getElementById("tag");
+  const current = select.value;
+  const tags = [...new Set(all.flatMap((variable) => variable.tags || []))].sort();
+  select.replaceChildren(new Option("Any tag", ""), ...tags.map((tag) => new Option(tag, tag)));
+  select.value = tags.includes(current) ? current : "";
+}
+
+// Only the rows in sight (and a few around them) exist in the document.
+function renderRows() {
+  const first = Math.max(0, Math.floor(list.scrollTop / ROW_HEIGHT) - 5);
+  const last = Math.min(variables.length, Math.ceil((list.scrollTop + list.clientHeight) / ROW_HEIGHT) + 5);
+  const rows = [];
+  for (let index = first; index < last; index++) {
+    const variable = variables[index];
+    const row = document.createElement("div");
+    row.className = "row";
+    row.id = `variable-${index}`;
+    row.setAttribute("role", "option");
+    row.setAttribute("aria-selected", String(index === selected));
+    row.style.top = `${index * ROW_HEIGHT}px`;
+    const name = document.createElement("span");
+    name.className = "name";
+    name.textContent = variable.name;
+    const badge = document.createElement("span");
+    badge.className = "badge";
+    badge.textContent = variable.type;
+    row.append(name, badge);
+    row.addEventListener("click", () => choose(index));
+    rows.push(row);
+  }
+  body.replaceChildren(...rows);
+  if (selected >= 0) list.setAttribute("aria-activedescendant", `variable-${selected}`);
+}
+list.addEventListener("scroll", renderRows);
+list.addEventListener("keydown", (event) => {
+  const moves = { ArrowDown: 1, ArrowUp: -1, PageDown: 10, PageUp: -10 };
+  if (event.key === "Home" || event.key === "End") {
+    event.preventDefault();
+    choose(event.key === "Home" ? 0 : variables.length - 1);
+  } else if (moves[event.key] && variables.length) {
+    event.preventDefault();
+    choose(Math.min(variables.length - 1, Math.max(0, selected + moves[event.key])));
+  }
+});
+
+function choose(index) {
+  if (index < 0 || index >= variables.length) return;
+  selected = index;
+  const top = index * ROW_HEIGHT;
+  if (top < list.scrollTop) list.scrollTop = top;
+  else if (top + ROW_HEIGHT > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_HEIGHT - list.clientHeight;
+  renderRows();
+  showVariable(variables[index], 0);
+}
+
+async function showVariable(variable, start) {
+  const detail = document.getElementById("detail");
+  const reference = `$VAR_REF{{${variable.name}}}`;
+  let text;
+  try {
+    ({ text } = await callTool("ReadVar", { name: variable.name, start, length: WINDOW }));
+  } catch (error) {
+    status(error.message, "error");
+    return;
+  }
+  const newline = text.indexOf("\n");
+  const header = newline < 0 ? text : text.slice(0, newline);
+  const value = newline < 0 ? "" : text.slice(newline + 1);
+  const heading = document.createElement("h2");
+  heading.textContent = variable.name;
+  const facts = document.createElement("dl");
+  const fact = (label, content) => {
+    if (content === undefined || content === "") return;
+    const term = document.createElement("dt");
+    term.textContent = label;
+    const description = document.createElement("dd");
+    description.textContent = content;
+    facts.append(term, description);
+  };
+  fact("Type", variable.type);
+  fact("Length", `${variable.length} characters`);
+  fact("Description", variable.desc);
+  fact("Tags", (variable.tags || []).join(", "));
+  fact("Updated", variable.updated);
+  const actions = document.createElement("div");
+  actions.className = "actions";
+  const copy = document.createElement("button");
+  copy.textContent = "Copy $VAR_REF";
+  copy.title = reference;
+  copy.addEventListener("click", () => copyText(reference));
+  actions.append(copy);
+  if (start > 0) actions.append(windowButton("Previous window", () => showVariable(variable, Math.max(0, start - WINDOW))));
+  if (start + WINDOW < variable.length) actions.append(windowButton("Next window", () => showVariable(variable, start + WINDOW)));
+  const window_ = document.createElement("p");
+  window_.className = "hint";
+  window_.textContent = header.replace(/^\[|\]$/g, "");
+  const pre = document.createElement("pre");
+  pre.textContent = value;
+  detail.replaceChildren(heading, facts, actions, window_, pre);
+}
+
+function windowButton(label, action) {
+  const button = document.createElement("button");
+  button.textContent = label;
+  button.addEventListener("click", action);
+  return button;
+}
+
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    // Sandboxed frames often lack the clipboard permission: copy through a selected field.
+    const field = document.createElement("textarea");
+    field.value = text;
+    document.body.append(field);
+    field.select();
+    document.execCommand("copy");
+    field.remove();
+  }
+  status(`Copied ${text}`, "ok");
+}
+
+let searchTimer;
+document.getElementById("search").addEventListener("input", () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(loadVariables, 200);
+});
+document.getElementById("type").addEventListener("change", loadVariables);
+document.getElementById("tag").addEventListener("change", loadVariables);
+
+// ---- State: the document as a tree; a value is edited through WriteState ---------------------
+const tree = document.getElementById("tree");
+const collapsed = new Set();
+
+async function loadState() {
+  try {
+    const { text } = await callTool("ReadState", { length: 100000000 });
+    const document_ = JSON.parse(text.slice(text.indexOf("\n") + 1));
+    renderTree(document_);
+    status("");
+  } catch (error) {
+    status(error.message, "error");
+  }
+}
+
+function renderTree(root) {
+  const top = document.createElement("ul");
+  top.setAttribute("role", "group");
+  if (root && typeof root === "object" && Object.keys(root).length) {
+    for (const [key, value] of Object.entries(root)) top.append(treeItem(key, value, [key]));
+  } else {
+    const empty = document.createElement("li");
+    empty.className = "hint";
+    empty.textContent = "The state document is empty; WriteState or a plan's _outputPath fills it.";
+    top.append(empty);
+  }
+  tree.replaceChildren(top);
+  const first = tree.querySelector(".node");
+  if (first) first.tabIndex = 0;
+}
+
+function treeItem(key, value, path) {
+  const item = document.createElement("li");
+  item.setAttribute("role", "treeitem");
+  const node = document.createElement("span");
+  node.className = "node";
+  node.tabIndex = -1;
+  node.dataset.path = path.join(".");
+  const toggle = document.createElement("span");
+  toggle.className = "toggle";
+  const label = document.createElement("span");
+  label.className = "key";
+  label.textContent = `${key}:`;
+  node.append(toggle, label);
+  item.append(node);
+  const branch = value !== null && typeof value === "object";
+  if (branch) {
+    const open = !collapsed.has(node.dataset.path);
+    item.setAttribute("aria-expanded", String(open));
+    toggle.textContent = open ? "▾" : "▸";
+    const summary = document.createElement("span");
+    summary.className = "hint";
+    summary.textContent = Array.isArray(value) ? `[${value.length}]` : `{${Object.keys(value).length}}`;
+    node.append(summary);
+    const children = document.createElement("ul");
+    children.setAttribute("role", "group");
+    children.hidden = !open;
+    for (const [childKey, child] of Object.entries(value)) children.append(treeItem(childKey, child, [...path, childKey]));
+    item.append(children);
+    const flip = () => {
+      const now = children.hidden;
+      children.hidden = !now;
+      item.setAttribute("aria-expanded", String(now));
+      toggle.textContent = now ? "▾" : "▸";
+      if (now) collapsed.delete(node.dataset.path);
+      else collapsed.add(node.dataset.path);
+    };
+    toggle.addEventListener("click", flip);
+    node.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") { event.preventDefault(); flip(); }
+    });
+  } else {
+    const shown = document.createElement("span");
+    shown.className = `value ${typeof value}`;
+    shown.textContent = JSON.stringify(value);
+    node.append(shown);
+    const edit = () => editValue(node, shown, value);
+    node.addEventListener("dblclick", edit);
+    node.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") { event.preventDefault(); edit(); }
+    });
+  }
+  return item;
+}
+
+function editValue(node, shown, value) {
+  if (node.querySelector("input")) return;
+  const field = document.createElement("input");
+  field.value = JSON.stringify(value);
+  field.setAttribute("aria-label", `New JSON value for ${node.dataset.path}`);
+  shown.replaceWith(field);
+  field.focus();
+  field.select();
+  field.addEventListener("keydown", async (event) => {
+    event.stopPropagation();
+    if (event.key === "Escape") { field.replaceWith(shown); node.focus(); return; }
+    if (event.key !== "Enter") return;
+    let parsed;
+    try {
+      parsed = JSON.parse(field.value);
+    } catch {
+      parsed = field.value; // Not JSON: written as a string.
+    }
+    status(`Writing ${node.dataset.path}…`);
+    try {
+      await callTool("WriteState", { path: node.dataset.path, value: parsed });
+      status(`Wrote ${node.dataset.path}`, "ok");
+      await loadState();
+      const again = tree.querySelector(`.node[data-path="${CSS.escape(node.dataset.path)}"]`);
+      if (again) again.focus();
+    } catch (error) {
+      status(error.message, "error");
+      field.replaceWith(shown);
+    }
+  });
+}
+
+// Arrow keys move between the tree's visible nodes.
+tree.addEventListener("keydown", (event) => {
+  const step = { ArrowDown: 1, ArrowUp: -1 }[event.key];
+  if (!step || event.target.tagName === "INPUT") return;
+  const nodes = [...tree.querySelectorAll(".node")].filter((node) => node.offsetParent !== null);
+  const index = nodes.indexOf(document.activeElement);
+  const next = nodes[Math.min(nodes.length - 1, Math.max(0, index + step))];
+  if (next) { event.preventDefault(); tree.querySelectorAll(".node").forEach((node) => { node.tabIndex = -1; }); next.tabIndex = 0; next.focus(); }
+});
+document.getElementById("reload-state").addEventListener("click", loadState);
+
+// ---- What the host shows us ------------------------------------------------------------------
+// The result of the tool that opened the view picks the tab: ReadState opens the state.
+function showToolResult(result) {
+  const text = (result.content || []).map((block) => block.text || "").join("\n");
+  if (!result.structuredContent && /^\[state/.test(text)) selectTab("state");
+}
+
+document.getElementById("fullscreen").addEventListener("click", async () => {
+  const mode = context.displayMode === "fullscreen" ? "inline" : "fullscreen";
+  try {
+    const granted = await request("ui/request-display-mode", { mode });
+    applyContext({ displayMode: granted.mode || mode });
+  } catch (error) {
+    status(error.message, "error");
+  }
+});
+
+new ResizeObserver(() => {
+  notify("ui/notifications/size-changed", {
+    width: document.documentElement.scrollWidth,
+    height: document.documentElement.scrollHeight,
+  });
+}).observe(document.documentElement);
+
+async function start() {
+  if (window.parent === window) {
+    status("Open this page in an MCP host that renders apps.", "error");
+    return;
+  }
+  try {
+    host = await request("ui/initialize", {
+      protocolVersion: PROTOCOL_VERSION,
+      appInfo: { name: "synapse-workspace", version: "1" },
+      appCapabilities: { availableDisplayModes: ["inline", "fullscreen"] },
+    });
+    applyContext(host.hostContext || {});
+    notify("ui/notifications/initialized", {});
+  } catch (error) {
+    status(`The host did not initialize the view: ${error.message}`, "error");
+    return;
+  }
+  await loadVariables();
+  window.__workspaceReady = true;
+}
+start();
