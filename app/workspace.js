@@ -129,7 +129,9 @@ async function loadVariables() {
   if (type) filter.type = type;
   if (tag) filter.tag = tag;
   try {
-    const { structured } = await callTool("ListVars", Object.keys(filter).length ? { filter } : {});
+    // `_outputLimit: 0`: the whole list, not the part that fits the model's output limit.
+    const args = Object.keys(filter).length ? { filter, _outputLimit: 0 } : { _outputLimit: 0 };
+    const { structured } = await callTool("ListVars", args);
     variables = (structured && structured.variables) || [];
     if (!search && !type && !tag) fillTags(variables);
     document.getElementById("count").textContent = `${variables.length} of capacity ${structured ? structured.capacity : "?"}`;
@@ -380,8 +382,8 @@ function editValue(node, shown, value) {
     status(`Writing ${node.dataset.path}…`);
     try {
       await callTool("WriteState", { path: node.dataset.path, value: parsed });
-      status(`Wrote ${node.dataset.path}`, "ok");
       await loadState();
+      status(`Wrote ${node.dataset.path}`, "ok");
       const again = tree.querySelector(`.node[data-path="${CSS.escape(node.dataset.path)}"]`);
       if (again) again.focus();
     } catch (error) {
