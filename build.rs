@@ -29,7 +29,7 @@ fn main() {
     let built = page
         .replace(link, &format!("<style>\n{style}</style>"))
         .replace(source, &format!("<script>\n{script}</script>"));
-    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    let out = std::env::var("OUT_DIR").unwrap_or_else(|error| panic!("no OUT_DIR: {error}"));
     std::fs::write(Path::new(&out).join("workspace.html"), built)
-        .expect("cannot write the built workspace view");
+        .unwrap_or_else(|error| panic!("cannot write the built workspace view: {error}"));
 }
