@@ -1,7 +1,8 @@
 // The workspace view of synapse-mcp, an MCP App. It talks to its host with JSON-RPC over
 // postMessage (ui/initialize, tools/call, host context changes) and reads and writes the
 // workspace only through the server's ordinary tools (ListVars, ReadVar, ReadState,
-// WriteState), so a write asks the user exactly as it does when the model calls it.
+// WriteState, SnapshotList, SnapshotDiff), so a write asks the user exactly as it does when
+// the model calls it.
 "use strict";
 
 const PROTOCOL_VERSION = "2026-01-26";
@@ -90,7 +91,7 @@ function status(text, kind) {
 }
 
 // ---- Tabs ------------------------------------------------------------------------------------
-const tabs = ["variables", "state"];
+const tabs = ["variables", "state", "floors"];
 function selectTab(name) {
   for (const tab of tabs) {
     const selected = tab === name;
@@ -100,7 +101,8 @@ function selectTab(name) {
     document.getElementById(`view-${tab}`).hidden = !selected;
   }
   if (name === "state") loadState();
-  else renderRows();
+  else if (name === "variables") variableList.render();
+  else floorList.render();
 }
 for (const [index, tab] of tabs.entries()) {
   const button = document.getElementById(`tab-${tab}`);
@@ -114,11 +116,74 @@ for (const [index, tab] of tabs.entries()) {
   });
 }
 
-// ---- Variables: a filtered, virtualised list and a value read in windows --------------------
-let variables = [];
-let selected = -1;
-const list = document.getElementById("list");
-const body = document.getElementById("list-body");
+// ---- A virtualised list: only the rows in sight (and a few around them) exist in the page ----
+class VirtualList {
+  constructor(element, body, { row, choose }) {
+    Object.assign(this, { element, body, row, onChoose: choose, items: [], selected: -1 });
+    element.addEventListener("scroll", () => this.render());
+    element.addEventListener("keydown", (event) => {
+      const moves = { ArrowDown: 1, ArrowUp: -1, PageDown: 10, PageUp: -10 };
+      if (event.key === "Home" || event.key === "End") {
+        event.preventDefault();
+        this.choose(event.key === "Home" ? 0 : this.items.length - 1);
+      } else if (moves[event.key] && this.items.length) {
+        event.preventDefault();
+        this.choose(Math.min(this.items.length - 1, Math.max(0, this.selected + moves[event.key])));
+      }
+    });
+  }
+
+  show(items) {
+    this.items = items;
+    this.selected = items.length ? Math.min(Math.max(this.selected, 0), items.length - 1) : -1;
+    this.body.style.height = `${items.length * ROW_HEIGHT}px`;
+    this.render();
+  }
+
+  render() {
+    const { element } = this;
+    const first = Math.max(0, Math.floor(element.scrollTop / ROW_HEIGHT) - 5);
+    const last = Math.min(this.items.length, Math.ceil((element.scrollTop + element.clientHeight) / ROW_HEIGHT) + 5);
+    const rows = [];
+    for (let index = first; index < last; index++) {
+      const row = document.createElement("div");
+      row.className = "row";
+      row.id = `${element.id}-${index}`;
+      row.setAttribute("role", "option");
+      row.setAttribute("aria-selected", String(index === this.selected));
+      row.style.top = `${index * ROW_HEIGHT}px`;
+      row.append(...this.row(this.items[index]));
+      row.addEventListener("click", () => this.choose(index));
+      rows.push(row);
+    }
+    this.body.replaceChildren(...rows);
+    if (this.selected >= 0) element.setAttribute("aria-activedescendant", `${element.id}-${this.selected}`);
+  }
+
+  choose(index) {
+    if (index < 0 || index >= this.items.length) return;
+    this.selected = index;
+    const top = index * ROW_HEIGHT;
+    const { element } = this;
+    if (top < element.scrollTop) element.scrollTop = top;
+    else if (top + ROW_HEIGHT > element.scrollTop + element.clientHeight) element.scrollTop = top + ROW_HEIGHT - element.clientHeight;
+    this.render();
+    this.onChoose(this.items[index], index);
+  }
+}
+
+function span(className, text) {
+  const element = document.createElement("span");
+  element.className = className;
+  element.textContent = text;
+  return element;
+}
+
+// ---- Variables: a filtered list and a value read in windows ---------------------------------
+const variableList = new VirtualList(document.getElementById("list"), document.getElementById("list-body"), {
+  row: (variable) => [span("name", variable.name), span("badge", variable.type)],
+  choose: (variable) => showVariable(variable, 0),
+});
 
 async function loadVariables() {
   const filter = {};
@@ -132,12 +197,10 @@ async function loadVariables() {
     // `_outputLimit: 0`: the whole list, not the part that fits the model's output limit.
     const args = Object.keys(filter).length ? { filter, _outputLimit: 0 } : { _outputLimit: 0 };
     const { structured } = await callTool("ListVars", args);
-    variables = (structured && structured.variables) || [];
+    const variables = (structured && structured.variables) || [];
     if (!search && !type && !tag) fillTags(variables);
     document.getElementById("count").textContent = `${variables.length} of capacity ${structured ? structured.capacity : "?"}`;
-    selected = variables.length ? Math.min(Math.max(selected, 0), variables.length - 1) : -1;
-    body.style.height = `${variables.length * ROW_HEIGHT}px`;
-    renderRows();
+    variableList.show(variables);
     status("");
   } catch (error) {
     status(error.message, "error");
@@ -150,54 +213,6 @@ function fillTags(all) {
   const tags = [...new Set(all.flatMap((variable) => variable.tags || []))].sort();
   select.replaceChildren(new Option("Any tag", ""), ...tags.map((tag) => new Option(tag, tag)));
   select.value = tags.includes(current) ? current : "";
-}
-
-// Only the rows in sight (and a few around them) exist in the document.
-function renderRows() {
-  const first = Math.max(0, Math.floor(list.scrollTop / ROW_HEIGHT) - 5);
-  const last = Math.min(variables.length, Math.ceil((list.scrollTop + list.clientHeight) / ROW_HEIGHT) + 5);
-  const rows = [];
-  for (let index = first; index < last; index++) {
-    const variable = variables[index];
-    const row = document.createElement("div");
-    row.className = "row";
-    row.id = `variable-${index}`;
-    row.setAttribute("role", "option");
-    row.setAttribute("aria-selected", String(index === selected));
-    row.style.top = `${index * ROW_HEIGHT}px`;
-    const name = document.createElement("span");
-    name.className = "name";
-    name.textContent = variable.name;
-    const badge = document.createElement("span");
-    badge.className = "badge";
-    badge.textContent = variable.type;
-    row.append(name, badge);
-    row.addEventListener("click", () => choose(index));
-    rows.push(row);
-  }
-  body.replaceChildren(...rows);
-  if (selected >= 0) list.setAttribute("aria-activedescendant", `variable-${selected}`);
-}
-list.addEventListener("scroll", renderRows);
-list.addEventListener("keydown", (event) => {
-  const moves = { ArrowDown: 1, ArrowUp: -1, PageDown: 10, PageUp: -10 };
-  if (event.key === "Home" || event.key === "End") {
-    event.preventDefault();
-    choose(event.key === "Home" ? 0 : variables.length - 1);
-  } else if (moves[event.key] && variables.length) {
-    event.preventDefault();
-    choose(Math.min(variables.length - 1, Math.max(0, selected + moves[event.key])));
-  }
-});
-
-function choose(index) {
-  if (index < 0 || index >= variables.length) return;
-  selected = index;
-  const top = index * ROW_HEIGHT;
-  if (top < list.scrollTop) list.scrollTop = top;
-  else if (top + ROW_HEIGHT > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_HEIGHT - list.clientHeight;
-  renderRows();
-  showVariable(variables[index], 0);
 }
 
 async function showVariable(variable, start) {
@@ -404,11 +419,97 @@ tree.addEventListener("keydown", (event) => {
 });
 document.getElementById("reload-state").addEventListener("click", loadState);
 
+// ---- Floors: a chat's snapshots by message, and what each message changed --------------------
+const floorList = new VirtualList(document.getElementById("floors"), document.getElementById("floors-body"), {
+  row: (floor) => [
+    span("badge", `#${floor.messageIndex ?? "–"}${floor.swipeId ? ` swipe ${floor.swipeId}` : ""}`),
+    span("summary", floor.summary || "no change"),
+  ],
+  choose: (floor, index) => showFloor(floor, index),
+});
+
+async function loadFloors() {
+  const chatFile = document.getElementById("chat").value.trim();
+  if (!chatFile) return;
+  const jump = document.getElementById("jump").value;
+  try {
+    const { structured } = await callTool("SnapshotList", { chatFile, _outputLimit: 0 });
+    const floors = (structured && structured.floors) || [];
+    document.getElementById("floor-count").textContent = `${floors.length} floors`;
+    floorList.selected = -1;
+    floorList.show(floors);
+    status("");
+    if (jump !== "") {
+      const index = floors.findIndex((floor) => floor.messageIndex === Number(jump));
+      if (index < 0) status(`No floor for message ${jump}`, "error");
+      else floorList.choose(index);
+    }
+  } catch (error) {
+    status(error.message, "error");
+  }
+}
+
+// The diff a message made: from the floor before it (or the start) to this one.
+async function showFloor(floor, index) {
+  const detail = document.getElementById("floor");
+  const heading = document.createElement("h2");
+  heading.textContent = `Message ${floor.messageIndex ?? "–"}${floor.swipeId ? `, swipe ${floor.swipeId}` : ""}`;
+  const facts = document.createElement("dl");
+  for (const [label, content] of [
+    ["Snapshot", floor.snapshotId],
+    ["Created", new Date(floor.createdAt / 1000).toISOString()],
+    ["Stored", floor.storedBytes === undefined ? undefined : `${floor.storedBytes} bytes`],
+    ["Summary", floor.summary],
+  ]) {
+    if (content === undefined) continue;
+    const term = document.createElement("dt");
+    term.textContent = label;
+    const description = document.createElement("dd");
+    description.textContent = content;
+    facts.append(term, description);
+  }
+  const previous = floorList.items.slice(0, index).reverse().find((other) => other.messageIndex !== floor.messageIndex);
+  const patch = document.createElement("ul");
+  patch.className = "patch";
+  patch.setAttribute("aria-label", "What this message changed");
+  if (previous) {
+    try {
+      const { structured } = await callTool("SnapshotDiff", { from: previous.snapshotId, to: floor.snapshotId });
+      for (const operation of (structured && structured.patch) || []) {
+        const item = document.createElement("li");
+        item.append(span(`op ${operation.op}`, operation.op), document.createTextNode(operation.path));
+        if ("value" in operation) item.append(document.createTextNode(` = ${JSON.stringify(operation.value)}`));
+        patch.append(item);
+      }
+      if (!patch.children.length) patch.append(span("hint", "No change against the floor before."));
+    } catch (error) {
+      status(error.message, "error");
+    }
+  } else {
+    patch.append(span("hint", "The first floor: nothing before it to compare with."));
+  }
+  detail.replaceChildren(heading, facts, patch);
+}
+
+// Not a form: hosts sandbox the view without `allow-forms`, where a form never submits.
+document.getElementById("show-floors").addEventListener("click", loadFloors);
+for (const field of ["chat", "jump"]) {
+  document.getElementById(field).addEventListener("keydown", (event) => {
+    if (event.key === "Enter") loadFloors();
+  });
+}
+
 // ---- What the host shows us ------------------------------------------------------------------
 // The result of the tool that opened the view picks the tab: ReadState opens the state.
 function showToolResult(result) {
   const text = (result.content || []).map((block) => block.text || "").join("\n");
-  if (!result.structuredContent && /^\[state/.test(text)) selectTab("state");
+  const structured = result.structuredContent;
+  if (!structured && /^\[state/.test(text)) selectTab("state");
+  if (structured && Array.isArray(structured.floors) && structured.chatFile) {
+    document.getElementById("chat").value = structured.chatFile;
+    selectTab("floors");
+    loadFloors();
+  }
 }
 
 document.getElementById("fullscreen").addEventListener("click", async () => {

@@ -56,7 +56,14 @@ async fn the_workspace_view_is_a_self_contained_app_resource() {
 
 #[tokio::test]
 async fn the_tools_that_open_the_view_link_to_it_and_stay_visible_to_the_model() {
-    let client = spawn_binary(&[], TestClient::new(Elicitation::Unsupported)).await;
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("config.toml");
+    std::fs::write(&config, "[groups]\nsnapshots = true\n").unwrap();
+    let client = spawn_binary(
+        &["--config", config.to_str().unwrap()],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
     let tools = client.list_all_tools().await.unwrap();
     let linked: Vec<(String, Value)> = tools
         .iter()
@@ -66,7 +73,11 @@ async fn the_tools_that_open_the_view_link_to_it_and_stay_visible_to_the_model()
         })
         .collect();
     let names: Vec<&str> = linked.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(names, ["ListVars", "ReadState"], "{linked:?}");
+    assert_eq!(
+        names,
+        ["ListVars", "ReadState", "SnapshotList"],
+        "{linked:?}"
+    );
     for (name, meta) in &linked {
         assert_eq!(meta["ui"]["resourceUri"], VIEW, "{name}: {meta}");
         // No visibility: the default, seen by the model and callable by the app.

@@ -1,8 +1,9 @@
 // The interop stage's MCP Apps check: a real host page (host.html, the postMessage protocol)
 // in headless Chromium shows the workspace view read from the built binary, and every call the
 // view makes goes to that binary over stdio through the official TypeScript SDK (this process
-// is the bridge). It opens both views, filters and reads a variable, edits a state path through
-// WriteState with the user's approval (the config asks every time), and switches the theme.
+// is the bridge). It opens every view, filters and reads a variable, edits a state path through
+// WriteState with the user's approval (the config asks every time), jumps to a chat's floor and
+// reads the diff its message made, and switches the theme.
 //
 //     node app/check.mjs --binary target/debug/synapse-mcp [--screenshots docs/screenshots]
 //     node app/check.mjs --binary target/debug/synapse-mcp --bench 1000
@@ -11,7 +12,7 @@
 // measurement for BENCHMARKS.md, not a check). Chromium comes from Debian (/usr/bin/chromium,
 // or CHROMIUM=path); one line per check, any failure exits 1.
 
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -23,6 +24,7 @@ import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { chromium } from "playwright-core";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
+const REPOSITORY = resolve(HERE, "..", "..", "..");
 const LABEL = "app/chromium";
 const VIEW = "ui://synapse/workspace";
 const MIME = "text/html;profile=mcp-app";
@@ -59,7 +61,7 @@ async function check(name, body) {
 // ---- The server, over stdio ------------------------------------------------------------------
 const work = mkdtempSync(join(tmpdir(), "synapse-app-"));
 const config = join(work, "config.toml");
-writeFileSync(config, '[tools.WriteState]\nexecution = "ask-always"\n');
+writeFileSync(config, '[groups]\nsnapshots = true\n\n[tools.WriteState]\nexecution = "ask-always"\n');
 const transport = new StdioClientTransport({
   command: resolve(options.binary),
   args: ["--store", "memory", "--config", config, "--log-level", "warn"],
@@ -169,9 +171,13 @@ async function checks() {
   }
   await call("WriteState", { path: "project", value: { name: "Synapse", status: "draft", owners: ["Lin", "Ana"], budget: { limit: 1200, spent: 310.5 } } });
   await call("WriteState", { path: "user", value: { name: "Lin", language: "zh" } });
+  const chat = JSON.parse(readFileSync(join(REPOSITORY, "examples", "sillytavern_chat.json"), "utf8"));
+  await call("SnapshotProcess", chat);
   const approvalsBefore = questions.length;
 
   for (const theme of ["light", "dark"]) {
+    // The floors tools cache their results as variables, so the count grows between themes.
+    const stored = (await call("ListVars", { _outputLimit: 0 })).structuredContent.count;
     const { page, requests, errors } = await openHost(theme);
     let frame;
     await check(`${theme}: initialize`, async () => {
@@ -189,8 +195,8 @@ async function checks() {
     await check(`${theme}: variables listed, virtualised`, async () => {
       const count = await frame.textContent("#count");
       const rows = await frame.locator(".row").count();
-      if (!count.startsWith("126 ")) throw new Fail(`count ${count}`);
-      if (rows >= 60) throw new Fail(`${rows} rows in the document for 126 variables`);
+      if (!count.startsWith(`${stored} `)) throw new Fail(`count ${count}, ${stored} stored`);
+      if (rows >= 60) throw new Fail(`${rows} rows in the document for ${stored} variables`);
       return `${count}, ${rows} rows rendered`;
     });
 
@@ -198,7 +204,7 @@ async function checks() {
       await frame.fill("#search", "report");
       await frame.waitForFunction(() => document.getElementById("count").textContent.startsWith("1 "), null, { timeout: WAIT_MS });
       await frame.fill("#search", "");
-      await frame.waitForFunction(() => document.getElementById("count").textContent.startsWith("126 "), null, { timeout: WAIT_MS });
+      await frame.waitForFunction((stored) => document.getElementById("count").textContent.startsWith(`${stored} `), stored, { timeout: WAIT_MS });
       await frame.selectOption("#tag", "work");
       await frame.waitForFunction(() => document.getElementById("count").textContent.startsWith("2 "), null, { timeout: WAIT_MS });
       await frame.focus("#list");
@@ -238,6 +244,22 @@ async function checks() {
     });
     if (options.screenshots) {
       await check(`${theme}: screenshot of the state`, () => page.screenshot({ path: join(options.screenshots, `state-${theme}.png`) }).then(() => ""));
+    }
+
+    await check(`${theme}: a chat's floors, a jump to a floor and the diff its message made`, async () => {
+      await frame.click("#tab-floors");
+      await frame.fill("#chat", chat.chatFile);
+      await frame.fill("#jump", "2");
+      await frame.press("#jump", "Enter");
+      await frame.waitForSelector(".patch li", { timeout: WAIT_MS });
+      const count = await frame.textContent("#floor-count");
+      const heading = await frame.textContent("#floor h2");
+      const operations = await frame.locator(".patch li").allTextContents();
+      if (!heading.startsWith("Message 2") || !operations.length) throw new Fail(`${heading}: ${operations.join("; ")}`);
+      return `${count}; ${heading}: ${operations.length} operations, first ${operations[0]}`;
+    });
+    if (options.screenshots) {
+      await check(`${theme}: screenshot of the floors`, () => page.screenshot({ path: join(options.screenshots, `floors-${theme}.png`) }).then(() => ""));
     }
 
     await check(`${theme}: host context changes and display modes`, async () => {
