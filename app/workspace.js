@@ -1,8 +1,8 @@
 // The workspace view of synapse-mcp, an MCP App. It talks to its host with JSON-RPC over
 // postMessage (ui/initialize, tools/call, host context changes) and reads and writes the
 // workspace only through the server's ordinary tools (ListVars, ReadVar, ReadState,
-// WriteState, SnapshotList, SnapshotDiff), so a write asks the user exactly as it does when
-// the model calls it.
+// WriteState, SnapshotList, SnapshotDiff, FunctionList, FunctionTest), so a write asks the user
+// exactly as it does when the model calls it.
 "use strict";
 
 const PROTOCOL_VERSION = "2026-01-26";
@@ -91,7 +91,7 @@ function status(text, kind) {
 }
 
 // ---- Tabs ------------------------------------------------------------------------------------
-const tabs = ["variables", "state", "floors"];
+const tabs = ["variables", "state", "floors", "functions"];
 function selectTab(name) {
   for (const tab of tabs) {
     const selected = tab === name;
@@ -102,7 +102,9 @@ function selectTab(name) {
   }
   if (name === "state") loadState();
   else if (name === "variables") variableList.render();
-  else floorList.render();
+  else if (name === "floors") floorList.render();
+  else if (functionList.items.length) functionList.render();
+  else loadFunctions();
 }
 for (const [index, tab] of tabs.entries()) {
   const button = document.getElementById(`tab-${tab}`);
@@ -499,12 +501,111 @@ for (const field of ["chat", "jump"]) {
   });
 }
 
+// ---- Functions: the library, and a live tester of a function's pattern -----------------------
+const functionList = new VirtualList(document.getElementById("functions"), document.getElementById("functions-body"), {
+  row: (fn) => [span("name", fn.name), span(fn.enabled ? "badge" : "badge off", fn.local ? `${fn.type}, local` : fn.type)],
+  choose: (fn) => chooseFunction(fn),
+});
+let chosenFunction = null;
+
+async function loadFunctions() {
+  const characterId = document.getElementById("character").value.trim();
+  try {
+    const { structured } = await callTool("FunctionList", characterId ? { characterId, _outputLimit: 0 } : { _outputLimit: 0 });
+    const local = ((structured && structured.local) || []).map((fn) => ({ ...fn, local: true }));
+    const functions = [...local, ...((structured && structured.global) || [])];
+    document.getElementById("function-count").textContent = `${functions.length} functions`;
+    functionList.show(functions);
+    status("");
+    testReply();
+  } catch (error) {
+    status(error.message, "error");
+  }
+}
+
+function chooseFunction(fn) {
+  chosenFunction = fn;
+  document.getElementById("function-name").textContent = fn.name;
+  document.getElementById("function-description").textContent = fn.description || (fn.signature ?? "");
+  const pattern = document.getElementById("pattern");
+  pattern.value = fn.pattern || "";
+  pattern.disabled = fn.type !== "active" || Boolean(fn.builtin);
+  pattern.title = fn.builtin ? "A built-in runs natively; its pattern is for export" : "";
+  if (fn.example && !document.getElementById("reply").dataset.edited) document.getElementById("reply").value = fn.example;
+  testReply();
+}
+
+// A dry run of the library over the reply, with the edited pattern in place of the chosen
+// function's own; nothing is stored.
+let testTimer;
+let testRun = 0;
+function testReply() {
+  clearTimeout(testTimer);
+  testTimer = setTimeout(async () => {
+    const run = ++testRun;
+    const args = { text: document.getElementById("reply").value, _outputLimit: 0 };
+    const characterId = document.getElementById("character").value.trim();
+    if (characterId) args.characterId = characterId;
+    try {
+      args.snapshot = JSON.parse(document.getElementById("start-state").value || "{}");
+    } catch {
+      status("The start state is not JSON", "error");
+      return;
+    }
+    const pattern = document.getElementById("pattern");
+    if (chosenFunction && !pattern.disabled) {
+      const { local, ...draft } = chosenFunction;
+      args.function = { ...draft, pattern: pattern.value };
+    }
+    try {
+      const { structured } = await callTool("FunctionTest", args);
+      if (run !== testRun) return;
+      showTested(structured || { steps: [], errors: [], snapshot: {} });
+      status("");
+    } catch (error) {
+      if (run === testRun) status(error.message, "error");
+    }
+  }, 250);
+}
+
+function showTested(tested) {
+  const steps = document.getElementById("steps");
+  const items = tested.steps.map((step) => {
+    const item = document.createElement("li");
+    item.append(span("op replace", step.function));
+    const where = step.position === undefined ? step.kind : `at ${step.position}`;
+    item.append(document.createTextNode(`${where}${step.arguments ? ` (${step.arguments.map((argument) => JSON.stringify(argument)).join(", ")})` : ""}`));
+    for (const error of step.errors) item.append(document.createElement("br"), span("step-error", error));
+    return item;
+  });
+  for (const error of tested.errors.filter((error) => !tested.steps.some((step) => step.errors.includes(error.message)))) {
+    const item = document.createElement("li");
+    item.append(span("step-error", `${error.function}: ${error.message}${error.suggestion ? ` (did you mean ${error.suggestion}?)` : ""}`));
+    items.push(item);
+  }
+  if (!items.length) items.push(span("hint", "No call found in the reply."));
+  steps.replaceChildren(...items);
+  document.getElementById("tested-state").textContent = JSON.stringify(tested.snapshot, null, 2);
+}
+
+document.getElementById("show-functions").addEventListener("click", loadFunctions);
+document.getElementById("character").addEventListener("keydown", (event) => {
+  if (event.key === "Enter") loadFunctions();
+});
+for (const field of ["pattern", "reply", "start-state"]) {
+  document.getElementById(field).addEventListener("input", (event) => {
+    if (field === "reply") event.target.dataset.edited = "yes";
+    testReply();
+  });
+}
+
 // ---- What the host shows us ------------------------------------------------------------------
 // The result of the tool that opened the view picks the tab: ReadState opens the state.
 function showToolResult(result) {
   const text = (result.content || []).map((block) => block.text || "").join("\n");
   const structured = result.structuredContent;
   if (!structured && /^\[state/.test(text)) selectTab("state");
+  if (structured && Array.isArray(structured.global)) selectTab("functions");
   if (structured && Array.isArray(structured.floors) && structured.chatFile) {
     document.getElementById("chat").value = structured.chatFile;
     selectTab("floors");

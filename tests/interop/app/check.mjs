@@ -173,6 +173,13 @@ async function checks() {
   await call("WriteState", { path: "user", value: { name: "Lin", language: "zh" } });
   const chat = JSON.parse(readFileSync(join(REPOSITORY, "examples", "sillytavern_chat.json"), "utf8"));
   await call("SnapshotProcess", chat);
+  await call("FunctionUpsert", {
+    function: {
+      name: "HEAL", type: "active", description: "Heal: adds hit points",
+      pattern: "@\\.HEAL\\((\\d+)\\);?",
+      executor: "_.set(snapshot, '角色.生命值', _.get(snapshot, '角色.生命值', 0) + Number(args[0])); return snapshot;",
+    },
+  });
   const approvalsBefore = questions.length;
 
   for (const theme of ["light", "dark"]) {
@@ -260,6 +267,28 @@ async function checks() {
     });
     if (options.screenshots) {
       await check(`${theme}: screenshot of the floors`, () => page.screenshot({ path: join(options.screenshots, `floors-${theme}.png`) }).then(() => ""));
+    }
+
+    await check(`${theme}: the function library and a live pattern tester`, async () => {
+      await frame.click("#tab-functions");
+      await frame.waitForSelector("#functions .row", { timeout: WAIT_MS });
+      await frame.click('#functions .row:has-text("HEAL")');
+      await frame.fill("#start-state", '{"角色": {"生命值": 80}}');
+      await frame.fill("#reply", "林喝下药水。@.HEAL(5);");
+      const healed = (hp) => frame.waitForFunction((hp) => document.getElementById("tested-state").textContent.includes(`"生命值": ${hp}`), hp, { timeout: WAIT_MS });
+      await healed(85);
+      // An unsaved pattern: the reply's call no longer matches, then a reply that does.
+      await frame.fill("#pattern", "@\\.CURE\\((\\d+)\\);?");
+      await healed(80);
+      await frame.fill("#reply", "林喝下药水。@.CURE(7);");
+      await healed(87);
+      const steps = await frame.locator("#steps li").allTextContents();
+      const stored = (await call("FunctionList", {})).structuredContent.global.find((fn) => fn.name === "HEAL");
+      if (!stored.pattern.includes("HEAL")) throw new Fail(`the tester stored its draft: ${stored.pattern}`);
+      return `HEAL(5) → 85; the draft pattern CURE: HEAL(5) → 80, CURE(7) → 87 (${steps.join("; ")}); nothing stored`;
+    });
+    if (options.screenshots) {
+      await check(`${theme}: screenshot of the functions`, () => page.screenshot({ path: join(options.screenshots, `functions-${theme}.png`) }).then(() => ""));
     }
 
     await check(`${theme}: host context changes and display modes`, async () => {
