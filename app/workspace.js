@@ -2,7 +2,8 @@
 // postMessage (ui/initialize, tools/call, host context changes) and reads and writes the
 // workspace only through the server's ordinary tools (ListVars, ReadVar, ReadState,
 // WriteState, SnapshotList, SnapshotDiff, FunctionList, FunctionTest), so a write asks the user
-// exactly as it does when the model calls it.
+// exactly as it does when the model calls it. A plan's trace is the RunPlan result the host
+// hands over.
 "use strict";
 
 const PROTOCOL_VERSION = "2026-01-26";
@@ -91,7 +92,7 @@ function status(text, kind) {
 }
 
 // ---- Tabs ------------------------------------------------------------------------------------
-const tabs = ["variables", "state", "floors", "functions"];
+const tabs = ["variables", "state", "floors", "functions", "plan"];
 function selectTab(name) {
   for (const tab of tabs) {
     const selected = tab === name;
@@ -103,6 +104,7 @@ function selectTab(name) {
   if (name === "state") loadState();
   else if (name === "variables") variableList.render();
   else if (name === "floors") floorList.render();
+  else if (name === "plan") return;
   else if (functionList.items.length) functionList.render();
   else loadFunctions();
 }
@@ -599,6 +601,67 @@ for (const field of ["pattern", "reply", "start-state"]) {
   });
 }
 
+// ---- A plan's trace: the RunPlan result that opened the view ---------------------------------
+function showPlan(plan) {
+  const steps = plan.steps || [];
+  const end = Math.max(1, ...steps.map((step) => step.finishedMicros || step.startedMicros || 0));
+  const counts = {};
+  for (const step of steps) counts[step.status] = (counts[step.status] || 0) + 1;
+  document.getElementById("plan-summary").textContent =
+    `${plan.ok ? "Succeeded" : "Did not succeed"}: ${steps.length} steps (${Object.entries(counts).map(([status, count]) => `${count} ${status}`).join(", ")}) ` +
+    `in ${(end / 1000).toFixed(1)} ms; order ${plan.order.map((wave) => wave.join(" ∥ ")).join(" → ")}`;
+  document.getElementById("plan-steps").replaceChildren(...steps.map((step) => {
+    const item = document.createElement("li");
+    const label = document.createElement("span");
+    label.append(span("name", step.id), document.createTextNode(" "), span(`badge`, `${step.tool} · ${step.status}`));
+    const track = document.createElement("div");
+    track.className = "bar-track";
+    const bar = document.createElement("div");
+    bar.className = `bar ${step.status}`;
+    const start = step.startedMicros || 0;
+    const finish = step.finishedMicros || start;
+    bar.style.left = `${(start / end) * 100}%`;
+    bar.style.width = `${((finish - start) / end) * 100}%`;
+    bar.title = `${(start / 1000).toFixed(2)}–${(finish / 1000).toFixed(2)} ms`;
+    track.append(bar);
+    item.append(label, track);
+    const notes = [];
+    if (step.message) notes.push(step.message);
+    if (step.written && step.written.length) notes.push(`wrote ${step.written.join(", ")}`);
+    if (notes.length || step.resultVariable) {
+      const note = span(`note ${step.status}`, notes.join("; "));
+      if (step.resultVariable) {
+        const link = document.createElement("button");
+        link.className = "link";
+        link.textContent = step.resultVariable;
+        link.title = "Read the step's result";
+        link.addEventListener("click", () => openVariable(step.resultVariable));
+        note.append(document.createTextNode(notes.length ? "; result in " : "result in "), link);
+      }
+      item.append(document.createElement("span"), note);
+    }
+    return item;
+  }));
+  document.getElementById("plan-changes").replaceChildren(...(plan.stateDiff || []).map((change) => {
+    const item = document.createElement("li");
+    const op = change.before === undefined ? "add" : change.after === undefined ? "remove" : "replace";
+    item.append(span(`op ${op}`, op), document.createTextNode(`state.${change.path}`));
+    if (change.after !== undefined) item.append(document.createTextNode(` = ${JSON.stringify(change.after)}`));
+    return item;
+  }));
+}
+
+// Shows one variable on the variables tab, whatever the filters hid.
+async function openVariable(name) {
+  document.getElementById("search").value = name;
+  document.getElementById("type").value = "";
+  document.getElementById("tag").value = "";
+  selectTab("variables");
+  await loadVariables();
+  const index = variableList.items.findIndex((variable) => variable.name === name);
+  if (index >= 0) variableList.choose(index);
+}
+
 // ---- What the host shows us ------------------------------------------------------------------
 // The result of the tool that opened the view picks the tab: ReadState opens the state.
 function showToolResult(result) {
@@ -606,6 +669,10 @@ function showToolResult(result) {
   const structured = result.structuredContent;
   if (!structured && /^\[state/.test(text)) selectTab("state");
   if (structured && Array.isArray(structured.global)) selectTab("functions");
+  if (structured && Array.isArray(structured.order) && typeof structured.ok === "boolean") {
+    showPlan(structured);
+    selectTab("plan");
+  }
   if (structured && Array.isArray(structured.floors) && structured.chatFile) {
     document.getElementById("chat").value = structured.chatFile;
     selectTab("floors");

@@ -243,6 +243,7 @@ impl RunPlan {
         )
         .with_title("Run plan")
         .with_output::<RunPlanOutput>()
+        .with_view(WORKSPACE_VIEW)
         .with_daggers(Daggers::Kept);
         Self { definition }
     }

@@ -75,7 +75,13 @@ async fn the_tools_that_open_the_view_link_to_it_and_stay_visible_to_the_model()
     let names: Vec<&str> = linked.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(
         names,
-        ["FunctionList", "ListVars", "ReadState", "SnapshotList"],
+        [
+            "FunctionList",
+            "ListVars",
+            "ReadState",
+            "RunPlan",
+            "SnapshotList"
+        ],
         "{linked:?}"
     );
     for (name, meta) in &linked {

@@ -120,10 +120,10 @@ async function openHost(theme, page) {
   return { page, requests, errors };
 }
 
-async function showView(page, html) {
-  const opened = await call("ListVars", {});
+async function showView(page, html, tool = "ListVars", args = {}) {
+  const opened = await call(tool, args);
   const started = Date.now();
-  await page.evaluate(([html, opened]) => window.openView(html, { arguments: {}, result: opened }), [html, opened]);
+  await page.evaluate(([html, opened, args]) => window.openView(html, { arguments: args, result: opened }), [html, opened, args]);
   const frame = await appFrame(page);
   await frame.waitForFunction(() => window.__workspaceReady === true, null, { timeout: WAIT_MS });
   await frame.waitForSelector(".row", { timeout: WAIT_MS }).catch(() => {});
@@ -290,6 +290,31 @@ async function checks() {
     if (options.screenshots) {
       await check(`${theme}: screenshot of the functions`, () => page.screenshot({ path: join(options.screenshots, `functions-${theme}.png`) }).then(() => ""));
     }
+
+    await check(`${theme}: a plan's trace, opened by RunPlan`, async () => {
+      const plan = {
+        steps: [
+          { _id: "note", _tool: "ReadVar", name: "notes/groceries", _outputPath: `†state.plan.note-${theme}` },
+          { _id: "copy", _tool: "WriteVar", name: `plan/copy-${theme}`, value: "†steps.note" },
+          // A cached tool: its trace names the variable holding its result.
+          { _id: "library", _tool: "FunctionList" },
+        ],
+      };
+      ({ frame } = await showView(page, html, "RunPlan", plan));
+      await frame.waitForSelector("#plan-steps li", { timeout: WAIT_MS });
+      const summary = await frame.textContent("#plan-summary");
+      const steps = await frame.locator("#plan-steps > li").count();
+      const changes = await frame.locator("#plan-changes li").allTextContents();
+      if (!summary.startsWith("Succeeded: 3 steps") || steps !== 3 || !changes.some((change) => change.includes("state.plan"))) {
+        throw new Fail(`${summary}; ${steps} steps; ${changes.join("; ")}`);
+      }
+      if (options.screenshots) await page.screenshot({ path: join(options.screenshots, `plan-${theme}.png`) });
+      const link = frame.locator("#plan-steps .link").first();
+      const variable = await link.textContent();
+      await link.click();
+      await frame.waitForFunction((name) => document.querySelector("#detail h2")?.textContent === name, variable, { timeout: WAIT_MS });
+      return `${summary}; ${changes.join("; ")}; its result variable opened`;
+    });
 
     await check(`${theme}: host context changes and display modes`, async () => {
       const other = theme === "light" ? "dark" : "light";
