@@ -13,7 +13,7 @@ use crate::skills::shelf::Shelf;
 use crate::skills::watch::{self, Watch};
 use crate::snapshots::Snapshots;
 use crate::store::{Location, SqliteOptions, SqliteStore};
-use crate::tools::{Executor, RegisterError, Registry, ToolGroup};
+use crate::tools::{Executor, Origin, RegisterError, Registry, ToolGroup};
 use crate::vars::SystemClock;
 use crate::workspace::{self, Workspace};
 
@@ -76,6 +76,7 @@ impl App {
         );
         let agent = ToolGroup {
             name: AGENT_GROUP.to_owned(),
+            origin: Origin::BuiltIn,
             tools: Vec::new(),
             rule_prompt: None,
             rules: rules::agent_rules(),
@@ -99,13 +100,19 @@ impl App {
                 start_watching(shelf, &slot);
             }
         });
-        executor.register_group(groups::skills::group(shelf.clone()), skills_enabled)?;
+        executor.register_group(
+            groups::skills::group(shelf.clone(), config.skill_body_limit),
+            skills_enabled,
+        )?;
         // Running skill scripts is opt-in: `[groups] scripts = true` in the config file.
         let scripts_enabled = config.group_enabled(groups::scripts::GROUP, false);
         executor.register_group(groups::scripts::group(shelf.clone()), scripts_enabled)?;
+        let tools_enabled = config.group_enabled(groups::tool_groups::GROUP, true);
+        executor.register_group(groups::tool_groups::group(), tools_enabled)?;
         for tool in &config.disabled_tools {
             executor.registry().set_tool_enabled(tool, false);
         }
+        restore_switches(&executor)?;
         Ok(Self {
             executor,
             shelf,
@@ -133,6 +140,20 @@ impl App {
     pub fn snapshots(&self) -> &Snapshots {
         &self.snapshots
     }
+}
+
+/// Applies the groups and tools switched at runtime in earlier sessions (`ToolGroups`): they win
+/// over the configuration's defaults.
+fn restore_switches(executor: &Executor) -> Result<(), workspace::Error> {
+    let registry = executor.registry();
+    for (target, enabled) in executor.workspace().tool_switches()? {
+        if let Some(group) = target.strip_prefix("group:") {
+            registry.restore_group_switch(group, enabled);
+        } else if let Some(tool) = target.strip_prefix("tool:") {
+            registry.set_tool_enabled(tool, enabled);
+        }
+    }
+    Ok(())
 }
 
 /// Starts watching the skill roots and keeps the watch in `slot`.

@@ -9,6 +9,7 @@ pub mod plans;
 pub mod scripts;
 pub mod skills;
 pub mod snapshots;
+pub mod tool_groups;
 pub mod vars;
 
 use futures::future::BoxFuture;

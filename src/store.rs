@@ -120,6 +120,10 @@ pub trait Store: Send + Sync {
     fn is_approved(&self, workspace: &str, key: &str) -> Result<bool, Error>;
     fn remember_approval(&self, workspace: &str, key: &str) -> Result<(), Error>;
     fn approvals(&self, workspace: &str) -> Result<Vec<String>, Error>;
+    /// The tool groups and tools switched at runtime: `group:<name>` or `tool:<name>`, on or
+    /// off, in target order.
+    fn tool_switches(&self, workspace: &str) -> Result<Vec<(String, bool)>, Error>;
+    fn set_tool_switch(&self, workspace: &str, target: &str, enabled: bool) -> Result<(), Error>;
     /// The plans' state document (an empty object when nothing was written).
     fn state(&self, workspace: &str) -> Result<serde_json::Value, Error>;
     /// Changes the state document in one transaction; `change` may refuse (its message comes

@@ -1,7 +1,8 @@
-//! The ground floor's text utility, character windows: the one place where positions counted in
-//! Unicode characters become byte offsets, so no reader ever splits a character. `ReadVar` and `ReadState` windows,
-//! `$VAR_REF{{name:start:length}}` slices, the executor's head-and-tail truncation and long text
-//! quoted in messages all cut text here.
+//! The ground floor's text utilities. Character windows: the one place where positions counted
+//! in Unicode characters become byte offsets, so no reader ever splits a character. `ReadVar`
+//! and `ReadState` windows, `$VAR_REF{{name:start:length}}` slices, the executor's head-and-tail
+//! truncation and long text quoted in messages all cut text here. And [`nearest`], the name an
+//! error suggests for a mistyped one.
 
 /// A window of a value, counted in Unicode characters.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -70,6 +71,24 @@ pub fn chunk_of(value: &str, total: usize, start: usize, length: Option<usize>) 
         total,
         has_more: end < total,
     }
+}
+
+/// The candidate closest to `name` by edit distance (ignoring case), when it is close enough
+/// to be the name meant: at most two edits, and fewer than half of the name's characters.
+pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let wanted = name.to_lowercase();
+    let length = wanted.chars().count();
+    candidates
+        .into_iter()
+        .map(|candidate| {
+            (
+                strsim::levenshtein(&wanted, &candidate.to_lowercase()),
+                candidate,
+            )
+        })
+        .filter(|&(distance, _)| distance <= 2 && distance * 2 < length.max(2))
+        .min_by_key(|&(distance, _)| distance)
+        .map(|(_, candidate)| candidate.to_owned())
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! clients see (name, description for the model, input and output schemas, annotations) and
 //! how the executor treats the calls (default permission, [`Caching`], [`Truncation`],
 //! [`Daggers`], always listed or not). Hooks remain only for what a tool does with code of its
-//! own: [`Tool::approval_scope`] and [`Tool::format_for_llm`]. Tools come in [`ToolGroup`]s
+//! own: [`Tool::consent`] and [`Tool::format_for_llm`]. Tools come in [`ToolGroup`]s
 //! that carry a rule prompt for the model and declared skill rules.
 //!
 //! Domain errors become [`ToolError`]s in one place, `tools/errors.rs`: a caller's mistake is
@@ -35,12 +35,12 @@ use crate::workspace::Workspace;
 
 pub use approval::{Answer, ApprovalQuestion, Asker, Asking, Fallback, Permission, Policy, Stage};
 pub use definition::{
-    Annotations, Caching, Daggers, ToolDefinition, Truncation, input_schema, output_schema,
-    parse_arguments,
+    Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW, input_schema,
+    output_schema, parse_arguments,
 };
 pub use executor::{CallRequest, Executor, ExecutorSettings, ToolOverride, panic_message};
 pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};
-pub use registry::{Registry, RegistryError};
+pub use registry::{GroupOverview, Registry, RegistryError};
 pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 pub use scope::{PlanScope, ReferenceContext};
 pub use truncate::OUTPUT_LIMIT_ARGUMENT;
@@ -143,11 +143,13 @@ pub trait Tool: Send + Sync {
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 
-    /// What an `ask-once` execution approval is bound to besides the tool and the argument
-    /// shape. `SkillRunScript` returns the skill's name and a digest of its files, so a changed
-    /// file voids the approval. An error refuses the call before anyone is asked.
-    fn approval_scope(&self, _arguments: &Value) -> Result<Option<String>, ToolError> {
-        Ok(None)
+    /// Whether a call needs the user's consent when the tool's execution policy asks, and what
+    /// an `ask-once` approval is bound to besides the tool and the argument shape.
+    /// `SkillRunScript` binds it to the skill's name and a digest of its files, so a changed
+    /// file voids the approval; `ToolGroups` needs none to list. An error refuses the call
+    /// before anyone is asked.
+    fn consent(&self, _arguments: &Value) -> Result<Consent, ToolError> {
+        Ok(Consent::Asked { scope: None })
     }
 
     /// Turns the output into the text the model reads. The default passes text through and
@@ -160,12 +162,45 @@ pub trait Tool: Send + Sync {
     }
 }
 
+/// Whether one call needs the user's consent (see [`Tool::consent`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Consent {
+    /// The call changes nothing, so it runs without asking, whatever the policy says.
+    NotNeeded,
+    /// Asked as the policy says; an approval is bound to the tool, the argument shape and,
+    /// when given, this scope.
+    Asked { scope: Option<String> },
+}
+
 /// A named set of tools with its rule prompt and declared skill rules.
 #[derive(Clone)]
 pub struct ToolGroup {
     pub name: String,
+    /// Where the tools come from.
+    pub origin: Origin,
     pub tools: Vec<Arc<dyn Tool>>,
     /// The text the model reads about the group's tools, if any.
     pub rule_prompt: Option<String>,
     pub rules: Vec<SkillRule>,
+}
+
+/// Where a group's tools come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Built into synapse-mcp.
+    BuiltIn,
+    /// A folder of scripts, each a tool.
+    Scripts(std::path::PathBuf),
+    /// Another MCP server, by the name the configuration gives it.
+    Upstream(String),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::BuiltIn => formatter.write_str("built-in"),
+            Self::Scripts(folder) => write!(formatter, "scripts in {}", folder.display()),
+            Self::Upstream(name) => write!(formatter, "the MCP server `{name}`"),
+        }
+    }
 }

@@ -357,6 +357,23 @@ impl Workspace {
         self.approvals().insert(key);
     }
 
+    /// The tool groups and tools switched at runtime (`group:<name>` / `tool:<name>`), as stored;
+    /// none in memory.
+    pub fn tool_switches(&self) -> Result<Vec<(String, bool)>, Error> {
+        match &self.store {
+            Some(store) => Ok(store.tool_switches(&self.name)?),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Stores a runtime switch durably (in memory, the registry alone holds it).
+    pub fn set_tool_switch(&self, target: &str, enabled: bool) -> Result<(), Error> {
+        if let Some(store) = &self.store {
+            store.set_tool_switch(&self.name, target, enabled)?;
+        }
+        Ok(())
+    }
+
     fn announce_write(&self, name: Arc<str>, outcome: &WriteOutcome) {
         let event = if outcome.created {
             VariableEvent::Created

@@ -14,8 +14,8 @@ use crate::plans::plan::{self, World};
 use crate::plans::run::{self, StateChange, StepStatus, StepTrace};
 use crate::text::{Chunk, window};
 use crate::tools::{
-    Annotations, Caching, Daggers, PlanScope, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup,
-    ToolOutput, Truncation,
+    Annotations, Caching, Daggers, Origin, PlanScope, Tool, ToolCall, ToolDefinition, ToolError,
+    ToolGroup, ToolOutput, Truncation, WORKSPACE_VIEW,
 };
 
 pub const GROUP: &str = "plans";
@@ -26,6 +26,7 @@ const DEFAULT_PARALLEL: usize = 4;
 pub fn group() -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
+        origin: Origin::BuiltIn,
         tools: vec![
             Arc::new(ReadState::new()),
             Arc::new(WriteState::new()),
@@ -67,6 +68,7 @@ impl ReadState {
             },
         )
         .with_title("Read state")
+        .with_view(WORKSPACE_VIEW)
         .with_truncation(Truncation::Never)
         .with_caching(Caching::Off);
         Self { definition }
@@ -241,6 +243,7 @@ impl RunPlan {
         )
         .with_title("Run plan")
         .with_output::<RunPlanOutput>()
+        .with_view(WORKSPACE_VIEW)
         .with_daggers(Daggers::Kept);
         Self { definition }
     }

@@ -1,7 +1,7 @@
 //! The `scripts` group (`docs/skills.md#scripts`): `SkillRunScript`, a thin adapter over
 //! [`crate::skills::scripts`]. The group is off unless the config file turns it on, and every
 //! run asks the user once per script *and the digest set of its skill folder*
-//! ([`Tool::approval_scope`]), so a changed file anywhere in the folder (`.git` and
+//! ([`Tool::consent`]), so a changed file anywhere in the folder (`.git` and
 //! `node_modules` included) voids the approval, another script of the skill asks again, and a
 //! folder with a symlink leaving it cannot run at all.
 
@@ -18,8 +18,8 @@ use super::structured;
 use crate::skills::scripts::{self, MAX_TIMEOUT, OUTPUT_CAP};
 use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, Permission, Policy, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup,
-    ToolOutput,
+    Annotations, Consent, Origin, Permission, Policy, Tool, ToolCall, ToolDefinition, ToolError,
+    ToolGroup, ToolOutput,
 };
 
 pub const GROUP: &str = "scripts";
@@ -37,6 +37,7 @@ const DESCRIPTION: &str = "Run a script that a loaded skill provides (a file of 
 pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
+        origin: Origin::BuiltIn,
         tools: vec![Arc::new(SkillRunScript::new(shelf))],
         rule_prompt: None,
         rules: Vec::new(),
@@ -164,7 +165,7 @@ impl Tool for SkillRunScript {
     /// The script, its skill and the digest of every file of the skill folder as it is now; a
     /// bad call (or a folder that cannot be digested whole) is refused here, before the user is
     /// asked.
-    fn approval_scope(&self, arguments: &Value) -> Result<Option<String>, ToolError> {
+    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
         let parsed: RunArguments = self.definition.parse(arguments.clone())?;
         let script = self.locate(&parsed)?;
         let library = self.shelf.library();
@@ -175,10 +176,11 @@ impl Tool for SkillRunScript {
             asked.clear();
         }
         asked.insert(arguments.to_string(), digest.clone());
-        Ok(Some(format!(
+        let scope = format!(
             "script `{}` of skill `{}` only, while every file of the skill folder stays as it is now ({digest})",
             script.relative, skill.name
-        )))
+        );
+        Ok(Consent::Asked { scope: Some(scope) })
     }
 }
 

@@ -15,7 +15,7 @@ pub mod templates;
 use std::sync::Arc;
 
 use crate::snapshots::Snapshots;
-use crate::tools::{Annotations, Permission, Policy, ToolGroup};
+use crate::tools::{Annotations, Origin, Permission, Policy, ToolGroup};
 
 pub const GROUP: &str = "snapshots";
 
@@ -51,6 +51,7 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
     let service = || Arc::clone(service);
     ToolGroup {
         name: GROUP.to_owned(),
+        origin: Origin::BuiltIn,
         tools: vec![
             Arc::new(chats::SnapshotProcess::new(service())),
             Arc::new(chats::SnapshotApply::new(service())),

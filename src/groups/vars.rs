@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::structured;
 use crate::tools::{
-    Annotations, Caching, Daggers, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup,
-    ToolOutput, Truncation,
+    Annotations, Caching, Daggers, Origin, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup,
+    ToolOutput, Truncation, WORKSPACE_VIEW,
 };
 use crate::vars::{
     self, Chunk, ListFilter, NewVariable, RemoveOutcome, ValueKind, VarType, Variable,
@@ -25,6 +25,7 @@ pub const GROUP: &str = "vars";
 pub fn group() -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
+        origin: Origin::BuiltIn,
         tools: vec![
             Arc::new(ReadVar::new()),
             Arc::new(ListVars::new()),
@@ -217,6 +218,7 @@ impl ListVars {
         let definition = ToolDefinition::new::<ListVarsArguments>("ListVars", LIST_VARS, READ_ONLY)
             .with_title("List variables")
             .with_output::<ListVarsOutput>()
+            .with_view(WORKSPACE_VIEW)
             .always_listed()
             .with_caching(Caching::Off);
         Self { definition }

@@ -7,6 +7,7 @@
 //! user function whose pattern did not match this call.
 
 use super::calls::{self, MVU_OPERATIONS};
+use crate::text::nearest;
 
 /// The call names the processing of one message knows.
 #[derive(Debug, Clone, Default)]
@@ -131,24 +132,6 @@ fn at_call(position: usize, name: &str, known: &Known) -> Unknown {
         message,
         suggestion,
     }
-}
-
-/// The candidate closest to `name` by edit distance (ignoring case), when it is close enough
-/// to be the name meant: at most two edits, and fewer than half of the name's characters.
-pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
-    let wanted = name.to_lowercase();
-    let length = wanted.chars().count();
-    candidates
-        .into_iter()
-        .map(|candidate| {
-            (
-                strsim::levenshtein(&wanted, &candidate.to_lowercase()),
-                candidate,
-            )
-        })
-        .filter(|&(distance, _)| distance <= 2 && distance * 2 < length.max(2))
-        .min_by_key(|&(distance, _)| distance)
-        .map(|(_, candidate)| candidate.to_owned())
 }
 
 #[cfg(test)]

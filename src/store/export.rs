@@ -51,6 +51,10 @@ pub struct WorkspaceExport {
     /// target left out follows the default (version 2).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub switches: BTreeMap<String, bool>,
+    /// Tool groups and tools switched on or off at runtime, by target (`group:<name>`,
+    /// `tool:<name>`); a target left out follows the configuration (version 2).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool_switches: BTreeMap<String, bool>,
 }
 
 fn empty_object() -> Value {
@@ -97,6 +101,7 @@ pub fn export(
         snapshots: store.all_snapshots(workspace)?,
         global_snapshots,
         switches: store.switches(workspace)?.into_iter().collect(),
+        tool_switches: store.tool_switches(workspace)?.into_iter().collect(),
     })
 }
 
@@ -168,6 +173,9 @@ pub fn import(
     }
     for (target, enabled) in &export.switches {
         store.set_switch(workspace, target, Some(*enabled))?;
+    }
+    for (target, enabled) in &export.tool_switches {
+        store.set_tool_switch(workspace, target, *enabled)?;
     }
     Ok(count)
 }
@@ -250,9 +258,10 @@ mod tests {
     }
 
     #[test]
-    fn the_enable_switches_travel_with_the_workspace() {
+    fn the_enable_switches_and_tool_switches_travel_with_the_workspace() {
         let mut text: Value = serde_json::from_str(VERSION_2).unwrap();
         text["switches"] = json!({"chat:paused.jsonl": false, "character:艾拉.png": true});
+        text["toolSwitches"] = json!({"group:github": false, "tool:WriteVar": true});
         let (_, exported) = round_trip(&text.to_string());
 
         assert_eq!(
@@ -260,6 +269,13 @@ mod tests {
             BTreeMap::from([
                 ("character:艾拉.png".to_owned(), true),
                 ("chat:paused.jsonl".to_owned(), false)
+            ])
+        );
+        assert_eq!(
+            exported.tool_switches,
+            BTreeMap::from([
+                ("group:github".to_owned(), false),
+                ("tool:WriteVar".to_owned(), true)
             ])
         );
     }

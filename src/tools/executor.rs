@@ -23,8 +23,8 @@ use super::truncate::{
     OUTPUT_LIMIT_ARGUMENT, cut_structure, structure_hint, truncate, truncation_hint,
 };
 use super::{
-    Answer, ApprovalQuestion, Asking, Caching, Fallback, Permission, Policy, Progress, Registry,
-    Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation,
+    Answer, ApprovalQuestion, Asking, Caching, Consent, Fallback, Permission, Policy, Progress,
+    Registry, Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation,
 };
 use crate::refs::dagger;
 use crate::vars::{NewVariable, ValueKind, VarType};
@@ -168,16 +168,18 @@ impl Executor {
             dagger::resolve_value(&mut arguments, &mut context)?;
         }
         let permission = self.permission(tool);
-        let scope = match permission.execution {
-            Policy::Auto => None,
-            Policy::AskOnce | Policy::AskAlways => tool.approval_scope(&arguments)?,
+        let (policy, scope) = match permission.execution {
+            Policy::Auto => (Policy::Auto, None),
+            Policy::AskOnce | Policy::AskAlways => match tool.consent(&arguments)? {
+                Consent::NotNeeded => (Policy::Auto, None),
+                Consent::Asked { scope } => (permission.execution, scope),
+            },
         };
-        let question =
-            || execution_question(name, &arguments, permission.execution, scope.as_deref());
+        let question = || execution_question(name, &arguments, policy, scope.as_deref());
         let gate = self.gate(
             name,
             Stage::Execution,
-            permission.execution,
+            policy,
             (&arguments, scope.as_deref()),
             question,
             &request.asking,

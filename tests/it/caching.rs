@@ -216,6 +216,7 @@ async fn every_tool_has_a_title_and_honest_hints_and_lists_output_path() {
         ("SkillSave", json!([true, false, true, true])),
         ("SkillReadFile", json!([true, true, false, true])),
         ("SkillRunScript", json!([true, false, true, true])),
+        ("ToolGroups", json!([true, false, false, true])),
         ("SnapshotProcess", json!([true, false, false, true])),
         ("SnapshotApply", json!([true, false, false, true])),
         ("SnapshotGet", json!([true, false, false, true])),

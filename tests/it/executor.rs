@@ -228,6 +228,7 @@ async fn read_var_and_list_vars_stay_listed_while_their_group_is_off() {
             "SkillReadFile",
             "SkillSave",
             "SkillSearch",
+            "ToolGroups",
             "Wait"
         ],
         "ReadVar and ListVars stay while any group is on; WriteVar and RemoveVars go with vars"

@@ -5,6 +5,7 @@
     reason = "a test that cannot go on should fail loudly, at the line that failed"
 )]
 
+mod app_view;
 mod approval;
 mod bad_input;
 mod caching;
@@ -30,3 +31,4 @@ mod snapshots;
 mod soak;
 mod stdio;
 mod store;
+mod tool_groups;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use synapse_mcp::tools::{Annotations, ToolDefinition, ToolGroup, ToolOutput};
+use synapse_mcp::tools::{Annotations, Origin, ToolDefinition, ToolGroup, ToolOutput};
 
 use crate::common::{
     Double, Elicitation, Nothing, TestClient, assert_golden, call, in_process, spawn_binary,
@@ -349,6 +349,7 @@ async fn a_result_that_breaks_its_output_schema_fails_the_calling_test() {
     });
     let group = ToolGroup {
         name: "counting".to_owned(),
+        origin: Origin::BuiltIn,
         tools: vec![counter],
         rule_prompt: None,
         rules: Vec::new(),

@@ -19,6 +19,7 @@ mod reload;
 mod rerank;
 mod save;
 mod scripts;
+mod sections;
 mod surface;
 
 fn fixtures() -> PathBuf {

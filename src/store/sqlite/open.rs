@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0003_snapshots.sql"),
     include_str!("../migrations/0004_floors.sql"),
     include_str!("../migrations/0005_switches.sql"),
+    include_str!("../migrations/0006_tool_switches.sql"),
 ];
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,6 +1,6 @@
 //! The [`Store`] trait over SQLite: a workspace's variables (long values once in the value
 //! pool), the change sequence other processes catch up by, the removals they must hear of,
-//! visits, approvals and the state document.
+//! visits, approvals, the tools switched at runtime and the state document.
 
 use std::path::Path;
 use std::sync::{Arc, PoisonError};
@@ -356,6 +356,30 @@ impl Store for SqliteStore {
                 .prepare_cached("SELECT key FROM approvals WHERE workspace = ?1 ORDER BY key")?;
             let keys = statement.query_map(params![workspace], |row| row.get(0))?;
             keys.collect()
+        })
+    }
+
+    fn tool_switches(&self, workspace: &str) -> Result<Vec<(String, bool)>, Error> {
+        self.read(|transaction| {
+            let mut statement = transaction.prepare_cached(
+                "SELECT target, enabled FROM tool_switches WHERE workspace = ?1 ORDER BY target",
+            )?;
+            let rows =
+                statement.query_map(params![workspace], |row| Ok((row.get(0)?, row.get(1)?)));
+            rows?.collect()
+        })
+    }
+
+    fn set_tool_switch(&self, workspace: &str, target: &str, enabled: bool) -> Result<(), Error> {
+        self.write(|transaction| {
+            ensure_workspace(transaction, workspace)?;
+            transaction
+                .prepare_cached(
+                    "INSERT INTO tool_switches (workspace, target, enabled) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (workspace, target) DO UPDATE SET enabled = excluded.enabled",
+                )?
+                .execute(params![workspace, target, enabled])
+                .map(drop)
         })
     }
 

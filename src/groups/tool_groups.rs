@@ -1,0 +1,308 @@
+//! The `tools` group: `ToolGroups`, which lists every tool group (built-in, script folders,
+//! other MCP servers) with its tools, and switches a group or a tool on or off for the
+//! workspace. A switch is stored before it takes effect, wins over the configuration's default
+//! from then on (also after a restart, and for a group that is not there today), and changes
+//! `tools/list` at once (the server sends `notifications/tools/list_changed`); the rules of a
+//! group switched off leave the instructions and the `tool-rules` prompt with it.
+//!
+//! Hosts that cap how many tools they show (Cursor, Windsurf) are the reason: a user with several
+//! upstream servers keeps on only what the task needs. Listing changes nothing and never asks;
+//! a switch asks the user once per target (`ask-once`, bound to the group or tool and the
+//! direction).
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::structured;
+use crate::text::nearest;
+use crate::tools::{
+    Annotations, Consent, GroupOverview, Origin, Permission, Policy, Registry, Tool, ToolCall,
+    ToolDefinition, ToolError, ToolGroup, ToolOutput,
+};
+
+pub const GROUP: &str = "tools";
+
+/// The tool that switches the others; it cannot switch itself or its group off.
+const NAME: &str = "ToolGroups";
+
+const DESCRIPTION: &str = "List the tool groups and their tools, on or off \
+    (`action: \"list\"`, the default), or switch a group or a single tool on or off for this \
+    workspace (`action: \"enable\"` or `\"disable\"` with `group` or `tool`; the user approves \
+    each switch). Groups are the built-in ones, folders of script tools and other MCP servers. \
+    Turn off what the task does not need when the host shows only so many tools, and turn a \
+    group on when the task needs its tools. The tool list changes at once.";
+
+/// What to do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Every group and its tools, on or off.
+    #[default]
+    List,
+    /// Switch `group` or `tool` on.
+    Enable,
+    /// Switch `group` or `tool` off.
+    Disable,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Arguments {
+    /// `list` (the default), `enable` or `disable`.
+    pub action: Option<Action>,
+    /// The group to switch, by name, as `list` shows it.
+    pub group: Option<String>,
+    /// The tool to switch, by name, as `list` shows it (its group stays as it is).
+    pub tool: Option<String>,
+}
+
+/// The groups, or the one a switch changed.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Output {
+    pub groups: Vec<GroupEntry>,
+    /// What a switch did, when the call switched something.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupEntry {
+    pub name: String,
+    /// Where the tools come from: `built-in`, a scripts folder or another MCP server.
+    pub origin: String,
+    pub enabled: bool,
+    pub tools: Vec<ToolEntry>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolEntry {
+    pub name: String,
+    /// The tool's own switch; it is listed when its group is on too.
+    pub enabled: bool,
+}
+
+/// The group with its one tool.
+pub fn group() -> ToolGroup {
+    ToolGroup {
+        name: GROUP.to_owned(),
+        origin: Origin::BuiltIn,
+        tools: vec![std::sync::Arc::new(ToolGroups::new())],
+        rule_prompt: None,
+        rules: Vec::new(),
+    }
+}
+
+/// `ToolGroups`: switches are stored in the workspace before the registry changes, so an
+/// acknowledged switch survives a restart.
+pub(super) struct ToolGroups {
+    definition: ToolDefinition,
+}
+
+impl ToolGroups {
+    fn new() -> Self {
+        let annotations = Annotations {
+            read_only: false,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+        };
+        let definition = ToolDefinition::new::<Arguments>(NAME, DESCRIPTION, annotations)
+            .with_title("Tool groups on and off")
+            .with_output::<Output>()
+            .with_permission(Permission {
+                execution: Policy::AskOnce,
+                result: Policy::Auto,
+            });
+        Self { definition }
+    }
+}
+
+impl Tool for ToolGroups {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments: Arguments = self.definition.parse(call.arguments)?;
+            let registry = call.executor.registry();
+            let Some(switch) = Switch::of(&arguments)? else {
+                let groups = registry.overview().into_iter().map(entry).collect();
+                return structured(&Output {
+                    groups,
+                    changed: None,
+                });
+            };
+            let group = switch.apply(registry, call.workspace)?;
+            let overview = registry
+                .overview()
+                .into_iter()
+                .filter(|overview| overview.name == group)
+                .map(entry)
+                .collect();
+            structured(&Output {
+                groups: overview,
+                changed: Some(switch.describe()),
+            })
+        })
+    }
+
+    /// Listing changes nothing; a switch is approved per target and direction.
+    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
+        let arguments: Arguments = self.definition.parse(arguments.clone())?;
+        Ok(match Switch::of(&arguments)? {
+            None => Consent::NotNeeded,
+            Some(switch) => Consent::Asked {
+                scope: Some(switch.describe()),
+            },
+        })
+    }
+}
+
+/// One switch a call asks for.
+struct Switch<'a> {
+    target: Target<'a>,
+    enabled: bool,
+}
+
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    Group(&'a str),
+    Tool(&'a str),
+}
+
+impl<'a> Switch<'a> {
+    /// The switch `arguments` ask for; `None` to list.
+    fn of(arguments: &'a Arguments) -> Result<Option<Self>, ToolError> {
+        let action = arguments.action.unwrap_or_default();
+        let target = match (arguments.group.as_deref(), arguments.tool.as_deref()) {
+            (Some(group), None) => Some(Target::Group(group)),
+            (None, Some(tool)) => Some(Target::Tool(tool)),
+            (Some(_), Some(_)) => {
+                return Err(ToolError::invalid(
+                    "give either `group` or `tool`, not both: a switch changes one of them",
+                ));
+            }
+            (None, None) => None,
+        };
+        let enabled = match action {
+            Action::List if target.is_some() => {
+                return Err(ToolError::invalid(
+                    "`list` takes no `group` or `tool`; to switch one, give `action: \"enable\"` \
+                     or `\"disable\"`",
+                ));
+            }
+            Action::List => return Ok(None),
+            Action::Enable => true,
+            Action::Disable => false,
+        };
+        let Some(target) = target else {
+            return Err(ToolError::invalid(format!(
+                "`{}` needs the `group` or the `tool` to switch; `action: \"list\"` shows them",
+                if enabled { "enable" } else { "disable" }
+            )));
+        };
+        Ok(Some(Self { target, enabled }))
+    }
+
+    /// Stores the switch, then applies it; returns the group it concerns.
+    fn apply(
+        &self,
+        registry: &Registry,
+        workspace: &crate::workspace::Workspace,
+    ) -> Result<String, ToolError> {
+        let group = match self.target {
+            Target::Group(group) => {
+                known_group(registry, group)?;
+                group.to_owned()
+            }
+            Target::Tool(tool) => known_tool(registry, tool)?,
+        };
+        if !self.enabled && (group == GROUP) {
+            return Err(ToolError::invalid(format!(
+                "`{NAME}` and its group `{GROUP}` stay on: with them off, nothing could switch \
+                 them back on"
+            )));
+        }
+        workspace.set_tool_switch(&self.stored_target(), self.enabled)?;
+        match self.target {
+            Target::Group(name) => {
+                registry.set_group_enabled(name, self.enabled);
+            }
+            Target::Tool(name) => {
+                registry.set_tool_enabled(name, self.enabled);
+            }
+        }
+        Ok(group)
+    }
+
+    /// The target as the workspace stores it.
+    fn stored_target(&self) -> String {
+        match self.target {
+            Target::Group(name) => format!("group:{name}"),
+            Target::Tool(name) => format!("tool:{name}"),
+        }
+    }
+
+    fn describe(&self) -> String {
+        let (kind, name) = match self.target {
+            Target::Group(name) => ("group", name),
+            Target::Tool(name) => ("tool", name),
+        };
+        let state = if self.enabled { "on" } else { "off" };
+        format!("{kind} `{name}` switched {state}")
+    }
+}
+
+/// Refuses a group that is not registered, naming the nearest and the known ones.
+fn known_group(registry: &Registry, name: &str) -> Result<(), ToolError> {
+    let groups: Vec<String> = registry
+        .overview()
+        .into_iter()
+        .map(|overview| overview.name)
+        .collect();
+    if groups.iter().any(|group| group == name) {
+        return Ok(());
+    }
+    Err(unknown("group", name, &groups))
+}
+
+/// The group of a registered tool, or an error naming the nearest tool.
+fn known_tool(registry: &Registry, name: &str) -> Result<String, ToolError> {
+    if let Some(group) = registry.group_of(name) {
+        return Ok(group);
+    }
+    let tools: Vec<String> = registry
+        .overview()
+        .into_iter()
+        .flat_map(|overview| overview.tools.into_iter().map(|(tool, _)| tool))
+        .collect();
+    Err(unknown("tool", name, &tools))
+}
+
+fn unknown(kind: &str, name: &str, known: &[String]) -> ToolError {
+    let suggestion = nearest(name, known.iter().map(String::as_str))
+        .map(|near| format!("did you mean `{near}`? "))
+        .unwrap_or_default();
+    ToolError::invalid(format!(
+        "there is no {kind} `{name}`; {suggestion}`action: \"list\"` shows every group and tool"
+    ))
+}
+
+fn entry(overview: GroupOverview) -> GroupEntry {
+    GroupEntry {
+        name: overview.name,
+        origin: overview.origin.to_string(),
+        enabled: overview.enabled,
+        tools: overview
+            .tools
+            .into_iter()
+            .map(|(name, enabled)| ToolEntry { name, enabled })
+            .collect(),
+    }
+}

@@ -1,0 +1,230 @@
+//! `ToolGroups` over stdio against the real binary: listing needs no approval, a switch asks the
+//! user, changes `tools/list` with a `tools/list_changed`, takes the group's rules out of the
+//! `tool-rules` prompt, and is still in force after a restart on the same store.
+
+use pretty_assertions::assert_eq;
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
+use serde_json::json;
+
+use crate::common::{
+    Elicitation, TestClient, call, is_error, spawn_binary, text, tool_names, wait_for,
+};
+
+fn approving() -> TestClient {
+    TestClient::new(Elicitation::Accept(json!({"approve": true})))
+}
+
+/// The arguments that keep the workspace in a SQLite file under `directory`.
+fn stored_in(directory: &tempfile::TempDir) -> [String; 2] {
+    [
+        "--data-dir".to_owned(),
+        directory.path().display().to_string(),
+    ]
+}
+
+async fn tool_rules(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, TestClient>,
+) -> String {
+    let prompt = client
+        .get_prompt(GetPromptRequestParams::new("tool-rules"))
+        .await
+        .unwrap();
+    serde_json::to_string(&prompt.messages).unwrap()
+}
+
+#[tokio::test]
+async fn listing_needs_no_approval_and_shows_every_group_with_its_tools() {
+    // A client that cannot be asked: a call that needed consent would be denied.
+    let client = spawn_binary(&[], TestClient::new(Elicitation::Unsupported)).await;
+    let result = call(&client, "ToolGroups", json!({})).await;
+    assert!(!is_error(&result), "{}", text(&result));
+    let listed = result.structured_content.unwrap();
+    let groups: Vec<(&str, &str, bool)> = listed["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|group| {
+            (
+                group["name"].as_str().unwrap(),
+                group["origin"].as_str().unwrap(),
+                group["enabled"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            ("Agent", "built-in", true),
+            ("vars", "built-in", true),
+            ("plans", "built-in", true),
+            ("snapshots", "built-in", true),
+            ("skills", "built-in", true),
+            ("scripts", "built-in", false),
+            ("tools", "built-in", true),
+        ]
+    );
+    let vars = &listed["groups"][1]["tools"];
+    assert_eq!(vars[0], json!({"name": "ReadVar", "enabled": true}));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_group_switched_off_leaves_the_tool_list_and_the_rules_and_stays_off_after_a_restart() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = stored_in(&directory);
+    let arguments: Vec<&str> = store.iter().map(String::as_str).collect();
+    let asker = approving();
+    let client = spawn_binary(&arguments, asker.clone()).await;
+    assert!(
+        tool_names(&client)
+            .await
+            .contains(&"SnapshotGet".to_owned())
+    );
+    assert!(tool_rules(&client).await.contains("## snapshots"));
+
+    let result = call(
+        &client,
+        "ToolGroups",
+        json!({"action": "disable", "group": "snapshots"}),
+    )
+    .await;
+
+    assert!(!is_error(&result), "{}", text(&result));
+    let answer = result.structured_content.unwrap();
+    assert_eq!(answer["changed"], "group `snapshots` switched off");
+    assert_eq!(answer["groups"][0]["name"], "snapshots");
+    assert_eq!(answer["groups"][0]["enabled"], false);
+    assert_eq!(asker.asked().len(), 1, "the switch asks the user");
+    wait_for(&asker, "tools/list_changed").await;
+    let names = tool_names(&client).await;
+    assert!(
+        !names.iter().any(|name| name.starts_with("Snapshot")),
+        "{names:?}"
+    );
+    assert!(names.contains(&"ReadVar".to_owned()));
+    assert!(!tool_rules(&client).await.contains("## snapshots"));
+    let gone = client
+        .call_tool(
+            CallToolRequestParams::new("SnapshotGet")
+                .with_arguments(json!({"id": "x"}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        gone.to_string().contains("unknown tool `SnapshotGet`"),
+        "{gone}"
+    );
+    client.cancel().await.unwrap();
+
+    let restarted = spawn_binary(&arguments, approving()).await;
+    let names = tool_names(&restarted).await;
+    assert!(
+        !names.iter().any(|name| name.starts_with("Snapshot")),
+        "{names:?}"
+    );
+    let result = call(
+        &restarted,
+        "ToolGroups",
+        json!({"action": "enable", "group": "snapshots"}),
+    )
+    .await;
+    assert_eq!(
+        result.structured_content.unwrap()["changed"],
+        "group `snapshots` switched on"
+    );
+    assert!(
+        tool_names(&restarted)
+            .await
+            .contains(&"SnapshotGet".to_owned())
+    );
+    restarted.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_single_tool_switches_off_inside_a_group_that_stays_on() {
+    let asker = approving();
+    let client = spawn_binary(&[], asker.clone()).await;
+    let result = call(
+        &client,
+        "ToolGroups",
+        json!({"action": "disable", "tool": "WriteVar"}),
+    )
+    .await;
+    assert!(!is_error(&result), "{}", text(&result));
+    let vars = &result.structured_content.unwrap()["groups"][0];
+    assert_eq!(vars["name"], "vars");
+    assert_eq!(vars["enabled"], true);
+    assert!(
+        vars["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"name": "WriteVar", "enabled": false}))
+    );
+    wait_for(&asker, "tools/list_changed").await;
+    let names = tool_names(&client).await;
+    assert!(!names.contains(&"WriteVar".to_owned()));
+    assert!(names.contains(&"ReadVar".to_owned()));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_switch_the_user_declines_changes_nothing() {
+    let client = spawn_binary(&[], TestClient::new(Elicitation::Decline)).await;
+    let result = call(
+        &client,
+        "ToolGroups",
+        json!({"action": "disable", "group": "vars"}),
+    )
+    .await;
+    assert!(is_error(&result));
+    assert!(tool_names(&client).await.contains(&"WriteVar".to_owned()));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn mistakes_are_refused_with_the_fix() {
+    let client = spawn_binary(&[], approving()).await;
+    let cases = [
+        (
+            json!({"action": "disable", "group": "snapshot"}),
+            "there is no group `snapshot`; did you mean `snapshots`? `action: \"list\"` shows every group and tool",
+        ),
+        (
+            json!({"action": "enable", "tool": "RedVar"}),
+            "there is no tool `RedVar`; did you mean `ReadVar`?",
+        ),
+        (
+            json!({"action": "disable", "group": "tools"}),
+            "`ToolGroups` and its group `tools` stay on",
+        ),
+        (
+            json!({"action": "disable", "tool": "ToolGroups"}),
+            "`ToolGroups` and its group `tools` stay on",
+        ),
+        (
+            json!({"action": "enable"}),
+            "`enable` needs the `group` or the `tool` to switch",
+        ),
+        (
+            json!({"action": "disable", "group": "vars", "tool": "ReadVar"}),
+            "give either `group` or `tool`, not both",
+        ),
+        (
+            json!({"group": "vars"}),
+            "`list` takes no `group` or `tool`",
+        ),
+    ];
+    for (arguments, expected) in cases {
+        let result = call(&client, "ToolGroups", arguments.clone()).await;
+        assert!(is_error(&result), "{arguments}");
+        assert!(
+            text(&result).contains(expected),
+            "{arguments}: {}",
+            text(&result)
+        );
+    }
+    let names = tool_names(&client).await;
+    assert!(names.contains(&"ToolGroups".to_owned()));
+    assert!(names.contains(&"WriteVar".to_owned()));
+    client.cancel().await.unwrap();
+}
