@@ -407,6 +407,9 @@ fn bench_skills(criterion: &mut Criterion) {
                 black_box(library.search(synthetic_skills::QUERIES[next], &[], 5))
             });
         });
+        group.bench_function("search_10000_long", |bencher| {
+            bencher.iter(|| black_box(library.search(synthetic_skills::LONG_QUERY, &[], 5)));
+        });
         let skill = &library.skills()[42];
         group.bench_function("load_cached_body", |bencher| {
             bencher.iter(|| {

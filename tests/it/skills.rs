@@ -14,6 +14,7 @@ use crate::common::{
 
 mod catalog;
 mod hardening;
+mod ranking;
 mod reload;
 mod rerank;
 mod save;
