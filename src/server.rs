@@ -11,6 +11,7 @@ mod logging;
 mod notifications;
 mod pages;
 mod prompts;
+mod relay;
 mod resources;
 mod sampling;
 mod skills;

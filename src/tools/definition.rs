@@ -54,6 +54,9 @@ pub struct ToolDefinition {
     /// Listed whenever any group is enabled, even when its own group is not (`ReadVar`,
     /// `ListVars`).
     pub always_listed: bool,
+    /// The tool's own name where it comes from (an upstream server's name for it), when it is
+    /// served under another.
+    pub origin_name: Option<String>,
 }
 
 /// Whether a call's result and arguments are kept as `{tool}_{node}_result` / `_args` variables.
@@ -119,11 +122,22 @@ impl ToolDefinition {
         description: &str,
         annotations: Annotations,
     ) -> Self {
+        Self::with_input_schema(name, description, input_schema::<Arguments>(), annotations)
+    }
+
+    /// A definition whose input schema is given as it is (a tool another MCP server declares),
+    /// with the default handling.
+    pub fn with_input_schema(
+        name: &str,
+        description: &str,
+        input_schema: Arc<Map<String, Value>>,
+        annotations: Annotations,
+    ) -> Self {
         Self {
             name: name.to_owned(),
             title: None,
             description: description.trim().to_owned(),
-            input_schema: input_schema::<Arguments>(),
+            input_schema,
             output_schema: None,
             annotations,
             permission: Permission::default(),
@@ -131,6 +145,7 @@ impl ToolDefinition {
             truncation: Truncation::default(),
             daggers: Daggers::default(),
             always_listed: false,
+            origin_name: None,
         }
     }
 
@@ -173,6 +188,12 @@ impl ToolDefinition {
     #[must_use]
     pub fn always_listed(mut self) -> Self {
         self.always_listed = true;
+        self
+    }
+
+    #[must_use]
+    pub fn with_origin_name(mut self, name: &str) -> Self {
+        self.origin_name = Some(name.to_owned());
         self
     }
 
@@ -358,13 +379,28 @@ struct Portable;
 impl Transform for Portable {
     fn transform(&mut self, schema: &mut Schema) {
         if let Some(object) = schema.as_object_mut() {
-            make_portable(object, None);
+            make_portable(object, None, Nulls::Dropped);
         }
     }
 }
 
+/// Makes a schema another MCP server wrote portable, keeping what it accepts: as [`Portable`]
+/// does, except that optional properties keep their `null` (that server may give it a meaning).
+pub fn make_foreign_schema_portable(schema: &mut Map<String, Value>) {
+    make_portable(schema, None, Nulls::Kept);
+}
+
+/// What becomes of `null` in what an optional property accepts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Nulls {
+    /// Taken out: leaving the property out says "none" (our own schemas).
+    Dropped,
+    /// Kept, spelled as an `anyOf` branch (schemas of other servers).
+    Kept,
+}
+
 /// Makes a schema object and its subschemas portable; `keyword` is where it sits in its parent.
-fn make_portable(schema: &mut Map<String, Value>, keyword: Option<&str>) {
+fn make_portable(schema: &mut Map<String, Value>, keyword: Option<&str>, nulls: Nulls) {
     let required: Vec<String> = match schema.get("required") {
         Some(Value::Array(names)) => names
             .iter()
@@ -372,7 +408,9 @@ fn make_portable(schema: &mut Map<String, Value>, keyword: Option<&str>) {
             .collect(),
         _ => Vec::new(),
     };
-    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+    if nulls == Nulls::Dropped
+        && let Some(Value::Object(properties)) = schema.get_mut("properties")
+    {
         for (name, property) in properties.iter_mut() {
             if !required.contains(name)
                 && let Value::Object(property) = property
@@ -383,7 +421,7 @@ fn make_portable(schema: &mut Map<String, Value>, keyword: Option<&str>) {
     }
     for name in SUBSCHEMA_KEYWORDS {
         if let Some(subschema) = schema.get_mut(name) {
-            portable_subschema(subschema, name);
+            portable_subschema(subschema, name, nulls);
         }
     }
     for name in BOOLEAN_VALUED_KEYWORDS {
@@ -391,21 +429,21 @@ fn make_portable(schema: &mut Map<String, Value>, keyword: Option<&str>) {
             Some(Value::Bool(true)) => {
                 schema.remove(name);
             }
-            Some(Value::Object(subschema)) => make_portable(subschema, Some(name)),
+            Some(Value::Object(subschema)) => make_portable(subschema, Some(name), nulls),
             _ => {}
         }
     }
     for name in SUBSCHEMA_LIST_KEYWORDS {
         if let Some(Value::Array(subschemas)) = schema.get_mut(name) {
             for subschema in subschemas {
-                portable_subschema(subschema, name);
+                portable_subschema(subschema, name, nulls);
             }
         }
     }
     for name in SUBSCHEMA_MAP_KEYWORDS {
         if let Some(Value::Object(subschemas)) = schema.get_mut(name) {
             for subschema in subschemas.values_mut() {
-                portable_subschema(subschema, name);
+                portable_subschema(subschema, name, nulls);
             }
         }
     }
@@ -426,11 +464,11 @@ fn make_portable(schema: &mut Map<String, Value>, keyword: Option<&str>) {
 }
 
 /// Makes one subschema portable, replacing a boolean schema by its object spelling.
-fn portable_subschema(subschema: &mut Value, keyword: &str) {
+fn portable_subschema(subschema: &mut Value, keyword: &str, nulls: Nulls) {
     match subschema {
         Value::Bool(true) => *subschema = any_value(),
         Value::Bool(false) => *subschema = json!({"not": {}}),
-        Value::Object(object) => make_portable(object, Some(keyword)),
+        Value::Object(object) => make_portable(object, Some(keyword), nulls),
         _ => {}
     }
 }
