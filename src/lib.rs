@@ -65,6 +65,7 @@ pub mod snapshots;
 pub mod store;
 pub mod text;
 pub mod tools;
+pub mod upstreams;
 pub mod vars;
 pub mod workspace;
 

@@ -207,6 +207,7 @@ impl ServerHandler for Server {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.inner.app.upstreams_settled().await;
         let (items, next) = pages::page(tools::list(self.executor()), cursor(request.as_ref()))?;
         let mut result = ListToolsResult::with_all_items(items);
         result.next_cursor = next;
@@ -223,6 +224,7 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.inner.app.upstreams_settled().await;
         tools::call(self.executor(), request, context).await
     }
 

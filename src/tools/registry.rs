@@ -58,6 +58,15 @@ pub struct ToolOverview {
     pub enabled: bool,
 }
 
+/// Holds the registry's revision while it lives ([`Registry::hold`]).
+pub struct Held(Arc<Registry>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
 /// Tool groups in registration order, with their enabled state.
 pub struct Registry {
     inner: RwLock<Inner>,
@@ -271,17 +280,44 @@ impl Registry {
     }
 
     /// Runs `changes` and bumps the revision once at the end, if anything changed: a change made
-    /// of several steps (a configuration reload that replaces some groups and removes others)
-    /// reaches each client as one `tools/list_changed`.
+    /// of several steps reaches each client as one `tools/list_changed`.
     pub fn batch<T>(&self, changes: impl FnOnce(&Self) -> T) -> T {
         self.batches.fetch_add(1, Ordering::SeqCst);
         let answer = changes(self);
+        self.release();
+        answer
+    }
+
+    /// Holds the revision until the guard is dropped, then bumps it once if anything changed
+    /// meanwhile: for a change whose steps come from several tasks over a while (upstream
+    /// servers listing their tools after a configuration reload).
+    pub fn hold(self: &Arc<Self>) -> Held {
+        self.batches.fetch_add(1, Ordering::SeqCst);
+        Held(Arc::clone(self))
+    }
+
+    fn release(&self) {
         if self.batches.fetch_sub(1, Ordering::SeqCst) == 1
             && self.deferred.swap(false, Ordering::SeqCst)
         {
             self.bump();
         }
-        answer
+    }
+
+    /// Sets the default of a registered group (the configuration's `enabled` changed); a switch
+    /// chosen at runtime still wins.
+    pub fn set_default(&self, name: &str, enabled: bool) {
+        let mut inner = self.write();
+        let Some(position) = inner.position(name) else {
+            return;
+        };
+        let before = inner.is_enabled(&inner.entries[position]);
+        inner.entries[position].default = enabled;
+        let after = inner.is_enabled(&inner.entries[position]);
+        drop(inner);
+        if before != after {
+            self.bump();
+        }
     }
 
     fn bump(&self) {
