@@ -34,6 +34,8 @@ const LONGEST_PAUSE: Duration = Duration::from_secs(30);
 const HEALTHY: Duration = Duration::from_mins(1);
 /// Lines of the server's stderr kept to explain why it stopped.
 const LAST_WORDS: usize = 3;
+/// How long the rest of a stopped server's stderr may take to arrive.
+const STDERR_DRAIN: Duration = Duration::from_secs(1);
 
 /// A running supervisor; [`Supervised::stop`] ends it with the server's processes.
 pub(super) struct Supervised {
@@ -61,6 +63,7 @@ impl Supervised {
             first: Some(first),
             published: None,
             process: Arc::clone(&process),
+            stderr: None,
         };
         tokio::spawn(supervisor.run(stop.clone()));
         Self {
@@ -110,7 +113,12 @@ struct Supervisor {
     /// The listing the registry holds, so that an unchanged one is not published again.
     published: Option<Vec<WireTool>>,
     process: Arc<Process>,
+    /// The session's stderr, read into our log: the task and the last lines it read.
+    stderr: Option<(tokio::task::JoinHandle<()>, LastWords)>,
 }
+
+/// The last lines a server wrote on stderr.
+type LastWords = Arc<Mutex<VecDeque<String>>>;
 
 impl Supervisor {
     async fn run(mut self, stop: CancellationToken) {
@@ -124,6 +132,7 @@ impl Supervisor {
                 reason = self.session() => reason,
             };
             self.process.kill();
+            let reason = self.with_last_words(reason).await;
             if began.elapsed() >= HEALTHY {
                 attempt = 1;
             }
@@ -165,13 +174,14 @@ impl Supervisor {
             Err(error) => return format!("cannot start `{}`: {error}", upstream.command),
         };
         self.process.set(transport.id());
-        let last_words = Arc::new(Mutex::new(VecDeque::new()));
         if let Some(stderr) = stderr {
-            tokio::spawn(forward_stderr(
+            let last_words = LastWords::default();
+            let task = tokio::spawn(forward_stderr(
                 upstream.name.clone(),
                 stderr,
                 Arc::clone(&last_words),
             ));
+            self.stderr = Some((task, last_words));
         }
         let handler = Handler {
             link: Arc::clone(&self.link),
@@ -191,13 +201,12 @@ impl Supervisor {
         .await;
         let (running, tools) = match connected {
             Ok(Ok(connected)) => connected,
-            Ok(Err(reason)) => return with_last_words(reason, &last_words),
+            Ok(Err(reason)) => return reason,
             Err(_) => {
-                let reason = format!(
+                return format!(
                     "it did not answer `initialize` and `tools/list` within {} s",
                     START_TIMEOUT.as_secs()
                 );
-                return with_last_words(reason, &last_words);
             }
         };
         let peer = running.peer().clone();
@@ -209,12 +218,11 @@ impl Supervisor {
         loop {
             tokio::select! {
                 ended = &mut waiting => {
-                    let reason = match ended {
+                    return match ended {
                         Ok(QuitReason::Closed) => "its connection closed: the process exited".to_owned(),
                         Ok(reason) => format!("its session ended: {reason:?}"),
                         Err(error) => format!("its session failed: {error}"),
                     };
-                    return with_last_words(reason, &last_words);
                 }
                 () = self.link.relist.notified() => match peer.list_all_tools().await {
                     Ok(tools) => self.publish(tools, instructions.as_deref()),
@@ -239,6 +247,23 @@ impl Supervisor {
         }
     }
 
+    /// The reason a session ended, with the last lines the server wrote on stderr (read to its
+    /// end first: the server's processes are gone by now).
+    async fn with_last_words(&mut self, reason: String) -> String {
+        let Some((task, last_words)) = self.stderr.take() else {
+            return reason;
+        };
+        if tokio::time::timeout(STDERR_DRAIN, task).await.is_err() {
+            tracing::debug!(upstream = %self.upstream.name, "its stderr stayed open");
+        }
+        let lines = last_words.lock().unwrap_or_else(PoisonError::into_inner);
+        if lines.is_empty() {
+            return reason;
+        }
+        let said: Vec<&str> = lines.iter().map(String::as_str).collect();
+        format!("{reason}; its last words on stderr: {}", said.join(" / "))
+    }
+
     fn replace(&self, group: ToolGroup) {
         if let Err(error) = self.registry.replace(group, self.upstream.enabled) {
             tracing::error!(upstream = %self.upstream.name, %error, "cannot serve the server's tools");
@@ -252,18 +277,8 @@ fn pause(attempt: u32) -> Duration {
     doubled.min(LONGEST_PAUSE)
 }
 
-/// The reason, with the last lines the server wrote on stderr.
-fn with_last_words(reason: String, last_words: &Mutex<VecDeque<String>>) -> String {
-    let lines = last_words.lock().unwrap_or_else(PoisonError::into_inner);
-    if lines.is_empty() {
-        return reason;
-    }
-    let said: Vec<&str> = lines.iter().map(String::as_str).collect();
-    format!("{reason}; its last words on stderr: {}", said.join(" / "))
-}
-
 /// Writes the server's stderr into our log, line by line, keeping the last few.
-async fn forward_stderr(upstream: String, stderr: ChildStderr, last: Arc<Mutex<VecDeque<String>>>) {
+async fn forward_stderr(upstream: String, stderr: ChildStderr, last: LastWords) {
     let mut lines = BufReader::new(stderr).lines();
     loop {
         match lines.next_line().await {

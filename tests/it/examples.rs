@@ -4,20 +4,11 @@
 
 use serde_json::Value;
 
-use crate::common::{binary, copy_tree, manifest};
+use crate::common::{binary, copy_tree, example, manifest};
 
-/// Runs `target/<profile>/examples/<name>` (next to this test binary's `deps/` folder) against
-/// the server binary, and checks that it succeeds and prints each step.
+/// Runs an example against the server binary, and checks that it succeeds and prints each step.
 fn run_example(name: &str, arguments: &[&str], steps: &[&str]) {
-    let test_binary = std::env::current_exe().unwrap();
-    let profile = test_binary.parent().unwrap().parent().unwrap();
-    let path = profile.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test` builds the examples; run it without --test filters",
-        path.display()
-    );
-    let output = std::process::Command::new(&path)
+    let output = std::process::Command::new(example(name))
         .args(["--server", binary()])
         .args(arguments)
         .stdin(std::process::Stdio::null())
