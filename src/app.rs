@@ -169,7 +169,7 @@ fn start_upstreams(
         ));
     }
     let registry = Arc::clone(executor.registry());
-    let upstreams = Upstreams::start(&config.upstreams, registry)
+    let upstreams = Upstreams::start(&config.upstreams, &registry)
         .map_err(|error| Error::Upstreams(error.to_string()))?;
     let upstreams = Arc::new(upstreams);
     let reload = match &config.file {

@@ -133,7 +133,7 @@ pub struct RelayError(pub String);
 
 /// Passes an upstream's requests on to the client of the call, and its answers back.
 pub trait Relay: Send + Sync {
-    fn relay<'a>(&'a self, request: Relayed) -> BoxFuture<'a, Result<Value, RelayError>>;
+    fn relay(&self, request: Relayed) -> BoxFuture<'_, Result<Value, RelayError>>;
 }
 
 /// One question for the client's model: a system prompt and a user message.

@@ -47,10 +47,10 @@ impl Upstreams {
     /// and `ToolGroups` see it from the start) and starts them; the changes of their first
     /// tries reach clients as one `tools/list_changed`. Needs a tokio runtime when there are
     /// any.
-    pub fn start(upstreams: &[Upstream], registry: Arc<Registry>) -> Result<Self, RegistryError> {
+    pub fn start(upstreams: &[Upstream], registry: &Arc<Registry>) -> Result<Self, RegistryError> {
         let (done, settled) = watch::channel(upstreams.is_empty());
         let this = Self {
-            registry: Arc::clone(&registry),
+            registry: Arc::clone(registry),
             running: Mutex::default(),
             settled,
         };

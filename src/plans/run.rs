@@ -100,7 +100,7 @@ pub async fn run(
         finished += 1;
         if let Some(progress) = call.progress {
             #[expect(clippy::cast_precision_loss, reason = "step counts far below 2^52")]
-            let (done, total) = (finished as f64, steps.len() as f64);
+            let (done, total) = (f64::from(finished), steps.len() as f64);
             let message = format!("step `{}` {:?}", steps[index].id, traces[index].status);
             progress.report(done, Some(total), Some(message)).await;
         }

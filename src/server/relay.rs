@@ -42,7 +42,7 @@ impl ClientRelay {
 }
 
 impl Relay for ClientRelay {
-    fn relay<'a>(&'a self, request: Relayed) -> BoxFuture<'a, Result<Value, RelayError>> {
+    fn relay(&self, request: Relayed) -> BoxFuture<'_, Result<Value, RelayError>> {
         Box::pin(async move {
             match request {
                 Relayed::Elicitation(params) => {
@@ -50,7 +50,11 @@ impl Relay for ClientRelay {
                         return Err(unsupported("elicitation"));
                     }
                     let params: ElicitRequestParams = decode(params)?;
-                    let result = self.peer.create_elicitation(params).await.map_err(failed)?;
+                    let result = self
+                        .peer
+                        .create_elicitation(params)
+                        .await
+                        .map_err(|error| failed(&error))?;
                     encode(&result)
                 }
                 Relayed::Sampling(params) => {
@@ -58,7 +62,11 @@ impl Relay for ClientRelay {
                         return Err(unsupported("sampling"));
                     }
                     let params: CreateMessageRequestParams = decode(params)?;
-                    let result = self.peer.create_message(params).await.map_err(failed)?;
+                    let result = self
+                        .peer
+                        .create_message(params)
+                        .await
+                        .map_err(|error| failed(&error))?;
                     encode(&result)
                 }
             }
@@ -72,7 +80,7 @@ fn unsupported(what: &str) -> RelayError {
     ))
 }
 
-fn failed(error: rmcp::service::ServiceError) -> RelayError {
+fn failed(error: &rmcp::service::ServiceError) -> RelayError {
     RelayError(format!(
         "the client connected to synapse-mcp failed: {error}"
     ))

@@ -16,7 +16,7 @@ pub(super) const NAME_LIMIT: usize = 64;
 /// Between the group's name and the tool's.
 const SEPARATOR: &str = "__";
 
-/// Hex digits of the hash that tells mapped names apart.
+/// Hex digits of the hash that tells mapped names apart (three bytes of the SHA-256).
 const HASH_DIGITS: usize = 6;
 
 /// Our name for each of `tools` (the server's own names, in its order) in `group`.
@@ -64,11 +64,7 @@ fn clean(tool: &str) -> String {
 /// `{group}__{as much of the cleaned name as fits}_{hash}`.
 fn hashed(group: &str, tool: &str, cleaned: &str) -> String {
     let digest = Sha256::digest(tool.as_bytes());
-    let hash: String = digest
-        .iter()
-        .take(HASH_DIGITS / 2)
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
+    let hash = format!("{:02x}{:02x}{:02x}", digest[0], digest[1], digest[2]);
     let room = NAME_LIMIT - group.len() - SEPARATOR.len() - 1 - HASH_DIGITS;
     // The cleaned name is ASCII, so any byte index is a character boundary.
     let kept = &cleaned[..cleaned.len().min(room)];

@@ -19,7 +19,7 @@ use crate::common::{
 
 /// An `[[upstream]]` table that starts the test server, with more keys.
 fn upstream(name: &str, more: &str) -> String {
-    let command = example("upstream_server");
+    let command = example("upstream_server").display().to_string();
     format!("[[upstream]]\nname = \"{name}\"\ncommand = {command:?}\n{more}\n")
 }
 
@@ -103,8 +103,10 @@ async fn an_upstream_result_passes_the_pipeline_truncation_references_plans_and_
     let variable = big
         .split_once("[Output truncated: the full result (30000 characters) is in variable `")
         .and_then(|(_, rest)| rest.split_once('`'))
-        .map(|(name, _)| name.to_owned())
-        .unwrap_or_else(|| panic!("no truncation hint: {}", &big[big.len() - 600..]));
+        .map_or_else(
+            || panic!("no truncation hint: {}", &big[big.len() - 600..]),
+            |(name, _)| name.to_owned(),
+        );
     assert!(variable.starts_with("test__big_") && variable.ends_with("_result"));
 
     let reference = format!("$VAR_REF{{{{{variable}:11:10}}}}");
@@ -282,13 +284,13 @@ async fn the_upstreams_elicitation_and_sampling_reach_the_client() {
         .with_model(|message| Ok(format!("echo of {message}")));
     let client = setup.start(asker.clone()).await;
 
-    let asked = call(
+    let answered = call(
         &client,
         "test__ask",
         json!({"question": "Favourite colour?"}),
     )
     .await;
-    assert_eq!(ok(&asked), "the user answered: blue");
+    assert_eq!(ok(&answered), "the user answered: blue");
     assert_eq!(asker.asked(), ["Favourite colour?"]);
     let sampled = call(&client, "test__sample", json!({"prompt": "Say hi"})).await;
     assert_eq!(ok(&sampled), "the model said: echo of Say hi");
@@ -431,7 +433,12 @@ async fn the_upstreams_stderr_goes_to_our_log_and_stdout_carries_only_protocol()
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "test__echo", "arguments": {"text": "hi"}}}),
     ];
-    let input: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let input = lines
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
     let mut stdin = server.stdin.take().unwrap();
     tokio::io::AsyncWriteExt::write_all(&mut stdin, input.as_bytes())
         .await
