@@ -37,6 +37,19 @@ impl Setup {
         setup
     }
 
+    /// The test server, its tools auto-approved, with the environment variable `variable`
+    /// naming `file` in the setup's folder; gives the file's path.
+    fn naming_a_file(variable: &str, file: &str) -> (Self, PathBuf) {
+        let setup = Self::new("");
+        let path = setup.path(file);
+        let env = format!(
+            "execution = \"auto\"\nenv = {{ {variable} = {:?} }}",
+            path.display().to_string()
+        );
+        setup.write(&upstream("test", &env));
+        (setup, path)
+    }
+
     fn config(&self) -> PathBuf {
         self.directory.path().join("config.toml")
     }
@@ -186,13 +199,7 @@ async fn tools_not_marked_read_only_ask_first_unless_configured() {
 
 #[tokio::test]
 async fn an_upstream_killed_mid_session_answers_a_clear_error_then_works_again() {
-    let setup = Setup::new("");
-    let block = setup.path("block");
-    let env = format!(
-        "execution = \"auto\"\nenv = {{ UPSTREAM_BLOCK = {:?} }}",
-        block.display().to_string()
-    );
-    setup.write(&upstream("test", &env));
+    let (setup, block) = Setup::naming_a_file("UPSTREAM_BLOCK", "block");
     let client = setup.start(TestClient::new(Elicitation::Unsupported)).await;
     let first = ok(&call(&client, "test__pid", json!({})).await);
 
@@ -228,13 +235,7 @@ async fn an_upstream_killed_mid_session_answers_a_clear_error_then_works_again()
 
 #[tokio::test]
 async fn progress_and_cancellation_pass_through() {
-    let setup = Setup::new("");
-    let log = setup.path("upstream.log");
-    let env = format!(
-        "execution = \"auto\"\nenv = {{ UPSTREAM_LOG = {:?} }}",
-        log.display().to_string()
-    );
-    setup.write(&upstream("test", &env));
+    let (setup, log) = Setup::naming_a_file("UPSTREAM_LOG", "upstream.log");
     let observer = TestClient::new(Elicitation::Unsupported);
     let client = setup.start(observer.clone()).await;
 
