@@ -64,8 +64,9 @@ impl Supervised {
             published: None,
             process: Arc::clone(&process),
             stderr: None,
+            stop: stop.clone(),
         };
-        tokio::spawn(supervisor.run(stop.clone()));
+        tokio::spawn(supervisor.run());
         Self {
             upstream,
             link,
@@ -115,24 +116,31 @@ struct Supervisor {
     process: Arc<Process>,
     /// The session's stderr, read into our log: the task and the last lines it read.
     stderr: Option<(tokio::task::JoinHandle<()>, LastWords)>,
+    /// Cancelled when the owner stops supervising: from then on the supervisor changes nothing.
+    stop: CancellationToken,
 }
 
 /// The last lines a server wrote on stderr.
 type LastWords = Arc<Mutex<VecDeque<String>>>;
 
 impl Supervisor {
-    async fn run(mut self, stop: CancellationToken) {
+    async fn run(mut self) {
         let name = self.upstream.name.clone();
+        let stop = self.stop.clone();
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
             let began = Instant::now();
             let reason = tokio::select! {
+                biased;
                 () = stop.cancelled() => return,
                 reason = self.session() => reason,
             };
             self.process.kill();
             let reason = self.with_last_words(reason).await;
+            if stop.is_cancelled() {
+                return;
+            }
             if began.elapsed() >= HEALTHY {
                 attempt = 1;
             }
@@ -150,6 +158,7 @@ impl Supervisor {
                 first.send(()).ok();
             }
             tokio::select! {
+                biased;
                 () = stop.cancelled() => return,
                 () = tokio::time::sleep(pause) => {}
             }
@@ -211,6 +220,9 @@ impl Supervisor {
         };
         let peer = running.peer().clone();
         let instructions = peer.peer_info().and_then(|info| info.instructions.clone());
+        if self.stop.is_cancelled() {
+            return "stopped".to_owned();
+        }
         self.link.set(State::Up(peer.clone()));
         tracing::info!(upstream = %upstream.name, tools = tools.len(), "MCP server connected");
         self.publish(tools, instructions.as_deref());
@@ -264,7 +276,12 @@ impl Supervisor {
         format!("{reason}; its last words on stderr: {}", said.join(" / "))
     }
 
+    /// Puts the group in the registry, unless the owner stopped supervising meanwhile (the
+    /// group may be gone, and must not come back).
     fn replace(&self, group: ToolGroup) {
+        if self.stop.is_cancelled() {
+            return;
+        }
         if let Err(error) = self.registry.replace(group, self.upstream.enabled) {
             tracing::error!(upstream = %self.upstream.name, %error, "cannot serve the server's tools");
         }
