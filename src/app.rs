@@ -135,6 +135,11 @@ impl App {
         self.upstreams.settled().await;
     }
 
+    /// Whether [`App::upstreams_settled`] would answer at once.
+    pub fn upstreams_are_settled(&self) -> bool {
+        self.upstreams.is_settled()
+    }
+
     /// The pipeline every tool call passes, with the registry and the workspace it holds.
     pub fn executor(&self) -> &Executor {
         &self.executor

@@ -224,7 +224,12 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.inner.app.upstreams_settled().await;
+        // A tool of a server still starting is not known yet: wait for it as tools/list does.
+        if !self.inner.app.upstreams_are_settled()
+            && self.executor().registry().find(&request.name).is_none()
+        {
+            self.inner.app.upstreams_settled().await;
+        }
         tools::call(self.executor(), request, context).await
     }
 

@@ -70,9 +70,18 @@ impl Upstreams {
         Ok(this)
     }
 
+    /// Whether the servers started with synapse-mcp have listed their tools (or gave up, or
+    /// [`SETTLE`] passed).
+    pub fn is_settled(&self) -> bool {
+        *self.settled.borrow()
+    }
+
     /// Waits until the servers started with synapse-mcp have listed their tools, or gave up,
     /// or [`SETTLE`] passed; at once after that.
     pub async fn settled(&self) {
+        if self.is_settled() {
+            return;
+        }
         let mut settled = self.settled.clone();
         if let Err(error) = settled.wait_for(|settled| *settled).await {
             tracing::debug!(%error, "the first listings were never published");
