@@ -35,7 +35,7 @@ use crate::workspace::Workspace;
 
 pub use approval::{Answer, ApprovalQuestion, Asker, Asking, Fallback, Permission, Policy, Stage};
 pub use definition::{
-    Annotations, Caching, Daggers, ToolDefinition, Truncation, input_schema,
+    Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW, input_schema,
     make_foreign_schema_portable, output_schema, parse_arguments,
 };
 pub use executor::{CallRequest, Executor, ExecutorSettings, ToolOverride, panic_message};

@@ -14,6 +14,7 @@ use super::approval::{Elicitor, answers_from_responses, is_inline_session};
 use super::errors;
 use super::relay::ClientRelay;
 use super::sampling::ClientSampler;
+use super::view;
 use crate::tools::{
     Asking, CallRequest, Executor, OUTPUT_LIMIT_ARGUMENT, OUTPUT_PATH_ARGUMENT, Progress, Relay,
     Sampler, Tool, Truncation,
@@ -82,6 +83,9 @@ pub(super) fn wire_tool(tool: &dyn Tool) -> WireTool {
     }
     if let Some(output) = &definition.output_schema {
         wire = wire.with_raw_output_schema(output.clone());
+    }
+    if let Some(view) = definition.view {
+        wire.meta = Some(view::tool_meta(view));
     }
     wire
 }

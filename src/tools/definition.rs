@@ -54,10 +54,17 @@ pub struct ToolDefinition {
     /// Listed whenever any group is enabled, even when its own group is not (`ReadVar`,
     /// `ListVars`).
     pub always_listed: bool,
+    /// The interactive view (an MCP App) a host that renders apps shows this tool's result in;
+    /// hosts without apps show the text result as before.
+    pub view: Option<&'static str>,
     /// The tool's own name where it comes from (an upstream server's name for it), when it is
     /// served under another.
     pub origin_name: Option<String>,
 }
+
+/// The workspace view: the one MCP App resource the server serves, where a user browses
+/// variables and edits the state document (see `docs/app.md`).
+pub const WORKSPACE_VIEW: &str = "ui://synapse/workspace";
 
 /// Whether a call's result and arguments are kept as `{tool}_{node}_result` / `_args` variables.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -146,6 +153,7 @@ impl ToolDefinition {
             daggers: Daggers::default(),
             always_listed: false,
             origin_name: None,
+            view: None,
         }
     }
 
@@ -188,6 +196,13 @@ impl ToolDefinition {
     #[must_use]
     pub fn always_listed(mut self) -> Self {
         self.always_listed = true;
+        self
+    }
+
+    /// Shows the tool's result in `view` (an MCP App resource) on hosts that render apps.
+    #[must_use]
+    pub fn with_view(mut self, view: &'static str) -> Self {
+        self.view = Some(view);
         self
     }
 
