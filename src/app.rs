@@ -6,11 +6,12 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::config::Config;
+use crate::folders::watch::{self, Watch};
 use crate::groups;
 use crate::rules::{self, AGENT_GROUP};
 use crate::skills::Library;
+use crate::skills::discover::RootKind;
 use crate::skills::shelf::Shelf;
-use crate::skills::watch::{self, Watch};
 use crate::snapshots::Snapshots;
 use crate::store::{Location, SqliteOptions, SqliteStore};
 use crate::tools::{Executor, Origin, RegisterError, Registry, ToolGroup};
@@ -155,7 +156,14 @@ fn restore_switches(executor: &Executor) -> Result<(), workspace::Error> {
 
 /// Starts watching the skill roots and keeps the watch in `slot`.
 fn start_watching(shelf: Arc<Shelf>, slot: &Mutex<Option<Watch>>) {
-    match watch::start(shelf) {
+    let roots: Vec<std::path::PathBuf> = shelf
+        .roots()
+        .iter()
+        .filter(|root| root.kind != RootKind::Bundled)
+        .map(|root| root.path.clone())
+        .collect();
+    let rescan = move || shelf.reload().warm_up();
+    match watch::start("skills", &roots, rescan) {
         Ok(watch) => *slot.lock().unwrap_or_else(PoisonError::into_inner) = watch,
         Err(error) => {
             tracing::warn!("{error}; skills changed on disk are seen after a restart");

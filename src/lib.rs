@@ -25,7 +25,10 @@
 //!    a change sequence).
 //! 9. [`vars`] (the capacity-bounded variables) and [`skills`] (the Agent Skills library:
 //!    discovery, frontmatter, validation, `index.json`, search, files).
-//! 10. The ground floor: [`json`] (dot paths, the one depth limit, the string walk) and
+//! 10. Shared by the folder libraries: [`runner`] (running a script file: scrubbed environment,
+//!     timeout, process-group kill, capped output) and [`folders`] (digests, `index.json`,
+//!     watching folders for changes).
+//! 11. The ground floor: [`json`] (dot paths, the one depth limit, the string walk) and
 //!     [`text`] (character windows).
 //!
 //! Everything below [`server`] knows nothing of MCP.
@@ -53,12 +56,14 @@
 
 pub mod app;
 pub mod config;
+pub mod folders;
 pub mod groups;
 pub mod json;
 pub mod maintenance;
 pub mod plans;
 pub mod refs;
 pub mod rules;
+pub mod runner;
 pub mod server;
 pub mod skills;
 pub mod snapshots;

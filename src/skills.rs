@@ -12,7 +12,6 @@
 //! - [`files`]: skill files on disk or bundled, and the path checks.
 //! - [`scripts`]: running a skill's script in its folder, bounded and with a scrubbed
 //!   environment, and the digest set an approval to run it is bound to.
-//! - [`watch`]: hot reload: the roots on disk watched, a change rescanned.
 //!
 //! Nothing here knows MCP.
 
@@ -28,13 +27,10 @@ pub mod scripts;
 pub mod search;
 pub mod shelf;
 pub mod validate;
-pub mod watch;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
-
-use sha2::{Digest, Sha256};
 
 use self::discover::Root;
 use self::files::{FileError, Location, PathProblem};
@@ -335,22 +331,6 @@ impl Skill {
         let manifest: Arc<[FileDigest]> = digests.into();
         Ok(self.manifest.get_or_init(|| manifest).clone())
     }
-}
-
-/// `sha256:` and the lowercase hex digest of the bytes.
-pub fn sha256(bytes: &[u8]) -> String {
-    hex_digest(&Sha256::digest(bytes))
-}
-
-/// `sha256:` and the lowercase hex of a finished hash.
-pub(crate) fn hex_digest(hash: &[u8]) -> String {
-    let mut digest = String::with_capacity(71);
-    digest.push_str("sha256:");
-    for &byte in hash {
-        digest.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
-        digest.push(char::from_digit(u32::from(byte & 15), 16).unwrap_or('0'));
-    }
-    digest
 }
 
 /// A search result.

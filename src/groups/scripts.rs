@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::structured;
-use crate::skills::scripts::{self, MAX_TIMEOUT, OUTPUT_CAP};
+use crate::runner::{self, MAX_TIMEOUT, OUTPUT_CAP};
+use crate::skills::scripts;
 use crate::skills::shelf::Shelf;
 use crate::tools::{
     Annotations, Consent, Origin, Permission, Policy, Tool, ToolCall, ToolDefinition, ToolError,
@@ -112,7 +113,7 @@ impl SkillRunScript {
         }
     }
 
-    fn locate(&self, arguments: &RunArguments) -> Result<scripts::Script, ToolError> {
+    fn locate(&self, arguments: &RunArguments) -> Result<runner::Script, ToolError> {
         let library = self.shelf.library();
         let skill = library.get(&arguments.name)?;
         Ok(scripts::locate(skill, &arguments.script)?)
@@ -152,13 +153,14 @@ impl Tool for SkillRunScript {
             let timeout = arguments
                 .timeout_seconds
                 .map(|seconds| Duration::from_secs(seconds.max(1)).min(MAX_TIMEOUT));
-            let request = scripts::Request {
+            let request = runner::Request {
                 args: arguments.args.unwrap_or_default(),
                 stdin: arguments.stdin,
                 timeout,
+                environment: Vec::new(),
             };
             let ran = scripts::run(&script, request, &call.cancellation).await?;
-            structured(&output(ran, timeout.unwrap_or(scripts::DEFAULT_TIMEOUT)))
+            structured(&output(ran, timeout.unwrap_or(runner::DEFAULT_TIMEOUT)))
         })
     }
 
@@ -184,7 +186,7 @@ impl Tool for SkillRunScript {
     }
 }
 
-fn output(ran: scripts::Ran, timeout: Duration) -> RunOutput {
+fn output(ran: runner::Ran, timeout: Duration) -> RunOutput {
     let mut notes = Vec::new();
     if ran.timed_out {
         notes.push(format!(

@@ -13,6 +13,7 @@ use super::files::Location;
 use super::frontmatter::{self, Frontmatter};
 use super::index_file::{self, Cached, Entry};
 use super::validate::{self, Diagnostic, Fields, Level};
+use crate::folders;
 
 /// The skills found and everything worth reporting about them.
 #[derive(Debug, Default)]
@@ -103,7 +104,7 @@ fn on_disk(root: &Path, use_index: bool, diagnostics: &mut Vec<Diagnostic>) -> V
         });
         let fresh = previous_entry.as_ref().is_some_and(|entry| {
             entry.size == candidate.size
-                && entry.modified_ns == index_file::nanos(candidate.modified)
+                && entry.modified_ns == folders::nanos(candidate.modified)
                 && entry.skill_file == candidate.file_name
         });
         changed |= previous_entry.is_some() && !fresh;
@@ -266,10 +267,10 @@ fn entry(skill: &Skill, tools: Option<Vec<String>>) -> Entry {
         tools,
         path: skill.location.display(),
         has_skill_md: true,
-        last_modified: index_file::timestamp(skill.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
+        last_modified: folders::timestamp(skill.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
         skill_file: skill.file_name.to_owned(),
         size: skill.size,
-        modified_ns: index_file::nanos(skill.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
+        modified_ns: folders::nanos(skill.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
         frontmatter: skill.frontmatter(),
     }
 }

@@ -13,8 +13,8 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use super::frontmatter::Frontmatter;
+use crate::folders::{self, timestamp};
 
-pub const FILE_NAME: &str = "index.json";
 const FORMAT_VERSION: &str = "1.0.0";
 
 /// The whole file.
@@ -83,41 +83,18 @@ pub struct CachedIndex {
     pub generated_at: String,
 }
 
-/// The nanoseconds since the epoch of a modification time.
-pub fn nanos(time: SystemTime) -> u128 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos())
-}
-
-/// A time as the index writes it: RFC 3339 with milliseconds.
-pub fn timestamp(time: SystemTime) -> String {
-    humantime::format_rfc3339_millis(time).to_string()
-}
-
 /// The index of a root, when there is a readable one.
 pub fn read(root: &Path) -> Option<IndexFile> {
-    read_as(root)
+    folders::read_index(root)
 }
 
 /// What a start reuses of a root's index, entries sorted by path.
 pub fn read_cached(root: &Path) -> Option<CachedIndex> {
-    let mut index: CachedIndex = read_as(root)?;
+    let mut index: CachedIndex = folders::read_index(root)?;
     index
         .skills
         .sort_unstable_by(|left, right| left.path.cmp(&right.path));
     Some(index)
-}
-
-fn read_as<Index: serde::de::DeserializeOwned>(root: &Path) -> Option<Index> {
-    let path = root.join(FILE_NAME);
-    let text = std::fs::read_to_string(&path).ok()?;
-    match serde_json::from_str(&text) {
-        Ok(index) => Some(index),
-        Err(error) => {
-            tracing::debug!(path = %path.display(), %error, "ignoring an unreadable index.json");
-            None
-        }
-    }
 }
 
 /// Writes the index of a root (the caller knows its entries changed). Failures (a read-only
@@ -133,20 +110,7 @@ pub fn write(root: &Path, generated_at: Option<&str>, mut entries: Vec<Entry>, n
         updated_at: timestamp(now),
         skills: entries,
     };
-    if let Err(error) = write_atomically(root, &index) {
-        tracing::debug!(root = %root.display(), %error, "index.json not written");
-    }
-}
-
-fn write_atomically(root: &Path, index: &IndexFile) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(index).map_err(std::io::Error::other)?;
-    let temporary = root.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
-    std::fs::write(&temporary, text + "\n")?;
-    std::fs::rename(&temporary, root.join(FILE_NAME)).inspect_err(|_| {
-        if let Err(error) = std::fs::remove_file(&temporary) {
-            tracing::debug!(%error, "cannot remove the temporary index");
-        }
-    })
+    folders::write_index(root, &index);
 }
 
 /// A title for a skill without one: its name in words, each capitalised.

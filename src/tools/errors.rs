@@ -13,7 +13,7 @@ use super::ToolError;
 use crate::json::path;
 use crate::refs::{self, dagger};
 use crate::skills::{self, scripts};
-use crate::{snapshots, store, vars, workspace};
+use crate::{runner, snapshots, store, vars, workspace};
 
 impl From<store::Error> for ToolError {
     /// Whatever the store says, the caller cannot fix it by calling again.
@@ -106,12 +106,22 @@ impl From<scripts::Error> for ToolError {
     fn from(error: scripts::Error) -> Self {
         match error {
             scripts::Error::File(error) => error.into(),
-            scripts::Error::Wait { .. } => Self::Internal(error.to_string()),
+            scripts::Error::Run(error) => error.into(),
+            scripts::Error::Bundled { .. } | scripts::Error::Unbound { .. } => {
+                Self::Invalid(error.to_string())
+            }
+        }
+    }
+}
+
+impl From<runner::Error> for ToolError {
+    fn from(error: runner::Error) -> Self {
+        match error {
+            runner::Error::Wait { .. } => Self::Internal(error.to_string()),
             // A missing interpreter is named, with the fix, for the model to pass on.
-            scripts::Error::Bundled { .. }
-            | scripts::Error::NotRunnable { .. }
-            | scripts::Error::Spawn { .. }
-            | scripts::Error::Unbound { .. } => Self::Invalid(error.to_string()),
+            runner::Error::NotRunnable { .. } | runner::Error::Spawn { .. } => {
+                Self::Invalid(error.to_string())
+            }
         }
     }
 }

@@ -21,6 +21,8 @@ const LAYERS: &[&[&str]] = &[
     &["workspace", "snapshots"],
     &["refs", "rules", "store"],
     &["skills", "vars"],
+    // Shared by the skill library and the script tools: running a script, watching folders.
+    &["runner", "folders"],
     &["json"],
     &["text"],
 ];
