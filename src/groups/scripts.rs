@@ -26,8 +26,9 @@ use crate::tools::{
 pub const GROUP: &str = "scripts";
 
 const DESCRIPTION: &str = "Run a script that a loaded skill provides (a file of the skill, \
-    by its path relative to the skill folder, e.g. `scripts/extract.py`), when the skill's \
-    instructions say to run it. `.sh` runs with sh, `.py` with python3, `.js` with node, any \
+    by its path relative to the skill folder, e.g. `scripts/extract.py`, or by its id \
+    `skill:{name}:{script}`, e.g. `skill:pdf-tools:extract`), when the skill's instructions say \
+    to run it. `.sh` runs with sh, `.py` with python3, `.js` with node, any \
     other executable file directly. It runs in the skill folder with `SKILL_DIR` set, `args` \
     as its arguments and `stdin` as its input, for at most `timeoutSeconds` (default 30, at \
     most 300). The answer gives the exit code, stdout and stderr (each cut at 1 MiB) and \
@@ -48,9 +49,11 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RunArguments {
-    /// The skill's name, as `SkillSearch` returns it.
-    pub name: String,
-    /// The script's path relative to the skill folder, e.g. `scripts/extract.py`.
+    /// The skill's name, as `SkillSearch` returns it (may be left out when `script` is a
+    /// script id).
+    pub name: Option<String>,
+    /// The script: its path relative to the skill folder, e.g. `scripts/extract.py`, or its id
+    /// as the skills index lists it, e.g. `skill:pdf-tools:extract`.
     pub script: String,
     /// The script's command-line arguments.
     pub args: Option<Vec<String>>,
@@ -113,10 +116,15 @@ impl SkillRunScript {
         }
     }
 
-    fn locate(&self, arguments: &RunArguments) -> Result<runner::Script, ToolError> {
+    /// The skill's name and the script, found where the call says.
+    fn locate<'a>(
+        &self,
+        arguments: &'a RunArguments,
+    ) -> Result<(&'a str, runner::Script), ToolError> {
+        let (name, script) = scripts::named(arguments.name.as_deref(), &arguments.script)?;
         let library = self.shelf.library();
-        let skill = library.get(&arguments.name)?;
-        Ok(scripts::locate(skill, &arguments.script)?)
+        let skill = library.get(name)?;
+        Ok((name, scripts::locate(skill, script)?))
     }
 
     /// Refuses a run whose skill changed after its digest set was approved.
@@ -146,9 +154,9 @@ impl Tool for SkillRunScript {
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&call.arguments.to_string());
             let arguments: RunArguments = self.definition.parse(call.arguments)?;
-            let script = self.locate(&arguments)?;
+            let (name, script) = self.locate(&arguments)?;
             if let Some(approved) = approved {
-                self.check_unchanged(&arguments.name, &approved)?;
+                self.check_unchanged(name, &approved)?;
             }
             let timeout = arguments
                 .timeout_seconds
@@ -169,9 +177,9 @@ impl Tool for SkillRunScript {
     /// asked.
     fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
         let parsed: RunArguments = self.definition.parse(arguments.clone())?;
-        let script = self.locate(&parsed)?;
+        let (name, script) = self.locate(&parsed)?;
         let library = self.shelf.library();
-        let skill = library.get(&parsed.name)?;
+        let skill = library.get(name)?;
         let digest = scripts::digest_set(skill)?;
         let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
         if asked.len() >= ASKED_LIMIT {

@@ -42,7 +42,7 @@ pub struct Entry {
     pub tags: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
-    /// `skill:{name}:{script}` for every file in `scripts/`.
+    /// `skill:{name}:{script}` for every file in `scripts/` (see [`super::Skill::scripts`]).
     #[serde(default)]
     pub tools: Vec<String>,
     pub script_count: usize,
@@ -56,6 +56,10 @@ pub struct Entry {
     pub size: u64,
     /// Modification time of the SKILL.md in nanoseconds since the Unix epoch.
     pub modified_ns: u128,
+    /// Modification time of the `scripts/` folder, when there is one: `tools` is listed again
+    /// when it changes, even if the SKILL.md did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scripts_modified_ns: Option<u128>,
     pub frontmatter: Frontmatter,
 }
 
@@ -73,6 +77,8 @@ pub struct Cached {
     pub frontmatter: Frontmatter,
     #[serde(default)]
     pub tools: Vec<String>,
+    #[serde(default)]
+    pub scripts_modified_ns: Option<u128>,
 }
 
 /// The cached entries of an index, sorted by path, and when the index was first generated.
@@ -148,6 +154,7 @@ mod tests {
             skill_file: "SKILL.md".to_owned(),
             size: 10,
             modified_ns: 5,
+            scripts_modified_ns: None,
             frontmatter: Frontmatter::new(),
         }
     }

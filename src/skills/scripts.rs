@@ -6,7 +6,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::files::{self, FileError, Location};
-use super::{Error as SkillError, Skill};
+use super::{Error as SkillError, Skill, parse_script_id, script_id};
 use crate::folders::sha256;
 use crate::runner;
 
@@ -21,13 +21,82 @@ pub enum Error {
     File(#[from] SkillError),
     #[error("the scripts of skill `{skill}` cannot run: {problem}")]
     Unbound { skill: String, problem: String },
+    #[error(
+        "which skill is `{script}` of? Give the skill's `name`, or the script's id as the skills index lists it, such as `skill:pdf-tools:merge`"
+    )]
+    NoSkill { script: String },
+    #[error(
+        "`{id}` is a script of skill `{skill}`, not of `{name}`; leave `name` out, or give the script's path in `{name}`"
+    )]
+    OtherSkill {
+        id: String,
+        skill: String,
+        name: String,
+    },
+    #[error("skill `{skill}` has no script `{id}`; its scripts are: {known}")]
+    UnknownScript {
+        skill: String,
+        id: String,
+        known: String,
+    },
     #[error(transparent)]
     Run(#[from] runner::Error),
 }
 
-/// Finds a file of the skill to run (its `relative` is the path as given, cleaned:
+/// How a call names a script: by its path in the skill folder, or by its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Named<'a> {
+    /// `scripts/merge.py`.
+    Path(&'a str),
+    /// The script's name in its id `skill:{skill}:{script}` (`merge`).
+    Id(&'a str),
+}
+
+/// The skill a call's script belongs to and how the script is named: `name` with a path, or a
+/// script id (`skill:{name}:{script}`), with or without a `name` that agrees with it.
+pub fn named<'a>(name: Option<&'a str>, script: &'a str) -> Result<(&'a str, Named<'a>), Error> {
+    match (parse_script_id(script), name) {
+        (Some((skill, _)), Some(name)) if name != skill => Err(Error::OtherSkill {
+            id: script.to_owned(),
+            skill: skill.to_owned(),
+            name: name.to_owned(),
+        }),
+        (Some((skill, id)), _) => Ok((skill, Named::Id(id))),
+        (None, Some(name)) => Ok((name, Named::Path(script))),
+        (None, None) => Err(Error::NoSkill {
+            script: script.to_owned(),
+        }),
+    }
+}
+
+/// Finds a script of the skill to run, by path or id (its `relative` is the path, cleaned:
 /// `scripts/run.sh`); bundled skills and paths leaving the folder are refused.
-pub fn locate(skill: &Skill, path: &str) -> Result<runner::Script, Error> {
+pub fn locate(skill: &Skill, script: Named<'_>) -> Result<runner::Script, Error> {
+    match script {
+        Named::Path(path) => locate_path(skill, path),
+        Named::Id(id) => {
+            let scripts = skill.scripts();
+            let Some(found) = scripts.iter().find(|script| script.name == id) else {
+                let known: Vec<String> = scripts
+                    .iter()
+                    .map(|script| script_id(&skill.name, &script.name))
+                    .collect();
+                return Err(Error::UnknownScript {
+                    skill: skill.name.clone(),
+                    id: script_id(&skill.name, id),
+                    known: if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    },
+                });
+            };
+            locate_path(skill, &found.path)
+        }
+    }
+}
+
+fn locate_path(skill: &Skill, path: &str) -> Result<runner::Script, Error> {
     let Location::Disk(folder) = &skill.location else {
         return Err(Error::Bundled {
             skill: skill.name.clone(),
@@ -182,7 +251,7 @@ mod tests {
     async fn a_script_is_found_by_its_cleaned_path_and_runs_in_its_skill_folder() {
         let folder = tempfile::tempdir().unwrap();
         std::fs::write(folder.path().join("where.sh"), "echo \"$SKILL_DIR|$PWD\"\n").unwrap();
-        let script = locate(&skill(folder.path()), "./where.sh").unwrap();
+        let script = locate(&skill(folder.path()), Named::Path("./where.sh")).unwrap();
         assert_eq!(script.relative, "where.sh");
         let ran = run(
             &script,
@@ -193,5 +262,40 @@ mod tests {
         .unwrap();
         let folder = folder.path().display();
         assert_eq!(ran.stdout, format!("{folder}|{folder}\n"));
+    }
+
+    #[test]
+    fn a_script_id_names_its_skill_and_a_file_of_scripts() {
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::create_dir(folder.path().join("scripts")).unwrap();
+        for file in ["merge.py", "split.sh", "split.py"] {
+            std::fs::write(folder.path().join("scripts").join(file), "").unwrap();
+        }
+        let skill = skill(folder.path());
+        let names: Vec<String> = skill.scripts().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["merge", "split.py", "split.sh"]);
+
+        let (name, script) = named(None, "skill:runner:merge").unwrap();
+        assert_eq!((name, script), ("runner", Named::Id("merge")));
+        let found = locate(&skill, script).unwrap();
+        assert_eq!(found.relative, "scripts/merge.py");
+        assert_eq!(
+            named(Some("runner"), "scripts/merge.py").unwrap(),
+            ("runner", Named::Path("scripts/merge.py"))
+        );
+
+        let unknown = locate(&skill, Named::Id("split")).unwrap_err().to_string();
+        assert_eq!(
+            unknown,
+            "skill `runner` has no script `skill:runner:split`; its scripts are: \
+             skill:runner:merge, skill:runner:split.py, skill:runner:split.sh"
+        );
+        let other = named(Some("pdf"), "skill:runner:merge").unwrap_err();
+        assert!(other.to_string().contains("not of `pdf`"), "{other}");
+        let neither = named(None, "scripts/merge.py").unwrap_err();
+        assert!(
+            neither.to_string().contains("skill:pdf-tools:merge"),
+            "{neither}"
+        );
     }
 }

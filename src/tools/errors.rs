@@ -107,9 +107,11 @@ impl From<scripts::Error> for ToolError {
         match error {
             scripts::Error::File(error) => error.into(),
             scripts::Error::Run(error) => error.into(),
-            scripts::Error::Bundled { .. } | scripts::Error::Unbound { .. } => {
-                Self::Invalid(error.to_string())
-            }
+            scripts::Error::Bundled { .. }
+            | scripts::Error::Unbound { .. }
+            | scripts::Error::NoSkill { .. }
+            | scripts::Error::OtherSkill { .. }
+            | scripts::Error::UnknownScript { .. } => Self::Invalid(error.to_string()),
         }
     }
 }

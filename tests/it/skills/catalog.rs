@@ -169,6 +169,37 @@ async fn index_json_is_written_in_the_seed_format_and_reused_while_mtimes_match(
 }
 
 #[tokio::test]
+async fn the_index_lists_scripts_added_or_removed_while_skill_md_stays_unchanged() {
+    let fixture = Fixture::new();
+    let scripts = fixture.root().join("pdf-tools/scripts");
+    let listed = || async {
+        let client = fixture.client().await;
+        client.list_all_prompts().await.unwrap();
+        client.cancel().await.unwrap();
+        let index = read_index(&fixture);
+        let pdf = index["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|entry| entry["name"] == "pdf-tools")
+            .unwrap()
+            .clone();
+        (pdf["tools"].clone(), pdf["scriptCount"].clone())
+    };
+    assert_eq!(listed().await, (json!(["skill:pdf-tools:merge"]), json!(1)));
+    std::fs::write(scripts.join("split.sh"), "echo split\n").unwrap();
+    assert_eq!(
+        listed().await,
+        (
+            json!(["skill:pdf-tools:merge", "skill:pdf-tools:split"]),
+            json!(2)
+        )
+    );
+    std::fs::remove_file(scripts.join("merge.py")).unwrap();
+    assert_eq!(listed().await, (json!(["skill:pdf-tools:split"]), json!(1)));
+}
+
+#[tokio::test]
 async fn the_earlier_root_wins_a_name_collision_and_both_are_served() {
     let fixture = Fixture::new();
     // A copy, so the index.json the server writes into each root stays out of the repository.
