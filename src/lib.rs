@@ -23,8 +23,9 @@
 //! 8. [`refs`] (`$VAR_REF` and `†kind.path` resolution), [`rules`] (skill rules and the
 //!    tool-rules text) and [`store`] (durable workspaces in SQLite, shared between processes by
 //!    a change sequence).
-//! 9. [`vars`] (the capacity-bounded variables) and [`skills`] (the Agent Skills library:
-//!    discovery, frontmatter, validation, `index.json`, search, files).
+//! 9. [`vars`] (the capacity-bounded variables), [`skills`] (the Agent Skills library:
+//!    discovery, frontmatter, validation, `index.json`, search, files) and [`script_tools`]
+//!    (folders of scripts served as tools: manifests, `index.json`, one call's run).
 //! 10. Shared by the folder libraries: [`runner`] (running a script file: scrubbed environment,
 //!     timeout, process-group kill, capped output) and [`folders`] (digests, `index.json`,
 //!     watching folders for changes).
@@ -64,6 +65,7 @@ pub mod plans;
 pub mod refs;
 pub mod rules;
 pub mod runner;
+pub mod script_tools;
 pub mod server;
 pub mod skills;
 pub mod snapshots;

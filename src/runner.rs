@@ -156,19 +156,24 @@ pub async fn run(
     })
 }
 
-/// The interpreter by extension, or the file itself when it is executable (a shebang).
-fn command(script: &Script) -> Result<Command, Error> {
-    let interpreter = match script
-        .path
-        .extension()
-        .and_then(|extension| extension.to_str())
-    {
+/// Whether a file can run: it has a known extension, or it is executable.
+pub fn runnable(path: &Path) -> bool {
+    interpreter(path).is_some() || is_executable(path)
+}
+
+/// The interpreter a file's extension calls for.
+fn interpreter(path: &Path) -> Option<&'static str> {
+    match path.extension().and_then(|extension| extension.to_str()) {
         Some("sh") => Some("sh"),
         Some("py") => Some("python3"),
         Some("js" | "mjs") => Some("node"),
         _ => None,
-    };
-    if let Some(interpreter) = interpreter {
+    }
+}
+
+/// The interpreter by extension, or the file itself when it is executable (a shebang).
+fn command(script: &Script) -> Result<Command, Error> {
+    if let Some(interpreter) = interpreter(&script.path) {
         let mut command = Command::new(interpreter);
         command.arg(&script.path);
         return Ok(command);
