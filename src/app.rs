@@ -1,5 +1,6 @@
-//! The application, wired: the store, the workspace, the executor with every tool group, the
-//! skills shelf and its watcher, and the snapshots service, built from a [`Config`]. It knows
+//! The application, wired: the store, the workspace, the executor with every tool group (the
+//! script tool folders' too, watched for changes), the skills shelf and its watcher, and the
+//! snapshots service, built from a [`Config`]. It knows
 //! nothing of MCP: the server adapter (`server.rs`) serves an [`App`] that is already built, and
 //! the tests and benchmarks build theirs the same way, here.
 
@@ -8,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::config::Config;
 use crate::folders::watch::{self, Watch};
 use crate::groups;
+use crate::groups::script_tools::ServedFolders;
 use crate::rules::{self, AGENT_GROUP};
 use crate::skills::Library;
 use crate::skills::discover::RootKind;
@@ -36,6 +38,8 @@ pub struct App {
     snapshots: Arc<Snapshots>,
     /// Kept for its lifetime: dropping it stops watching the skill roots.
     _watch: Arc<Mutex<Option<Watch>>>,
+    /// Kept for its lifetime: dropping it stops watching the tool folders.
+    _tool_watch: Option<Watch>,
 }
 
 impl App {
@@ -107,6 +111,7 @@ impl App {
         executor.register_group(groups::scripts::group(shelf.clone()), scripts_enabled)?;
         let tools_enabled = config.group_enabled(groups::tool_groups::GROUP, true);
         executor.register_group(groups::tool_groups::group(), tools_enabled)?;
+        let tool_watch = serve_tool_folders(&executor, config);
         for tool in &config.disabled_tools {
             executor.registry().set_tool_enabled(tool, false);
         }
@@ -116,6 +121,7 @@ impl App {
             shelf,
             snapshots,
             _watch: watch,
+            _tool_watch: tool_watch,
         })
     }
 
@@ -152,6 +158,33 @@ fn restore_switches(executor: &Executor) -> Result<(), workspace::Error> {
         }
     }
     Ok(())
+}
+
+/// Registers the groups of the script tool folders (`~/.synapse/tools`, made if it is missing,
+/// and the configured ones), then watches the folders so that a tool added, edited or removed
+/// is served without a restart.
+fn serve_tool_folders(executor: &Executor, config: &Config) -> Option<Watch> {
+    if let Some(home) = std::env::home_dir() {
+        let root = crate::script_tools::home_root(&home);
+        if let Err(error) = std::fs::create_dir_all(&root) {
+            tracing::debug!(%error, "cannot make {}", root.display());
+        }
+    }
+    let folders = Arc::new(ServedFolders::new(
+        Arc::clone(executor.registry()),
+        config.tool_roots(),
+        config.groups.clone(),
+    ));
+    folders.refresh();
+    let roots = folders.roots().to_vec();
+    let refresh = move || folders.refresh();
+    match watch::start("tools", &roots, refresh) {
+        Ok(watch) => watch,
+        Err(error) => {
+            tracing::warn!("{error}; tools changed on disk are seen after a restart");
+            None
+        }
+    }
 }
 
 /// Starts watching the skill roots and keeps the watch in `slot`.

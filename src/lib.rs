@@ -103,6 +103,10 @@ pub async fn run(
             drop(stdout);
             return Ok(check_skills(config, dirs, *strict));
         }
+        Some(config::Command::Tools(config::ToolsCommand::Check { dirs })) => {
+            drop(stdout);
+            return Ok(check_tools(config, dirs));
+        }
         Some(config::Command::Workspace(command)) => {
             maintenance::workspace(config, command, cli.workspace.as_deref(), &mut stdout)?;
         }
@@ -129,6 +133,26 @@ fn check_skills(
         skills::discover::roots(dirs, false, None, std::path::Path::new("."))
     };
     let (report, failed) = skills::check::report(&roots, strict);
+    print!("{report}");
+    if failed {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
+}
+
+/// `tools check`: the report goes to stdout, since this command does not serve MCP.
+#[expect(
+    clippy::print_stdout,
+    reason = "`tools check` prints its report; it never serves MCP, so stdout is free"
+)]
+fn check_tools(config: &config::Config, dirs: &[std::path::PathBuf]) -> std::process::ExitCode {
+    let roots = if dirs.is_empty() {
+        config.tool_roots()
+    } else {
+        dirs.to_vec()
+    };
+    let (report, failed) = script_tools::check::report(&roots, &groups::BUILT_IN);
     print!("{report}");
     if failed {
         std::process::ExitCode::FAILURE

@@ -5,8 +5,7 @@
 //! `node_modules` included) voids the approval, another script of the skill asks again, and a
 //! folder with a symlink leaving it cannot run at all.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -14,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::structured;
+use super::{Asked, structured};
 use crate::runner::{self, MAX_TIMEOUT, OUTPUT_CAP};
 use crate::skills::scripts;
 use crate::skills::shelf::Shelf;
@@ -79,17 +78,13 @@ pub struct RunOutput {
     pub note: Option<String>,
 }
 
-/// How many calls may wait for an answer at once before the oldest digests are forgotten.
-const ASKED_LIMIT: usize = 64;
-
 /// `SkillRunScript`: running code needs the user's consent, so it asks once per script and
 /// digest set unless the configuration says otherwise.
 struct SkillRunScript {
     definition: ToolDefinition,
     shelf: Arc<Shelf>,
-    /// The digest set each call was approved against, by its arguments, so that a file changed
-    /// while the user was being asked is not run on the strength of that approval.
-    asked: Mutex<HashMap<String, String>>,
+    /// The digest set each call was asked about.
+    asked: Asked,
 }
 
 impl SkillRunScript {
@@ -112,7 +107,7 @@ impl SkillRunScript {
         Self {
             definition,
             shelf,
-            asked: Mutex::default(),
+            asked: Asked::default(),
         }
     }
 
@@ -148,11 +143,7 @@ impl Tool for SkillRunScript {
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let approved = self
-                .asked
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&call.arguments.to_string());
+            let approved = self.asked.take(&call.arguments);
             let arguments: RunArguments = self.definition.parse(call.arguments)?;
             let (name, script) = self.locate(&arguments)?;
             if let Some(approved) = approved {
@@ -181,11 +172,7 @@ impl Tool for SkillRunScript {
         let library = self.shelf.library();
         let skill = library.get(name)?;
         let digest = scripts::digest_set(skill)?;
-        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
-        if asked.len() >= ASKED_LIMIT {
-            asked.clear();
-        }
-        asked.insert(arguments.to_string(), digest.clone());
+        self.asked.remember(arguments, digest.clone());
         let scope = format!(
             "script `{}` of skill `{}` only, while every file of the skill folder stays as it is now ({digest})",
             script.relative, skill.name

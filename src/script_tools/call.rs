@@ -50,13 +50,7 @@ pub async fn run(
     arguments: &Value,
     cancellation: &CancellationToken,
 ) -> Result<Output, Error> {
-    let problems = violations(&schemas.input, arguments);
-    if !problems.is_empty() {
-        return Err(Error::Arguments {
-            tool: script.name.clone(),
-            problems,
-        });
-    }
+    check_arguments(script, schemas, arguments)?;
     let runnable = runner::Script {
         relative: script.manifest.script.clone(),
         folder: script.folder.clone(),
@@ -64,6 +58,18 @@ pub async fn run(
     };
     let ran = runner::run(&runnable, request(script, arguments), cancellation).await?;
     read_output(script, schemas, ran)
+}
+
+/// Refuses arguments that break the manifest's input schema, naming each violation.
+pub fn check_arguments(script: &Script, schemas: &Schemas, arguments: &Value) -> Result<(), Error> {
+    let problems = violations(&schemas.input, arguments);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Arguments {
+        tool: script.name.clone(),
+        problems,
+    })
 }
 
 /// How long the script may run.

@@ -119,11 +119,34 @@ impl ToolDefinition {
         description: &str,
         annotations: Annotations,
     ) -> Self {
+        Self::with_input(name, description, annotations, input_schema::<Arguments>())
+    }
+
+    /// A definition whose schemas are written as JSON (a script tool's manifest) rather than
+    /// generated, made portable the same way; otherwise as [`ToolDefinition::new`].
+    pub fn from_schemas(
+        name: &str,
+        description: &str,
+        annotations: Annotations,
+        input: Map<String, Value>,
+        output: Option<Map<String, Value>>,
+    ) -> Self {
+        let mut definition = Self::with_input(name, description, annotations, portable(input));
+        definition.output_schema = output.map(portable);
+        definition
+    }
+
+    fn with_input(
+        name: &str,
+        description: &str,
+        annotations: Annotations,
+        input_schema: Arc<Map<String, Value>>,
+    ) -> Self {
         Self {
             name: name.to_owned(),
             title: None,
             description: description.trim().to_owned(),
-            input_schema: input_schema::<Arguments>(),
+            input_schema,
             output_schema: None,
             annotations,
             permission: Permission::default(),
@@ -212,6 +235,12 @@ fn schema_object<T: JsonSchema>(settings: SchemaSettings) -> Arc<Map<String, Val
     object.remove("title");
     object.remove("description");
     Arc::new(object)
+}
+
+/// A schema written as JSON, made [`Portable`].
+fn portable(mut schema: Map<String, Value>) -> Arc<Map<String, Value>> {
+    make_portable(&mut schema, None);
+    Arc::new(schema)
 }
 
 /// Decodes a tool's arguments, naming the tool in the error so the model can fix the call.

@@ -13,7 +13,7 @@ use super::ToolError;
 use crate::json::path;
 use crate::refs::{self, dagger};
 use crate::skills::{self, scripts};
-use crate::{runner, snapshots, store, vars, workspace};
+use crate::{runner, script_tools, snapshots, store, vars, workspace};
 
 impl From<store::Error> for ToolError {
     /// Whatever the store says, the caller cannot fix it by calling again.
@@ -112,6 +112,26 @@ impl From<scripts::Error> for ToolError {
             | scripts::Error::NoSkill { .. }
             | scripts::Error::OtherSkill { .. }
             | scripts::Error::UnknownScript { .. } => Self::Invalid(error.to_string()),
+        }
+    }
+}
+
+impl From<script_tools::Error> for ToolError {
+    fn from(error: script_tools::Error) -> Self {
+        match error {
+            script_tools::Error::Run(error) => error.into(),
+            script_tools::Error::Io { .. } => Self::Internal(error.to_string()),
+            // A script that fails says why in its own words, quoted for the model; a file gone
+            // or changed under the call is said so, with what to do.
+            script_tools::Error::Arguments { .. }
+            | script_tools::Error::Exited { .. }
+            | script_tools::Error::Killed { .. }
+            | script_tools::Error::TimedOut { .. }
+            | script_tools::Error::NotJson { .. }
+            | script_tools::Error::Mismatch { .. }
+            | script_tools::Error::Changed { .. }
+            | script_tools::Error::Reloading { .. }
+            | script_tools::Error::Gone { .. } => Self::Invalid(error.to_string()),
         }
     }
 }

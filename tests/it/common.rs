@@ -237,9 +237,14 @@ pub(crate) fn quiet_home() -> &'static str {
 /// The real binary over stdio, with extra arguments, its stderr forwarded to the test's. Unless
 /// the arguments name a store or a data folder, it keeps its workspace in memory.
 pub(crate) async fn spawn_binary(args: &[&str], client: TestClient) -> Client {
+    spawn_binary_at_home(Path::new(quiet_home()), args, client).await
+}
+
+/// [`spawn_binary`] with `home` as the server's home folder (its `~/.synapse/tools` and skills).
+pub(crate) async fn spawn_binary_at_home(home: &Path, args: &[&str], client: TestClient) -> Client {
     let mut command = Command::new(binary());
     command
-        .env("HOME", quiet_home())
+        .env("HOME", home)
         .args(args)
         .arg("--log-level")
         .arg("warn")
