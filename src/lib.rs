@@ -11,7 +11,8 @@
 //!    [`maintenance`]: `workspace list|export|import|delete` and `doctor`.
 //! 3. [`config`]: the command line and the TOML file.
 //! 4. [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, `snapshots`, the opt-in
-//!    `scripts`): one struct per tool, a thin adapter over a domain module.
+//!    `scripts`, `tools`, and one per script tool folder): one struct per tool, a thin adapter
+//!    over a domain module.
 //! 5. [`plans`]: plan validation and execution, over the executor.
 //! 6. [`tools`]: the `Tool` trait and definitions, the registry, approval policies, and the
 //!    executor pipeline every call passes (references, gates, truncation, caching,

@@ -271,8 +271,8 @@ pub fn read_json<T: serde::de::DeserializeOwned>(file: &Path) -> Result<(T, Vec<
     Ok((parsed, bytes))
 }
 
-/// The problems of a parsed tool manifest that keep it from being served, for the tool `name`
-/// of the group `group` whose folder is `folder`.
+/// The problems of a parsed tool manifest, for the tool `name` of the group `group` whose folder
+/// is `folder`: those that keep it from being served, and warnings.
 pub fn check(manifest: &Manifest, file: &Path, folder: &Path, names: (&str, &str)) -> Vec<Problem> {
     let (group, name) = names;
     let mut problems = Vec::new();
@@ -338,7 +338,40 @@ pub fn check(manifest: &Manifest, file: &Path, folder: &Path, names: (&str, &str
                 .to_owned(),
         );
     }
+    for (field, schema) in [
+        ("inputSchema", Some(&manifest.input_schema)),
+        ("outputSchema", manifest.output_schema.as_ref()),
+    ] {
+        if schema.is_some_and(refers) {
+            problems.push(Problem {
+                field: Some(field.to_owned()),
+                ..Problem::warning(
+                    file,
+                    "uses `$ref`, which clients that resolve no references cannot read (the \
+                     schema reaches them as written); write the referenced schemas in place",
+                )
+            });
+        }
+    }
     problems
+}
+
+/// Whether a schema refers to another (`$ref`, `$dynamicRef`) anywhere in it.
+fn refers(schema: &Map<String, Value>) -> bool {
+    let mut pending: Vec<&Map<String, Value>> = vec![schema];
+    while let Some(object) = pending.pop() {
+        if object.contains_key("$ref") || object.contains_key("$dynamicRef") {
+            return true;
+        }
+        for value in object.values() {
+            match value {
+                Value::Object(inner) => pending.push(inner),
+                Value::Array(items) => pending.extend(items.iter().filter_map(Value::as_object)),
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 /// Why the script cannot be the tool's: a path leaving the folder, a missing or unrunnable file.
@@ -539,6 +572,21 @@ mod tests {
         );
         assert!(found[3].contains("\"type\": \"object\""), "{}", found[3]);
         assert!(found[4].contains("not a valid JSON Schema"), "{}", found[4]);
+    }
+
+    #[test]
+    fn a_reference_in_a_schema_is_a_warning() {
+        let folder = folder_with_script();
+        let referring = manifest(json!({
+            "description": "Counts.",
+            "script": "count.py",
+            "inputSchema": {"type": "object", "properties": {"n": {"$ref": "#/$defs/n"}},
+                "$defs": {"n": {"type": "integer"}}}
+        }));
+        let file = folder.path().join("count.tool.json");
+        let found = check(&referring, &file, folder.path(), ("text", "count"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(!found[0].skipped && found[0].field.as_deref() == Some("inputSchema"));
     }
 
     #[test]

@@ -158,12 +158,11 @@ fn read_group(
     let mut scripts = Vec::new();
     let mut tools = Vec::new();
     for (tool, file) in &manifests {
-        match read_tool((name, tool), folder, file, known) {
-            Ok((script, entry)) => {
-                scripts.push(Arc::new(script));
-                tools.push(entry);
-            }
-            Err(found) => problems.extend(found),
+        let (read, found) = read_tool((name, tool), folder, file, known);
+        problems.extend(found);
+        if let Some((script, entry)) = read {
+            scripts.push(Arc::new(script));
+            tools.push(entry);
         }
     }
     if scripts.is_empty() {
@@ -204,13 +203,17 @@ fn read_settings(folder: &Path) -> Result<GroupManifest, Problem> {
     manifest::read_json(&file).map(|(settings, _)| settings)
 }
 
-/// One tool, from the index while its files are unchanged, else read and checked.
+/// A tool as read: what the registry serves and what the index records.
+type Read = (Script, ToolEntry);
+
+/// One tool, from the index while its files are unchanged, else read and checked; `None` when it
+/// cannot be served. The problems found come beside it.
 fn read_tool(
     (group, tool): (&str, &str),
     folder: &Path,
     file: &Path,
     known: &mut HashMap<PathBuf, ToolEntry>,
-) -> Result<(Script, ToolEntry), Vec<Problem>> {
+) -> (Option<Read>, Vec<Problem>) {
     let manifest_stamp = Stamp::of(file);
     let cached = known.remove(file).filter(|entry| {
         Some(entry.manifest_stamp) == manifest_stamp
@@ -218,28 +221,25 @@ fn read_tool(
     });
     if let Some(entry) = cached {
         let script = script(group, tool, folder, file, entry.manifest.clone(), &entry);
-        return Ok((script, entry));
+        return (Some((script, entry)), Vec::new());
     }
-    let (manifest, bytes) =
-        manifest::read_json::<Manifest>(file).map_err(|problem| vec![problem])?;
-    let problems = manifest::check(&manifest, file, folder, (group, tool));
-    if !problems.is_empty() {
-        return Err(problems);
+    let (manifest, bytes) = match manifest::read_json::<Manifest>(file) {
+        Ok(read) => read,
+        Err(problem) => return (None, vec![problem]),
+    };
+    let mut problems = manifest::check(&manifest, file, folder, (group, tool));
+    if problems.iter().any(|problem| problem.skipped) {
+        return (None, problems);
     }
     let script_path = folder.join(&manifest.script);
-    let unreadable = |error: std::io::Error| {
-        vec![Problem::skipped(
-            file,
-            Some("script"),
-            format!("`{}` cannot be read: {error}", manifest.script),
-        )]
-    };
     let script_stamp = Stamp::of(&script_path);
-    let script_bytes = std::fs::read(&script_path).map_err(unreadable)?;
-    let (Some(manifest_stamp), Some(script_stamp)) = (manifest_stamp, script_stamp) else {
-        return Err(unreadable(std::io::Error::other(
-            "it changed while being read",
-        )));
+    let script_bytes = std::fs::read(&script_path);
+    let (Some(manifest_stamp), Some(script_stamp), Ok(script_bytes)) =
+        (manifest_stamp, script_stamp, script_bytes)
+    else {
+        let message = format!("`{}` cannot be read; try again", manifest.script);
+        problems.push(Problem::skipped(file, Some("script"), message));
+        return (None, problems);
     };
     let entry = ToolEntry {
         name: tool_name(group, tool),
@@ -256,7 +256,8 @@ fn read_tool(
         last_modified: ToolEntry::modified(manifest_stamp, script_stamp),
         manifest: manifest.clone(),
     };
-    Ok((script(group, tool, folder, file, manifest, &entry), entry))
+    let script = script(group, tool, folder, file, manifest, &entry);
+    (Some((script, entry)), problems)
 }
 
 fn script(

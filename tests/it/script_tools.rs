@@ -205,16 +205,31 @@ async fn script_tools_are_listed_under_their_group_with_their_schemas() {
         })
     );
     let groups = call(&client, "ToolGroups", json!({})).await;
-    let lab_group = groups.structured_content.unwrap()["groups"]
+    let origins: Vec<(String, String)> = groups.structured_content.unwrap()["groups"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|group| group["name"] == "lab")
-        .unwrap()
-        .clone();
+        .map(|group| {
+            let field = |key: &str| group[key].as_str().unwrap().to_owned();
+            (field("name"), field("origin"))
+        })
+        .collect();
+    let built_in: Vec<&str> = origins
+        .iter()
+        .filter(|(_, origin)| origin == "built-in")
+        .map(|(name, _)| name.as_str())
+        .collect();
     assert_eq!(
-        lab_group["origin"],
-        json!(format!("scripts in {}", lab.group().display()))
+        built_in,
+        synapse_mcp::groups::BUILT_IN,
+        "a folder may take no built-in group's name"
+    );
+    assert_eq!(
+        origins.last().unwrap(),
+        &(
+            "lab".to_owned(),
+            format!("scripts in {}", lab.group().display())
+        )
     );
     client.cancel().await.unwrap();
 }
@@ -346,6 +361,9 @@ fn check(home: &Path, args: &[&str]) -> (String, bool) {
 #[tokio::test]
 async fn a_broken_manifest_is_reported_by_tools_check_and_skipped_while_the_rest_is_served() {
     let lab = Lab::new();
+    let reserved = lab.root().join("tools");
+    std::fs::create_dir(&reserved).unwrap();
+    std::fs::write(reserved.join("x.tool.json"), "{}").unwrap();
     let root = lab.root().display().to_string();
     let (report, passed) = check(&lab.home(), &[&root]);
     assert!(!passed, "{report}");
@@ -354,9 +372,11 @@ async fn a_broken_manifest_is_reported_by_tools_check_and_skipped_while_the_rest
         report,
         format!(
             "{}: error (skipped): `script`: `missing.sh` is not a file of {}; put the script \
-             there or fix the name\n5 tools usable in 1 groups, 1 skipped, 0 warnings (1 roots)\n",
+             there or fix the name\n{}: error (skipped): `tools` is the name of a built-in tool \
+             group; rename the folder\n5 tools usable in 1 groups, 2 skipped, 0 warnings (1 roots)\n",
             broken.display(),
-            lab.group().display()
+            lab.group().display(),
+            reserved.display()
         )
     );
     assert!(
@@ -377,6 +397,7 @@ async fn a_broken_manifest_is_reported_by_tools_check_and_skipped_while_the_rest
             "inputSchema": {"type": "object"}})
         .to_string(),
     );
+    std::fs::remove_dir_all(reserved).unwrap();
     let (report, passed) = check(&lab.home(), &[&root]);
     assert!(passed, "{report}");
 }
