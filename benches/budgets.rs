@@ -30,10 +30,11 @@ mod synthetic_skills;
 
 use criterion::{BatchSize, Criterion, Throughput};
 use serde_json::{Value, json};
-use synapse_mcp::groups::skills::skill_content;
+use synapse_mcp::groups::skills::{instructions, skill_content};
 use synapse_mcp::refs;
 use synapse_mcp::skills::Library;
 use synapse_mcp::skills::discover::{Root, RootKind};
+use synapse_mcp::skills::sections::DEFAULT_BODY_LIMIT;
 use synapse_mcp::store::{SqliteOptions, SqliteStore};
 use synapse_mcp::vars::{NewVariable, SystemClock, ValueKind, VarType, VariableSystem};
 use synapse_mcp::workspace::Workspace;
@@ -377,8 +378,10 @@ fn bench_plans(criterion: &mut Criterion) {
 const PLAN_STEPS: usize = 1_000;
 
 /// Synthetic skills in a temporary root: a search over 10,000 (index built first), a cached
-/// body through `skill_content` (what `SkillLoad` returns), and the warm catalog load of 200
-/// (`index.json` reused), the work behind start-up and `skills/list`.
+/// body through `instructions` (what `SkillLoad` returns), and the warm catalog load of 200
+/// (`index.json` reused), the work behind start-up and `skills/list`. Then the long skill of
+/// the tests (21,000 characters) loaded whole as before sections, as its opening and table of
+/// sections, and one section of it.
 fn bench_skills(criterion: &mut Criterion) {
     let directory = tempfile::tempdir().expect("a temporary folder");
     let mut group = criterion.benchmark_group("skills");
@@ -404,14 +407,40 @@ fn bench_skills(criterion: &mut Criterion) {
                 black_box(library.search(synthetic_skills::QUERIES[next], &[], 5))
             });
         });
+        group.bench_function("search_10000_long", |bencher| {
+            bencher.iter(|| black_box(library.search(synthetic_skills::LONG_QUERY, &[], 5)));
+        });
         let skill = &library.skills()[42];
         group.bench_function("load_cached_body", |bencher| {
             bencher.iter(|| {
-                let body = skill.body().expect("the body");
-                black_box(skill_content(skill, &body))
+                black_box(instructions(skill, None, DEFAULT_BODY_LIMIT).expect("the body"))
             });
         });
     }
+    let long = Library::load(&[Root {
+        kind: RootKind::Configured,
+        path: PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/skills-long"
+        )),
+    }]);
+    let skill = long
+        .get("incident-response")
+        .expect("the long skill of the tests");
+    group.bench_function("load_long_whole", |bencher| {
+        bencher.iter(|| black_box(skill_content(skill, &skill.body().expect("the body"))));
+    });
+    group.bench_function("load_long_overview", |bencher| {
+        bencher.iter(|| {
+            black_box(instructions(skill, None, DEFAULT_BODY_LIMIT).expect("the opening"))
+        });
+    });
+    group.bench_function("load_long_section", |bencher| {
+        let section = Some("fail-over-a-database");
+        bencher.iter(|| {
+            black_box(instructions(skill, section, DEFAULT_BODY_LIMIT).expect("a section"))
+        });
+    });
     group.finish();
 }
 

@@ -105,7 +105,10 @@ impl App {
                 start_watching(shelf, &slot);
             }
         });
-        executor.register_group(groups::skills::group(shelf.clone()), skills_enabled)?;
+        executor.register_group(
+            groups::skills::group(shelf.clone(), config.skill_body_limit),
+            skills_enabled,
+        )?;
         // Running skill scripts is opt-in: `[groups] scripts = true` in the config file.
         let scripts_enabled = config.group_enabled(groups::scripts::GROUP, false);
         executor.register_group(groups::scripts::group(shelf.clone()), scripts_enabled)?;

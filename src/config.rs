@@ -5,6 +5,7 @@
 //! output_limit = 10000         # characters of a tool result shown to the model
 //! approval_fallback = "deny"   # when a policy asks but the client cannot: "deny" or "allow"
 //! workspace_max_bytes = 1073741824  # bytes of variable values and state a workspace may hold
+//! skill_body_limit = 20000     # characters of a skill served whole; longer: opening + sections
 //!
 //! tool_folders = ["~/work/tools"]  # script tool folders besides ~/.synapse/tools
 //!
@@ -75,6 +76,11 @@ pub struct Cli {
     /// (default 1 GiB, or `workspace_max_bytes` in the config file); writes past it are refused.
     #[arg(long, value_name = "BYTES", global = true)]
     pub workspace_max_bytes: Option<u64>,
+    /// Most characters of a skill's instructions (or of a markdown file of a skill) served
+    /// whole (default 20000, or `skill_body_limit` in the config file); a longer one comes as
+    /// its opening and a table of its sections, each loadable alone.
+    #[arg(long, value_name = "CHARS", global = true)]
+    pub skill_body_limit: Option<usize>,
     /// A TOML configuration file (groups, per-tool policies, capacity, output limit).
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
@@ -220,6 +226,10 @@ pub struct FileConfig {
     /// Most bytes a workspace may hold, variable values and the state document's JSON text
     /// together (default 1 GiB); a write that would pass it is refused.
     pub workspace_max_bytes: Option<u64>,
+    /// Most characters of a skill's instructions, or of a markdown file of a skill read
+    /// without a window, served whole (default 20000); a longer one comes as its opening and a
+    /// table of its sections, each loadable alone.
+    pub skill_body_limit: Option<usize>,
     /// Limits on the chat snapshots' user functions.
     #[serde(default)]
     pub snapshots: SnapshotsConfig,
@@ -263,6 +273,8 @@ pub struct Config {
     pub tool_folders: Vec<PathBuf>,
     /// Serve `./.agents/skills` and `./.claude/skills` too.
     pub trust_project: bool,
+    /// Most characters of a skill body or markdown skill file served whole.
+    pub skill_body_limit: usize,
     pub capacity: usize,
     pub groups: BTreeMap<String, bool>,
     pub disabled_tools: Vec<String>,
@@ -309,6 +321,9 @@ impl Config {
         if let Some(bytes) = cli.workspace_max_bytes {
             config.workspace_max_bytes = bytes;
         }
+        if let Some(characters) = cli.skill_body_limit {
+            config.skill_body_limit = characters;
+        }
         Ok(config)
     }
 
@@ -353,6 +368,9 @@ impl Config {
             skills,
             tool_folders: file.tool_folders.clone(),
             trust_project: false,
+            skill_body_limit: file
+                .skill_body_limit
+                .unwrap_or(crate::skills::sections::DEFAULT_BODY_LIMIT),
             capacity: file.capacity.unwrap_or(VariableSystem::DEFAULT_CAPACITY),
             groups: file.groups.clone(),
             disabled_tools: file
@@ -419,6 +437,7 @@ mod tests {
             capacity = 50
             output_limit = 300
             workspace_max_bytes = 5000
+            skill_body_limit = 300
             approval_fallback = "allow"
             [groups]
             vars = false
@@ -431,6 +450,7 @@ mod tests {
         let config = Config::from_parts(&file, "w".into(), None, Vec::new());
         assert_eq!(config.capacity, 50);
         assert_eq!(config.workspace_max_bytes, 5000);
+        assert_eq!(config.skill_body_limit, 300);
         assert_eq!(
             Config::default().workspace_max_bytes,
             DEFAULT_WORKSPACE_MAX_BYTES

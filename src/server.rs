@@ -17,6 +17,7 @@ mod skills;
 mod tools;
 pub mod transport;
 mod uri;
+mod view;
 
 pub use logging::layer as logging_layer;
 

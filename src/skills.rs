@@ -8,6 +8,8 @@
 //! - [`catalog`]: the start-up scan, `index.json` reuse, name collisions.
 //! - [`index_file`]: the skills index, `index.json`.
 //! - [`search`]: BM25F with stemming and typo tolerance.
+//! - [`sections`]: the sections of a long body or reference file, its opening and table of
+//!   contents.
 //! - [`rerank`]: the question that lets a model rerank search candidates, and its answer read.
 //! - [`files`]: skill files on disk or bundled, and the path checks.
 //! - [`scripts`]: running a skill's script in its folder, bounded and with a scrubbed
@@ -25,6 +27,7 @@ pub mod rerank;
 pub mod save;
 pub mod scripts;
 pub mod search;
+pub mod sections;
 pub mod shelf;
 pub mod validate;
 
@@ -35,6 +38,7 @@ use std::time::SystemTime;
 use self::discover::Root;
 use self::files::{FileError, Location, PathProblem};
 use self::frontmatter::Frontmatter;
+use self::sections::Outline;
 use self::validate::{Diagnostic, Fields};
 
 /// The name the skill file is always served under (SEP-2640 URIs end in it).
@@ -63,6 +67,17 @@ pub enum Error {
     },
     #[error("skill `{skill}` has no folder `{path}`")]
     UnknownFolder { skill: String, path: String },
+    #[error("`{path}` of skill `{skill}` has no section `{section}`; its sections are: {known}")]
+    UnknownSection {
+        skill: String,
+        path: String,
+        section: String,
+        known: String,
+    },
+    #[error(
+        "`{path}` of skill `{skill}` is not markdown, so it has no sections; read it without `section`"
+    )]
+    NotMarkdown { skill: String, path: String },
     #[error("skill `{name}` is not valid: {problems}")]
     Invalid { name: String, problems: String },
     #[error("cannot save into `{root}`: the writable skills folders are {known}")]
@@ -79,7 +94,12 @@ pub enum Error {
 /// One skill of the catalog. The body and the file digests are read once, when first needed.
 #[derive(Debug)]
 pub struct Skill {
+    /// The name the skill is served under, unique in the library: the frontmatter's `name`,
+    /// unless an earlier skill holds that name (see `declared_name`).
     pub name: String,
+    /// The frontmatter's `name` when another skill was found first with it, so that this one
+    /// is served under a name of its own (`catalog` picks it) instead of being dropped.
+    pub declared_name: Option<Box<str>>,
     pub description: String,
     /// The typed frontmatter fields, except `name` and `description`, which are the two above.
     pub fields: Fields,
@@ -93,6 +113,8 @@ pub struct Skill {
     pub size: u64,
     pub modified: Option<SystemTime>,
     body: OnceLock<Arc<str>>,
+    /// The body's sections, parsed on first need (a long body, or a section asked for).
+    outline: OnceLock<Arc<Outline>>,
     manifest: OnceLock<Arc<[FileDigest]>>,
     /// The files `SkillLoad` lists, walked once (a change on disk reloads the library, and with
     /// it this list; approvals and digests always read the folder afresh).
@@ -148,6 +170,7 @@ impl Skill {
         Self {
             description: fields.description.take().unwrap_or_default(),
             name,
+            declared_name: None,
             fields,
             frontmatter: frontmatter.into_boxed_str(),
             location,
@@ -155,6 +178,7 @@ impl Skill {
             size: 0,
             modified: None,
             body: OnceLock::new(),
+            outline: OnceLock::new(),
             manifest: OnceLock::new(),
             listed: OnceLock::new(),
         }
@@ -175,6 +199,73 @@ impl Skill {
         }
         let body: Arc<str> = Arc::from(self.read_body()?);
         Ok(self.body.get_or_init(|| body).clone())
+    }
+
+    /// The sections of the body, parsed once.
+    pub fn outline(&self) -> Result<Arc<Outline>, Error> {
+        if let Some(outline) = self.outline.get() {
+            return Ok(outline.clone());
+        }
+        let outline = Arc::new(Outline::parse(&self.body()?));
+        Ok(self.outline.get_or_init(|| outline).clone())
+    }
+
+    /// The name the frontmatter declares (the served name unless a collision renamed it).
+    pub fn frontmatter_name(&self) -> &str {
+        self.declared_name.as_deref().unwrap_or(&self.name)
+    }
+
+    /// Where the skill is in the `skill://` namespace: its name, or, for a skill served under
+    /// another name than its own, that name then its own (`k-dense-ai-pdf/pdf`), so that the
+    /// last segment is always the frontmatter's `name`.
+    pub fn skill_path(&self) -> String {
+        match &self.declared_name {
+            Some(declared) => format!("{}/{declared}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// A whole text file of the skill, by a client-given relative path.
+    pub fn read_text(&self, path: &str) -> Result<String, Error> {
+        String::from_utf8(self.read_file(path)?).map_err(|_| Error::Unreadable {
+            skill: self.name.clone(),
+            path: path.to_owned(),
+            problem: FileError::Binary.to_string(),
+        })
+    }
+
+    /// The error for a section that the file at `path` does not have: its ids, or, when it
+    /// has many, the closest few.
+    pub fn unknown_section(&self, path: &str, unknown: sections::UnknownSection) -> Error {
+        const LISTED: usize = 12;
+        let mut known = unknown.known;
+        let count = known.len();
+        if count > LISTED {
+            known.sort_by_key(|id| strsim::levenshtein(id, &unknown.section));
+            known.truncate(5);
+        }
+        let mut listed: Vec<String> = known.iter().map(|id| format!("`{id}`")).collect();
+        if count > LISTED {
+            listed.push(format!(
+                "… ({count} in all: read it without `section` for its table of sections)"
+            ));
+        } else if count == 0 {
+            listed.push("none (it has no headings)".to_owned());
+        }
+        Error::UnknownSection {
+            skill: self.name.clone(),
+            path: path.to_owned(),
+            section: unknown.section,
+            known: listed.join(", "),
+        }
+    }
+
+    /// The error for `section` asked of a file that is not markdown.
+    pub fn not_markdown(&self, path: &str) -> Error {
+        Error::NotMarkdown {
+            skill: self.name.clone(),
+            path: path.to_owned(),
+        }
     }
 
     /// The body read afresh, without keeping it (the search index reads every body once).

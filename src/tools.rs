@@ -35,8 +35,8 @@ use crate::workspace::Workspace;
 
 pub use approval::{Answer, ApprovalQuestion, Asker, Asking, Fallback, Permission, Policy, Stage};
 pub use definition::{
-    Annotations, Caching, Daggers, ToolDefinition, Truncation, input_schema, output_schema,
-    parse_arguments,
+    Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW, input_schema,
+    output_schema, parse_arguments,
 };
 pub use executor::{CallRequest, Executor, ExecutorSettings, ToolOverride, panic_message};
 pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};

@@ -20,6 +20,14 @@ pub(crate) const QUERIES: [&str; 8] = [
     "transcribe audio meeting",
 ];
 
+/// A long pasted message (68 words) whose relevant part is small, the costliest kind of query:
+/// every word is looked up, stemmed, checked against the glossary and typo-expanded.
+pub(crate) const LONG_QUERY: &str = "Hey, some context first: we are a small team shipping a \
+    dashboard next month, the standups run long and priorities keep changing while marketing \
+    wants a new landing page. Anyway, what I need today: finance sent me a spreadsheet report \
+    where the chart and the totals broke after someone inserted rows, and I need to clean the \
+    csv data and merge the pdf invoices before the review. Thanks!";
+
 const WORDS: [&str; 48] = [
     "pdf",
     "merge",

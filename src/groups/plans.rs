@@ -15,7 +15,7 @@ use crate::plans::run::{self, StateChange, StepStatus, StepTrace};
 use crate::text::{Chunk, window};
 use crate::tools::{
     Annotations, Caching, Daggers, Origin, PlanScope, Tool, ToolCall, ToolDefinition, ToolError,
-    ToolGroup, ToolOutput, Truncation,
+    ToolGroup, ToolOutput, Truncation, WORKSPACE_VIEW,
 };
 
 pub const GROUP: &str = "plans";
@@ -68,6 +68,7 @@ impl ReadState {
             },
         )
         .with_title("Read state")
+        .with_view(WORKSPACE_VIEW)
         .with_truncation(Truncation::Never)
         .with_caching(Caching::Off);
         Self { definition }
@@ -242,6 +243,7 @@ impl RunPlan {
         )
         .with_title("Run plan")
         .with_output::<RunPlanOutput>()
+        .with_view(WORKSPACE_VIEW)
         .with_daggers(Daggers::Kept);
         Self { definition }
     }

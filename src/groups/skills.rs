@@ -1,9 +1,14 @@
 //! The `skills` group (`docs/skills.md`): `SkillSearch`, `SkillLoad`, `SkillReadFile`, `SkillSave`
 //! (in `skills/save.rs`) — thin adapters over [`crate::skills`]. `SkillLoad` answers with the
-//! whole body every time: one server process serves many conversations (hosts keep it across
-//! chats), so "already loaded" can never be known here.
+//! instructions every time: one server process serves many conversations (hosts keep it across
+//! chats), so "already loaded" can never be known here. Instructions (and markdown files read
+//! whole) longer than the configured limit come as their opening and a table of their sections,
+//! which `SkillLoad` and `SkillReadFile` then serve one at a time.
 
+mod parts;
 pub mod save;
+
+pub use parts::{instructions, skill_content};
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -25,15 +30,16 @@ use crate::tools::{
 pub const GROUP: &str = "skills";
 
 /// The group with its tools and its rule prompt.
-pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
+/// `body_limit`: the most characters of instructions, or of a markdown file, served whole.
+pub fn group(shelf: Arc<Shelf>, body_limit: usize) -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
         tools: vec![
-            Arc::new(SkillSearch::new(Arc::clone(&shelf))),
-            Arc::new(SkillLoad::new(Arc::clone(&shelf))),
+            Arc::new(SkillSearch::new(Arc::clone(&shelf), body_limit)),
+            Arc::new(SkillLoad::new(Arc::clone(&shelf), body_limit)),
             Arc::new(save::SkillSave::new(Arc::clone(&shelf))),
-            Arc::new(SkillReadFile::new(shelf)),
+            Arc::new(SkillReadFile::new(shelf, body_limit)),
         ],
         rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/skills-group.md").to_owned(),
@@ -56,7 +62,8 @@ const SKILL_SEARCH: &str = "Search the skill library. ALWAYS call this before st
     non-trivial task (writing, analysing, converting, building, reviewing, planning): skills \
     hold tested instructions for doing such tasks well. Describe the task in a few words; the \
     answer ranks matching skills by relevance (words in names, descriptions and bodies, \
-    plurals and small typos included). Then SkillLoad the best match. Set `rerank: true` only \
+    plurals and small typos included); for a long skill it names the section that matches \
+    best. Then SkillLoad the best match (with its `section`, when one is named). Set `rerank: true` only \
     when the word ranking is not enough: the task is described in other words than the \
     skills use, or several close matches compete and the wrong one would be costly. It asks \
     your client's model to reorder the top candidates (slower; used only when the client \
@@ -65,12 +72,15 @@ const SKILL_SEARCH: &str = "Search the skill library. ALWAYS call this before st
 const SKILL_LOAD: &str = "Load a skill's instructions by name (from SkillSearch) and follow \
     them. The answer wraps the SKILL.md body in <skill_content>, gives the skill's folder and \
     lists its other files in <skill_resources> without their contents; read those with \
-    SkillReadFile when the instructions point to them. Every call returns the whole \
-    instructions, so load a skill again whenever you no longer have them.";
+    SkillReadFile when the instructions point to them. Long instructions come as their opening \
+    and a table of <sections>: load the section your task needs with `section` (it comes with \
+    its subsections). Every call returns what it asks for, so load a skill again whenever you \
+    no longer have it.";
 
 const SKILL_READ_FILE: &str = "Read one file of a skill (a reference, template or script \
     source) by its path relative to the skill folder, as listed in <skill_resources>, whole or \
-    a window of it by characters. Paths that leave the skill folder are refused.";
+    a window of it by characters. A long markdown file comes as its opening and a table of \
+    <sections>; read one with `section`. Paths that leave the skill folder are refused.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -119,6 +129,10 @@ pub struct MatchedSkill {
     pub description: String,
     /// Relevance (BM25F); only the order between results is meaningful.
     pub score: f64,
+    /// For a skill whose instructions are served in sections: the id of the section that
+    /// matches best, to load alone with `SkillLoad {name, section}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
 }
 
 /// `SkillSearch`: ranks the library's skills for a task, and may ask the client's model to
@@ -127,16 +141,21 @@ pub struct MatchedSkill {
 struct SkillSearch {
     definition: ToolDefinition,
     shelf: Arc<Shelf>,
+    body_limit: usize,
 }
 
 impl SkillSearch {
-    fn new(shelf: Arc<Shelf>) -> Self {
+    fn new(shelf: Arc<Shelf>, body_limit: usize) -> Self {
         let definition =
             ToolDefinition::new::<SearchArguments>("SkillSearch", SKILL_SEARCH, CACHES)
                 .with_title("Search skills")
                 .with_output::<SearchOutput>()
                 .with_caching(Caching::Lazy);
-        Self { definition, shelf }
+        Self {
+            definition,
+            shelf,
+            body_limit,
+        }
     }
 }
 
@@ -149,7 +168,8 @@ impl Tool for SkillSearch {
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let arguments: SearchArguments = self.definition.parse(call.arguments)?;
-            structured(&search(&self.shelf, arguments, call.sampler).await?)
+            let found = search(&self.shelf, arguments, call.sampler, self.body_limit).await?;
+            structured(&found)
         })
     }
 
@@ -166,6 +186,7 @@ async fn search(
     shelf: &Shelf,
     arguments: SearchArguments,
     sampler: Option<&dyn Sampler>,
+    body_limit: usize,
 ) -> Result<SearchOutput, ToolError> {
     if arguments.query.trim().is_empty() {
         return Err(ToolError::invalid(
@@ -189,12 +210,16 @@ async fn search(
         None
     };
     hits.truncate(limit);
+    let skills = hits.iter().map(|hit| Arc::clone(&hit.skill)).collect();
+    let sections = best_sections(skills, arguments.query, body_limit).await;
     let matched_skills = hits
         .into_iter()
-        .map(|hit| MatchedSkill {
+        .zip(sections)
+        .map(|(hit, section)| MatchedSkill {
             name: hit.skill.name.clone(),
             description: hit.skill.description.clone(),
             score: (f64::from(hit.score) * 1000.0).round() / 1000.0,
+            section,
         })
         .collect();
     Ok(SearchOutput {
@@ -202,6 +227,40 @@ async fn search(
         metadata_only,
         rerank: report,
     })
+}
+
+/// For each skill served in sections, the id of the section that matches the query best;
+/// worked out on the blocking pool, since a long body may have to be read from disk first.
+async fn best_sections(
+    skills: Vec<Arc<Skill>>,
+    query: String,
+    body_limit: usize,
+) -> Vec<Option<String>> {
+    let count = skills.len();
+    let naming = tokio::task::spawn_blocking(move || {
+        skills
+            .iter()
+            .map(|skill| best_section(skill, &query, body_limit))
+            .collect()
+    });
+    naming.await.unwrap_or_else(|error| {
+        tracing::error!(%error, "naming the best sections failed; the hits name none");
+        vec![None; count]
+    })
+}
+
+fn best_section(skill: &Skill, query: &str, body_limit: usize) -> Option<String> {
+    // The file has at least as many bytes as the body has characters: most skills stop here.
+    if skill.size <= u64::try_from(body_limit).unwrap_or(u64::MAX) {
+        return None;
+    }
+    let (body, outline) = (skill.body().ok()?, skill.outline().ok()?);
+    if outline.characters <= body_limit || !outline.divided() {
+        return None;
+    }
+    outline
+        .best_match(&body, query)
+        .map(|section| section.id.clone())
 }
 
 /// How many of the best local hits the client's model is asked to reorder.
@@ -296,10 +355,18 @@ fn search_text(value: &Value) -> String {
     for skill in matched {
         let name = escape(skill["name"].as_str().unwrap_or_default());
         let description = escape(skill["description"].as_str().unwrap_or_default());
-        writeln!(text, "  <skill name=\"{name}\">{description}</skill>").ok();
+        let section = skill["section"]
+            .as_str()
+            .map(|section| format!(" section=\"{}\"", escape(section)))
+            .unwrap_or_default();
+        writeln!(
+            text,
+            "  <skill name=\"{name}\"{section}>{description}</skill>"
+        )
+        .ok();
     }
     text.push_str(
-        "</available-skills>\nLoad the skill that fits with SkillLoad {\"name\": \"…\"}.",
+        "</available-skills>\nLoad the skill that fits with SkillLoad {\"name\": \"…\"}, adding its \"section\" when one is named.",
     );
     text
 }
@@ -316,26 +383,36 @@ fn escape(text: &str) -> String {
 pub struct LoadArguments {
     /// The skill's name, as `SkillSearch` returns it.
     pub name: String,
+    /// One section of long instructions, by the id their table of `<sections>` (or
+    /// `SkillSearch`) gives; it comes with its subsections. Default: the whole instructions, or, when they
+    /// are long, their opening and table of sections.
+    pub section: Option<String>,
     /// Accepted for calls written for older versions; the instructions are returned on every
     /// call whatever its value.
     pub force: Option<bool>,
 }
 
-/// `SkillLoad`: a skill's whole instructions, every time. Skill bodies are instructions: they
-/// are kept whole up to 40,000 characters (about 10,000 tokens, twice the size the
-/// specification recommends), and cached lazily, since they can be read again from disk.
+/// `SkillLoad`: a skill's instructions, every time: whole, or, past the body limit, their
+/// opening and table of sections, then one section a call. What it serves is kept whole up to
+/// 40,000 characters (about 10,000 tokens, twice the size the specification recommends for a
+/// whole body), and cached lazily, since it can be read again from disk.
 struct SkillLoad {
     definition: ToolDefinition,
     shelf: Arc<Shelf>,
+    body_limit: usize,
 }
 
 impl SkillLoad {
-    fn new(shelf: Arc<Shelf>) -> Self {
+    fn new(shelf: Arc<Shelf>, body_limit: usize) -> Self {
         let definition = ToolDefinition::new::<LoadArguments>("SkillLoad", SKILL_LOAD, CACHES)
             .with_title("Load skill")
             .with_truncation(Truncation::Default(40_000))
             .with_caching(Caching::Lazy);
-        Self { definition, shelf }
+        Self {
+            definition,
+            shelf,
+            body_limit,
+        }
     }
 }
 
@@ -350,33 +427,10 @@ impl Tool for SkillLoad {
             let arguments: LoadArguments = self.definition.parse(call.arguments)?;
             let library = self.shelf.loaded().await;
             let skill = library.get(&arguments.name)?;
-            let body = skill.body()?;
-            Ok(ToolOutput::Text(skill_content(skill, &body)))
+            let text = instructions(skill, arguments.section.as_deref(), self.body_limit)?;
+            Ok(ToolOutput::Text(text))
         })
     }
-}
-
-/// The activation text clients follow best.
-pub fn skill_content(skill: &Skill, body: &str) -> String {
-    let body = body.trim_start_matches(['\n', ' ']).trim_end();
-    let mut text = format!("<skill_content name=\"{}\">\n{body}", skill.name);
-    write!(
-        text,
-        "\n\nSkill folder: {}\nRelative paths in this skill are relative to that folder; read them with SkillReadFile {{\"name\": \"{}\", \"path\": \"…\"}}.\n",
-        skill.location.display(),
-        skill.name
-    )
-    .ok();
-    let resources = skill.resources();
-    if !resources.is_empty() {
-        text.push_str("<skill_resources>\n");
-        for path in resources.iter() {
-            writeln!(text, "  <file>{}</file>", escape(path)).ok();
-        }
-        text.push_str("</skill_resources>\n");
-    }
-    text.push_str("</skill_content>");
-    text
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -390,6 +444,9 @@ pub struct ReadFileArguments {
     pub start: Option<usize>,
     /// How many characters to read. Default: up to the output limit.
     pub length: Option<usize>,
+    /// One section of a markdown file, by the id its table of `<sections>` gives (with its
+    /// subsections); `start` and `length` then count within the section.
+    pub section: Option<String>,
 }
 
 /// `SkillReadFile`: a window of one file of a skill, read from disk beside the session. It
@@ -398,10 +455,11 @@ pub struct ReadFileArguments {
 struct SkillReadFile {
     definition: ToolDefinition,
     shelf: Arc<Shelf>,
+    body_limit: usize,
 }
 
 impl SkillReadFile {
-    fn new(shelf: Arc<Shelf>) -> Self {
+    fn new(shelf: Arc<Shelf>, body_limit: usize) -> Self {
         let read_only = Annotations {
             read_only: true,
             idempotent: true,
@@ -412,7 +470,11 @@ impl SkillReadFile {
                 .with_title("Read skill file")
                 .with_truncation(Truncation::Never)
                 .with_caching(Caching::Off);
-        Self { definition, shelf }
+        Self {
+            definition,
+            shelf,
+            body_limit,
+        }
     }
 }
 
@@ -423,11 +485,11 @@ impl Tool for SkillReadFile {
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         let skills = Arc::clone(&self.shelf);
-        let limit = call.output_limit;
+        let limits = (call.output_limit, self.body_limit);
         let reading = off_thread(
             &self.definition,
             call,
-            move |arguments: ReadFileArguments, _| read_file(&skills.library(), &arguments, limit),
+            move |arguments: ReadFileArguments, _| read_file(&skills.library(), &arguments, limits),
         );
         Box::pin(async move {
             self.shelf.loaded().await;
@@ -436,14 +498,26 @@ impl Tool for SkillReadFile {
     }
 }
 
+/// A window of the file, of one of its sections, or, for a long markdown file read with no
+/// window, its opening and table of sections. `limits`: the output limit and the body limit.
 fn read_file(
     library: &Library,
     arguments: &ReadFileArguments,
-    output_limit: Option<usize>,
+    (output_limit, body_limit): (Option<usize>, usize),
 ) -> Result<ToolOutput, ToolError> {
     let skill = library.get(&arguments.name)?;
     let start = arguments.start.unwrap_or(0);
     let length = arguments.length.or(output_limit).unwrap_or(usize::MAX);
+    if let Some(section) = &arguments.section {
+        let text = parts::file_section(skill, &arguments.path, section, start, length)?;
+        return Ok(ToolOutput::Text(text));
+    }
+    if arguments.start.is_none()
+        && arguments.length.is_none()
+        && let Some(overview) = parts::file_overview(skill, &arguments.path, body_limit)?
+    {
+        return Ok(ToolOutput::Text(overview));
+    }
     let window = skill.read_window(&arguments.path, start, length)?;
     let (path, name) = (&arguments.path, &skill.name);
     let (start, end) = (window.start, window.end);

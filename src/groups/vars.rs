@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::structured;
 use crate::tools::{
     Annotations, Caching, Daggers, Origin, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup,
-    ToolOutput, Truncation,
+    ToolOutput, Truncation, WORKSPACE_VIEW,
 };
 use crate::vars::{
     self, Chunk, ListFilter, NewVariable, RemoveOutcome, ValueKind, VarType, Variable,
@@ -218,6 +218,7 @@ impl ListVars {
         let definition = ToolDefinition::new::<ListVarsArguments>("ListVars", LIST_VARS, READ_ONLY)
             .with_title("List variables")
             .with_output::<ListVarsOutput>()
+            .with_view(WORKSPACE_VIEW)
             .always_listed()
             .with_caching(Caching::Off);
         Self { definition }

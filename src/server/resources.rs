@@ -1,6 +1,7 @@
 //! Resources: `skill://{name}/{path}` (a skill's files, in `server/skills.rs`),
 //! `rule://{group}/{rule}` (a skill rule's markdown), `var://{name}` (a variable's value),
-//! `state://{path}` (the plans' state document), `snapshot://{chat}` (a chat's floors, listed
+//! `state://{path}` (the plans' state document), `ui://synapse/workspace` (the workspace view,
+//! an MCP App, in `server/view.rs`), `snapshot://{chat}` (a chat's floors, listed
 //! per chat) and `snapshot://{chat}/{id}` (a chat state snapshot). Variable and chat names are
 //! percent-encoded in URIs where they hold characters outside `A-Z a-z 0-9 - . _ ~ /` (for
 //! chats, `/` too).
@@ -12,7 +13,7 @@ use super::uri::{
     RULE_SCHEME, SKILL_SCHEME, SNAPSHOT_SCHEME, STATE_SCHEME, VAR_SCHEME, chat_uri, percent_decode,
     rule_uri, var_uri,
 };
-use super::{errors, skills};
+use super::{errors, skills, view};
 use crate::json::path::Path;
 use crate::skills::Library;
 use crate::snapshots::Snapshots;
@@ -50,6 +51,7 @@ pub(super) fn list(
     snapshots: &Snapshots,
 ) -> Result<Vec<Resource>, ErrorData> {
     let mut resources = skills::list(library);
+    resources.push(view::resource());
     let chats = snapshots
         .chats()
         .map_err(|error| errors::snapshots_failed(&error))?;
@@ -105,6 +107,9 @@ pub(super) fn read(
     snapshots: &Snapshots,
     uri: &str,
 ) -> Result<ReadResourceResult, ErrorData> {
+    if let Some(page) = view::read(uri) {
+        return Ok(page);
+    }
     if let Some(path) = uri.strip_prefix(SNAPSHOT_SCHEME) {
         return read_snapshot(snapshots, uri, path);
     }
@@ -139,7 +144,7 @@ pub(super) fn read(
     }
     Err(errors::resource_not_found(
         uri,
-        "synapse-mcp serves skill://, var://, rule://, state:// and snapshot:// URIs",
+        "synapse-mcp serves skill://, var://, rule://, state://, snapshot:// and ui://synapse/workspace URIs",
     ))
 }
 

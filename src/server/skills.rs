@@ -36,25 +36,48 @@ pub(super) fn list(library: &Library) -> Vec<Resource> {
         .skills()
         .iter()
         .map(|skill| {
-            Resource::new(skill_uri(&skill.name, "SKILL.md"), skill.name.clone())
-                .with_description(skill.description.clone())
-                .with_mime_type("text/markdown")
-                .with_size(skill.size)
+            Resource::new(
+                skill_uri(&skill.skill_path(), "SKILL.md"),
+                skill.frontmatter_name().to_owned(),
+            )
+            .with_description(skill.description.clone())
+            .with_mime_type("text/markdown")
+            .with_size(skill.size)
         })
         .collect()
 }
 
-/// `skill://{name}/{path}` cut into the skill and the decoded path (`""` for the folder).
+/// `skill://{skill path}/{path}` cut into the skill and the decoded path (`""` for the folder).
 fn parse<'a>(library: &'a Library, uri: &str) -> Result<(&'a Skill, String), ErrorData> {
     let rest = uri.strip_prefix(SKILL_SCHEME).unwrap_or(uri);
-    let (name, encoded) = rest.split_once('/').unwrap_or((rest, ""));
-    let skill = library
-        .get(name)
-        .map_err(|error| errors::skill_resource_error(uri, &error))?;
+    let (skill, encoded) =
+        locate(library, rest).map_err(|error| errors::skill_resource_error(uri, &error))?;
     let path = percent_decode(encoded).ok_or_else(|| {
         errors::resource_not_found(uri, "the path is not valid percent-encoded UTF-8")
     })?;
     Ok((skill, path))
+}
+
+/// The skill a URI's path (after `skill://`) starts with, and the rest of it. A skill served
+/// under another name than its own is at `{name}/{own name}` (see [`Skill::skill_path`]).
+fn locate<'a, 'u>(
+    library: &'a Library,
+    rest: &'u str,
+) -> Result<(&'a Skill, &'u str), crate::skills::Error> {
+    let (name, after) = rest.split_once('/').unwrap_or((rest, ""));
+    let skill = library.get(name)?;
+    let Some(declared) = skill.declared_name.as_deref() else {
+        return Ok((skill, after));
+    };
+    let (own, path) = after.split_once('/').unwrap_or((after, ""));
+    if own == declared {
+        Ok((skill, path))
+    } else {
+        Err(crate::skills::Error::UnknownFolder {
+            skill: skill.name.clone(),
+            path: format!("{own} (this skill is at skill://{}/)", skill.skill_path()),
+        })
+    }
 }
 
 pub(super) fn read(library: &Library, uri: &str) -> Result<ReadResourceResult, ErrorData> {
@@ -107,40 +130,48 @@ pub(super) fn list_skills(
 
 /// SEP-2640 `skills/get`: `-32602` unless the URI is the SKILL.md of a served skill.
 pub(super) fn get_skill(library: &Library, uri: &str) -> Result<WireSkill, ErrorData> {
-    let name = uri
+    let rest = uri
         .strip_prefix(SKILL_SCHEME)
-        .and_then(|rest| rest.strip_suffix("/SKILL.md"))
+        .filter(|rest| rest.ends_with("/SKILL.md"))
         .ok_or_else(|| errors::unknown_skill_uri(uri, "a skill URI is skill://{name}/SKILL.md"))?;
-    let skill = library
-        .find(name)
-        .ok_or_else(|| errors::unknown_skill_uri(uri, "skills/list shows the skills served"))?;
+    let Ok((skill, crate::skills::SKILL_MD)) = locate(library, rest) else {
+        return Err(errors::unknown_skill_uri(
+            uri,
+            "skills/list shows the skills served",
+        ));
+    };
     wire_skill(skill)
 }
 
-/// The frontmatter verbatim, except that `name` and `description` are the catalog's (the
-/// same text unless the author's name broke the naming rule and the folder's name is used).
+/// The frontmatter verbatim, except that `description` is the catalog's, and so is `name`
+/// when the author's name broke the naming rule and the folder's name is used. A skill
+/// served under another name than its own keeps its own `name` here: its URI ends in it.
 fn wire_skill(skill: &Skill) -> Result<WireSkill, ErrorData> {
-    let mut frontmatter = SkillFrontmatter::new(skill.name.clone(), skill.description.clone());
+    let mut frontmatter = SkillFrontmatter::new(
+        skill.frontmatter_name().to_owned(),
+        skill.description.clone(),
+    );
     for (key, value) in skill.frontmatter() {
         if key != "name" && key != "description" {
             frontmatter = frontmatter.with_field(key, value);
         }
     }
+    let skill_path = skill.skill_path();
     let manifest = skill
         .manifest()
-        .map_err(|error| errors::skill_resource_error(&skill_uri(&skill.name, ""), &error))?;
+        .map_err(|error| errors::skill_resource_error(&skill_uri(&skill_path, ""), &error))?;
     let files = manifest
         .iter()
         .map(|file| {
             SkillResource::new(
-                skill_uri(&skill.name, &file.path),
+                skill_uri(&skill_path, &file.path),
                 file.digest.clone(),
                 file.size,
             )
         })
         .collect();
     Ok(WireSkill::new(
-        skill_uri(&skill.name, crate::skills::SKILL_MD),
+        skill_uri(&skill_path, crate::skills::SKILL_MD),
         frontmatter,
         SkillResources::Files(files),
     ))
@@ -155,6 +186,7 @@ pub(super) fn read_directory(library: &Library, uri: &str) -> Result<Vec<Resourc
         .children(&path)
         .map_err(|_| errors::unknown_skill_uri(uri, "not a folder of the skill"))?;
     let folder = path.trim_matches('/');
+    let skill_path = skill.skill_path();
     Ok(children
         .into_iter()
         .map(|child| {
@@ -163,7 +195,7 @@ pub(super) fn read_directory(library: &Library, uri: &str) -> Result<Vec<Resourc
             } else {
                 format!("{folder}/{}", child.name)
             };
-            let resource = Resource::new(skill_uri(&skill.name, &relative), child.name);
+            let resource = Resource::new(skill_uri(&skill_path, &relative), child.name);
             if child.directory {
                 resource.with_mime_type(DIRECTORY)
             } else {
@@ -186,10 +218,11 @@ pub(super) fn complete(library: &Library, request: &CompleteRequestParams) -> Ve
     }
     let typed = request.argument.value.as_str();
     match request.argument.name.as_str() {
+        // The skill path, so that the URI the template makes names the skill.
         "name" => library
             .skills()
             .iter()
-            .map(|skill| skill.name.clone())
+            .map(|skill| skill.skill_path())
             .filter(|name| name.starts_with(typed))
             .collect(),
         "path" => {
@@ -198,7 +231,8 @@ pub(super) fn complete(library: &Library, request: &CompleteRequestParams) -> Ve
                 .as_ref()
                 .and_then(|context| context.arguments.as_ref())
                 .and_then(|arguments| arguments.get("name"))
-                .and_then(|name| library.find(name));
+                .and_then(|name| locate(library, name).ok())
+                .map(|(skill, _)| skill);
             chosen.map_or_else(Vec::new, |skill| {
                 skill
                     .files()

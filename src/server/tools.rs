@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use super::approval::{Elicitor, answers_from_responses, is_inline_session};
 use super::errors;
 use super::sampling::ClientSampler;
+use super::view;
 use crate::tools::{
     Asking, CallRequest, Executor, OUTPUT_LIMIT_ARGUMENT, OUTPUT_PATH_ARGUMENT, Progress, Sampler,
     Tool, Truncation,
@@ -81,6 +82,9 @@ pub(super) fn wire_tool(tool: &dyn Tool) -> WireTool {
     }
     if let Some(output) = &definition.output_schema {
         wire = wire.with_raw_output_schema(output.clone());
+    }
+    if let Some(view) = definition.view {
+        wire.meta = Some(view::tool_meta(view));
     }
     wire
 }

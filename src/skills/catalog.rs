@@ -1,8 +1,10 @@
 //! Builds the catalog from the roots: reads only the frontmatter of each SKILL.md (or nothing,
 //! when the root's `index.json` still matches the file's size and modification time), checks
-//! it, and resolves name collisions (the earlier root wins, and the loser is reported).
+//! it, and resolves name collisions: the skill found first (earlier root, then path order)
+//! keeps its name, and a later one with the same name is served under a name of its own
+//! (its folder's, or one qualified by the folders above it) and reported, never dropped.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::BufReader;
 use std::path::Path;
 use std::time::SystemTime;
@@ -25,34 +27,157 @@ pub struct Catalog {
 /// Scans the roots in order. With `use_index`, a root's `index.json` is reused and refreshed.
 pub fn build(roots: &[Root], use_index: bool) -> Catalog {
     let mut catalog = Catalog::default();
-    let mut seen: HashMap<String, String> = HashMap::new();
-    for root in roots {
-        let found = match root.kind {
+    let mut found: Vec<(usize, &Root, Skill)> = Vec::new();
+    for (position, root) in roots.iter().enumerate() {
+        let skills = match root.kind {
             RootKind::Bundled => bundled(&mut catalog.diagnostics),
+            // Not a finding: the home folder is made by the first save.
+            RootKind::Home if !root.path.is_dir() => Vec::new(),
             _ => on_disk(&root.path, use_index, &mut catalog.diagnostics),
         };
-        for skill in found {
-            let place = skill.location.display();
-            if let Some(winner) = seen.get(&skill.name) {
-                let message = format!(
-                    "skill `{}` at {place} is hidden by the one at {winner} (the earlier root wins)",
-                    skill.name
-                );
-                tracing::warn!("{message}");
-                let file = Path::new(&place).join(skill.file_name);
-                catalog.diagnostics.push(Diagnostic::new(
-                    Level::Warning,
-                    file,
-                    "name-collision",
-                    message,
-                ));
-                continue;
-            }
-            seen.insert(skill.name.clone(), place);
-            catalog.skills.push(skill);
+        found.extend(skills.into_iter().map(|skill| (position, root, skill)));
+    }
+    let renamed = resolve_collisions(&found, &mut catalog.diagnostics);
+    catalog.skills.reserve(found.len());
+    for ((_, _, mut skill), name) in found.into_iter().zip(renamed) {
+        if let Some(name) = name {
+            skill.declared_name = Some(std::mem::replace(&mut skill.name, name).into_boxed_str());
         }
+        catalog.skills.push(skill);
     }
     catalog
+}
+
+/// The name each skill that collides is served under (`None`: its own), with a warning naming
+/// both folders. An earlier root wins; within one root, a skill in a folder of its own name
+/// wins over one in a folder named otherwise (the specification asks the two to match), then
+/// path order decides. Every declared name is reserved before any is made up, so that the name
+/// given to a colliding skill never takes the one a later skill declares.
+fn resolve_collisions(
+    found: &[(usize, &Root, Skill)],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<Option<String>> {
+    let declared: HashSet<&str> = found
+        .iter()
+        .map(|(_, _, skill)| skill.name.as_str())
+        .collect();
+    let mut order: Vec<usize> = (0..found.len()).collect();
+    // Stable: the scan's order stays within each (root, folder matches) group.
+    order.sort_by_key(|&position| {
+        let (root, _, skill) = &found[position];
+        (*root, !folder_matches(skill))
+    });
+    let mut served: HashMap<String, String> = HashMap::with_capacity(found.len());
+    let mut renamed = vec![None; found.len()];
+    for position in order {
+        let (_, root, skill) = &found[position];
+        let place = skill.location.display();
+        let Some(first) = served.get(&skill.name) else {
+            served.insert(skill.name.clone(), place);
+            continue;
+        };
+        let free =
+            |candidate: &str| !declared.contains(candidate) && !served.contains_key(candidate);
+        let name = alternative_name(skill, root, free);
+        let message = format!(
+            "skill `{}` at {place} has the name of the one at {first}, which wins; it is served as `{name}`",
+            skill.name
+        );
+        tracing::warn!("{message}");
+        let file = Path::new(&place).join(skill.file_name);
+        diagnostics.push(Diagnostic::new(
+            Level::Warning,
+            file,
+            "name-collision",
+            message,
+        ));
+        served.insert(name.clone(), place);
+        renamed[position] = Some(name);
+    }
+    renamed
+}
+
+/// Whether the skill's folder has the skill's name.
+fn folder_matches(skill: &Skill) -> bool {
+    match &skill.location {
+        Location::Disk(folder) => folder.file_name().is_some_and(|name| *name == *skill.name),
+        Location::Bundled(folder) => folder
+            .path()
+            .file_name()
+            .is_some_and(|name| *name == *skill.name),
+    }
+}
+
+/// A name of its own for a skill whose declared name an earlier skill holds, the first that
+/// `free` accepts of: its folder's name (when that differs); that name qualified by the folders
+/// above it, nearest first, up through its root's own path (`scientific-skills-pdf`); its
+/// declared name numbered (`pdf-2`, `pdf-3`, …). Each is made a valid skill name (lower case,
+/// other characters as `-`); one over 64 characters is passed over.
+fn alternative_name(skill: &Skill, root: &Root, free: impl Fn(&str) -> bool) -> String {
+    let (folder_name, qualifiers): (String, Vec<String>) = match &skill.location {
+        Location::Disk(folder) => {
+            let relative = folder.strip_prefix(&root.path).unwrap_or(folder);
+            // Nearest first: the folders between the root and the skill, then the root's own.
+            let above = relative
+                .parent()
+                .into_iter()
+                .flat_map(Path::components)
+                .rev();
+            let qualifiers = above
+                .chain(root.path.components().rev())
+                .filter_map(|component| match component {
+                    std::path::Component::Normal(name) => Some(name.to_string_lossy().into_owned()),
+                    _ => None,
+                })
+                .collect();
+            let own = folder
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned());
+            (own.unwrap_or_default(), qualifiers)
+        }
+        Location::Bundled(folder) => (
+            folder.path().display().to_string(),
+            vec!["bundled".to_owned()],
+        ),
+    };
+    let own = as_name(&folder_name);
+    let mut candidate = if validate::valid_name(&own) {
+        own
+    } else {
+        skill.name.clone()
+    };
+    if candidate != skill.name && free(&candidate) {
+        return candidate;
+    }
+    for qualifier in qualifiers {
+        let qualifier = as_name(&qualifier);
+        if qualifier.is_empty() {
+            continue;
+        }
+        candidate = format!("{qualifier}-{candidate}");
+        if validate::valid_name(&candidate) && free(&candidate) {
+            return candidate;
+        }
+    }
+    // Finitely many names are taken, so one of these is free.
+    (2..=u64::from(u32::MAX))
+        .map(|number| format!("{}-{number}", skill.name))
+        .find(|numbered| free(numbered))
+        .unwrap_or_else(|| skill.name.clone())
+}
+
+/// `text` as a skill name: ASCII letters lower-cased, digits kept, runs of anything else as
+/// one `-`, none at either end.
+fn as_name(text: &str) -> String {
+    let mut name = String::with_capacity(text.len());
+    for character in text.chars() {
+        if character.is_ascii_alphanumeric() {
+            name.push(character.to_ascii_lowercase());
+        } else if !name.is_empty() && !name.ends_with('-') {
+            name.push('-');
+        }
+    }
+    name.trim_end_matches('-').to_owned()
 }
 
 fn bundled(diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
@@ -298,5 +423,98 @@ fn entry(skill: &Skill, scripts: Scripts) -> Entry {
         modified_ns: folders::nanos(skill.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
         scripts_modified_ns: scripts.modified_ns,
         frontmatter: skill.frontmatter(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn write(folder: &Path, name: &str) {
+        std::fs::create_dir_all(folder).unwrap();
+        let text = format!("---\nname: {name}\ndescription: The {name} skill.\n---\n# Body\n");
+        std::fs::write(folder.join("SKILL.md"), text).unwrap();
+    }
+
+    fn served(catalog: &Catalog) -> Vec<(String, Option<String>)> {
+        catalog
+            .skills
+            .iter()
+            .map(|skill| {
+                let declared = skill.declared_name.as_deref().map(str::to_owned);
+                (skill.name.clone(), declared)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_colliding_skill_is_served_under_its_folder_or_a_qualified_name() {
+        let directory = tempfile::tempdir().unwrap();
+        let first = directory.path().join("first");
+        let second = directory.path().join("team-skills");
+        write(&first.join("pdf"), "pdf");
+        write(&first.join("K-Dense-AI-pdf"), "pdf");
+        write(&first.join("vendor/scientific/pdf"), "pdf");
+        // Declared by a later skill: never given to a colliding one.
+        write(&second.join("scientific-pdf"), "scientific-pdf");
+        write(&second.join("pdf"), "pdf");
+        write(&second.join("docx"), "docx");
+        let roots = [&first, &second].map(|path| Root {
+            kind: RootKind::Configured,
+            path: path.clone(),
+        });
+        let catalog = build(&roots, false);
+        let owned =
+            |name: &str, declared: Option<&str>| (name.to_owned(), declared.map(str::to_owned));
+        assert_eq!(
+            served(&catalog),
+            [
+                owned("k-dense-ai-pdf", Some("pdf")),
+                owned("pdf", None),
+                owned("vendor-scientific-pdf", Some("pdf")),
+                owned("docx", None),
+                owned("team-skills-pdf", Some("pdf")),
+                owned("scientific-pdf", None),
+            ]
+        );
+        let collisions: Vec<&str> = catalog
+            .diagnostics
+            .iter()
+            .filter(|diagnostic| diagnostic.rule == "name-collision")
+            .map(|diagnostic| diagnostic.message.as_str())
+            .collect();
+        assert_eq!(collisions.len(), 3, "{collisions:?}");
+        let winner = first.join("pdf").display().to_string();
+        let loser = first.join("K-Dense-AI-pdf").display().to_string();
+        assert!(
+            collisions.contains(&format!(
+                "skill `pdf` at {loser} has the name of the one at {winner}, which wins; it is served as `k-dense-ai-pdf`"
+            ).as_str()),
+            "{collisions:?}"
+        );
+    }
+
+    #[test]
+    fn names_are_numbered_when_no_folder_tells_them_apart() {
+        let notes = Skill::new(
+            "notes".to_owned(),
+            Fields::default(),
+            &Frontmatter::new(),
+            Location::Disk("/skills/notes".into()),
+            "SKILL.md",
+        );
+        let root = Root {
+            kind: RootKind::Configured,
+            path: "/skills".into(),
+        };
+        assert_eq!(
+            alternative_name(&notes, &root, |name| name == "skills-notes"),
+            "skills-notes"
+        );
+        assert_eq!(
+            alternative_name(&notes, &root, |name| name == "notes-3"),
+            "notes-3"
+        );
     }
 }

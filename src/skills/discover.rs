@@ -15,6 +15,9 @@ use crate::folders::skipped_folder;
 /// The `skills/` folder of this repository, compiled into the binary.
 pub static BUNDLED: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/skills");
 
+/// The user's own skills folder, below the home folder.
+pub const HOME_SKILLS: &str = ".synapse/skills";
+
 /// The deepest level below a root at which a skill folder is found.
 pub const MAX_DEPTH: usize = 3;
 
@@ -24,7 +27,10 @@ pub enum RootKind {
     Bundled,
     /// Named with `--skills` or in the config file.
     Configured,
-    /// `~/.synapse/skills`, `~/.agents/skills`, `~/.claude/skills`.
+    /// `~/.synapse/skills`: the user's own skills and where `SkillSave` writes by default.
+    /// Always a root when there is a home folder; created by the first save.
+    Home,
+    /// `~/.agents/skills`, `~/.claude/skills`, when they exist.
     User,
     /// `./.agents/skills`, `./.claude/skills`, only with `--trust-project`.
     Project,
@@ -38,8 +44,8 @@ pub struct Root {
 }
 
 /// The roots in priority order. Trusted project roots come first (a project overrides the
-/// user); then the configured folders, or, when none is configured, the bundled skills and the
-/// user folders that exist.
+/// user); then the configured folders, or, when none is configured, the bundled skills,
+/// `~/.synapse/skills` (whether it exists yet or not) and the other user folders that exist.
 pub fn roots(
     configured: &[PathBuf],
     trust_project: bool,
@@ -70,7 +76,11 @@ pub fn roots(
         path: PathBuf::from("(bundled)"),
     });
     if let Some(home) = home {
-        for relative in [".synapse/skills", ".agents/skills", ".claude/skills"] {
+        roots.push(Root {
+            kind: RootKind::Home,
+            path: home.join(HOME_SKILLS),
+        });
+        for relative in [".agents/skills", ".claude/skills"] {
             let path = home.join(relative);
             if path.is_dir() {
                 roots.push(Root {
@@ -336,6 +346,24 @@ mod tests {
         );
         let defaults = super::roots(&[], false, None, cwd.path());
         assert_eq!(defaults[0].kind, RootKind::Bundled);
+    }
+
+    #[test]
+    fn the_home_skills_folder_is_a_root_before_it_exists() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join(".claude/skills")).unwrap();
+        let kinds: Vec<(RootKind, PathBuf)> = roots(&[], false, Some(home.path()), home.path())
+            .into_iter()
+            .map(|root| (root.kind, root.path))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (RootKind::Bundled, "(bundled)".into()),
+                (RootKind::Home, home.path().join(".synapse/skills")),
+                (RootKind::User, home.path().join(".claude/skills")),
+            ]
+        );
     }
 
     #[test]

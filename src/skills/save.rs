@@ -47,6 +47,8 @@ pub struct Request {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Saved {
     pub folder: PathBuf,
+    /// The skills folder (root) the skill is in.
+    pub root: Option<PathBuf>,
     pub created: bool,
     /// Where the previous version went.
     pub backup: Option<PathBuf>,
@@ -79,12 +81,17 @@ pub fn save(library: &Library, roots: &[Root], request: &Request) -> Result<Save
             folder
         }
     };
-    write(
+    let mut saved = write(
         &folder,
         &text,
         &files,
         existing.map(|skill| skill.file_name),
-    )
+    )?;
+    saved.root = roots
+        .iter()
+        .find(|root| root.kind != RootKind::Bundled && folder.starts_with(&root.path))
+        .map(|root| root.path.clone());
+    Ok(saved)
 }
 
 /// `name` and `description` first, then every other key the skill already had (as JSON, which
@@ -190,7 +197,8 @@ fn checked_files(files: &BTreeMap<String, String>) -> Result<Vec<(String, &str)>
     Ok(checked)
 }
 
-/// The root a new skill goes to: the one asked for, or the first writable root on disk.
+/// The root a new skill goes to: the one asked for, or the first writable root on disk. The
+/// home skills folder (`~/.synapse/skills`) is made when it is the one chosen.
 fn target_root(roots: &[Root], asked: Option<&Path>) -> Result<PathBuf, Error> {
     let on_disk: Vec<&Root> = roots
         .iter()
@@ -202,18 +210,24 @@ fn target_root(roots: &[Root], asked: Option<&Path>) -> Result<PathBuf, Error> {
             .map(|root| root.path.display().to_string())
             .collect();
         if paths.is_empty() {
-            "none; start the server with --skills DIR".to_owned()
+            "none (there is no home folder); start the server with --skills DIR".to_owned()
         } else {
             paths.join(", ")
         }
     };
     if let Some(asked) = asked {
-        let same = |root: &&&Root| {
-            std::fs::canonicalize(&root.path).ok() == std::fs::canonicalize(asked).ok()
+        // Folders that do not exist yet (the home one) are compared as written.
+        let same = |root: &&&Root| match (
+            std::fs::canonicalize(&root.path),
+            std::fs::canonicalize(asked),
+        ) {
+            (Ok(root), Ok(asked)) => root == asked,
+            _ => root.path == asked,
         };
         return on_disk
             .iter()
             .find(same)
+            .filter(|root| made_if_home(root))
             .map(|root| root.path.clone())
             .ok_or_else(|| Error::UnknownRoot {
                 root: asked.display().to_string(),
@@ -222,12 +236,30 @@ fn target_root(roots: &[Root], asked: Option<&Path>) -> Result<PathBuf, Error> {
     }
     on_disk
         .iter()
-        .find(|root| writable(&root.path))
+        .find(|root| made_if_home(root) && writable(&root.path))
         .map(|root| root.path.clone())
         .ok_or_else(|| Error::UnknownRoot {
             root: "(a writable skills folder)".to_owned(),
             known: known(),
         })
+}
+
+/// Makes the home skills folder when it is missing; `false` when it cannot be made. Every
+/// other root is left as it is.
+fn made_if_home(root: &Root) -> bool {
+    if root.kind != RootKind::Home || root.path.is_dir() {
+        return true;
+    }
+    match std::fs::create_dir_all(&root.path) {
+        Ok(()) => {
+            tracing::info!(folder = %root.path.display(), "made the home skills folder");
+            true
+        }
+        Err(error) => {
+            tracing::warn!(folder = %root.path.display(), %error, "cannot make the home skills folder");
+            false
+        }
+    }
 }
 
 fn writable(folder: &Path) -> bool {
@@ -291,6 +323,7 @@ fn write(
     }
     Ok(Saved {
         folder: folder.to_owned(),
+        root: None,
         created,
         backup,
     })

@@ -11,9 +11,12 @@
     reason = "scores are approximate; counts and lengths stay far below 2^23"
 )]
 
+mod glossary;
+mod tokens;
+
 use std::collections::HashMap;
 
-use rust_stemmers::{Algorithm, Stemmer};
+use self::tokens::{Script, Stemmers};
 
 /// The text of one skill, by field.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -25,18 +28,28 @@ pub struct Document {
 }
 
 const FIELDS: usize = 4;
-const WEIGHTS: [f32; FIELDS] = [4.0, 2.5, 1.5, 1.0];
-const LENGTH_NORMALISATION: [f32; FIELDS] = [0.3, 0.6, 0.75, 0.75];
-const SATURATION: f32 = 1.2;
+/// Name, description, headings, body. The body counts least: a long skill's body holds a little of
+/// every topic, and when it counted as much as a heading (1.0, with full saturation at 1.2) broad
+/// skills such as a 10,000-word API reference took the first places for unrelated long queries.
+/// Measured with `examples/search_quality.rs` (BENCHMARKS.md → Search quality).
+const WEIGHTS: [f32; FIELDS] = [4.0, 2.5, 1.5, 0.3];
+/// How far a field's length scales its counts down (BM25's `b`): fully for the body, so a word
+/// met once in 9,000 words weighs a tenth of one met once in 900.
+const LENGTH_NORMALISATION: [f32; FIELDS] = [0.3, 0.6, 0.75, 1.0];
+/// BM25's `k1`: how soon more matches of a term stop adding to its score. Higher than the
+/// textbook 1.2 so that a term in the name or description outweighs the same term in the body.
+const SATURATION: f32 = 2.0;
 /// How much a fuzzy match counts against an exact one.
 const FUZZY_WEIGHT: f32 = 0.3;
+/// How much an English word the glossary adds counts against a word of the query.
+const TRANSLATION_WEIGHT: f32 = 1.0;
 
 /// An inverted index over the skills' documents, built once and then read only. It is laid out
 /// for memory: at 10,000 skills it holds over a million postings, so each one is a few bytes in
 /// one shared buffer (see `encode_posting`) rather than a struct in a vector per term, and the
 /// vocabulary is one string.
 pub struct Index {
-    stemmer: Stemmer,
+    stemmers: Stemmers,
     /// Every term's text, back to back; term `t` ends at `term_ends[t]`.
     vocabulary: String,
     term_ends: Vec<u32>,
@@ -70,7 +83,7 @@ impl std::fmt::Debug for Index {
 /// in document order (one growing buffer, laid out by term once at the end: a growing vector
 /// per term would leave its freed copies scattered through the allocator's memory).
 struct Builder {
-    stemmer: Stemmer,
+    stemmers: Stemmers,
     terms: HashMap<String, u32>,
     /// Lower-cased words already seen, by term id, so that indexing stems each word once.
     words: HashMap<String, u32>,
@@ -89,7 +102,7 @@ impl Index {
     /// Indexes the documents; a document's position is its id in search results.
     pub fn build(documents: impl IntoIterator<Item = Document>) -> Self {
         let mut builder = Builder {
-            stemmer: Stemmer::create(Algorithm::English),
+            stemmers: Stemmers::new(),
             terms: HashMap::new(),
             words: HashMap::new(),
             vocabulary: Vec::new(),
@@ -118,16 +131,19 @@ impl Builder {
         let mut lengths = [0_u32; FIELDS];
         let mut word = String::new();
         for (field, text) in fields.into_iter().enumerate() {
-            for raw in text.split(|character: char| !character.is_alphanumeric()) {
-                if raw.is_empty() {
-                    continue;
-                }
-                word.clear();
-                word.extend(raw.chars().flat_map(char::to_lowercase));
-                let term = self.term_of(&word);
+            let mut count = |term: u32| {
                 lengths[field] = lengths[field].saturating_add(1);
                 let entry = counts.entry(term).or_default();
                 entry[field] = entry[field].saturating_add(1);
+            };
+            for (script, raw) in tokens::words(text) {
+                word.clear();
+                word.extend(raw.chars().flat_map(char::to_lowercase));
+                if script == Script::Cjk {
+                    tokens::bigrams(&word, |bigram| count(self.term_of_stem(bigram)));
+                } else {
+                    count(self.term_of(script, &word));
+                }
             }
         }
         for (term, frequencies) in counts.drain() {
@@ -140,21 +156,25 @@ impl Builder {
     }
 
     /// The term id of a lower-cased word; each distinct word is stemmed once.
-    fn term_of(&mut self, word: &str) -> u32 {
+    fn term_of(&mut self, script: Script, word: &str) -> u32 {
         if let Some(&term) = self.words.get(word) {
             return term;
         }
-        let stem = self.stemmer.stem(word).into_owned();
-        let term = if let Some(&term) = self.terms.get(&stem) {
-            term
-        } else {
-            let term = u32::try_from(self.vocabulary.len()).unwrap_or(u32::MAX);
-            self.vocabulary.push(stem.clone());
-            self.document_counts.push(0);
-            self.terms.insert(stem, term);
-            term
-        };
+        let stem = self.stemmers.stem(script, word);
+        let term = self.term_of_stem(&stem);
         self.words.insert(word.to_owned(), term);
+        term
+    }
+
+    /// The term id of a term's text, added to the vocabulary if new.
+    fn term_of_stem(&mut self, stem: &str) -> u32 {
+        if let Some(&term) = self.terms.get(stem) {
+            return term;
+        }
+        let term = u32::try_from(self.vocabulary.len()).unwrap_or(u32::MAX);
+        self.vocabulary.push(stem.to_owned());
+        self.document_counts.push(0);
+        self.terms.insert(stem.to_owned(), term);
         term
     }
 
@@ -203,7 +223,7 @@ impl Builder {
         let mut document_counts = self.document_counts;
         document_counts.shrink_to_fit();
         Index {
-            stemmer: self.stemmer,
+            stemmers: self.stemmers,
             vocabulary,
             term_ends,
             sorted_terms,
@@ -372,15 +392,15 @@ impl Index {
         limit: usize,
     ) -> Vec<(usize, f32)> {
         let mut scores = vec![0.0_f32; self.lengths.len()];
-        let mut query_terms = tokens(&self.stemmer, query);
-        query_terms.sort();
-        query_terms.dedup();
-        for text in &query_terms {
+        for query_term in self.query_terms(query) {
+            let text = query_term.text.as_str();
             if let Some(term) = self.find_term(text) {
-                self.score_term(term, 1.0, &mut scores);
+                self.score_term(term, query_term.weight, &mut scores);
             }
-            for term in self.near_terms(text) {
-                self.score_term(term, FUZZY_WEIGHT, &mut scores);
+            if query_term.fuzzy {
+                for term in self.near_terms(text) {
+                    self.score_term(term, FUZZY_WEIGHT * query_term.weight, &mut scores);
+                }
             }
         }
         let mut ranked: Vec<(usize, f32)> = scores
@@ -444,12 +464,64 @@ impl Index {
     }
 }
 
-/// Lower-cased, stemmed words of a text.
-fn tokens(stemmer: &Stemmer, text: &str) -> Vec<String> {
-    text.split(|character: char| !character.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .map(|word| stemmer.stem(&word.to_lowercase()).into_owned())
-        .collect()
+/// One term of a query and how much it counts.
+#[derive(Debug, Clone, PartialEq)]
+struct QueryTerm {
+    text: String,
+    weight: f32,
+    /// Whether near spellings count too (not for CJK bigrams nor for translations).
+    fuzzy: bool,
+}
+
+impl Index {
+    /// The query's terms, each once: its own words (stop words left out), then the English
+    /// words of the glossary concepts it names.
+    fn query_terms(&self, query: &str) -> Vec<QueryTerm> {
+        let mut found: Vec<QueryTerm> = Vec::new();
+        // Stop words are left out unless the query is made of nothing else.
+        let only_stop_words =
+            tokens::words(query).all(|(_, word)| tokens::is_stop_word(&word.to_lowercase()));
+        for (script, word) in tokens::words(query) {
+            let word = word.to_lowercase();
+            if tokens::is_stop_word(&word) && !only_stop_words {
+                continue;
+            }
+            if script == Script::Cjk {
+                tokens::bigrams(&word, |bigram| {
+                    found.push(QueryTerm {
+                        text: bigram.to_owned(),
+                        weight: 1.0,
+                        fuzzy: false,
+                    })
+                });
+            } else {
+                found.push(QueryTerm {
+                    text: self.stemmers.stem(script, &word),
+                    weight: 1.0,
+                    fuzzy: true,
+                });
+            }
+        }
+        let known = |script: Script, word: &str| {
+            self.find_term(&self.stemmers.stem(script, word)).is_some()
+        };
+        glossary::glossary().translate(query, known, |english| {
+            found.push(QueryTerm {
+                text: english.to_owned(),
+                weight: TRANSLATION_WEIGHT,
+                fuzzy: false,
+            });
+        });
+        // One entry per term: the highest weight, and fuzzy if any occurrence was.
+        found.sort_by(|left, right| {
+            left.text
+                .cmp(&right.text)
+                .then(right.weight.total_cmp(&left.weight))
+                .then(right.fuzzy.cmp(&left.fuzzy))
+        });
+        found.dedup_by(|later, kept| later.text == kept.text);
+        found
+    }
 }
 
 /// The headings of a markdown body (lines starting with `#`, outside code fences).

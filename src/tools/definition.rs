@@ -54,7 +54,14 @@ pub struct ToolDefinition {
     /// Listed whenever any group is enabled, even when its own group is not (`ReadVar`,
     /// `ListVars`).
     pub always_listed: bool,
+    /// The interactive view (an MCP App) a host that renders apps shows this tool's result in;
+    /// hosts without apps show the text result as before.
+    pub view: Option<&'static str>,
 }
+
+/// The workspace view: the one MCP App resource the server serves, where a user browses
+/// variables and edits the state document (see `docs/app.md`).
+pub const WORKSPACE_VIEW: &str = "ui://synapse/workspace";
 
 /// Whether a call's result and arguments are kept as `{tool}_{node}_result` / `_args` variables.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -154,6 +161,7 @@ impl ToolDefinition {
             truncation: Truncation::default(),
             daggers: Daggers::default(),
             always_listed: false,
+            view: None,
         }
     }
 
@@ -196,6 +204,13 @@ impl ToolDefinition {
     #[must_use]
     pub fn always_listed(mut self) -> Self {
         self.always_listed = true;
+        self
+    }
+
+    /// Shows the tool's result in `view` (an MCP App resource) on hosts that render apps.
+    #[must_use]
+    pub fn with_view(mut self, view: &'static str) -> Self {
+        self.view = Some(view);
         self
     }
 

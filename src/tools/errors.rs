@@ -96,6 +96,8 @@ impl From<skills::Error> for ToolError {
             | skills::Error::UnknownFile { .. }
             | skills::Error::Unreadable { .. }
             | skills::Error::UnknownFolder { .. }
+            | skills::Error::UnknownSection { .. }
+            | skills::Error::NotMarkdown { .. }
             | skills::Error::Invalid { .. }
             | skills::Error::UnknownRoot { .. } => Self::Invalid(error.to_string()),
         }

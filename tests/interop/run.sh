@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The interop stage: the clients real MCP hosts are built on drive the built synapse-mcp binary over
-# stdio, and any client-side error fails the stage. Four checks:
+# stdio, and any client-side error fails the stage. Five checks:
 #   python/2025-11-25      the official Python SDK (`mcp`), initialize handshake
 #   python/2026-07-28      the same SDK in its default mode (server/discover, sessionless era)
 #   typescript/2025-11-25  the official TypeScript SDK with its default output-schema validation
 #   inspector              the MCP Inspector's CLI, every method in both eras, `tools/list --strict`
+#   app/chromium           the workspace view (an MCP App) in headless Chromium under a test host
+#                          page, its calls going to the binary (needs /usr/bin/chromium or CHROMIUM)
 #
 #   tests/interop/run.sh                         build target/debug/synapse-mcp, then check it
 #   tests/interop/run.sh path/to/synapse-mcp     check that binary
 #   INTEROP_ONLY=python tests/interop/run.sh     only the checks whose name starts with `python`
 #
 # Installs what it needs into this folder (gitignored) on first use and again when the pins change:
-# node_modules/ from package-lock.json (the SDK, the Inspector and a Node 22 binary, from npm) and
-# .venv/ from requirements.txt. Needs python3 with venv and pip, and npm (any Node that runs npm).
+# node_modules/ from package-lock.json (the SDK, the Inspector, playwright-core and a Node 22
+# binary, from npm) and .venv/ from requirements.txt. Needs python3 with venv and pip, and npm (any Node that runs npm).
 set -euo pipefail
 
 stage="$(cd "$(dirname "$0")" && pwd)"
@@ -76,6 +78,7 @@ check python/2025-11-25 "$python" python/check.py --binary "$binary" --era legac
 check python/2026-07-28 "$python" python/check.py --binary "$binary" --era modern
 check typescript/2025-11-25 "$node" typescript/check.mjs --binary "$binary"
 check inspector "$node" inspector/check.mjs --binary "$binary"
+check app/chromium "$node" app/check.mjs --binary "$binary"
 
 if [[ $ran -eq 0 ]]; then
   echo "interop: no check is named like INTEROP_ONLY=$INTEROP_ONLY" >&2

@@ -5,6 +5,7 @@
     reason = "a test that cannot go on should fail loudly, at the line that failed"
 )]
 
+mod app_view;
 mod approval;
 mod bad_input;
 mod caching;

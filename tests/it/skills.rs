@@ -14,10 +14,12 @@ use crate::common::{
 
 mod catalog;
 pub(crate) mod hardening;
+mod ranking;
 mod reload;
 mod rerank;
 mod save;
 mod scripts;
+mod sections;
 mod surface;
 
 fn fixtures() -> PathBuf {

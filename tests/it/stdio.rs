@@ -308,6 +308,7 @@ async fn rules_and_variables_are_resources() {
             "skill://passing-large-values/SKILL.md",
             "skill://synapse-workspace/SKILL.md",
             "skill://writing-skills/SKILL.md",
+            "ui://synapse/workspace",
             "rule://Agent/VarRef",
             "rule://Agent/TODO",
             "rule://Agent/Plans",

@@ -24,7 +24,9 @@ const DESCRIPTION: &str = "Save a skill you wrote (or an improved version of one
     `description` (what it does and when to use it) and the markdown `body`, plus optional \
     text files by relative path (e.g. `references/details.md`). The skill is checked against \
     the Agent Skills specification before anything is written; an existing skill keeps its \
-    other files and its previous version is backed up. Asks the user before saving a skill.";
+    other files and its previous version is backed up. A new skill goes into the first \
+    writable skills folder (by default ~/.synapse/skills, made by the first save); the answer \
+    gives its folder. Asks the user before saving a skill.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -37,7 +39,8 @@ pub struct SaveArguments {
     pub body: String,
     /// Other files of the skill, by path relative to its folder, as text.
     pub files: Option<BTreeMap<String, String>>,
-    /// The skills folder for a new skill (default: the first writable one).
+    /// The skills folder for a new skill (default: the first writable one; with no folders
+    /// given to the server, `~/.synapse/skills`, made on the first save).
     pub root: Option<PathBuf>,
 }
 
@@ -46,6 +49,9 @@ pub struct SaveOutput {
     pub name: String,
     /// The skill's folder.
     pub path: String,
+    /// The skills folder it is in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
     /// `true` for a new skill, `false` for a new version of an existing one.
     pub created: bool,
     /// Where the previous version was moved.
@@ -123,6 +129,7 @@ fn save_skill(shelf: &Shelf, arguments: SaveArguments) -> Result<SaveOutput, Too
     Ok(SaveOutput {
         name: request.name,
         path: saved.folder.display().to_string(),
+        root: saved.root.map(|root| root.display().to_string()),
         created: saved.created,
         backup: saved.backup.map(|backup| backup.display().to_string()),
     })

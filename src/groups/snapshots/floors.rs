@@ -18,7 +18,9 @@ use crate::snapshots::diff::Operation;
 use crate::snapshots::globals::Origin;
 use crate::snapshots::{FloorList, Reprocessed, Snapshots, Source, Start};
 use crate::store::{Floor, GlobalSnapshot, GlobalSummary};
-use crate::tools::{Caching, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, Truncation};
+use crate::tools::{
+    Caching, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, Truncation, WORKSPACE_VIEW,
+};
 
 const LIST: &str = "List a chat's floors: every stored snapshot by message index and swipe, \
     with its id, creation time, stored size and a one-line summary of what its message changed. \
@@ -68,7 +70,8 @@ impl SnapshotList {
     pub(super) fn new(service: Arc<Snapshots>) -> Self {
         let definition = ToolDefinition::new::<ListArguments>("SnapshotList", LIST, CACHED_READ)
             .with_title("List chat floors")
-            .with_output::<FloorList>();
+            .with_output::<FloorList>()
+            .with_view(WORKSPACE_VIEW);
         Self {
             definition,
             service,

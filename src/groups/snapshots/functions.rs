@@ -13,7 +13,7 @@ use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, WRITES};
 use crate::groups::{off_thread, structured};
 use crate::snapshots::Snapshots;
 use crate::snapshots::functions::{Export, Scope, VarFunction};
-use crate::tools::{Tool, ToolCall, ToolDefinition, ToolError, ToolOutput};
+use crate::tools::{Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, WORKSPACE_VIEW};
 
 const FUNCTION_LIST: &str = "List the state functions: the global library (with the built-ins \
     SET, ADD, SUB, APPEND, REMOVE, ASSIGN, UNSET, TIME and the optional MVU and JSON_PATCH \
@@ -61,7 +61,8 @@ impl FunctionList {
         let definition =
             ToolDefinition::new::<ScopeArguments>("FunctionList", FUNCTION_LIST, CACHED_READ)
                 .with_title("List state functions")
-                .with_output::<FunctionListOutput>();
+                .with_output::<FunctionListOutput>()
+                .with_view(WORKSPACE_VIEW);
         Self {
             definition,
             service,

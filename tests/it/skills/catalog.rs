@@ -93,7 +93,8 @@ fn the_bundled_skills_pass_the_strict_check() {
     let (default_roots, passed) = check(&["--strict"]);
     assert!(passed, "{default_roots}");
     assert!(
-        default_roots.contains("0 errors, 0 warnings (strict mode, 1 roots)"),
+        // The bundled skills and ~/.synapse/skills, which a save makes.
+        default_roots.contains("0 errors, 0 warnings (strict mode, 2 roots)"),
         "{default_roots}"
     );
 }
@@ -197,9 +198,20 @@ async fn the_index_lists_scripts_added_or_removed_while_skill_md_stays_unchanged
     assert_eq!(listed().await, (json!(["skill:pdf-tools:split"]), json!(1)));
 }
 
+/// Three skills named `pdf-tools`: the fixture's, one in a folder named otherwise beside it
+/// (`K-Dense-AI-pdf-tools`, as collections copied side by side name them), one in a later
+/// root. None is dropped: the first keeps the name, the others are served under names of their
+/// own with URIs that still end in `pdf-tools`, and `skills check` names both folders.
 #[tokio::test]
-async fn the_earlier_root_wins_a_name_collision_and_both_are_served() {
+async fn colliding_names_are_served_under_names_of_their_own() {
     let fixture = Fixture::new();
+    let renamed_folder = fixture.root().join("K-Dense-AI-pdf-tools");
+    std::fs::create_dir_all(&renamed_folder).unwrap();
+    std::fs::write(
+        renamed_folder.join("SKILL.md"),
+        "---\nname: pdf-tools\ndescription: The copied pdf-tools of another collection.\n---\n# Copied\n\nFill PDF forms.\n",
+    )
+    .unwrap();
     // A copy, so the index.json the server writes into each root stays out of the repository.
     let extra = fixture.root().with_file_name("skills-extra");
     copy_tree(&fixtures().join("skills-extra"), &extra);
@@ -208,22 +220,84 @@ async fn the_earlier_root_wins_a_name_collision_and_both_are_served() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let client = spawn_binary(&args, TestClient::new(Elicitation::Unsupported)).await;
     let listed = client.list_skills(None).await.unwrap().skills;
-    let pdf = listed
+    let named: Vec<(String, String)> = listed
         .iter()
-        .find(|skill| skill.name() == "pdf-tools")
-        .unwrap();
-    assert!(
-        pdf.frontmatter.description.starts_with("Merge, split"),
-        "{pdf:?}"
+        .filter(|skill| skill.name() == "pdf-tools")
+        .map(|skill| (skill.uri.clone(), skill.frontmatter.description.clone()))
+        .collect();
+    let entry = |uri: &str, description: &str| (uri.to_owned(), description.to_owned());
+    assert_eq!(
+        named,
+        [
+            entry(
+                "skill://k-dense-ai-pdf-tools/pdf-tools/SKILL.md",
+                "The copied pdf-tools of another collection."
+            ),
+            entry(
+                "skill://pdf-tools/SKILL.md",
+                "Merge, split and rotate PDF files. Use when the user wants to combine PDFs, extract pages or fix page order."
+            ),
+            entry(
+                "skill://skills-extra-pdf-tools/pdf-tools/SKILL.md",
+                "A second pdf-tools that must lose the name collision."
+            ),
+        ]
     );
     assert!(listed.iter().any(|skill| skill.name() == "extra-skill"));
-    client.cancel().await.unwrap();
-    let (report, _) = check(&[fixture.root().to_str().unwrap(), extra.to_str().unwrap()]);
-    assert!(
-        report.contains("warning [name-collision]: skill `pdf-tools` at "),
-        "{report}"
+
+    let loaded = text(
+        &call(
+            &client,
+            "SkillLoad",
+            json!({"name": "k-dense-ai-pdf-tools"}),
+        )
+        .await,
     );
-    assert!(report.contains("(the earlier root wins)"), "{report}");
+    assert!(
+        loaded.starts_with(
+            "<skill_content name=\"k-dense-ai-pdf-tools\">\n# Copied\n\nFill PDF forms."
+        ) && loaded.contains(&format!("Skill folder: {}", renamed_folder.display())),
+        "{loaded}"
+    );
+    let uri = "skill://skills-extra-pdf-tools/pdf-tools/SKILL.md";
+    let read = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(uri))
+        .await
+        .unwrap();
+    let rmcp::model::ResourceContents::TextResourceContents { text: file, .. } = &read.contents[0]
+    else {
+        panic!("text")
+    };
+    assert!(file.contains("must lose the name collision"), "{file}");
+    let got = client
+        .get_skill(rmcp::model::GetSkillRequestParams::new(uri))
+        .await
+        .unwrap();
+    assert_eq!(
+        (got.skill.uri.as_str(), got.skill.name()),
+        (uri, "pdf-tools")
+    );
+    let wrong = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "skill://skills-extra-pdf-tools/SKILL.md",
+        ))
+        .await;
+    assert!(wrong.is_err(), "the URI must end in the skill's own name");
+    client.cancel().await.unwrap();
+
+    let (report, _) = check(&[fixture.root().to_str().unwrap(), extra.to_str().unwrap()]);
+    for (loser, served) in [
+        (renamed_folder.clone(), "k-dense-ai-pdf-tools"),
+        (extra.join("pdf-tools"), "skills-extra-pdf-tools"),
+    ] {
+        let line = format!(
+            "{}/SKILL.md: warning [name-collision]: skill `pdf-tools` at {} has the name of the one at {}, which wins; it is served as `{served}`",
+            loser.display(),
+            loser.display(),
+            fixture.root().join("pdf-tools").display()
+        );
+        assert!(report.contains(&line), "{line}\n{report}");
+    }
 }
 
 /// The binary started in `cwd`, which holds project skills.

@@ -33,7 +33,8 @@ async fn a_saved_skill_is_served_searched_and_indexed_at_once() {
     let folder = fixture.root().join("release-notes");
     assert_eq!(
         saved.structured_content.unwrap(),
-        json!({"name": "release-notes", "path": folder.display().to_string(), "created": true})
+        json!({"name": "release-notes", "path": folder.display().to_string(),
+            "root": fixture.root().display().to_string(), "created": true})
     );
     assert_eq!(
         std::fs::read_to_string(folder.join("references/template.md")).unwrap(),
@@ -170,4 +171,45 @@ async fn client_without_elicitation(fixture: &Fixture) -> (Client, TestClient) {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let observer = TestClient::new(Elicitation::Unsupported);
     (spawn_binary(&args, observer.clone()).await, observer)
+}
+
+/// With no skills folder named, a save goes to `~/.synapse/skills`, made by that save; the
+/// answer names it, and the skill is served at once. HOME is a temporary folder: the real
+/// one is never written.
+#[tokio::test]
+async fn with_no_folders_given_a_save_goes_to_the_home_skills_folder() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, AUTO).unwrap();
+    let config = config.display().to_string();
+    let client = crate::common::spawn_binary_at_home(
+        home.path(),
+        &["--config", &config],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
+    let root = home.path().join(".synapse/skills");
+    assert!(!root.exists());
+    let saved = call(&client, "SkillSave", json!({
+        "name": "standup-notes", "description": "Write a daily standup note. Use when the user asks for a standup summary.",
+        "body": "# Standup\n\nYesterday, today, blockers."})).await;
+    assert!(!is_error(&saved), "{}", text(&saved));
+    let folder = root.join("standup-notes");
+    assert_eq!(
+        saved.structured_content.unwrap(),
+        json!({"name": "standup-notes", "path": folder.display().to_string(),
+            "root": root.display().to_string(), "created": true})
+    );
+    assert!(
+        std::fs::read_to_string(folder.join("SKILL.md"))
+            .unwrap()
+            .starts_with("---\nname: standup-notes\n")
+    );
+    let loaded = text(&call(&client, "SkillLoad", json!({"name": "standup-notes"})).await);
+    assert!(
+        loaded.contains("Yesterday, today, blockers.")
+            && loaded.contains(&format!("Skill folder: {}", folder.display())),
+        "{loaded}"
+    );
+    client.cancel().await.unwrap();
 }

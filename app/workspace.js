@@ -1,0 +1,720 @@
+// The workspace view of synapse-mcp, an MCP App. It talks to its host with JSON-RPC over
+// postMessage (ui/initialize, tools/call, host context changes) and reads and writes the
+// workspace only through the server's ordinary tools (ListVars, ReadVar, ReadState,
+// WriteState, SnapshotList, SnapshotDiff, FunctionList, FunctionTest), so a write asks the user
+// exactly as it does when the model calls it. A plan's trace is the RunPlan result the host
+// hands over.
+"use strict";
+
+const PROTOCOL_VERSION = "2026-01-26";
+const ROW_HEIGHT = 32;
+const WINDOW = 2000;
+
+// ---- The host connection -------------------------------------------------------------------
+const pending = new Map();
+let nextId = 1;
+let host = null;
+
+function send(message) {
+  window.parent.postMessage({ jsonrpc: "2.0", ...message }, "*");
+}
+
+function request(method, params) {
+  const id = nextId++;
+  send({ id, method, params });
+  return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+}
+
+function notify(method, params) {
+  send({ method, params });
+}
+
+window.addEventListener("message", (event) => {
+  if (event.source !== window.parent) return;
+  const message = event.data;
+  if (!message || message.jsonrpc !== "2.0") return;
+  if (message.id !== undefined && !message.method) {
+    const waiting = pending.get(message.id);
+    if (!waiting) return;
+    pending.delete(message.id);
+    if (message.error) waiting.reject(new Error(message.error.message || "the host refused"));
+    else waiting.resolve(message.result);
+    return;
+  }
+  switch (message.method) {
+    case "ui/notifications/host-context-changed":
+      applyContext(message.params || {});
+      break;
+    case "ui/notifications/tool-result":
+      showToolResult(message.params || {});
+      break;
+    case "ui/resource-teardown":
+      send({ id: message.id, result: {} });
+      break;
+    case "ping":
+      send({ id: message.id, result: {} });
+      break;
+    default:
+      if (message.id !== undefined) {
+        send({ id: message.id, error: { code: -32601, message: `unknown method ${message.method}` } });
+      }
+  }
+});
+
+let context = {};
+function applyContext(changed) {
+  context = { ...context, ...changed };
+  if (context.theme) document.documentElement.dataset.theme = context.theme;
+  const variables = context.styles && context.styles.variables;
+  if (variables) {
+    for (const [name, value] of Object.entries(variables)) {
+      if (value) document.documentElement.style.setProperty(name, value);
+    }
+  }
+  const modes = context.availableDisplayModes || [];
+  const button = document.getElementById("fullscreen");
+  button.hidden = !modes.includes("fullscreen");
+  button.textContent = context.displayMode === "fullscreen" ? "Exit full screen" : "Full screen";
+}
+
+// A tool call through the host; the result's text (a tool error becomes an exception).
+async function callTool(name, args) {
+  const result = await request("tools/call", { name, arguments: args });
+  const text = (result.content || []).filter((block) => block.type === "text").map((block) => block.text).join("\n");
+  if (result.isError) throw new Error(text || `${name} failed`);
+  return { text, structured: result.structuredContent };
+}
+
+function status(text, kind) {
+  const element = document.getElementById("status");
+  element.textContent = text;
+  element.className = kind || "";
+}
+
+// ---- Tabs ------------------------------------------------------------------------------------
+const tabs = ["variables", "state", "floors", "functions", "plan"];
+function selectTab(name) {
+  for (const tab of tabs) {
+    const selected = tab === name;
+    const button = document.getElementById(`tab-${tab}`);
+    button.setAttribute("aria-selected", String(selected));
+    button.tabIndex = selected ? 0 : -1;
+    document.getElementById(`view-${tab}`).hidden = !selected;
+  }
+  if (name === "state") loadState();
+  else if (name === "variables") variableList.render();
+  else if (name === "floors") floorList.render();
+  else if (name === "plan") return;
+  else if (functionList.items.length) functionList.render();
+  else loadFunctions();
+}
+for (const [index, tab] of tabs.entries()) {
+  const button = document.getElementById(`tab-${tab}`);
+  button.addEventListener("click", () => selectTab(tab));
+  button.addEventListener("keydown", (event) => {
+    const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+    if (!step) return;
+    const next = tabs[(index + step + tabs.length) % tabs.length];
+    selectTab(next);
+    document.getElementById(`tab-${next}`).focus();
+  });
+}
+
+// ---- A virtualised list: only the rows in sight (and a few around them) exist in the page ----
+class VirtualList {
+  constructor(element, body, { row, choose }) {
+    Object.assign(this, { element, body, row, onChoose: choose, items: [], selected: -1 });
+    element.addEventListener("scroll", () => this.render());
+    element.addEventListener("keydown", (event) => {
+      const moves = { ArrowDown: 1, ArrowUp: -1, PageDown: 10, PageUp: -10 };
+      if (event.key === "Home" || event.key === "End") {
+        event.preventDefault();
+        this.choose(event.key === "Home" ? 0 : this.items.length - 1);
+      } else if (moves[event.key] && this.items.length) {
+        event.preventDefault();
+        this.choose(Math.min(this.items.length - 1, Math.max(0, this.selected + moves[event.key])));
+      }
+    });
+  }
+
+  show(items) {
+    this.items = items;
+    this.selected = items.length ? Math.min(Math.max(this.selected, 0), items.length - 1) : -1;
+    this.body.style.height = `${items.length * ROW_HEIGHT}px`;
+    this.render();
+  }
+
+  render() {
+    const { element } = this;
+    const first = Math.max(0, Math.floor(element.scrollTop / ROW_HEIGHT) - 5);
+    const last = Math.min(this.items.length, Math.ceil((element.scrollTop + element.clientHeight) / ROW_HEIGHT) + 5);
+    const rows = [];
+    for (let index = first; index < last; index++) {
+      const row = document.createElement("div");
+      row.className = "row";
+      row.id = `${element.id}-${index}`;
+      row.setAttribute("role", "option");
+      row.setAttribute("aria-selected", String(index === this.selected));
+      row.style.top = `${index * ROW_HEIGHT}px`;
+      row.append(...this.row(this.items[index]));
+      row.addEventListener("click", () => this.choose(index));
+      rows.push(row);
+    }
+    this.body.replaceChildren(...rows);
+    if (this.selected >= 0) element.setAttribute("aria-activedescendant", `${element.id}-${this.selected}`);
+  }
+
+  choose(index) {
+    if (index < 0 || index >= this.items.length) return;
+    this.selected = index;
+    const top = index * ROW_HEIGHT;
+    const { element } = this;
+    if (top < element.scrollTop) element.scrollTop = top;
+    else if (top + ROW_HEIGHT > element.scrollTop + element.clientHeight) element.scrollTop = top + ROW_HEIGHT - element.clientHeight;
+    this.render();
+    this.onChoose(this.items[index], index);
+  }
+}
+
+function span(className, text) {
+  const element = document.createElement("span");
+  element.className = className;
+  element.textContent = text;
+  return element;
+}
+
+// ---- Variables: a filtered list and a value read in windows ---------------------------------
+const variableList = new VirtualList(document.getElementById("list"), document.getElementById("list-body"), {
+  row: (variable) => [span("name", variable.name), span("badge", variable.type)],
+  choose: (variable) => showVariable(variable, 0),
+});
+
+async function loadVariables() {
+  const filter = {};
+  const search = document.getElementById("search").value.trim();
+  const type = document.getElementById("type").value;
+  const tag = document.getElementById("tag").value;
+  if (search) filter.search = search;
+  if (type) filter.type = type;
+  if (tag) filter.tag = tag;
+  try {
+    // `_outputLimit: 0`: the whole list, not the part that fits the model's output limit.
+    const args = Object.keys(filter).length ? { filter, _outputLimit: 0 } : { _outputLimit: 0 };
+    const { structured } = await callTool("ListVars", args);
+    const variables = (structured && structured.variables) || [];
+    if (!search && !type && !tag) fillTags(variables);
+    document.getElementById("count").textContent = `${variables.length} of capacity ${structured ? structured.capacity : "?"}`;
+    variableList.show(variables);
+    status("");
+  } catch (error) {
+    status(error.message, "error");
+  }
+}
+
+function fillTags(all) {
+  const select = document.getElementById("tag");
+  const current = select.value;
+  const tags = [...new Set(all.flatMap((variable) => variable.tags || []))].sort();
+  select.replaceChildren(new Option("Any tag", ""), ...tags.map((tag) => new Option(tag, tag)));
+  select.value = tags.includes(current) ? current : "";
+}
+
+async function showVariable(variable, start) {
+  const detail = document.getElementById("detail");
+  const reference = `$VAR_REF{{${variable.name}}}`;
+  let text;
+  try {
+    ({ text } = await callTool("ReadVar", { name: variable.name, start, length: WINDOW }));
+  } catch (error) {
+    status(error.message, "error");
+    return;
+  }
+  const newline = text.indexOf("\n");
+  const header = newline < 0 ? text : text.slice(0, newline);
+  const value = newline < 0 ? "" : text.slice(newline + 1);
+  const heading = document.createElement("h2");
+  heading.textContent = variable.name;
+  const facts = document.createElement("dl");
+  const fact = (label, content) => {
+    if (content === undefined || content === "") return;
+    const term = document.createElement("dt");
+    term.textContent = label;
+    const description = document.createElement("dd");
+    description.textContent = content;
+    facts.append(term, description);
+  };
+  fact("Type", variable.type);
+  fact("Length", `${variable.length} characters`);
+  fact("Description", variable.desc);
+  fact("Tags", (variable.tags || []).join(", "));
+  fact("Updated", variable.updated);
+  const actions = document.createElement("div");
+  actions.className = "actions";
+  const copy = document.createElement("button");
+  copy.textContent = "Copy $VAR_REF";
+  copy.title = reference;
+  copy.addEventListener("click", () => copyText(reference));
+  actions.append(copy);
+  if (start > 0) actions.append(windowButton("Previous window", () => showVariable(variable, Math.max(0, start - WINDOW))));
+  if (start + WINDOW < variable.length) actions.append(windowButton("Next window", () => showVariable(variable, start + WINDOW)));
+  const window_ = document.createElement("p");
+  window_.className = "hint";
+  window_.textContent = header.replace(/^\[|\]$/g, "");
+  const pre = document.createElement("pre");
+  pre.textContent = value;
+  detail.replaceChildren(heading, facts, actions, window_, pre);
+}
+
+function windowButton(label, action) {
+  const button = document.createElement("button");
+  button.textContent = label;
+  button.addEventListener("click", action);
+  return button;
+}
+
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    // Sandboxed frames often lack the clipboard permission: copy through a selected field.
+    const field = document.createElement("textarea");
+    field.value = text;
+    document.body.append(field);
+    field.select();
+    document.execCommand("copy");
+    field.remove();
+  }
+  status(`Copied ${text}`, "ok");
+}
+
+let searchTimer;
+document.getElementById("search").addEventListener("input", () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(loadVariables, 200);
+});
+document.getElementById("type").addEventListener("change", loadVariables);
+document.getElementById("tag").addEventListener("change", loadVariables);
+
+// ---- State: the document as a tree; a value is edited through WriteState ---------------------
+const tree = document.getElementById("tree");
+const collapsed = new Set();
+
+async function loadState() {
+  try {
+    const { text } = await callTool("ReadState", { length: 100000000 });
+    const document_ = JSON.parse(text.slice(text.indexOf("\n") + 1));
+    renderTree(document_);
+    status("");
+  } catch (error) {
+    status(error.message, "error");
+  }
+}
+
+function renderTree(root) {
+  const top = document.createElement("ul");
+  top.setAttribute("role", "group");
+  if (root && typeof root === "object" && Object.keys(root).length) {
+    for (const [key, value] of Object.entries(root)) top.append(treeItem(key, value, [key]));
+  } else {
+    const empty = document.createElement("li");
+    empty.className = "hint";
+    empty.textContent = "The state document is empty; WriteState or a plan's _outputPath fills it.";
+    top.append(empty);
+  }
+  tree.replaceChildren(top);
+  const first = tree.querySelector(".node");
+  if (first) first.tabIndex = 0;
+}
+
+function treeItem(key, value, path) {
+  const item = document.createElement("li");
+  item.setAttribute("role", "treeitem");
+  const node = document.createElement("span");
+  node.className = "node";
+  node.tabIndex = -1;
+  node.dataset.path = path.join(".");
+  const toggle = document.createElement("span");
+  toggle.className = "toggle";
+  const label = document.createElement("span");
+  label.className = "key";
+  label.textContent = `${key}:`;
+  node.append(toggle, label);
+  item.append(node);
+  const branch = value !== null && typeof value === "object";
+  if (branch) {
+    const open = !collapsed.has(node.dataset.path);
+    item.setAttribute("aria-expanded", String(open));
+    toggle.textContent = open ? "▾" : "▸";
+    const summary = document.createElement("span");
+    summary.className = "hint";
+    summary.textContent = Array.isArray(value) ? `[${value.length}]` : `{${Object.keys(value).length}}`;
+    node.append(summary);
+    const children = document.createElement("ul");
+    children.setAttribute("role", "group");
+    children.hidden = !open;
+    for (const [childKey, child] of Object.entries(value)) children.append(treeItem(childKey, child, [...path, childKey]));
+    item.append(children);
+    const flip = () => {
+      const now = children.hidden;
+      children.hidden = !now;
+      item.setAttribute("aria-expanded", String(now));
+      toggle.textContent = now ? "▾" : "▸";
+      if (now) collapsed.delete(node.dataset.path);
+      else collapsed.add(node.dataset.path);
+    };
+    toggle.addEventListener("click", flip);
+    node.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") { event.preventDefault(); flip(); }
+    });
+  } else {
+    const shown = document.createElement("span");
+    shown.className = `value ${typeof value}`;
+    shown.textContent = JSON.stringify(value);
+    node.append(shown);
+    const edit = () => editValue(node, shown, value);
+    node.addEventListener("dblclick", edit);
+    node.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") { event.preventDefault(); edit(); }
+    });
+  }
+  return item;
+}
+
+function editValue(node, shown, value) {
+  if (node.querySelector("input")) return;
+  const field = document.createElement("input");
+  field.value = JSON.stringify(value);
+  field.setAttribute("aria-label", `New JSON value for ${node.dataset.path}`);
+  shown.replaceWith(field);
+  field.focus();
+  field.select();
+  field.addEventListener("keydown", async (event) => {
+    event.stopPropagation();
+    if (event.key === "Escape") { field.replaceWith(shown); node.focus(); return; }
+    if (event.key !== "Enter") return;
+    let parsed;
+    try {
+      parsed = JSON.parse(field.value);
+    } catch {
+      parsed = field.value; // Not JSON: written as a string.
+    }
+    status(`Writing ${node.dataset.path}…`);
+    try {
+      await callTool("WriteState", { path: node.dataset.path, value: parsed });
+      await loadState();
+      status(`Wrote ${node.dataset.path}`, "ok");
+      const again = tree.querySelector(`.node[data-path="${CSS.escape(node.dataset.path)}"]`);
+      if (again) again.focus();
+    } catch (error) {
+      status(error.message, "error");
+      field.replaceWith(shown);
+    }
+  });
+}
+
+// Arrow keys move between the tree's visible nodes.
+tree.addEventListener("keydown", (event) => {
+  const step = { ArrowDown: 1, ArrowUp: -1 }[event.key];
+  if (!step || event.target.tagName === "INPUT") return;
+  const nodes = [...tree.querySelectorAll(".node")].filter((node) => node.offsetParent !== null);
+  const index = nodes.indexOf(document.activeElement);
+  const next = nodes[Math.min(nodes.length - 1, Math.max(0, index + step))];
+  if (next) { event.preventDefault(); tree.querySelectorAll(".node").forEach((node) => { node.tabIndex = -1; }); next.tabIndex = 0; next.focus(); }
+});
+document.getElementById("reload-state").addEventListener("click", loadState);
+
+// ---- Floors: a chat's snapshots by message, and what each message changed --------------------
+const floorList = new VirtualList(document.getElementById("floors"), document.getElementById("floors-body"), {
+  row: (floor) => [
+    span("badge", `#${floor.messageIndex ?? "–"}${floor.swipeId ? ` swipe ${floor.swipeId}` : ""}`),
+    span("summary", floor.summary || "no change"),
+  ],
+  choose: (floor, index) => showFloor(floor, index),
+});
+
+async function loadFloors() {
+  const chatFile = document.getElementById("chat").value.trim();
+  if (!chatFile) return;
+  const jump = document.getElementById("jump").value;
+  try {
+    const { structured } = await callTool("SnapshotList", { chatFile, _outputLimit: 0 });
+    const floors = (structured && structured.floors) || [];
+    document.getElementById("floor-count").textContent = `${floors.length} floors`;
+    floorList.selected = -1;
+    floorList.show(floors);
+    status("");
+    if (jump !== "") {
+      const index = floors.findIndex((floor) => floor.messageIndex === Number(jump));
+      if (index < 0) status(`No floor for message ${jump}`, "error");
+      else floorList.choose(index);
+    }
+  } catch (error) {
+    status(error.message, "error");
+  }
+}
+
+// The diff a message made: from the floor before it (or the start) to this one.
+async function showFloor(floor, index) {
+  const detail = document.getElementById("floor");
+  const heading = document.createElement("h2");
+  heading.textContent = `Message ${floor.messageIndex ?? "–"}${floor.swipeId ? `, swipe ${floor.swipeId}` : ""}`;
+  const facts = document.createElement("dl");
+  for (const [label, content] of [
+    ["Snapshot", floor.snapshotId],
+    ["Created", new Date(floor.createdAt / 1000).toISOString()],
+    ["Stored", floor.storedBytes === undefined ? undefined : `${floor.storedBytes} bytes`],
+    ["Summary", floor.summary],
+  ]) {
+    if (content === undefined) continue;
+    const term = document.createElement("dt");
+    term.textContent = label;
+    const description = document.createElement("dd");
+    description.textContent = content;
+    facts.append(term, description);
+  }
+  const previous = floorList.items.slice(0, index).reverse().find((other) => other.messageIndex !== floor.messageIndex);
+  const patch = document.createElement("ul");
+  patch.className = "patch";
+  patch.setAttribute("aria-label", "What this message changed");
+  if (previous) {
+    try {
+      const { structured } = await callTool("SnapshotDiff", { from: previous.snapshotId, to: floor.snapshotId });
+      for (const operation of (structured && structured.patch) || []) {
+        const item = document.createElement("li");
+        item.append(span(`op ${operation.op}`, operation.op), document.createTextNode(operation.path));
+        if ("value" in operation) item.append(document.createTextNode(` = ${JSON.stringify(operation.value)}`));
+        patch.append(item);
+      }
+      if (!patch.children.length) patch.append(span("hint", "No change against the floor before."));
+    } catch (error) {
+      status(error.message, "error");
+    }
+  } else {
+    patch.append(span("hint", "The first floor: nothing before it to compare with."));
+  }
+  detail.replaceChildren(heading, facts, patch);
+}
+
+// Not a form: hosts sandbox the view without `allow-forms`, where a form never submits.
+document.getElementById("show-floors").addEventListener("click", loadFloors);
+for (const field of ["chat", "jump"]) {
+  document.getElementById(field).addEventListener("keydown", (event) => {
+    if (event.key === "Enter") loadFloors();
+  });
+}
+
+// ---- Functions: the library, and a live tester of a function's pattern -----------------------
+const functionList = new VirtualList(document.getElementById("functions"), document.getElementById("functions-body"), {
+  row: (fn) => [span("name", fn.name), span(fn.enabled ? "badge" : "badge off", fn.local ? `${fn.type}, local` : fn.type)],
+  choose: (fn) => chooseFunction(fn),
+});
+let chosenFunction = null;
+
+async function loadFunctions() {
+  const characterId = document.getElementById("character").value.trim();
+  try {
+    const { structured } = await callTool("FunctionList", characterId ? { characterId, _outputLimit: 0 } : { _outputLimit: 0 });
+    const local = ((structured && structured.local) || []).map((fn) => ({ ...fn, local: true }));
+    const functions = [...local, ...((structured && structured.global) || [])];
+    document.getElementById("function-count").textContent = `${functions.length} functions`;
+    functionList.show(functions);
+    status("");
+    testReply();
+  } catch (error) {
+    status(error.message, "error");
+  }
+}
+
+function chooseFunction(fn) {
+  chosenFunction = fn;
+  document.getElementById("function-name").textContent = fn.name;
+  document.getElementById("function-description").textContent = fn.description || (fn.signature ?? "");
+  const pattern = document.getElementById("pattern");
+  pattern.value = fn.pattern || "";
+  pattern.disabled = fn.type !== "active" || Boolean(fn.builtin);
+  pattern.title = fn.builtin ? "A built-in runs natively; its pattern is for export" : "";
+  if (fn.example && !document.getElementById("reply").dataset.edited) document.getElementById("reply").value = fn.example;
+  testReply();
+}
+
+// A dry run of the library over the reply, with the edited pattern in place of the chosen
+// function's own; nothing is stored.
+let testTimer;
+let testRun = 0;
+function testReply() {
+  clearTimeout(testTimer);
+  testTimer = setTimeout(async () => {
+    const run = ++testRun;
+    const args = { text: document.getElementById("reply").value, _outputLimit: 0 };
+    const characterId = document.getElementById("character").value.trim();
+    if (characterId) args.characterId = characterId;
+    try {
+      args.snapshot = JSON.parse(document.getElementById("start-state").value || "{}");
+    } catch {
+      status("The start state is not JSON", "error");
+      return;
+    }
+    const pattern = document.getElementById("pattern");
+    if (chosenFunction && !pattern.disabled) {
+      const { local, ...draft } = chosenFunction;
+      args.function = { ...draft, pattern: pattern.value };
+    }
+    try {
+      const { structured } = await callTool("FunctionTest", args);
+      if (run !== testRun) return;
+      showTested(structured || { steps: [], errors: [], snapshot: {} });
+      status("");
+    } catch (error) {
+      if (run === testRun) status(error.message, "error");
+    }
+  }, 250);
+}
+
+function showTested(tested) {
+  const steps = document.getElementById("steps");
+  const items = tested.steps.map((step) => {
+    const item = document.createElement("li");
+    item.append(span("op replace", step.function));
+    const where = step.position === undefined ? step.kind : `at ${step.position}`;
+    item.append(document.createTextNode(`${where}${step.arguments ? ` (${step.arguments.map((argument) => JSON.stringify(argument)).join(", ")})` : ""}`));
+    for (const error of step.errors) item.append(document.createElement("br"), span("step-error", error));
+    return item;
+  });
+  for (const error of tested.errors.filter((error) => !tested.steps.some((step) => step.errors.includes(error.message)))) {
+    const item = document.createElement("li");
+    item.append(span("step-error", `${error.function}: ${error.message}${error.suggestion ? ` (did you mean ${error.suggestion}?)` : ""}`));
+    items.push(item);
+  }
+  if (!items.length) items.push(span("hint", "No call found in the reply."));
+  steps.replaceChildren(...items);
+  document.getElementById("tested-state").textContent = JSON.stringify(tested.snapshot, null, 2);
+}
+
+document.getElementById("show-functions").addEventListener("click", loadFunctions);
+document.getElementById("character").addEventListener("keydown", (event) => {
+  if (event.key === "Enter") loadFunctions();
+});
+for (const field of ["pattern", "reply", "start-state"]) {
+  document.getElementById(field).addEventListener("input", (event) => {
+    if (field === "reply") event.target.dataset.edited = "yes";
+    testReply();
+  });
+}
+
+// ---- A plan's trace: the RunPlan result that opened the view ---------------------------------
+function showPlan(plan) {
+  const steps = plan.steps || [];
+  const end = Math.max(1, ...steps.map((step) => step.finishedMicros || step.startedMicros || 0));
+  const counts = {};
+  for (const step of steps) counts[step.status] = (counts[step.status] || 0) + 1;
+  document.getElementById("plan-summary").textContent =
+    `${plan.ok ? "Succeeded" : "Did not succeed"}: ${steps.length} steps (${Object.entries(counts).map(([status, count]) => `${count} ${status}`).join(", ")}) ` +
+    `in ${(end / 1000).toFixed(1)} ms; order ${plan.order.map((wave) => wave.join(" ∥ ")).join(" → ")}`;
+  document.getElementById("plan-steps").replaceChildren(...steps.map((step) => {
+    const item = document.createElement("li");
+    const label = document.createElement("span");
+    label.append(span("name", step.id), document.createTextNode(" "), span(`badge`, `${step.tool} · ${step.status}`));
+    const track = document.createElement("div");
+    track.className = "bar-track";
+    const bar = document.createElement("div");
+    bar.className = `bar ${step.status}`;
+    const start = step.startedMicros || 0;
+    const finish = step.finishedMicros || start;
+    bar.style.left = `${(start / end) * 100}%`;
+    bar.style.width = `${((finish - start) / end) * 100}%`;
+    bar.title = `${(start / 1000).toFixed(2)}–${(finish / 1000).toFixed(2)} ms`;
+    track.append(bar);
+    item.append(label, track);
+    const notes = [];
+    if (step.message) notes.push(step.message);
+    if (step.written && step.written.length) notes.push(`wrote ${step.written.join(", ")}`);
+    if (notes.length || step.resultVariable) {
+      const note = span(`note ${step.status}`, notes.join("; "));
+      if (step.resultVariable) {
+        const link = document.createElement("button");
+        link.className = "link";
+        link.textContent = step.resultVariable;
+        link.title = "Read the step's result";
+        link.addEventListener("click", () => openVariable(step.resultVariable));
+        note.append(document.createTextNode(notes.length ? "; result in " : "result in "), link);
+      }
+      item.append(document.createElement("span"), note);
+    }
+    return item;
+  }));
+  document.getElementById("plan-changes").replaceChildren(...(plan.stateDiff || []).map((change) => {
+    const item = document.createElement("li");
+    const op = change.before === undefined ? "add" : change.after === undefined ? "remove" : "replace";
+    item.append(span(`op ${op}`, op), document.createTextNode(`state.${change.path}`));
+    if (change.after !== undefined) item.append(document.createTextNode(` = ${JSON.stringify(change.after)}`));
+    return item;
+  }));
+}
+
+// Shows one variable on the variables tab, whatever the filters hid.
+async function openVariable(name) {
+  document.getElementById("search").value = name;
+  document.getElementById("type").value = "";
+  document.getElementById("tag").value = "";
+  selectTab("variables");
+  await loadVariables();
+  const index = variableList.items.findIndex((variable) => variable.name === name);
+  if (index >= 0) variableList.choose(index);
+}
+
+// ---- What the host shows us ------------------------------------------------------------------
+// The result of the tool that opened the view picks the tab: ReadState opens the state.
+function showToolResult(result) {
+  const text = (result.content || []).map((block) => block.text || "").join("\n");
+  const structured = result.structuredContent;
+  if (!structured && /^\[state/.test(text)) selectTab("state");
+  if (structured && Array.isArray(structured.global)) selectTab("functions");
+  if (structured && Array.isArray(structured.order) && typeof structured.ok === "boolean") {
+    showPlan(structured);
+    selectTab("plan");
+  }
+  if (structured && Array.isArray(structured.floors) && structured.chatFile) {
+    document.getElementById("chat").value = structured.chatFile;
+    selectTab("floors");
+    loadFloors();
+  }
+}
+
+document.getElementById("fullscreen").addEventListener("click", async () => {
+  const mode = context.displayMode === "fullscreen" ? "inline" : "fullscreen";
+  try {
+    const granted = await request("ui/request-display-mode", { mode });
+    applyContext({ displayMode: granted.mode || mode });
+  } catch (error) {
+    status(error.message, "error");
+  }
+});
+
+new ResizeObserver(() => {
+  notify("ui/notifications/size-changed", {
+    width: document.documentElement.scrollWidth,
+    height: document.documentElement.scrollHeight,
+  });
+}).observe(document.documentElement);
+
+async function start() {
+  if (window.parent === window) {
+    status("Open this page in an MCP host that renders apps.", "error");
+    return;
+  }
+  try {
+    host = await request("ui/initialize", {
+      protocolVersion: PROTOCOL_VERSION,
+      appInfo: { name: "synapse-workspace", version: "1" },
+      appCapabilities: { availableDisplayModes: ["inline", "fullscreen"] },
+    });
+    applyContext(host.hostContext || {});
+    notify("ui/notifications/initialized", {});
+  } catch (error) {
+    status(`The host did not initialize the view: ${error.message}`, "error");
+    return;
+  }
+  await loadVariables();
+  window.__workspaceReady = true;
+}
+start();

@@ -1,0 +1,178 @@
+//! The text `SkillLoad` and `SkillReadFile` serve: a skill's instructions in `<skill_content>`
+//! (whole, as their opening and table of sections, or one section), and a markdown file's
+//! opening and table of sections or one of its sections. The cutting is
+//! [`crate::skills::sections`]'; here it is only written out for the model.
+
+use std::fmt::Write as _;
+
+use super::escape;
+use crate::skills::sections::{self, Outline, Part};
+use crate::skills::{SKILL_MD, Skill};
+use crate::tools::ToolError;
+
+/// The activation text clients follow best, around the whole body.
+pub fn skill_content(skill: &Skill, body: &str) -> String {
+    wrap(skill, None, body)
+}
+
+/// What `SkillLoad` answers: the whole body, its opening and table of sections, or one section.
+pub fn instructions(
+    skill: &Skill,
+    section: Option<&str>,
+    body_limit: usize,
+) -> Result<String, ToolError> {
+    let body = skill.body()?;
+    // A body of no more bytes than the limit has no more characters: served whole, unparsed.
+    if section.is_none() && body.len() <= body_limit {
+        return Ok(skill_content(skill, &body));
+    }
+    let outline = skill.outline()?;
+    let part = outline
+        .part(&body, section, body_limit)
+        .map_err(|unknown| skill.unknown_section(SKILL_MD, unknown))?;
+    let name = &skill.name;
+    Ok(match part {
+        Part::Whole => skill_content(skill, &body),
+        Part::Overview { opening, cut } => {
+            let mut text = opening_text(opening, cut);
+            write!(
+                text,
+                "These instructions have {} characters, more than the {body_limit} served whole: above is their opening, below their sections. Load the one your task needs with SkillLoad {{\"name\": \"{name}\", \"section\": \"<id>\"}}; a section comes with its subsections.\n{}",
+                outline.characters,
+                table_of_contents(&outline)
+            )
+            .ok();
+            wrap(skill, None, &text)
+        }
+        Part::Section(found) => {
+            let text = format!(
+                "{}\n\n[Section `{}` of the instructions, {} of their {} characters; SkillLoad {{\"name\": \"{name}\"}} gives their opening and table of sections.]",
+                body[found.start..found.end].trim_end(),
+                found.id,
+                found.characters,
+                outline.characters
+            );
+            wrap(skill, Some(&found.id), &text)
+        }
+    })
+}
+
+/// `SkillReadFile` with `section`: a window (`start`, `length`, in characters) of one
+/// section of a markdown file.
+pub(super) fn file_section(
+    skill: &Skill,
+    path: &str,
+    section: &str,
+    start: usize,
+    length: usize,
+) -> Result<String, ToolError> {
+    if !sections::is_markdown(path) {
+        return Err(skill.not_markdown(path).into());
+    }
+    let text = skill.read_text(path)?;
+    let outline = Outline::parse(&text);
+    let found = outline
+        .section(section)
+        .map_err(|unknown| skill.unknown_section(path, unknown))?;
+    let window = crate::text::window(&text[found.start..found.end], start, Some(length));
+    let (name, id) = (&skill.name, &found.id);
+    let (start, end, total) = (window.start, window.end, window.total);
+    let header = if window.has_more {
+        format!(
+            "[Section `{id}` of file `{path}` of skill `{name}`: characters {start}–{end} of {total}; more remains: SkillReadFile {{\"name\": \"{name}\", \"path\": \"{path}\", \"section\": \"{id}\", \"start\": {end}}}]"
+        )
+    } else {
+        format!(
+            "[Section `{id}` of file `{path}` of skill `{name}`: characters {start}–{end} of {total}; nothing more remains]"
+        )
+    };
+    Ok(format!("{header}\n{}", window.text))
+}
+
+/// `SkillReadFile` with no window: for a markdown file of more than `body_limit` characters
+/// with sections, its opening and table of sections; `None` for any other file, which is read
+/// in windows as before. A file too large to count is left to windows too.
+pub(super) fn file_overview(
+    skill: &Skill,
+    path: &str,
+    body_limit: usize,
+) -> Result<Option<String>, ToolError> {
+    if !sections::is_markdown(path) {
+        return Ok(None);
+    }
+    let counted = skill.read_window(path, 0, 0)?.total;
+    if counted.is_none_or(|total| total <= body_limit) {
+        return Ok(None);
+    }
+    let text = skill.read_text(path)?;
+    let outline = Outline::parse(&text);
+    let Ok(Part::Overview { opening, cut }) = outline.part(&text, None, body_limit) else {
+        return Ok(None);
+    };
+    let name = &skill.name;
+    let mut answer = format!(
+        "[File `{path}` of skill `{name}`: {} characters, more than the {body_limit} read whole, so its opening and its sections follow. Read a section with SkillReadFile {{\"name\": \"{name}\", \"path\": \"{path}\", \"section\": \"<id>\"}}, or page through the whole file with `start`.]\n",
+        outline.characters
+    );
+    answer.push_str(&opening_text(opening, cut));
+    answer.push_str(&table_of_contents(&outline));
+    Ok(Some(answer))
+}
+
+/// The opening, marked when it was cut short, and a blank line.
+fn opening_text(opening: &str, cut: bool) -> String {
+    let opening = opening.trim_start_matches(['\n', ' ']);
+    if cut {
+        format!("{opening}\n[… the opening is cut here]\n\n")
+    } else {
+        format!("{opening}\n\n")
+    }
+}
+
+/// One line a section, indented by level: `- id: Heading (n characters)`.
+fn table_of_contents(outline: &Outline) -> String {
+    let top = outline
+        .sections
+        .iter()
+        .map(|section| section.level)
+        .min()
+        .unwrap_or(1);
+    let mut text = String::from("<sections>\n");
+    for section in &outline.sections {
+        let indent = "  ".repeat(usize::from(section.level - top));
+        writeln!(
+            text,
+            "{indent}- {}: {} ({} characters)",
+            section.id, section.heading, section.characters
+        )
+        .ok();
+    }
+    text.push_str("</sections>\n");
+    text
+}
+
+/// `<skill_content>` around `inner`, with the skill's folder and the list of its other files.
+fn wrap(skill: &Skill, section: Option<&str>, inner: &str) -> String {
+    let inner = inner.trim_start_matches(['\n', ' ']).trim_end();
+    let section = section
+        .map(|id| format!(" section=\"{}\"", escape(id)))
+        .unwrap_or_default();
+    let mut text = format!("<skill_content name=\"{}\"{section}>\n{inner}", skill.name);
+    write!(
+        text,
+        "\n\nSkill folder: {}\nRelative paths in this skill are relative to that folder; read them with SkillReadFile {{\"name\": \"{}\", \"path\": \"…\"}}.\n",
+        skill.location.display(),
+        skill.name
+    )
+    .ok();
+    let resources = skill.resources();
+    if !resources.is_empty() {
+        text.push_str("<skill_resources>\n");
+        for path in resources.iter() {
+            writeln!(text, "  <file>{}</file>", escape(path)).ok();
+        }
+        text.push_str("</skill_resources>\n");
+    }
+    text.push_str("</skill_content>");
+    text
+}

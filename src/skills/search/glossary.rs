@@ -1,0 +1,221 @@
+//! A small glossary that lets queries in Chinese, Russian, Spanish, German and French reach
+//! skills written in English: each line of `glossary.tsv` is one technical concept, its English
+//! words first, then the same concept in each language. A query's words found in the glossary
+//! add the concept's English words to the query.
+//!
+//! Chinese is matched by longest entry at each position of a run of characters (it has no
+//! spaces); the other languages by stem (each column stemmed in its own language, so `файлы`
+//! meets `файл` and `fórmulas` meets `fórmula`), phrases of up to a few words included.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+use super::tokens::{Script, Stemmers, words};
+
+const TEXT: &str = include_str!("glossary.tsv");
+
+/// The languages stemmed to match, in the columns' order after English and Chinese.
+const STEMMED: [Algorithm; 4] = [
+    Algorithm::Russian,
+    Algorithm::Spanish,
+    Algorithm::German,
+    Algorithm::French,
+];
+
+pub(super) struct Glossary {
+    /// Each concept's English terms, stemmed as the index stems them.
+    english: Vec<Vec<String>>,
+    /// Chinese entries and their concepts.
+    chinese: HashMap<String, Vec<usize>>,
+    /// The longest Chinese entry, in characters.
+    chinese_longest: usize,
+    /// Per stemmed language: stemmed phrases (stems joined by one space) and their concepts.
+    phrases: Vec<(Stemmer, HashMap<String, Vec<usize>>)>,
+    /// The longest phrase, in words.
+    phrase_longest: usize,
+}
+
+/// The glossary, parsed once.
+pub(super) fn glossary() -> &'static Glossary {
+    static GLOSSARY: OnceLock<Glossary> = OnceLock::new();
+    GLOSSARY.get_or_init(|| Glossary::parse(TEXT, &Stemmers::new()))
+}
+
+impl Glossary {
+    fn parse(text: &str, stemmers: &Stemmers) -> Self {
+        let mut glossary = Self {
+            english: Vec::new(),
+            chinese: HashMap::new(),
+            chinese_longest: 0,
+            phrases: STEMMED
+                .iter()
+                .map(|&algorithm| (Stemmer::create(algorithm), HashMap::new()))
+                .collect(),
+            phrase_longest: 1,
+        };
+        let lines = text
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.trim().is_empty());
+        for (concept, line) in lines.enumerate() {
+            let mut columns = line.split('\t');
+            let english = columns.next().unwrap_or_default();
+            let mut terms = Vec::new();
+            super::tokens::terms(stemmers, english, |term| terms.push(term.to_owned()));
+            glossary.english.push(terms);
+            let known = |entry: &str| {
+                english
+                    .split_whitespace()
+                    .any(|word| word.eq_ignore_ascii_case(entry))
+            };
+            for entry in entries(columns.next()).filter(|entry| !known(entry)) {
+                let entry = entry.to_lowercase();
+                glossary.chinese_longest = glossary.chinese_longest.max(entry.chars().count());
+                let concepts = glossary.chinese.entry(entry).or_default();
+                if !concepts.contains(&concept) {
+                    concepts.push(concept);
+                }
+            }
+            for (language, column) in columns.enumerate().take(STEMMED.len()) {
+                let (stemmer, phrases) = &mut glossary.phrases[language];
+                for entry in entries(Some(column)).filter(|entry| !known(entry)) {
+                    let stems: Vec<String> = words(entry)
+                        .map(|(_, word)| stemmer.stem(&word.to_lowercase()).into_owned())
+                        .collect();
+                    glossary.phrase_longest = glossary.phrase_longest.max(stems.len());
+                    let concepts = phrases.entry(stems.join(" ")).or_default();
+                    if !concepts.contains(&concept) {
+                        concepts.push(concept);
+                    }
+                }
+            }
+        }
+        glossary
+    }
+
+    /// Calls `visit` with the English terms of every concept the query's words name (each
+    /// concept once). Outside Chinese, an entry counts only if one of its words is not `known`
+    /// to the skills (as the index stems it): the glossary fills gaps, and an English word that
+    /// is also a French or Spanish one (`present`, `table`) keeps its English meaning.
+    pub(super) fn translate(
+        &self,
+        query: &str,
+        known: impl Fn(Script, &str) -> bool,
+        mut visit: impl FnMut(&str),
+    ) {
+        let mut concepts = Vec::new();
+        let mut spaced: Vec<String> = Vec::new();
+        let mut spaced_known: Vec<bool> = Vec::new();
+        for (script, word) in words(query) {
+            let word = word.to_lowercase();
+            if script == Script::Cjk {
+                let characters: Vec<usize> = word.char_indices().map(|(index, _)| index).collect();
+                let slice = |start: usize, length: usize| {
+                    let to = characters.get(start + length).copied();
+                    &word[characters[start]..to.unwrap_or(word.len())]
+                };
+                longest_matches(
+                    characters.len(),
+                    self.chinese_longest,
+                    &mut concepts,
+                    |start, length| self.chinese.get(slice(start, length)),
+                );
+            } else {
+                spaced_known.push(known(script, &word));
+                spaced.push(word);
+            }
+        }
+        for (stemmer, phrases) in &self.phrases {
+            let stems: Vec<String> = spaced
+                .iter()
+                .map(|word| stemmer.stem(word).into_owned())
+                .collect();
+            longest_matches(
+                stems.len(),
+                self.phrase_longest,
+                &mut concepts,
+                |start, length| {
+                    let words = start..start + length;
+                    if spaced_known[words.clone()].iter().all(|known| *known) {
+                        return None;
+                    }
+                    phrases.get(&stems[words].join(" "))
+                },
+            );
+        }
+        concepts.sort_unstable();
+        concepts.dedup();
+        for concept in concepts {
+            self.english[concept].iter().for_each(|term| visit(term));
+        }
+    }
+}
+
+/// Walks a sequence of `count` units (characters or words), taking at each position the longest
+/// run of at most `longest` units that `lookup` knows, and collects its concepts.
+fn longest_matches<'a>(
+    count: usize,
+    longest: usize,
+    concepts: &mut Vec<usize>,
+    lookup: impl Fn(usize, usize) -> Option<&'a Vec<usize>>,
+) {
+    let mut start = 0;
+    while start < count {
+        let found = (1..=longest.min(count - start))
+            .rev()
+            .find_map(|length| lookup(start, length).map(|found| (length, found)));
+        match found {
+            Some((length, found)) => {
+                concepts.extend_from_slice(found);
+                start += length;
+            }
+            None => start += 1,
+        }
+    }
+}
+
+/// The variants of one column, separated by `;`.
+fn entries(column: Option<&str>) -> impl Iterator<Item = &str> {
+    column
+        .unwrap_or_default()
+        .split(';')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn english(query: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        let known =
+            |_: Script, word: &str| ["present", "plain", "english", "words"].contains(&word);
+        glossary().translate(query, known, |term| found.push(term.to_owned()));
+        found
+    }
+
+    #[test]
+    fn chinese_takes_the_longest_entry_at_each_position() {
+        assert_eq!(
+            english("合并多个PDF文件"),
+            ["file", "document", "merg", "combin"]
+        );
+        assert_eq!(english("分子动力学"), ["molecular", "dynam"]);
+    }
+
+    #[test]
+    fn other_languages_match_by_stem_and_phrase() {
+        assert_eq!(english("объединить файлы"), ["file", "merg", "combin"]);
+        assert_eq!(english("hoja de cálculo"), ["spreadsheet", "excel", "xlsx"]);
+        assert_eq!(english("plain english words"), Vec::<String>::new());
+        assert_eq!(english("présentation"), ["present", "slide", "pptx"]);
+        assert_eq!(
+            english("present"),
+            Vec::<String>::new(),
+            "a word the skills know keeps its meaning"
+        );
+    }
+}

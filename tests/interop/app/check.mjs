@@ -1,0 +1,367 @@
+// The interop stage's MCP Apps check: a real host page (host.html, the postMessage protocol)
+// in headless Chromium shows the workspace view read from the built binary, and every call the
+// view makes goes to that binary over stdio through the official TypeScript SDK (this process
+// is the bridge). It opens every view, filters and reads a variable, edits a state path through
+// WriteState with the user's approval (the config asks every time), jumps to a chat's floor and
+// reads the diff its message made, and switches the theme.
+//
+//     node app/check.mjs --binary target/debug/synapse-mcp [--screenshots docs/screenshots]
+//     node app/check.mjs --binary target/debug/synapse-mcp --bench 1000
+//
+// --bench N stores N variables and prints how long opening the variables view takes (a
+// measurement for BENCHMARKS.md, not a check). Chromium comes from Debian (/usr/bin/chromium,
+// or CHROMIUM=path); one line per check, any failure exits 1.
+
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { chromium } from "playwright-core";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPOSITORY = resolve(HERE, "..", "..", "..");
+const LABEL = "app/chromium";
+const VIEW = "ui://synapse/workspace";
+const MIME = "text/html;profile=mcp-app";
+const WAIT_MS = 15_000;
+
+const { values: options } = parseArgs({
+  options: {
+    binary: { type: "string" },
+    screenshots: { type: "string" },
+    bench: { type: "string" },
+  },
+});
+if (!options.binary) {
+  console.error("usage: node app/check.mjs --binary PATH [--screenshots DIR] [--bench N]");
+  process.exit(2);
+}
+
+class Fail extends Error {}
+let passed = 0;
+const failed = [];
+async function check(name, body) {
+  try {
+    const detail = await body();
+    passed += 1;
+    console.log(`ok   ${LABEL} ${name}${detail ? `: ${detail}` : ""}`);
+    return true;
+  } catch (error) {
+    failed.push(name);
+    console.log(`FAIL ${LABEL} ${name}: ${String(error?.message ?? error).split(/\s+/).join(" ").slice(0, 600)}`);
+    return false;
+  }
+}
+
+// ---- The server, over stdio ------------------------------------------------------------------
+const work = mkdtempSync(join(tmpdir(), "synapse-app-"));
+const config = join(work, "config.toml");
+writeFileSync(config, '[groups]\nsnapshots = true\n\n[tools.WriteState]\nexecution = "ask-always"\n');
+const transport = new StdioClientTransport({
+  command: resolve(options.binary),
+  args: ["--store", "memory", "--config", config, "--log-level", "warn"],
+  env: { ...process.env, HOME: work },
+  stderr: "inherit",
+});
+const client = new Client(
+  { name: "synapse-interop-app-host", version: "1.0.0" },
+  {
+    capabilities: {
+      elicitation: { form: {} },
+      extensions: { "io.modelcontextprotocol/ui": { mimeTypes: [MIME] } },
+    },
+  },
+);
+const questions = [];
+client.setRequestHandler(ElicitRequestSchema, async (request) => {
+  questions.push(request.params.message);
+  return { action: "accept", content: { approve: true, reason: "approved in the app check" } };
+});
+await client.connect(transport);
+
+async function call(name, args) {
+  const result = await client.callTool({ name, arguments: args });
+  if (result.isError) throw new Fail(`${name}: ${JSON.stringify(result.content)}`);
+  return result;
+}
+
+// ---- The browser -------------------------------------------------------------------------------
+// Playwright's persistent context is a fresh --user-data-dir (it passes the flag itself).
+const browser = await chromium.launchPersistentContext(join(work, "profile"), {
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  headless: true,
+  viewport: { width: 1040, height: 600 },
+  args: [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+  ],
+});
+
+async function openHost(theme, page) {
+  page ??= await browser.newPage();
+  // The page must never reach the network: any request but the host page itself fails the check.
+  const requests = [];
+  page.on("request", (request) => {
+    if (!request.url().startsWith("file:") && !request.url().startsWith("about:")) requests.push(request.url());
+  });
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(error.message));
+  await page.exposeFunction("mcp", async (method, params) => {
+    if (method === "tools/call") return client.callTool(params);
+    if (method === "resources/read") return client.readResource(params);
+    throw new Error(`not forwarded: ${method}`);
+  });
+  await page.goto(`${pathToFileURL(join(HERE, "host.html"))}?theme=${theme}`);
+  return { page, requests, errors };
+}
+
+async function showView(page, html, tool = "ListVars", args = {}) {
+  const opened = await call(tool, args);
+  const started = Date.now();
+  await page.evaluate(([html, opened, args]) => window.openView(html, { arguments: args, result: opened }), [html, opened, args]);
+  const frame = await appFrame(page);
+  await frame.waitForFunction(() => window.__workspaceReady === true, null, { timeout: WAIT_MS });
+  await frame.waitForSelector(".row", { timeout: WAIT_MS }).catch(() => {});
+  return { frame, milliseconds: Date.now() - started };
+}
+
+async function appFrame(page) {
+  const handle = await page.waitForSelector("#app");
+  for (let tries = 0; tries < 100; tries++) {
+    const frame = await handle.contentFrame();
+    if (frame && frame.url() !== "about:blank" || tries > 50) return frame;
+    await page.waitForTimeout(20);
+  }
+  return handle.contentFrame();
+}
+
+let html = "";
+try {
+  await check("resource", async () => {
+    const read = await client.readResource({ uri: VIEW });
+    const contents = read.contents[0];
+    if (contents.mimeType !== MIME) throw new Fail(`MIME type ${contents.mimeType}`);
+    const csp = contents._meta?.ui?.csp;
+    if (JSON.stringify(csp) !== JSON.stringify({ connectDomains: [], resourceDomains: [] })) throw new Fail(`CSP ${JSON.stringify(csp)}`);
+    html = contents.text;
+    if (html.length >= 300_000) throw new Fail(`${html.length} bytes, over 300 KB`);
+    const tools = (await client.listTools()).tools.filter((tool) => tool._meta?.ui?.resourceUri === VIEW);
+    return `${html.length} bytes, opened by ${tools.map((tool) => tool.name).join(", ")}`;
+  });
+
+  if (options.bench) await bench(Number(options.bench));
+  else await checks();
+} finally {
+  await browser.close();
+  await client.close();
+  rmSync(work, { recursive: true, force: true });
+}
+
+async function checks() {
+  await call("WriteVar", { name: "notes/report", value: "Draft: the quarterly report is due on Friday; Lin reviews the figures.\n".repeat(60), desc: "The quarterly report draft", tags: ["work"] });
+  await call("WriteVar", { name: "notes/groceries", value: "Rice, tofu, green tea.", tags: ["home"] });
+  await call("WriteVar", { name: "plans/weekly", value: { steps: [{ _tool: "ReadVar", name: "notes/report" }] }, desc: "A stored plan", tags: ["work", "plan"] });
+  for (let index = 0; index < 120; index++) {
+    await call("WriteVar", { name: `bulk/item-${String(index).padStart(3, "0")}`, value: `value ${index}`, tags: ["bulk"] });
+  }
+  await call("WriteState", { path: "project", value: { name: "Synapse", status: "draft", owners: ["Lin", "Ana"], budget: { limit: 1200, spent: 310.5 } } });
+  await call("WriteState", { path: "user", value: { name: "Lin", language: "zh" } });
+  const chat = JSON.parse(readFileSync(join(REPOSITORY, "examples", "sillytavern_chat.json"), "utf8"));
+  await call("SnapshotProcess", chat);
+  await call("FunctionUpsert", {
+    function: {
+      name: "HEAL", type: "active", description: "Heal: adds hit points",
+      pattern: "@\\.HEAL\\((\\d+)\\);?",
+      executor: "_.set(snapshot, '角色.生命值', _.get(snapshot, '角色.生命值', 0) + Number(args[0])); return snapshot;",
+    },
+  });
+  const approvalsBefore = questions.length;
+
+  for (const theme of ["light", "dark"]) {
+    // The floors tools cache their results as variables, so the count grows between themes.
+    const stored = (await call("ListVars", { _outputLimit: 0 })).structuredContent.count;
+    const { page, requests, errors } = await openHost(theme);
+    let frame;
+    await check(`${theme}: initialize`, async () => {
+      ({ frame } = await showView(page, html));
+      const log = await page.evaluate(() => window.hostLog);
+      const initialize = log.find((entry) => entry.method === "ui/initialize");
+      if (initialize?.params?.protocolVersion !== "2026-01-26") throw new Fail(`ui/initialize ${JSON.stringify(initialize)}`);
+      if (!log.some((entry) => entry.method === "ui/notifications/initialized")) throw new Fail("no ui/notifications/initialized");
+      const shown = await frame.evaluate(() => document.documentElement.dataset.theme);
+      if (shown !== theme) throw new Fail(`the view shows the ${shown} theme`);
+      return `protocol ${initialize.params.protocolVersion}, theme ${shown}`;
+    });
+    if (!frame) continue;
+
+    await check(`${theme}: variables listed, virtualised`, async () => {
+      const count = await frame.textContent("#count");
+      const rows = await frame.locator(".row").count();
+      if (!count.startsWith(`${stored} `)) throw new Fail(`count ${count}, ${stored} stored`);
+      if (rows >= 60) throw new Fail(`${rows} rows in the document for ${stored} variables`);
+      return `${count}, ${rows} rows rendered`;
+    });
+
+    await check(`${theme}: search, tag filter and a value read by keyboard`, async () => {
+      await frame.fill("#search", "report");
+      await frame.waitForFunction(() => document.getElementById("count").textContent.startsWith("1 "), null, { timeout: WAIT_MS });
+      await frame.fill("#search", "");
+      await frame.waitForFunction((stored) => document.getElementById("count").textContent.startsWith(`${stored} `), stored, { timeout: WAIT_MS });
+      await frame.selectOption("#tag", "work");
+      await frame.waitForFunction(() => document.getElementById("count").textContent.startsWith("2 "), null, { timeout: WAIT_MS });
+      await frame.focus("#list");
+      await page.keyboard.press("Home");
+      await frame.waitForSelector("#detail pre", { timeout: WAIT_MS });
+      const heading = await frame.textContent("#detail h2");
+      const window_ = await frame.textContent("#detail .hint");
+      if (heading !== "notes/report" || !window_.includes("characters 0–2000")) throw new Fail(`${heading}: ${window_}`);
+      await frame.click("text=Next window");
+      await frame.waitForFunction(() => document.querySelector("#detail .hint").textContent.includes("2000–4000"), null, { timeout: WAIT_MS });
+      await frame.click("text=Copy $VAR_REF");
+      const status = await frame.textContent("#status");
+      if (status !== "Copied $VAR_REF{{notes/report}}") throw new Fail(`status ${status}`);
+      return `${heading}, read in windows, ${status}`;
+    });
+    if (options.screenshots) {
+      await check(`${theme}: screenshot of the variables`, async () => {
+        await frame.click("text=Previous window");
+        await frame.waitForFunction(() => document.querySelector("#detail .hint").textContent.includes("0–2000"), null, { timeout: WAIT_MS });
+        await page.screenshot({ path: join(options.screenshots, `variables-${theme}.png`) });
+      });
+    }
+
+    await check(`${theme}: state tree, a path edited through WriteState`, async () => {
+      await frame.click("#tab-state");
+      await frame.waitForSelector('.node[data-path="project.status"]', { timeout: WAIT_MS });
+      const value = theme === "light" ? "review" : "published";
+      await frame.focus('.node[data-path="project.status"]');
+      await page.keyboard.press("Enter");
+      await frame.fill(".tree input", JSON.stringify(value));
+      await page.keyboard.press("Enter");
+      await frame.waitForFunction((value) => document.getElementById("status").textContent === "Wrote project.status", value, { timeout: WAIT_MS });
+      const read = await call("ReadState", { path: "project.status" });
+      if (!read.content[0].text.includes(`"${value}"`)) throw new Fail(`ReadState says ${read.content[0].text}`);
+      if (questions.length <= approvalsBefore) throw new Fail("WriteState ran without asking the user");
+      return `project.status = "${value}", approval asked ${questions.length - approvalsBefore}x`;
+    });
+    if (options.screenshots) {
+      await check(`${theme}: screenshot of the state`, () => page.screenshot({ path: join(options.screenshots, `state-${theme}.png`) }).then(() => ""));
+    }
+
+    await check(`${theme}: a chat's floors, a jump to a floor and the diff its message made`, async () => {
+      await frame.click("#tab-floors");
+      await frame.fill("#chat", chat.chatFile);
+      await frame.fill("#jump", "2");
+      await frame.press("#jump", "Enter");
+      await frame.waitForSelector(".patch li", { timeout: WAIT_MS });
+      const count = await frame.textContent("#floor-count");
+      const heading = await frame.textContent("#floor h2");
+      const operations = await frame.locator(".patch li").allTextContents();
+      if (!heading.startsWith("Message 2") || !operations.length) throw new Fail(`${heading}: ${operations.join("; ")}`);
+      return `${count}; ${heading}: ${operations.length} operations, first ${operations[0]}`;
+    });
+    if (options.screenshots) {
+      await check(`${theme}: screenshot of the floors`, () => page.screenshot({ path: join(options.screenshots, `floors-${theme}.png`) }).then(() => ""));
+    }
+
+    await check(`${theme}: the function library and a live pattern tester`, async () => {
+      await frame.click("#tab-functions");
+      await frame.waitForSelector("#functions .row", { timeout: WAIT_MS });
+      await frame.click('#functions .row:has-text("HEAL")');
+      await frame.fill("#start-state", '{"角色": {"生命值": 80}}');
+      await frame.fill("#reply", "林喝下药水。@.HEAL(5);");
+      const healed = (hp) => frame.waitForFunction((hp) => document.getElementById("tested-state").textContent.includes(`"生命值": ${hp}`), hp, { timeout: WAIT_MS });
+      await healed(85);
+      // An unsaved pattern: the reply's call no longer matches, then a reply that does.
+      await frame.fill("#pattern", "@\\.CURE\\((\\d+)\\);?");
+      await healed(80);
+      await frame.fill("#reply", "林喝下药水。@.CURE(7);");
+      await healed(87);
+      const steps = await frame.locator("#steps li").allTextContents();
+      const stored = (await call("FunctionList", {})).structuredContent.global.find((fn) => fn.name === "HEAL");
+      if (!stored.pattern.includes("HEAL")) throw new Fail(`the tester stored its draft: ${stored.pattern}`);
+      return `HEAL(5) → 85; the draft pattern CURE: HEAL(5) → 80, CURE(7) → 87 (${steps.join("; ")}); nothing stored`;
+    });
+    if (options.screenshots) {
+      await check(`${theme}: screenshot of the functions`, () => page.screenshot({ path: join(options.screenshots, `functions-${theme}.png`) }).then(() => ""));
+    }
+
+    await check(`${theme}: a plan's trace, opened by RunPlan`, async () => {
+      const plan = {
+        steps: [
+          { _id: "note", _tool: "ReadVar", name: "notes/groceries", _outputPath: `†state.plan.note-${theme}` },
+          { _id: "copy", _tool: "WriteVar", name: `plan/copy-${theme}`, value: "†steps.note" },
+          // A cached tool: its trace names the variable holding its result.
+          { _id: "library", _tool: "FunctionList" },
+        ],
+      };
+      ({ frame } = await showView(page, html, "RunPlan", plan));
+      await frame.waitForSelector("#plan-steps li", { timeout: WAIT_MS });
+      const summary = await frame.textContent("#plan-summary");
+      const steps = await frame.locator("#plan-steps > li").count();
+      const changes = await frame.locator("#plan-changes li").allTextContents();
+      if (!summary.startsWith("Succeeded: 3 steps") || steps !== 3 || !changes.some((change) => change.includes("state.plan"))) {
+        throw new Fail(`${summary}; ${steps} steps; ${changes.join("; ")}`);
+      }
+      if (options.screenshots) await page.screenshot({ path: join(options.screenshots, `plan-${theme}.png`) });
+      const link = frame.locator("#plan-steps .link").first();
+      const variable = await link.textContent();
+      await link.click();
+      await frame.waitForFunction((name) => document.querySelector("#detail h2")?.textContent === name, variable, { timeout: WAIT_MS });
+      return `${summary}; ${changes.join("; ")}; its result variable opened`;
+    });
+
+    await check(`${theme}: host context changes and display modes`, async () => {
+      const other = theme === "light" ? "dark" : "light";
+      await page.evaluate((other) => window.setTheme(other), other);
+      await frame.waitForFunction((other) => document.documentElement.dataset.theme === other, other, { timeout: WAIT_MS });
+      await page.evaluate((theme) => window.setTheme(theme), theme);
+      await frame.click("#fullscreen");
+      await frame.waitForFunction(() => document.getElementById("fullscreen").textContent === "Exit full screen", null, { timeout: WAIT_MS });
+      await frame.click("#fullscreen");
+      return `theme followed to ${other} and back, full screen and back`;
+    });
+
+    await check(`${theme}: no network, no script errors`, async () => {
+      if (requests.length) throw new Fail(`requests: ${requests.join(", ")}`);
+      if (errors.length) throw new Fail(`errors: ${errors.join("; ")}`);
+      return "";
+    });
+    await page.close();
+  }
+  console.log(`${LABEL}: ${passed} passed, ${failed.length} failed`);
+  if (failed.length) process.exitCode = 1;
+}
+
+// Opening the variables view with `count` variables: from the page handed to the iframe until the
+// list is drawn (ui/initialize, ListVars through the host, the first rows), five times.
+async function bench(count) {
+  for (let index = 0; index < count; index++) {
+    await call("WriteVar", { name: `bench/variable-${String(index).padStart(5, "0")}`, value: `value ${index} `.repeat(20), desc: `Variable number ${index}`, tags: [`tag-${index % 7}`] });
+  }
+  const times = [];
+  for (let run = 0; run < 5; run++) {
+    const { page } = await openHost("light");
+    const { frame, milliseconds } = await showView(page, html);
+    times.push(milliseconds);
+    const rows = await frame.locator(".row").count();
+    const shown = await frame.textContent("#count");
+    if (run === 0) console.log(`bench: ${shown}, ${rows} rows in the document`);
+    await page.close();
+  }
+  times.sort((a, b) => a - b);
+  const direct = [];
+  for (let run = 0; run < 5; run++) {
+    const started = Date.now();
+    await call("ListVars", { _outputLimit: 0 });
+    direct.push(Date.now() - started);
+  }
+  direct.sort((a, b) => a - b);
+  console.log(`bench: ListVars alone (the same list, straight from this process): median ${direct[2]} ms`);
+  console.log(`bench: opening the variables view with ${count} variables: median ${times[2]} ms (runs ${times.join(", ")} ms), page ${html.length} bytes`);
+}
