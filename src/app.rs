@@ -1,16 +1,19 @@
-//! The application, wired: the store, the workspace, the executor with every tool group, the
-//! skills shelf and its watcher, and the snapshots service, built from a [`Config`]. It knows
+//! The application, wired: the store, the workspace, the executor with every tool group (the
+//! script tool folders' too, watched for changes), the skills shelf and its watcher, and the
+//! snapshots service, built from a [`Config`]. It knows
 //! nothing of MCP: the server adapter (`server.rs`) serves an [`App`] that is already built, and
 //! the tests and benchmarks build theirs the same way, here.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::config::Config;
+use crate::folders::watch::{self, Watch};
 use crate::groups;
+use crate::groups::script_tools::ServedFolders;
 use crate::rules::{self, AGENT_GROUP};
 use crate::skills::Library;
+use crate::skills::discover::RootKind;
 use crate::skills::shelf::Shelf;
-use crate::skills::watch::{self, Watch};
 use crate::snapshots::Snapshots;
 use crate::store::{Location, SqliteOptions, SqliteStore};
 use crate::tools::{Executor, Origin, RegisterError, Registry, ToolGroup};
@@ -43,6 +46,8 @@ pub struct App {
     _reload: Option<Reload>,
     /// Kept for its lifetime: dropping it stops watching the skill roots.
     _watch: Arc<Mutex<Option<Watch>>>,
+    /// Kept for its lifetime: dropping it stops watching the tool folders.
+    _tool_watch: Option<Watch>,
 }
 
 impl App {
@@ -118,6 +123,7 @@ impl App {
         let tools_enabled = config.group_enabled(groups::tool_groups::GROUP, true);
         executor.register_group(groups::tool_groups::group(), tools_enabled)?;
         let (upstreams, reload) = start_upstreams(config, &executor)?;
+        let tool_watch = serve_tool_folders(&executor, config);
         for tool in &config.disabled_tools {
             executor.registry().set_tool_enabled(tool, false);
         }
@@ -129,6 +135,7 @@ impl App {
             upstreams,
             _reload: reload,
             _watch: watch,
+            _tool_watch: tool_watch,
         })
     }
 
@@ -207,9 +214,43 @@ fn restore_switches(executor: &Executor) -> Result<(), workspace::Error> {
     Ok(())
 }
 
+/// Registers the groups of the script tool folders (`~/.synapse/tools`, made if it is missing,
+/// and the configured ones), then watches the folders so that a tool added, edited or removed
+/// is served without a restart.
+fn serve_tool_folders(executor: &Executor, config: &Config) -> Option<Watch> {
+    if let Some(home) = std::env::home_dir() {
+        let root = crate::script_tools::home_root(&home);
+        if let Err(error) = std::fs::create_dir_all(&root) {
+            tracing::debug!(%error, "cannot make {}", root.display());
+        }
+    }
+    let folders = Arc::new(ServedFolders::new(
+        Arc::clone(executor.registry()),
+        config.tool_roots(),
+        config.groups.clone(),
+    ));
+    folders.refresh();
+    let roots = folders.roots().to_vec();
+    let refresh = move || folders.refresh();
+    match watch::start("tools", &roots, refresh) {
+        Ok(watch) => watch,
+        Err(error) => {
+            tracing::warn!("{error}; tools changed on disk are seen after a restart");
+            None
+        }
+    }
+}
+
 /// Starts watching the skill roots and keeps the watch in `slot`.
 fn start_watching(shelf: Arc<Shelf>, slot: &Mutex<Option<Watch>>) {
-    match watch::start(shelf) {
+    let roots: Vec<std::path::PathBuf> = shelf
+        .roots()
+        .iter()
+        .filter(|root| root.kind != RootKind::Bundled)
+        .map(|root| root.path.clone())
+        .collect();
+    let rescan = move || shelf.reload().warm_up();
+    match watch::start("skills", &roots, rescan) {
         Ok(watch) => *slot.lock().unwrap_or_else(PoisonError::into_inner) = watch,
         Err(error) => {
             tracing::warn!("{error}; skills changed on disk are seen after a restart");

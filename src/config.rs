@@ -7,6 +7,8 @@
 //! workspace_max_bytes = 1073741824  # bytes of variable values and state a workspace may hold
 //! skill_body_limit = 20000     # characters of a skill served whole; longer: opening + sections
 //!
+//! tool_folders = ["~/work/tools"]  # script tool folders besides ~/.synapse/tools
+//!
 //! [groups]                     # which tool groups are on
 //! vars = true
 //!
@@ -42,6 +44,8 @@ Examples:
   synapse-mcp --config ~/.config/synapse-mcp/config.toml
   synapse-mcp --workspace research -v          a separate workspace, debug logs on stderr
   synapse-mcp --skills ./my-skills --skills ~/team-skills
+  synapse-mcp --tools ./my-tools               script tools from ./my-tools besides ~/.synapse/tools
+  synapse-mcp tools check                      report broken tool manifests
 
 Claude Code:  claude mcp add synapse -- synapse-mcp
 Logs go to stderr only; stdout carries the MCP protocol.";
@@ -59,6 +63,10 @@ pub struct Cli {
     /// ~/.synapse/skills, ~/.agents/skills, ~/.claude/skills).
     #[arg(long = "skills", value_name = "DIR", global = true)]
     pub skills: Vec<PathBuf>,
+    /// A folder of script tools (repeatable), served besides ~/.synapse/tools; each folder in
+    /// it is a tool group (see docs/script-tools.md).
+    #[arg(long = "tools", value_name = "DIR", global = true)]
+    pub tools: Vec<PathBuf>,
     /// Also serve the project's skills (./.agents/skills, ./.claude/skills), which win over
     /// all others. Project skills are untrusted until you say so.
     #[arg(long, global = true)]
@@ -111,6 +119,20 @@ pub enum Command {
     /// Work with skill folders.
     #[command(subcommand)]
     Skills(SkillsCommand),
+    /// Work with script tool folders.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ToolsCommand {
+    /// Check the tool folders' manifests and print every problem. Exits non-zero when a group
+    /// or a tool would be left out.
+    Check {
+        /// Tool folders to check (default: the ones the server would use).
+        #[arg(value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -204,6 +226,10 @@ pub struct FileConfig {
     /// Skill folders, used when no `--skills` is given.
     #[serde(default)]
     pub skills: Vec<PathBuf>,
+    /// Folders of script tools, served besides `~/.synapse/tools` (and before it: of two
+    /// groups of one name, the folder listed first wins); `--tools` adds more.
+    #[serde(default)]
+    pub tool_folders: Vec<PathBuf>,
     /// Caps the store's database file, in bytes; writes past it fail as on a full disk.
     pub store_max_bytes: Option<u64>,
     /// Most bytes a workspace may hold, variable values and the state document's JSON text
@@ -256,6 +282,8 @@ pub struct Config {
     pub workspace_max_bytes: u64,
     pub data_dir: Option<PathBuf>,
     pub skills: Vec<PathBuf>,
+    /// Script tool folders besides `~/.synapse/tools`: `--tools`, then the file's `tool_folders`.
+    pub tool_folders: Vec<PathBuf>,
     /// Serve `./.agents/skills` and `./.claude/skills` too.
     pub trust_project: bool,
     /// Most characters of a skill body or markdown skill file served whole.
@@ -305,6 +333,12 @@ impl Config {
         config.store = Location::resolve(cli.store.as_deref(), cli.data_dir.as_deref())
             .map_err(Error::Store)?;
         config.trust_project = cli.trust_project;
+        config.tool_folders = cli
+            .tools
+            .iter()
+            .chain(&file.tool_folders)
+            .cloned()
+            .collect();
         if let Some(bytes) = cli.workspace_max_bytes {
             config.workspace_max_bytes = bytes;
         }
@@ -353,6 +387,7 @@ impl Config {
                 .unwrap_or(DEFAULT_WORKSPACE_MAX_BYTES),
             data_dir,
             skills,
+            tool_folders: file.tool_folders.clone(),
             trust_project: false,
             skill_body_limit: file
                 .skill_body_limit
@@ -381,6 +416,12 @@ impl Config {
         let cwd = std::env::current_dir().unwrap_or_default();
         let home = std::env::home_dir();
         crate::skills::discover::roots(&self.skills, self.trust_project, home.as_deref(), &cwd)
+    }
+
+    /// The script tool roots in priority order: the configured folders, then `~/.synapse/tools`.
+    pub fn tool_roots(&self) -> Vec<PathBuf> {
+        let home = std::env::home_dir().map(|home| crate::script_tools::home_root(&home));
+        self.tool_folders.iter().cloned().chain(home).collect()
     }
 
     /// Whether a group is on: the file decides, else the group's own default.

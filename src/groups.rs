@@ -6,14 +6,19 @@
 //! `tools` does everything around it.
 
 pub mod plans;
+pub mod script_tools;
 pub mod scripts;
 pub mod skills;
 pub mod snapshots;
 pub mod tool_groups;
 pub mod vars;
 
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::{ToolCall, ToolDefinition, ToolError, ToolOutput};
@@ -45,4 +50,44 @@ fn structured(value: &impl serde::Serialize) -> Result<ToolOutput, ToolError> {
     serde_json::to_value(value)
         .map(ToolOutput::Structured)
         .map_err(|error| ToolError::Internal(format!("cannot serialize a result: {error}")))
+}
+
+/// The names of the built-in groups; a script folder may not take one.
+pub const BUILT_IN: [&str; 7] = [
+    crate::rules::AGENT_GROUP,
+    vars::GROUP,
+    plans::GROUP,
+    snapshots::GROUP,
+    skills::GROUP,
+    scripts::GROUP,
+    tool_groups::GROUP,
+];
+
+/// How many calls may wait for an answer at once before the oldest digests are forgotten.
+const ASKED_LIMIT: usize = 64;
+
+/// What each call of a script-running tool was asked about: the digest of the files its
+/// approval is bound to, by the call's arguments, from the consent hook until the call runs, so
+/// that a file changed while the user was being asked is not run on the strength of that
+/// approval (`SkillRunScript`, script tools).
+#[derive(Default)]
+struct Asked(Mutex<HashMap<String, String>>);
+
+impl Asked {
+    /// Remembers the digest a call's consent is asked with.
+    fn remember(&self, arguments: &Value, digest: String) {
+        let mut asked = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if asked.len() >= ASKED_LIMIT {
+            asked.clear();
+        }
+        asked.insert(arguments.to_string(), digest);
+    }
+
+    /// The digest the call was asked with, if it was asked.
+    fn take(&self, arguments: &Value) -> Option<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&arguments.to_string())
+    }
 }

@@ -13,7 +13,8 @@
 //!    supervising and calling them, and reloading their configuration.
 //! 4. [`config`]: the command line and the TOML file.
 //! 5. [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, `snapshots`, the opt-in
-//!    `scripts`): one struct per tool, a thin adapter over a domain module.
+//!    `scripts`, `tools`, and one per script tool folder): one struct per tool, a thin adapter
+//!    over a domain module.
 //! 6. [`plans`]: plan validation and execution, over the executor.
 //! 7. [`tools`]: the `Tool` trait and definitions, the registry, approval policies, and the
 //!    executor pipeline every call passes (references, gates, truncation, caching,
@@ -25,9 +26,13 @@
 //! 9. [`refs`] (`$VAR_REF` and `†kind.path` resolution), [`rules`] (skill rules and the
 //!    tool-rules text) and [`store`] (durable workspaces in SQLite, shared between processes by
 //!    a change sequence).
-//! 10. [`vars`] (the capacity-bounded variables) and [`skills`] (the Agent Skills library:
-//!     discovery, frontmatter, validation, `index.json`, search, files).
-//! 11. The ground floor: [`json`] (dot paths, the one depth limit, the string walk) and
+//! 10. [`vars`] (the capacity-bounded variables), [`skills`] (the Agent Skills library:
+//!     discovery, frontmatter, validation, `index.json`, search, files) and [`script_tools`]
+//!     (folders of scripts served as tools: manifests, `index.json`, one call's run).
+//! 11. Shared by the folder libraries: [`runner`] (running a script file: scrubbed environment,
+//!     timeout, process-group kill, capped output) and [`folders`] (digests, `index.json`,
+//!     watching folders for changes).
+//! 12. The ground floor: [`json`] (dot paths, the one depth limit, the string walk) and
 //!     [`text`] (character windows).
 //!
 //! Only [`server`] (our server side) and [`upstreams`] (our client side of other servers) know
@@ -57,12 +62,15 @@
 
 pub mod app;
 pub mod config;
+pub mod folders;
 pub mod groups;
 pub mod json;
 pub mod maintenance;
 pub mod plans;
 pub mod refs;
 pub mod rules;
+pub mod runner;
+pub mod script_tools;
 pub mod server;
 pub mod skills;
 pub mod snapshots;
@@ -101,6 +109,10 @@ pub async fn run(
             drop(stdout);
             return Ok(check_skills(config, dirs, *strict));
         }
+        Some(config::Command::Tools(config::ToolsCommand::Check { dirs })) => {
+            drop(stdout);
+            return Ok(check_tools(config, dirs));
+        }
         Some(config::Command::Workspace(command)) => {
             maintenance::workspace(config, command, cli.workspace.as_deref(), &mut stdout)?;
         }
@@ -127,6 +139,26 @@ fn check_skills(
         skills::discover::roots(dirs, false, None, std::path::Path::new("."))
     };
     let (report, failed) = skills::check::report(&roots, strict);
+    print!("{report}");
+    if failed {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
+}
+
+/// `tools check`: the report goes to stdout, since this command does not serve MCP.
+#[expect(
+    clippy::print_stdout,
+    reason = "`tools check` prints its report; it never serves MCP, so stdout is free"
+)]
+fn check_tools(config: &config::Config, dirs: &[std::path::PathBuf]) -> std::process::ExitCode {
+    let roots = if dirs.is_empty() {
+        config.tool_roots()
+    } else {
+        dirs.to_vec()
+    };
+    let (report, failed) = script_tools::check::report(&roots, &groups::BUILT_IN);
     print!("{report}");
     if failed {
         std::process::ExitCode::FAILURE

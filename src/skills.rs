@@ -14,7 +14,6 @@
 //! - [`files`]: skill files on disk or bundled, and the path checks.
 //! - [`scripts`]: running a skill's script in its folder, bounded and with a scrubbed
 //!   environment, and the digest set an approval to run it is bound to.
-//! - [`watch`]: hot reload: the roots on disk watched, a change rescanned.
 //!
 //! Nothing here knows MCP.
 
@@ -31,13 +30,10 @@ pub mod search;
 pub mod sections;
 pub mod shelf;
 pub mod validate;
-pub mod watch;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
-
-use sha2::{Digest, Sha256};
 
 use self::discover::Root;
 use self::files::{FileError, Location, PathProblem};
@@ -123,6 +119,29 @@ pub struct Skill {
     /// The files `SkillLoad` lists, walked once (a change on disk reloads the library, and with
     /// it this list; approvals and digests always read the folder afresh).
     listed: OnceLock<Arc<[String]>>,
+}
+
+/// The folder of a skill whose files are its scripts.
+pub const SCRIPTS_FOLDER: &str = "scripts";
+
+/// A script of a skill: its name in the script id, and its path in the skill folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptFile {
+    /// `merge` (or `merge.py` when another file is `merge.sh`).
+    pub name: String,
+    /// `scripts/merge.py`.
+    pub path: String,
+}
+
+/// The id under which the skills index lists a skill's script: `skill:{skill}:{script}`.
+pub fn script_id(skill: &str, script: &str) -> String {
+    format!("skill:{skill}:{script}")
+}
+
+/// The skill and script names of a script id, when `text` is one.
+pub fn parse_script_id(text: &str) -> Option<(&str, &str)> {
+    let (skill, script) = text.strip_prefix("skill:")?.split_once(':')?;
+    (!skill.is_empty() && !script.is_empty()).then_some((skill, script))
 }
 
 /// One file of a skill with its SEP-2640 digest.
@@ -382,19 +401,35 @@ impl Skill {
             .map_err(|error| self.file_error(path, error))
     }
 
-    /// The script names in `scripts/` (their file names without extension).
-    pub fn scripts(&self) -> Vec<String> {
-        let Ok(children) = self.location.children("scripts") else {
+    /// The scripts the skill offers, the files directly in `scripts/`, each by its name in a
+    /// script id (`skill:{name}:{script}`, [`script_id`]) and its path: the file name without its
+    /// extension (`merge` for `scripts/merge.py`), or with it when two files share a stem.
+    pub fn scripts(&self) -> Vec<ScriptFile> {
+        let Ok(children) = self.location.children(SCRIPTS_FOLDER) else {
             return Vec::new();
         };
-        children
+        let files: Vec<String> = children
             .into_iter()
             .filter(|child| !child.directory)
-            .map(|child| {
-                child
-                    .name
-                    .rsplit_once('.')
-                    .map_or(child.name.clone(), |(stem, _)| stem.to_owned())
+            .map(|child| child.name)
+            .collect();
+        let stem = |file: &str| {
+            file.rsplit_once('.')
+                .map_or(file, |(stem, _)| stem)
+                .to_owned()
+        };
+        files
+            .iter()
+            .map(|file| {
+                let shared = files
+                    .iter()
+                    .filter(|other| stem(other) == stem(file))
+                    .count()
+                    > 1;
+                ScriptFile {
+                    name: if shared { file.clone() } else { stem(file) },
+                    path: format!("{SCRIPTS_FOLDER}/{file}"),
+                }
             })
             .collect()
     }
@@ -426,22 +461,6 @@ impl Skill {
         let manifest: Arc<[FileDigest]> = digests.into();
         Ok(self.manifest.get_or_init(|| manifest).clone())
     }
-}
-
-/// `sha256:` and the lowercase hex digest of the bytes.
-pub fn sha256(bytes: &[u8]) -> String {
-    hex_digest(&Sha256::digest(bytes))
-}
-
-/// `sha256:` and the lowercase hex of a finished hash.
-pub(crate) fn hex_digest(hash: &[u8]) -> String {
-    let mut digest = String::with_capacity(71);
-    digest.push_str("sha256:");
-    for &byte in hash {
-        digest.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
-        digest.push(char::from_digit(u32::from(byte & 15), 16).unwrap_or('0'));
-    }
-    digest
 }
 
 /// A search result.

@@ -1,7 +1,7 @@
 //! The ground floor's text utilities. Character windows: the one place where positions counted
 //! in Unicode characters become byte offsets, so no reader ever splits a character. `ReadVar`
 //! and `ReadState` windows, `$VAR_REF{{name:start:length}}` slices, the executor's head-and-tail
-//! truncation and long text quoted in messages all cut text here. And [`nearest`], the name an
+//! truncation ([`truncate_content`]) and long text quoted in messages all cut text here. And [`nearest`], the name an
 //! error suggests for a mistyped one.
 
 /// A window of a value, counted in Unicode characters.
@@ -91,6 +91,42 @@ pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, candidate)| candidate.to_owned())
 }
 
+/// A text cut to at most `limit` characters of content plus a marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Truncated {
+    pub text: String,
+    /// Character offset where the omitted part starts.
+    pub omitted_start: usize,
+    /// Number of omitted characters.
+    pub omitted_length: usize,
+}
+
+/// Cuts `text` to `limit` characters (head and tail halves, by Unicode characters); `None` when
+/// it already fits.
+pub fn truncate_content(text: &str, limit: usize) -> Option<Truncated> {
+    // Counting stops as soon as the limit is exceeded, so short texts cost one pass.
+    text.chars().nth(limit)?;
+    let total = text.chars().count();
+    let head_chars = limit.div_ceil(2);
+    let tail_chars = limit - head_chars;
+    let omitted_length = total - head_chars - tail_chars;
+    let head = take_chars(text, head_chars);
+    let tail = skip_chars(text, total - tail_chars);
+    let marker = format!(
+        "\n\n[… {omitted_length} characters omitted (characters {head_chars}–{end}) …]\n\n",
+        end = head_chars + omitted_length
+    );
+    let mut cut = String::with_capacity(head.len() + marker.len() + tail.len());
+    cut.push_str(head);
+    cut.push_str(&marker);
+    cut.push_str(tail);
+    Some(Truncated {
+        text: cut,
+        omitted_start: head_chars,
+        omitted_length,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,5 +180,30 @@ mod tests {
                 has_more: false,
             }
         );
+    }
+
+    #[test]
+    fn text_within_the_limit_is_not_cut() {
+        assert_eq!(truncate_content("hello", 5), None);
+        assert_eq!(truncate_content("", 0), None);
+    }
+
+    #[test]
+    fn keeps_head_and_tail_and_reports_the_omitted_window() {
+        let cut = truncate_content("abcdefghij", 4).unwrap();
+        assert_eq!(cut.omitted_start, 2);
+        assert_eq!(cut.omitted_length, 6);
+        assert_eq!(
+            cut.text,
+            "ab\n\n[… 6 characters omitted (characters 2–8) …]\n\nij"
+        );
+    }
+
+    #[test]
+    fn never_splits_a_multibyte_character() {
+        let cut = truncate_content("日本語のテキスト😀😀😀", 5).unwrap();
+        assert!(cut.text.starts_with("日本語\n"));
+        assert!(cut.text.ends_with("\n😀😀"));
+        assert_eq!(cut.omitted_length, 6);
     }
 }

@@ -56,7 +56,7 @@ pub enum RegisterError {
         source: crate::workspace::Error,
     },
 }
-pub use truncate::truncate_content;
+pub use crate::text::truncate_content;
 
 /// What a tool returns: text for the model, or structured data (formatted as compact JSON unless
 /// the tool formats it itself).

@@ -5,8 +5,7 @@
 //! `node_modules` included) voids the approval, another script of the skill asks again, and a
 //! folder with a symlink leaving it cannot run at all.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -14,8 +13,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::structured;
-use crate::skills::scripts::{self, MAX_TIMEOUT, OUTPUT_CAP};
+use super::{Asked, structured};
+use crate::runner::{self, MAX_TIMEOUT, OUTPUT_CAP};
+use crate::skills::scripts;
 use crate::skills::shelf::Shelf;
 use crate::tools::{
     Annotations, Consent, Origin, Permission, Policy, Tool, ToolCall, ToolDefinition, ToolError,
@@ -25,8 +25,9 @@ use crate::tools::{
 pub const GROUP: &str = "scripts";
 
 const DESCRIPTION: &str = "Run a script that a loaded skill provides (a file of the skill, \
-    by its path relative to the skill folder, e.g. `scripts/extract.py`), when the skill's \
-    instructions say to run it. `.sh` runs with sh, `.py` with python3, `.js` with node, any \
+    by its path relative to the skill folder, e.g. `scripts/extract.py`, or by its id \
+    `skill:{name}:{script}`, e.g. `skill:pdf-tools:extract`), when the skill's instructions say \
+    to run it. `.sh` runs with sh, `.py` with python3, `.js` with node, any \
     other executable file directly. It runs in the skill folder with `SKILL_DIR` set, `args` \
     as its arguments and `stdin` as its input, for at most `timeoutSeconds` (default 30, at \
     most 300). The answer gives the exit code, stdout and stderr (each cut at 1 MiB) and \
@@ -47,9 +48,11 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RunArguments {
-    /// The skill's name, as `SkillSearch` returns it.
-    pub name: String,
-    /// The script's path relative to the skill folder, e.g. `scripts/extract.py`.
+    /// The skill's name, as `SkillSearch` returns it (may be left out when `script` is a
+    /// script id).
+    pub name: Option<String>,
+    /// The script: its path relative to the skill folder, e.g. `scripts/extract.py`, or its id
+    /// as the skills index lists it, e.g. `skill:pdf-tools:extract`.
     pub script: String,
     /// The script's command-line arguments.
     pub args: Option<Vec<String>>,
@@ -75,17 +78,13 @@ pub struct RunOutput {
     pub note: Option<String>,
 }
 
-/// How many calls may wait for an answer at once before the oldest digests are forgotten.
-const ASKED_LIMIT: usize = 64;
-
 /// `SkillRunScript`: running code needs the user's consent, so it asks once per script and
 /// digest set unless the configuration says otherwise.
 struct SkillRunScript {
     definition: ToolDefinition,
     shelf: Arc<Shelf>,
-    /// The digest set each call was approved against, by its arguments, so that a file changed
-    /// while the user was being asked is not run on the strength of that approval.
-    asked: Mutex<HashMap<String, String>>,
+    /// The digest set each call was asked about.
+    asked: Asked,
 }
 
 impl SkillRunScript {
@@ -108,14 +107,19 @@ impl SkillRunScript {
         Self {
             definition,
             shelf,
-            asked: Mutex::default(),
+            asked: Asked::default(),
         }
     }
 
-    fn locate(&self, arguments: &RunArguments) -> Result<scripts::Script, ToolError> {
+    /// The skill's name and the script, found where the call says.
+    fn locate<'a>(
+        &self,
+        arguments: &'a RunArguments,
+    ) -> Result<(&'a str, runner::Script), ToolError> {
+        let (name, script) = scripts::named(arguments.name.as_deref(), &arguments.script)?;
         let library = self.shelf.library();
-        let skill = library.get(&arguments.name)?;
-        Ok(scripts::locate(skill, &arguments.script)?)
+        let skill = library.get(name)?;
+        Ok((name, scripts::locate(skill, script)?))
     }
 
     /// Refuses a run whose skill changed after its digest set was approved.
@@ -139,26 +143,23 @@ impl Tool for SkillRunScript {
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let approved = self
-                .asked
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&call.arguments.to_string());
+            let approved = self.asked.take(&call.arguments);
             let arguments: RunArguments = self.definition.parse(call.arguments)?;
-            let script = self.locate(&arguments)?;
+            let (name, script) = self.locate(&arguments)?;
             if let Some(approved) = approved {
-                self.check_unchanged(&arguments.name, &approved)?;
+                self.check_unchanged(name, &approved)?;
             }
             let timeout = arguments
                 .timeout_seconds
                 .map(|seconds| Duration::from_secs(seconds.max(1)).min(MAX_TIMEOUT));
-            let request = scripts::Request {
+            let request = runner::Request {
                 args: arguments.args.unwrap_or_default(),
                 stdin: arguments.stdin,
                 timeout,
+                environment: Vec::new(),
             };
             let ran = scripts::run(&script, request, &call.cancellation).await?;
-            structured(&output(ran, timeout.unwrap_or(scripts::DEFAULT_TIMEOUT)))
+            structured(&output(ran, timeout.unwrap_or(runner::DEFAULT_TIMEOUT)))
         })
     }
 
@@ -167,15 +168,11 @@ impl Tool for SkillRunScript {
     /// asked.
     fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
         let parsed: RunArguments = self.definition.parse(arguments.clone())?;
-        let script = self.locate(&parsed)?;
+        let (name, script) = self.locate(&parsed)?;
         let library = self.shelf.library();
-        let skill = library.get(&parsed.name)?;
+        let skill = library.get(name)?;
         let digest = scripts::digest_set(skill)?;
-        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
-        if asked.len() >= ASKED_LIMIT {
-            asked.clear();
-        }
-        asked.insert(arguments.to_string(), digest.clone());
+        self.asked.remember(arguments, digest.clone());
         let scope = format!(
             "script `{}` of skill `{}` only, while every file of the skill folder stays as it is now ({digest})",
             script.relative, skill.name
@@ -184,7 +181,7 @@ impl Tool for SkillRunScript {
     }
 }
 
-fn output(ran: scripts::Ran, timeout: Duration) -> RunOutput {
+fn output(ran: runner::Ran, timeout: Duration) -> RunOutput {
     let mut notes = Vec::new();
     if ran.timed_out {
         notes.push(format!(

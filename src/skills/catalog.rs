@@ -9,12 +9,13 @@ use std::io::BufReader;
 use std::path::Path;
 use std::time::SystemTime;
 
-use super::Skill;
 use super::discover::{self, Candidate, Root, RootKind};
 use super::files::Location;
 use super::frontmatter::{self, Frontmatter};
 use super::index_file::{self, Cached, Entry};
 use super::validate::{self, Diagnostic, Fields, Level};
+use super::{SCRIPTS_FOLDER, Skill, script_id};
+use crate::folders;
 
 /// The skills found and everything worth reporting about them.
 #[derive(Debug, Default)]
@@ -216,7 +217,7 @@ fn on_disk(root: &Path, use_index: bool, diagnostics: &mut Vec<Diagnostic>) -> V
     let mut changed = generated_at.is_none();
     let mut skills = Vec::with_capacity(candidates.len());
     // The scripts of each skill as the index lists them (`None`: list them when writing).
-    let mut tools: Vec<Option<Vec<String>>> = Vec::with_capacity(candidates.len());
+    let mut scripts: Vec<Scripts> = Vec::with_capacity(candidates.len());
     for candidate in &candidates {
         let path = candidate.folder.display().to_string();
         let position = known
@@ -228,7 +229,7 @@ fn on_disk(root: &Path, use_index: bool, diagnostics: &mut Vec<Diagnostic>) -> V
         });
         let fresh = previous_entry.as_ref().is_some_and(|entry| {
             entry.size == candidate.size
-                && entry.modified_ns == index_file::nanos(candidate.modified)
+                && entry.modified_ns == folders::nanos(candidate.modified)
                 && entry.skill_file == candidate.file_name
         });
         changed |= previous_entry.is_some() && !fresh;
@@ -243,7 +244,14 @@ fn on_disk(root: &Path, use_index: bool, diagnostics: &mut Vec<Diagnostic>) -> V
         skill.size = candidate.size;
         skill.modified = Some(candidate.modified);
         changed |= reused.is_none();
-        tools.push(reused.map(|entry| std::mem::take(&mut entry.tools)));
+        // A script added or removed changes `scripts/`, not the SKILL.md: its listing is
+        // reused only while the folder's modification time is the one the index saw.
+        let modified_ns = scripts_modified(&candidate.folder);
+        let tools = reused
+            .filter(|entry| entry.scripts_modified_ns == modified_ns)
+            .map(|entry| std::mem::take(&mut entry.tools));
+        changed |= tools.is_none();
+        scripts.push(Scripts { tools, modified_ns });
         skills.push(skill);
     }
     // Entries left over are skills that are gone.
@@ -252,8 +260,8 @@ fn on_disk(root: &Path, use_index: bool, diagnostics: &mut Vec<Diagnostic>) -> V
     if use_index && (changed || gone) {
         let entries = skills
             .iter()
-            .zip(tools)
-            .map(|(skill, tools)| entry(skill, tools))
+            .zip(scripts)
+            .map(|(skill, scripts)| entry(skill, scripts))
             .collect();
         index_file::write(root, generated_at.as_deref(), entries, SystemTime::now());
     }
@@ -366,14 +374,32 @@ fn read_yaml(
     Some((parsed, validate::key_lines(split.yaml, split.yaml_line)))
 }
 
-/// The index entry of a skill on disk, with its scripts' tools when the index already listed
-/// them.
-fn entry(skill: &Skill, tools: Option<Vec<String>>) -> Entry {
-    let tools = tools.unwrap_or_else(|| {
+/// A skill's scripts as its index entry lists them.
+struct Scripts {
+    /// Their ids, when the index listed them and `scripts/` did not change since; `None`:
+    /// listed afresh.
+    tools: Option<Vec<String>>,
+    /// The modification time of `scripts/`, when there is one.
+    modified_ns: Option<u128>,
+}
+
+/// The modification time of a skill's `scripts/` folder, which changes when a script is added,
+/// removed or renamed.
+fn scripts_modified(folder: &Path) -> Option<u128> {
+    let metadata = std::fs::metadata(folder.join(SCRIPTS_FOLDER)).ok()?;
+    metadata
+        .is_dir()
+        .then(|| metadata.modified().ok().map(folders::nanos))
+        .flatten()
+}
+
+/// The index entry of a skill on disk, with its scripts' ids.
+fn entry(skill: &Skill, scripts: Scripts) -> Entry {
+    let tools = scripts.tools.unwrap_or_else(|| {
         skill
             .scripts()
             .iter()
-            .map(|script| format!("skill:{}:{script}", skill.name))
+            .map(|script| script_id(&skill.name, &script.name))
             .collect()
     });
     Entry {
@@ -391,10 +417,11 @@ fn entry(skill: &Skill, tools: Option<Vec<String>>) -> Entry {
         tools,
         path: skill.location.display(),
         has_skill_md: true,
-        last_modified: index_file::timestamp(skill.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
+        last_modified: folders::timestamp(skill.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
         skill_file: skill.file_name.to_owned(),
         size: skill.size,
-        modified_ns: index_file::nanos(skill.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
+        modified_ns: folders::nanos(skill.modified.unwrap_or(SystemTime::UNIX_EPOCH)),
+        scripts_modified_ns: scripts.modified_ns,
         frontmatter: skill.frontmatter(),
     }
 }

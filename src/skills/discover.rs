@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use include_dir::{Dir, include_dir};
 
 use super::validate::{Diagnostic, Level};
+use crate::folders::skipped_folder;
 
 /// The `skills/` folder of this repository, compiled into the binary.
 pub static BUNDLED: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/skills");
@@ -228,12 +229,6 @@ impl Walk<'_> {
         }
         folders
     }
-}
-
-/// Folders the walk never enters: hidden ones (`.git`, `.backups`, staged saves) and
-/// `node_modules`. The watcher skips the same ones.
-pub(super) fn skipped_folder(name: &str) -> bool {
-    name.starts_with('.') || name == "node_modules"
 }
 
 /// `SKILL.md` (preferred) or `skill.md`, when it is a file that stays inside the root.

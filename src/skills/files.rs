@@ -182,7 +182,7 @@ impl Location {
         match self {
             Self::Bundled(_) => {
                 let bytes = self.read(relative)?;
-                Ok((super::sha256(&bytes), bytes.len() as u64))
+                Ok((crate::folders::sha256(&bytes), bytes.len() as u64))
             }
             Self::Disk(folder) => {
                 let (path, file, metadata) = open_regular(folder, relative)?;
@@ -213,7 +213,7 @@ impl Location {
                     total += read as u64;
                     reader.consume(read);
                 }
-                let digest = super::hex_digest(&hasher.finalize());
+                let digest = crate::folders::hex_digest(&hasher.finalize());
                 if let Some(version) = version.filter(|_| total == size) {
                     digests::remember(path, version, digest.clone());
                 }

@@ -13,8 +13,8 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use super::frontmatter::Frontmatter;
+use crate::folders::{self, timestamp};
 
-pub const FILE_NAME: &str = "index.json";
 const FORMAT_VERSION: &str = "1.0.0";
 
 /// The whole file.
@@ -42,7 +42,7 @@ pub struct Entry {
     pub tags: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
-    /// `skill:{name}:{script}` for every file in `scripts/`.
+    /// `skill:{name}:{script}` for every file in `scripts/` (see [`super::Skill::scripts`]).
     #[serde(default)]
     pub tools: Vec<String>,
     pub script_count: usize,
@@ -56,6 +56,10 @@ pub struct Entry {
     pub size: u64,
     /// Modification time of the SKILL.md in nanoseconds since the Unix epoch.
     pub modified_ns: u128,
+    /// Modification time of the `scripts/` folder, when there is one: `tools` is listed again
+    /// when it changes, even if the SKILL.md did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scripts_modified_ns: Option<u128>,
     pub frontmatter: Frontmatter,
 }
 
@@ -73,6 +77,8 @@ pub struct Cached {
     pub frontmatter: Frontmatter,
     #[serde(default)]
     pub tools: Vec<String>,
+    #[serde(default)]
+    pub scripts_modified_ns: Option<u128>,
 }
 
 /// The cached entries of an index, sorted by path, and when the index was first generated.
@@ -83,41 +89,18 @@ pub struct CachedIndex {
     pub generated_at: String,
 }
 
-/// The nanoseconds since the epoch of a modification time.
-pub fn nanos(time: SystemTime) -> u128 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos())
-}
-
-/// A time as the index writes it: RFC 3339 with milliseconds.
-pub fn timestamp(time: SystemTime) -> String {
-    humantime::format_rfc3339_millis(time).to_string()
-}
-
 /// The index of a root, when there is a readable one.
 pub fn read(root: &Path) -> Option<IndexFile> {
-    read_as(root)
+    folders::read_index(root)
 }
 
 /// What a start reuses of a root's index, entries sorted by path.
 pub fn read_cached(root: &Path) -> Option<CachedIndex> {
-    let mut index: CachedIndex = read_as(root)?;
+    let mut index: CachedIndex = folders::read_index(root)?;
     index
         .skills
         .sort_unstable_by(|left, right| left.path.cmp(&right.path));
     Some(index)
-}
-
-fn read_as<Index: serde::de::DeserializeOwned>(root: &Path) -> Option<Index> {
-    let path = root.join(FILE_NAME);
-    let text = std::fs::read_to_string(&path).ok()?;
-    match serde_json::from_str(&text) {
-        Ok(index) => Some(index),
-        Err(error) => {
-            tracing::debug!(path = %path.display(), %error, "ignoring an unreadable index.json");
-            None
-        }
-    }
 }
 
 /// Writes the index of a root (the caller knows its entries changed). Failures (a read-only
@@ -133,20 +116,7 @@ pub fn write(root: &Path, generated_at: Option<&str>, mut entries: Vec<Entry>, n
         updated_at: timestamp(now),
         skills: entries,
     };
-    if let Err(error) = write_atomically(root, &index) {
-        tracing::debug!(root = %root.display(), %error, "index.json not written");
-    }
-}
-
-fn write_atomically(root: &Path, index: &IndexFile) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(index).map_err(std::io::Error::other)?;
-    let temporary = root.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
-    std::fs::write(&temporary, text + "\n")?;
-    std::fs::rename(&temporary, root.join(FILE_NAME)).inspect_err(|_| {
-        if let Err(error) = std::fs::remove_file(&temporary) {
-            tracing::debug!(%error, "cannot remove the temporary index");
-        }
-    })
+    folders::write_index(root, &index);
 }
 
 /// A title for a skill without one: its name in words, each capitalised.
@@ -184,6 +154,7 @@ mod tests {
             skill_file: "SKILL.md".to_owned(),
             size: 10,
             modified_ns: 5,
+            scripts_modified_ns: None,
             frontmatter: Frontmatter::new(),
         }
     }

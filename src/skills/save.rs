@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::discover::{Root, RootKind};
 use super::files::{Location, clean_relative};
 use super::validate::Level;
-use super::{Error, Library, SKILL_MD, catalog, index_file};
+use super::{Error, Library, SKILL_MD, catalog};
 
 /// Files a single save may write besides SKILL.md.
 pub const MAX_FILES: usize = 100;
@@ -292,7 +292,7 @@ fn write(
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let stamp = index_file::nanos(SystemTime::now());
+    let stamp = crate::folders::nanos(SystemTime::now());
     let staging = parent.join(format!(".{name}.saving-{}-{stamp}", std::process::id()));
     let created = !folder.exists();
     let backup = stage(folder, &staging, text, files, old_file).and_then(|()| {

@@ -132,6 +132,21 @@ impl ToolDefinition {
         Self::with_input_schema(name, description, input_schema::<Arguments>(), annotations)
     }
 
+    /// A definition whose schemas are written as JSON (a script tool's manifest) rather than
+    /// generated, made portable the same way; otherwise as [`ToolDefinition::new`].
+    pub fn from_schemas(
+        name: &str,
+        description: &str,
+        annotations: Annotations,
+        input: Map<String, Value>,
+        output: Option<Map<String, Value>>,
+    ) -> Self {
+        let mut definition =
+            Self::with_input_schema(name, description, portable(input), annotations);
+        definition.output_schema = output.map(portable);
+        definition
+    }
+
     /// A definition whose input schema is given as it is (a tool another MCP server declares),
     /// with the default handling.
     pub fn with_input_schema(
@@ -248,6 +263,13 @@ fn schema_object<T: JsonSchema>(settings: SchemaSettings) -> Arc<Map<String, Val
     object.remove("title");
     object.remove("description");
     Arc::new(object)
+}
+
+/// A schema written as JSON (a script tool's manifest), made portable as another server's is:
+/// its author may give `null` a meaning, so optional properties keep it.
+fn portable(mut schema: Map<String, Value>) -> Arc<Map<String, Value>> {
+    make_foreign_schema_portable(&mut schema);
+    Arc::new(schema)
 }
 
 /// Decodes a tool's arguments, naming the tool in the error so the model can fix the call.

@@ -13,7 +13,7 @@ use super::ToolError;
 use crate::json::path;
 use crate::refs::{self, dagger};
 use crate::skills::{self, scripts};
-use crate::{snapshots, store, vars, workspace};
+use crate::{runner, script_tools, snapshots, store, vars, workspace};
 
 impl From<store::Error> for ToolError {
     /// Whatever the store says, the caller cannot fix it by calling again.
@@ -108,12 +108,44 @@ impl From<scripts::Error> for ToolError {
     fn from(error: scripts::Error) -> Self {
         match error {
             scripts::Error::File(error) => error.into(),
-            scripts::Error::Wait { .. } => Self::Internal(error.to_string()),
-            // A missing interpreter is named, with the fix, for the model to pass on.
+            scripts::Error::Run(error) => error.into(),
             scripts::Error::Bundled { .. }
-            | scripts::Error::NotRunnable { .. }
-            | scripts::Error::Spawn { .. }
-            | scripts::Error::Unbound { .. } => Self::Invalid(error.to_string()),
+            | scripts::Error::Unbound { .. }
+            | scripts::Error::NoSkill { .. }
+            | scripts::Error::OtherSkill { .. }
+            | scripts::Error::UnknownScript { .. } => Self::Invalid(error.to_string()),
+        }
+    }
+}
+
+impl From<script_tools::Error> for ToolError {
+    fn from(error: script_tools::Error) -> Self {
+        match error {
+            script_tools::Error::Run(error) => error.into(),
+            script_tools::Error::Io { .. } => Self::Internal(error.to_string()),
+            // A script that fails says why in its own words, quoted for the model; a file gone
+            // or changed under the call is said so, with what to do.
+            script_tools::Error::Arguments { .. }
+            | script_tools::Error::Exited { .. }
+            | script_tools::Error::Killed { .. }
+            | script_tools::Error::TimedOut { .. }
+            | script_tools::Error::NotJson { .. }
+            | script_tools::Error::Mismatch { .. }
+            | script_tools::Error::Changed { .. }
+            | script_tools::Error::Reloading { .. }
+            | script_tools::Error::Gone { .. } => Self::Invalid(error.to_string()),
+        }
+    }
+}
+
+impl From<runner::Error> for ToolError {
+    fn from(error: runner::Error) -> Self {
+        match error {
+            runner::Error::Wait { .. } => Self::Internal(error.to_string()),
+            // A missing interpreter is named, with the fix, for the model to pass on.
+            runner::Error::NotRunnable { .. } | runner::Error::Spawn { .. } => {
+                Self::Invalid(error.to_string())
+            }
         }
     }
 }

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::link::{Handler, Link, State};
 use super::tool;
 use crate::config::upstream::Upstream;
-use crate::skills::scripts::kill_process_group;
+use crate::runner::kill_process_group;
 use crate::tools::{Registry, ToolGroup};
 
 /// How long a server may take to answer `initialize` and list its tools.

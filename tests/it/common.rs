@@ -241,7 +241,7 @@ pub(crate) async fn spawn_binary(args: &[&str], client: TestClient) -> Client {
 }
 
 /// [`spawn_binary`] with `home` as its home folder (`~/.synapse/skills` and the other default
-/// skill roots are below it), for tests that let it write there.
+/// skill roots, and `~/.synapse/tools`, are below it), for tests that let it write there.
 pub(crate) async fn spawn_binary_at_home(home: &Path, args: &[&str], client: TestClient) -> Client {
     let mut command = Command::new(binary());
     command

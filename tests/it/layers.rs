@@ -21,7 +21,9 @@ const LAYERS: &[&[&str]] = &[
     // `snapshots` imports only the store and `json`; `tools/errors.rs` converts its errors.
     &["workspace", "snapshots"],
     &["refs", "rules", "store"],
-    &["skills", "vars"],
+    &["skills", "vars", "script_tools"],
+    // Shared by the skill library and the script tools: running a script, watching folders.
+    &["runner", "folders"],
     &["json"],
     &["text"],
 ];

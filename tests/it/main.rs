@@ -25,6 +25,7 @@ mod notifications;
 mod plans;
 mod results;
 mod schemas;
+mod script_tools;
 mod skills;
 mod snapshot_hardening;
 mod snapshots;

@@ -13,7 +13,7 @@ use crate::common::{
 };
 
 mod catalog;
-mod hardening;
+pub(crate) mod hardening;
 mod ranking;
 mod reload;
 mod rerank;

@@ -104,6 +104,17 @@ fn read_index(fixture: &Fixture) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// The index entry of the skill `pdf-tools`.
+fn pdf_entry(index: &Value) -> Value {
+    index["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["name"] == "pdf-tools")
+        .unwrap()
+        .clone()
+}
+
 #[tokio::test]
 async fn index_json_is_written_in_the_seed_format_and_reused_while_mtimes_match() {
     let fixture = Fixture::new();
@@ -120,13 +131,7 @@ async fn index_json_is_written_in_the_seed_format_and_reused_while_mtimes_match(
         ),
         (json!("1.0.0"), json!(10), json!(1))
     );
-    let pdf = index["skills"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|entry| entry["name"] == "pdf-tools")
-        .unwrap()
-        .clone();
+    let pdf = pdf_entry(&index);
     let path = fixture.root().join("pdf-tools").display().to_string();
     for (key, value) in [
         ("title", json!("Pdf Tools")),
@@ -167,6 +172,30 @@ async fn index_json_is_written_in_the_seed_format_and_reused_while_mtimes_match(
     std::thread::sleep(std::time::Duration::from_millis(20));
     std::fs::write(&file, contents).unwrap();
     assert!(!description().await.contains("FROM THE INDEX"));
+}
+
+#[tokio::test]
+async fn the_index_lists_scripts_added_or_removed_while_skill_md_stays_unchanged() {
+    let fixture = Fixture::new();
+    let scripts = fixture.root().join("pdf-tools/scripts");
+    let listed = || async {
+        let client = fixture.client().await;
+        client.list_all_prompts().await.unwrap();
+        client.cancel().await.unwrap();
+        let pdf = pdf_entry(&read_index(&fixture));
+        (pdf["tools"].clone(), pdf["scriptCount"].clone())
+    };
+    assert_eq!(listed().await, (json!(["skill:pdf-tools:merge"]), json!(1)));
+    std::fs::write(scripts.join("split.sh"), "echo split\n").unwrap();
+    assert_eq!(
+        listed().await,
+        (
+            json!(["skill:pdf-tools:merge", "skill:pdf-tools:split"]),
+            json!(2)
+        )
+    );
+    std::fs::remove_file(scripts.join("merge.py")).unwrap();
+    assert_eq!(listed().await, (json!(["skill:pdf-tools:split"]), json!(1)));
 }
 
 /// Three skills named `pdf-tools`: the fixture's, one in a folder named otherwise beside it

@@ -335,7 +335,7 @@ async fn saves_are_bounded_and_old_backups_pruned() {
 }
 
 /// Whether a process is gone (or a zombie), waiting a little for a kill to land.
-pub(super) async fn ends(pid_file: &Path) -> bool {
+pub(crate) async fn ends(pid_file: &Path) -> bool {
     let pid = std::fs::read_to_string(pid_file).unwrap();
     let stat = format!("/proc/{}/stat", pid.trim());
     for _ in 0..100 {

@@ -153,6 +153,54 @@ async fn an_approved_script_runs_in_its_folder_with_a_scrubbed_environment() {
 }
 
 #[tokio::test]
+async fn a_script_runs_by_the_id_the_skills_index_lists() {
+    let scripts = Scripts::new();
+    let (client, _) = scripts.client(ON_AUTO, Elicitation::Unsupported).await;
+    let result = call(
+        &client,
+        "SkillRunScript",
+        json!({"script": "skill:runner:mark"}),
+    )
+    .await;
+    assert!(!is_error(&result), "{}", text(&result));
+    assert!(scripts.marker().exists(), "the script named by its id ran");
+    let index = std::fs::read_to_string(scripts.directory.path().join("skills/index.json"));
+    let index: Value = serde_json::from_str(&index.unwrap()).unwrap();
+    assert_eq!(
+        index["skills"][0]["tools"],
+        json!([
+            "skill:runner:hang",
+            "skill:runner:hello",
+            "skill:runner:mark"
+        ])
+    );
+    let other = call(
+        &client,
+        "SkillRunScript",
+        json!({"name": "pdf-tools", "script": "skill:runner:mark"}),
+    )
+    .await;
+    assert!(
+        is_error(&other)
+            && text(&other).contains("is a script of skill `runner`, not of `pdf-tools`"),
+        "{}",
+        text(&other)
+    );
+    let unknown = call(
+        &client,
+        "SkillRunScript",
+        json!({"script": "skill:runner:nope"}),
+    )
+    .await;
+    assert_eq!(
+        text(&unknown),
+        "skill `runner` has no script `skill:runner:nope`; its scripts are: skill:runner:hang, \
+         skill:runner:hello, skill:runner:mark"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_declined_run_runs_nothing() {
     let scripts = Scripts::new();
     let (client, observer) = scripts.client(ON, Elicitation::Decline).await;

@@ -1,8 +1,9 @@
-//! Hot reload: every folder under the skill roots on disk is watched, and once a
-//! change has been followed by 250 ms of quiet the roots are rescanned through [`Shelf::reload`],
-//! which refreshes `index.json` and the catalog and wakes the sessions so that they send
-//! `resources/list_changed` and `prompts/list_changed`. The search index is rebuilt on the
-//! watcher's thread.
+//! Hot reload of folder libraries (the skill roots, the script tool folders): every folder under
+//! the roots is watched, and once a change has been followed by 250 ms of quiet the caller's
+//! rescan runs on the watcher's thread. For the skills it is `Shelf::reload`, which refreshes
+//! `index.json` and the catalog, rebuilds the search index and wakes the sessions so that they
+//! send `resources/list_changed` and `prompts/list_changed`; for the tool folders it replaces
+//! the groups that changed, and the sessions send `tools/list_changed`.
 //!
 //! Events are only a trigger ("something under this root is dirty"): inotify misses files
 //! written into a folder just created and reports a folder moved in as one event, so every
@@ -12,8 +13,9 @@
 //!
 //! The walk is ours, one non-recursive notify watch per folder the discovery would visit (no
 //! hidden folders, no `node_modules`, no symbolic links), and a folder that appears is watched
-//! when its event arrives. The server starts it on the skills loader's thread once the first
-//! scan and its index are built, so that the walk reuses the memory the scan freed. notify's
+//! when its event arrives. The server starts the skills' watch on the skills loader's thread
+//! once the first scan and its index are built, so that the walk reuses the memory the scan
+//! freed. notify's
 //! recursive mode with notify-debouncer-full, used first, held 9 MiB more resident memory at
 //! 10,000 skills (53.7 → 44.7 MiB measured: the recursive walk's garbage stayed in the allocator
 //! arena of notify's thread), and the debouncer's thread woke 16 times a second for ever; here
@@ -21,16 +23,13 @@
 //! folder (6.5 MB at 10,000), is its own maps of paths.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use notify::event::{CreateKind, ModifyKind};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use super::discover::{RootKind, skipped_folder};
-use super::index_file::FILE_NAME as INDEX_FILE;
-use super::shelf::Shelf;
+use super::{INDEX_FILE, skipped_folder};
 
 /// How long the folders must be quiet before a rescan.
 const DEBOUNCE: Duration = Duration::from_millis(250);
@@ -41,8 +40,9 @@ const SETTLE: Duration = Duration::from_millis(300);
 
 /// Why the roots cannot be watched.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot watch the skills folder {path} for changes: {source}")]
+#[error("cannot watch the {library} folder {path} for changes: {source}")]
 pub struct Error {
+    library: &'static str,
     path: PathBuf,
     source: notify::Error,
 }
@@ -65,40 +65,42 @@ enum Message {
     Stop,
 }
 
-/// Watches every root of the shelf that is a folder on disk; `None` when there is none.
-pub fn start(shelf: Arc<Shelf>) -> Result<Option<Watch>, Error> {
-    let roots: Vec<PathBuf> = shelf
-        .roots()
-        .iter()
-        .filter(|root| root.kind != RootKind::Bundled && root.path.is_dir())
-        .map(|root| root.path.clone())
-        .collect();
+/// Watches every root that is a folder on disk and calls `rescan` on the watcher's thread after
+/// each batch of changes (twice when a folder appeared, a moment apart); `None` when no root is
+/// a folder. `library` names what is watched in logs and errors (`skills`, `tools`).
+pub fn start(
+    library: &'static str,
+    roots: &[PathBuf],
+    rescan: impl Fn() + Send + 'static,
+) -> Result<Option<Watch>, Error> {
+    let roots: Vec<PathBuf> = roots.iter().filter(|root| root.is_dir()).cloned().collect();
     let Some(first_root) = roots.first().cloned() else {
         return Ok(None);
+    };
+    let failed = |path: &Path, source| Error {
+        library,
+        path: path.to_owned(),
+        source,
     };
     let (messages, receiver) = mpsc::channel();
     let events = messages.clone();
     let mut watcher = notify::recommended_watcher(move |event| {
         events.send(Message::Event(event)).ok();
     })
-    .map_err(|source| Error {
-        path: first_root.clone(),
-        source,
-    })?;
+    .map_err(|source| failed(&first_root, source))?;
     for root in &roots {
-        watch_tree(&mut watcher, root).map_err(|source| Error {
-            path: root.clone(),
-            source,
-        })?;
+        watch_tree(&mut watcher, root).map_err(|source| failed(root, source))?;
     }
-    tracing::debug!(?roots, "watching the skills folders");
+    tracing::debug!(?roots, "watching the {library} folders");
+    let batches = Batches {
+        library,
+        roots,
+        rescan: Box::new(rescan),
+    };
     std::thread::Builder::new()
-        .name("skills-watch".to_owned())
-        .spawn(move || run(&shelf, &roots, &mut watcher, &receiver))
-        .map_err(|error| Error {
-            path: first_root,
-            source: notify::Error::io(error),
-        })?;
+        .name(format!("{library}-watch"))
+        .spawn(move || batches.run(&mut watcher, &receiver))
+        .map_err(|error| failed(&first_root, notify::Error::io(error)))?;
     Ok(Some(Watch { messages }))
 }
 
@@ -142,36 +144,45 @@ struct Batch {
     folder_appeared: bool,
 }
 
-/// Waits for an event, gathers the batch it starts, rescans; until the [`Watch`] is dropped.
-fn run(
-    shelf: &Shelf,
-    roots: &[PathBuf],
-    watcher: &mut RecommendedWatcher,
-    receiver: &Receiver<Message>,
-) {
-    while let Ok(first) = receiver.recv() {
-        let started = Instant::now();
-        let mut batch = Batch::default();
-        let mut next = first;
-        loop {
-            match next {
-                Message::Stop => return,
-                Message::Event(Ok(event)) => gather(watcher, roots, &event, &mut batch),
-                Message::Event(Err(error)) => {
-                    tracing::warn!(%error, "watching the skills folders");
+/// What the watcher's thread holds: the roots and what to do after a batch of changes.
+struct Batches {
+    library: &'static str,
+    roots: Vec<PathBuf>,
+    rescan: Box<dyn Fn() + Send>,
+}
+
+impl Batches {
+    /// Waits for an event, gathers the batch it starts, rescans; until the [`Watch`] is dropped.
+    fn run(&self, watcher: &mut RecommendedWatcher, receiver: &Receiver<Message>) {
+        while let Ok(first) = receiver.recv() {
+            let started = Instant::now();
+            let mut batch = Batch::default();
+            let mut next = first;
+            loop {
+                match next {
+                    Message::Stop => return,
+                    Message::Event(Ok(event)) => gather(watcher, &self.roots, &event, &mut batch),
+                    Message::Event(Err(error)) => {
+                        tracing::warn!(%error, "watching the {} folders", self.library);
+                    }
+                }
+                if started.elapsed() >= LONGEST_BATCH {
+                    break;
+                }
+                next = match receiver.recv_timeout(DEBOUNCE) {
+                    Ok(message) => message,
+                    Err(RecvTimeoutError::Timeout) => break,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                };
+            }
+            if batch.relevant {
+                tracing::debug!("the {} folders changed; rescanning", self.library);
+                (self.rescan)();
+                if batch.folder_appeared {
+                    std::thread::sleep(SETTLE);
+                    (self.rescan)();
                 }
             }
-            if started.elapsed() >= LONGEST_BATCH {
-                break;
-            }
-            next = match receiver.recv_timeout(DEBOUNCE) {
-                Ok(message) => message,
-                Err(RecvTimeoutError::Timeout) => break,
-                Err(RecvTimeoutError::Disconnected) => return,
-            };
-        }
-        if batch.relevant {
-            rescan(shelf, batch.folder_appeared);
         }
     }
 }
@@ -197,15 +208,6 @@ fn gather(watcher: &mut RecommendedWatcher, roots: &[PathBuf], event: &Event, ba
                 tracing::debug!(%error, "not watching {}", path.display());
             }
         }
-    }
-}
-
-fn rescan(shelf: &Shelf, folder_appeared: bool) {
-    tracing::debug!("the skills folders changed; rescanning");
-    shelf.reload().warm_up();
-    if folder_appeared {
-        std::thread::sleep(SETTLE);
-        shelf.reload().warm_up();
     }
 }
 
