@@ -241,8 +241,6 @@ async fn progress_and_cancellation_pass_through() {
 
     let done = call(&client, "test__slow", json!({"steps": 3, "delayMs": 1})).await;
     assert_eq!(ok(&done), "3 steps done");
-    // Notifications may arrive after the result on a busy machine.
-    observer.wait_for_more("progress 3 step 3", 0).await;
     let progress: Vec<String> = observer
         .notifications()
         .into_iter()
