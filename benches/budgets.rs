@@ -350,6 +350,7 @@ fn call(
         plan: None,
         progress: None,
         sampler: None,
+        relay: None,
     };
     runtime.block_on(app.executor().execute(request))
 }

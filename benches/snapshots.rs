@@ -161,6 +161,7 @@ fn main() {
             plan: None,
             progress: None,
             sampler: None,
+            relay: None,
         };
         let started = Instant::now();
         let outcome = runtime.block_on(app.executor().execute(request));

@@ -14,6 +14,8 @@ use crate::skills::watch::{self, Watch};
 use crate::snapshots::Snapshots;
 use crate::store::{Location, SqliteOptions, SqliteStore};
 use crate::tools::{Executor, Origin, RegisterError, Registry, ToolGroup};
+use crate::upstreams::Upstreams;
+use crate::upstreams::reload::{self, Reload};
 use crate::vars::SystemClock;
 use crate::workspace::{self, Workspace};
 
@@ -26,6 +28,8 @@ pub enum Error {
     Store(#[from] crate::store::Error),
     #[error(transparent)]
     Workspace(#[from] workspace::Error),
+    #[error("cannot serve the [[upstream]] servers: {0}")]
+    Upstreams(String),
 }
 
 /// Everything a session works with, owned: dropping it closes the store and stops the watcher.
@@ -33,6 +37,10 @@ pub struct App {
     executor: Executor,
     shelf: Arc<Shelf>,
     snapshots: Arc<Snapshots>,
+    /// The other MCP servers whose tools are served; dropping them stops them.
+    upstreams: Arc<Upstreams>,
+    /// Kept for its lifetime: dropping it stops watching the configuration file.
+    _reload: Option<Reload>,
     /// Kept for its lifetime: dropping it stops watching the skill roots.
     _watch: Arc<Mutex<Option<Watch>>>,
 }
@@ -109,6 +117,7 @@ impl App {
         executor.register_group(groups::scripts::group(shelf.clone()), scripts_enabled)?;
         let tools_enabled = config.group_enabled(groups::tool_groups::GROUP, true);
         executor.register_group(groups::tool_groups::group(), tools_enabled)?;
+        let (upstreams, reload) = start_upstreams(config, &executor)?;
         for tool in &config.disabled_tools {
             executor.registry().set_tool_enabled(tool, false);
         }
@@ -117,8 +126,21 @@ impl App {
             executor,
             shelf,
             snapshots,
+            upstreams,
+            _reload: reload,
             _watch: watch,
         })
+    }
+
+    /// Waits until the MCP servers started with synapse-mcp have listed their tools (or gave
+    /// up, or took too long): `tools/list` waits for it, so a client's first listing has them.
+    pub async fn upstreams_settled(&self) {
+        self.upstreams.settled().await;
+    }
+
+    /// Whether [`App::upstreams_settled`] would answer at once.
+    pub fn upstreams_are_settled(&self) -> bool {
+        self.upstreams.is_settled()
     }
 
     /// The pipeline every tool call passes, with the registry and the workspace it holds.
@@ -140,6 +162,35 @@ impl App {
     pub fn snapshots(&self) -> &Snapshots {
         &self.snapshots
     }
+}
+
+/// Starts the configuration's upstream servers, and watches the configuration file for changes
+/// to them when there is one (and a runtime to run the watch on).
+fn start_upstreams(
+    config: &Config,
+    executor: &Executor,
+) -> Result<(Arc<Upstreams>, Option<Reload>), Error> {
+    let runtime = tokio::runtime::Handle::try_current().is_ok();
+    if !runtime && !config.upstreams.is_empty() {
+        return Err(Error::Upstreams(
+            "they need a tokio runtime, and App::open was called outside one".to_owned(),
+        ));
+    }
+    let registry = Arc::clone(executor.registry());
+    let upstreams = Upstreams::start(&config.upstreams, &registry)
+        .map_err(|error| Error::Upstreams(error.to_string()))?;
+    let upstreams = Arc::new(upstreams);
+    let reload = match &config.file {
+        Some(file) if runtime => match reload::watch(file, Arc::clone(&upstreams)) {
+            Ok(reload) => Some(reload),
+            Err(error) => {
+                tracing::warn!("{error}; [[upstream]] changes take effect at the next start");
+                None
+            }
+        },
+        _ => None,
+    };
+    Ok((upstreams, reload))
 }
 
 /// Applies the groups and tools switched at runtime in earlier sessions (`ToolGroups`): they win

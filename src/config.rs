@@ -15,7 +15,16 @@
 //! result = "auto"
 //! output_limit = 20000
 //! enabled = true
+//!
+//! [[upstream]]                 # another MCP server, served as the tool group `everything`
+//! name = "everything"
+//! command = "npx"
+//! args = ["-y", "@modelcontextprotocol/server-everything"]
 //! ```
+//!
+//! `config/upstream.rs` checks the `[[upstream]]` tables.
+
+pub mod upstream;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -207,6 +216,10 @@ pub struct FileConfig {
     /// Limits on the chat snapshots' user functions.
     #[serde(default)]
     pub snapshots: SnapshotsConfig,
+    /// Other MCP servers whose tools are served as tool groups, `{name}__{tool}`; the tables
+    /// are read again when the file changes.
+    #[serde(default)]
+    pub upstream: Vec<upstream::UpstreamTable>,
 }
 
 /// `[snapshots]`: bounds on each user function call (JavaScript in QuickJS).
@@ -252,6 +265,10 @@ pub struct Config {
     pub disabled_tools: Vec<String>,
     pub executor: ExecutorSettings,
     pub script_limits: crate::snapshots::javascript::Limits,
+    /// The MCP servers to start, checked.
+    pub upstreams: Vec<upstream::Upstream>,
+    /// The configuration file, watched for changes to its `[[upstream]]` tables.
+    pub file: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -281,6 +298,10 @@ impl Config {
             .clone()
             .unwrap_or_else(|| "default".to_owned());
         let mut config = Self::from_parts(&file, workspace, cli.data_dir.clone(), skills);
+        if let Some(path) = &cli.config {
+            config.upstreams = checked_upstreams(path, &file)?;
+            config.file = Some(path.clone());
+        }
         config.store = Location::resolve(cli.store.as_deref(), cli.data_dir.as_deref())
             .map_err(Error::Store)?;
         config.trust_project = cli.trust_project;
@@ -350,6 +371,8 @@ impl Config {
                 overrides,
             },
             script_limits,
+            upstreams: Vec::new(),
+            file: None,
         }
     }
 
@@ -364,6 +387,28 @@ impl Config {
     pub fn group_enabled(&self, group: &str, default: bool) -> bool {
         self.groups.get(group).copied().unwrap_or(default)
     }
+}
+
+/// Reads the file again for its `[[upstream]]` tables, checked; also gives the rest of the
+/// file, with the tables taken out, to tell whether anything else changed.
+pub fn read_upstreams(path: &Path) -> Result<(Vec<upstream::Upstream>, FileConfig), Error> {
+    let mut file = read_file(path)?;
+    let upstreams = checked_upstreams(path, &file)?;
+    file.upstream.clear();
+    Ok((upstreams, file))
+}
+
+fn checked_upstreams(path: &Path, file: &FileConfig) -> Result<Vec<upstream::Upstream>, Error> {
+    let folder = path.parent().unwrap_or_else(|| Path::new(""));
+    let folder = if folder.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        folder
+    };
+    upstream::check(&file.upstream, folder).map_err(|message| Error::Invalid {
+        path: path.to_owned(),
+        message,
+    })
 }
 
 fn read_file(path: &Path) -> Result<FileConfig, Error> {

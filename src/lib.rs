@@ -4,31 +4,34 @@
 //! Modules import only from the layers below their own, and no module imports one that imports
 //! it back (`tests/it/layers.rs` checks both). From the top:
 //!
-//! 1. [`server`]: the rmcp adapter — the only module that knows MCP. `server/errors.rs` is the
-//!    one place where results and errors take their wire form.
+//! 1. [`server`]: the rmcp adapter — our server side of MCP. `server/errors.rs` is the one
+//!    place where results and errors take their wire form.
 //! 2. [`app`]: the wiring — `App::open` builds the store, workspace, tool groups, executor,
 //!    skills shelf and watcher from the config, for `main` and the tests alike; and
 //!    [`maintenance`]: `workspace list|export|import|delete` and `doctor`.
-//! 3. [`config`]: the command line and the TOML file.
-//! 4. [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, `snapshots`, the opt-in
+//! 3. [`upstreams`]: other MCP servers as tool groups — the client side of MCP: starting,
+//!    supervising and calling them, and reloading their configuration.
+//! 4. [`config`]: the command line and the TOML file.
+//! 5. [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, `snapshots`, the opt-in
 //!    `scripts`): one struct per tool, a thin adapter over a domain module.
-//! 5. [`plans`]: plan validation and execution, over the executor.
-//! 6. [`tools`]: the `Tool` trait and definitions, the registry, approval policies, and the
+//! 6. [`plans`]: plan validation and execution, over the executor.
+//! 7. [`tools`]: the `Tool` trait and definitions, the registry, approval policies, and the
 //!    executor pipeline every call passes (references, gates, truncation, caching,
 //!    `_outputPath`), with the one conversion of domain errors into tool errors.
-//! 7. [`workspace`]: the variables, state document and approvals a session works in; every
+//! 8. [`workspace`]: the variables, state document and approvals a session works in; every
 //!    mutation passes here, is committed to the [`store`] before it is acknowledged, and is
 //!    announced to subscribers; and [`snapshots`] (chat state snapshots and the function
 //!    library, over the store).
-//! 8. [`refs`] (`$VAR_REF` and `†kind.path` resolution), [`rules`] (skill rules and the
+//! 9. [`refs`] (`$VAR_REF` and `†kind.path` resolution), [`rules`] (skill rules and the
 //!    tool-rules text) and [`store`] (durable workspaces in SQLite, shared between processes by
 //!    a change sequence).
-//! 9. [`vars`] (the capacity-bounded variables) and [`skills`] (the Agent Skills library:
-//!    discovery, frontmatter, validation, `index.json`, search, files).
-//! 10. The ground floor: [`json`] (dot paths, the one depth limit, the string walk) and
+//! 10. [`vars`] (the capacity-bounded variables) and [`skills`] (the Agent Skills library:
+//!     discovery, frontmatter, validation, `index.json`, search, files).
+//! 11. The ground floor: [`json`] (dot paths, the one depth limit, the string walk) and
 //!     [`text`] (character windows).
 //!
-//! Everything below [`server`] knows nothing of MCP.
+//! Only [`server`] (our server side) and [`upstreams`] (our client side of other servers) know
+//! MCP; everything below them knows nothing of it.
 //!
 //! `docs/architecture.md` has the full map and where each behaviour lives; `docs/` explains
 //! each concept.
@@ -42,7 +45,8 @@
 //!       † references (unless the tool defers them)             refs/dagger.rs, tools/scope.rs
 //!       execution gate                                         auto | ask-once | ask-always:
 //!                                                              elicitation, or MRTR input_required
-//!       Tool::execute                                          groups/*.rs → domain modules
+//!       Tool::execute                                          groups/*.rs → domain modules,
+//!                                                              or upstreams/tool.rs → another server
 //!       format_for_llm → truncate (head + tail, marker)        tools/truncate.rs
 //!       cache {tool}_{nodeId}_result / _args variables
 //!       truncation hint naming the variable and $VAR_REF{{…}}
@@ -65,6 +69,7 @@ pub mod snapshots;
 pub mod store;
 pub mod text;
 pub mod tools;
+pub mod upstreams;
 pub mod vars;
 pub mod workspace;
 

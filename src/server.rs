@@ -11,6 +11,7 @@ mod logging;
 mod notifications;
 mod pages;
 mod prompts;
+mod relay;
 mod resources;
 mod sampling;
 mod skills;
@@ -207,6 +208,7 @@ impl ServerHandler for Server {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.inner.app.upstreams_settled().await;
         let (items, next) = pages::page(tools::list(self.executor()), cursor(request.as_ref()))?;
         let mut result = ListToolsResult::with_all_items(items);
         result.next_cursor = next;
@@ -223,6 +225,12 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // A tool of a server still starting is not known yet: wait for it as tools/list does.
+        if !self.inner.app.upstreams_are_settled()
+            && self.executor().registry().find(&request.name).is_none()
+        {
+            self.inner.app.upstreams_settled().await;
+        }
         tools::call(self.executor(), request, context).await
     }
 

@@ -36,11 +36,11 @@ use crate::workspace::Workspace;
 pub use approval::{Answer, ApprovalQuestion, Asker, Asking, Fallback, Permission, Policy, Stage};
 pub use definition::{
     Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW, input_schema,
-    output_schema, parse_arguments,
+    make_foreign_schema_portable, output_schema, parse_arguments,
 };
 pub use executor::{CallRequest, Executor, ExecutorSettings, ToolOverride, panic_message};
 pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};
-pub use registry::{GroupOverview, Registry, RegistryError};
+pub use registry::{GroupOverview, Held, Registry, RegistryError, ToolOverview};
 pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 pub use scope::{PlanScope, ReferenceContext};
 pub use truncate::OUTPUT_LIMIT_ARGUMENT;
@@ -99,11 +99,41 @@ pub struct ToolCall<'a> {
     pub progress: Option<&'a dyn Progress>,
     /// The client's model, when the client declared sampling and this session may ask it.
     pub sampler: Option<&'a dyn Sampler>,
+    /// Where questions of another MCP server this call reaches go (an upstream's elicitation
+    /// and sampling requests), when the client can answer them while the call runs.
+    pub relay: Option<&'a dyn Relay>,
 }
 
-/// Receives progress of a long-running tool (`notifications/progress`).
+/// Receives progress of a long-running tool (`notifications/progress`): how far it is, of how
+/// much when it knows, and what it is doing.
 pub trait Progress: Send + Sync {
-    fn report(&self, done: usize, total: usize, message: String) -> BoxFuture<'_, ()>;
+    fn report(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> BoxFuture<'_, ()>;
+}
+
+/// A request another MCP server (an upstream) sends while a call of one of its tools runs, for
+/// the client that made the call: a question for the user or for the client's model. The
+/// parameters and the answer are MCP's own, as JSON; the server adapter sends them on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Relayed {
+    /// `elicitation/create`: a form (or a link) for the user.
+    Elicitation(Value),
+    /// `sampling/createMessage`: a question for the client's model.
+    Sampling(Value),
+}
+
+/// Why a relayed request got no answer: the client cannot be asked this, or it failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct RelayError(pub String);
+
+/// Passes an upstream's requests on to the client of the call, and its answers back.
+pub trait Relay: Send + Sync {
+    fn relay(&self, request: Relayed) -> BoxFuture<'_, Result<Value, RelayError>>;
 }
 
 /// One question for the client's model: a system prompt and a user message.

@@ -82,6 +82,10 @@ pub struct GroupEntry {
 #[serde(rename_all = "camelCase")]
 pub struct ToolEntry {
     pub name: String,
+    /// The tool's own name on the MCP server it comes from, when it is served under another
+    /// (`{group}__{tool}`, with characters clients refuse replaced and long names shortened).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin_name: Option<String>,
     /// The tool's own switch; it is listed when its group is on too.
     pub enabled: bool,
 }
@@ -280,7 +284,7 @@ fn known_tool(registry: &Registry, name: &str) -> Result<String, ToolError> {
     let tools: Vec<String> = registry
         .overview()
         .into_iter()
-        .flat_map(|overview| overview.tools.into_iter().map(|(tool, _)| tool))
+        .flat_map(|overview| overview.tools.into_iter().map(|tool| tool.name))
         .collect();
     Err(unknown("tool", name, &tools))
 }
@@ -302,7 +306,11 @@ fn entry(overview: GroupOverview) -> GroupEntry {
         tools: overview
             .tools
             .into_iter()
-            .map(|(name, enabled)| ToolEntry { name, enabled })
+            .map(|tool| ToolEntry {
+                name: tool.name,
+                origin_name: tool.origin_name,
+                enabled: tool.enabled,
+            })
             .collect(),
     }
 }

@@ -99,13 +99,10 @@ pub async fn run(
         };
         finished += 1;
         if let Some(progress) = call.progress {
-            progress
-                .report(
-                    finished,
-                    steps.len(),
-                    format!("step `{}` {:?}", steps[index].id, traces[index].status),
-                )
-                .await;
+            #[expect(clippy::cast_precision_loss, reason = "step counts far below 2^52")]
+            let (done, total) = (f64::from(finished), steps.len() as f64);
+            let message = format!("step `{}` {:?}", steps[index].id, traces[index].status);
+            progress.report(done, Some(total), Some(message)).await;
         }
     }
     for (index, trace) in traces.iter_mut().enumerate() {
@@ -189,6 +186,7 @@ async fn run_step(
         plan: Some(scope),
         progress: None,
         sampler: call.sampler,
+        relay: call.relay,
     };
     let mut trace = pending_trace(step);
     match call.executor.execute(request).await {

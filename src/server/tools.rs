@@ -12,11 +12,12 @@ use serde_json::{Value, json};
 
 use super::approval::{Elicitor, answers_from_responses, is_inline_session};
 use super::errors;
+use super::relay::ClientRelay;
 use super::sampling::ClientSampler;
 use super::view;
 use crate::tools::{
-    Asking, CallRequest, Executor, OUTPUT_LIMIT_ARGUMENT, OUTPUT_PATH_ARGUMENT, Progress, Sampler,
-    Tool, Truncation,
+    Asking, CallRequest, Executor, OUTPUT_LIMIT_ARGUMENT, OUTPUT_PATH_ARGUMENT, Progress, Relay,
+    Sampler, Tool, Truncation,
 };
 
 /// Every enabled tool, as clients see it.
@@ -113,6 +114,7 @@ pub(super) async fn call(
             token,
         });
     let sampler = ClientSampler::for_request(&context);
+    let relay = ClientRelay::for_request(&context);
     let name = request.name.to_string();
     let call = CallRequest {
         tool: &name,
@@ -123,6 +125,7 @@ pub(super) async fn call(
         plan: None,
         progress: progress.as_ref().map(|reporter| reporter as &dyn Progress),
         sampler: sampler.as_ref().map(|sampler| sampler as &dyn Sampler),
+        relay: relay.as_ref().map(|relay| relay as &dyn Relay),
     };
     let outcome = AssertUnwindSafe(executor.execute(call))
         .catch_unwind()
@@ -142,16 +145,15 @@ struct ProgressReporter {
 impl Progress for ProgressReporter {
     fn report(
         &self,
-        done: usize,
-        total: usize,
-        message: String,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
     ) -> futures::future::BoxFuture<'_, ()> {
         Box::pin(async move {
-            #[expect(clippy::cast_precision_loss, reason = "step counts far below 2^52")]
-            let params =
-                rmcp::model::ProgressNotificationParam::new(self.token.clone(), done as f64)
-                    .with_total(total as f64)
-                    .with_message(message);
+            let mut params =
+                rmcp::model::ProgressNotificationParam::new(self.token.clone(), progress);
+            params.total = total;
+            params.message = message;
             if let Err(error) = self.peer.notify_progress(params).await {
                 tracing::debug!(%error, "cannot send progress");
             }

@@ -331,7 +331,7 @@ impl ProcessGroup {
 
     fn kill(&mut self) {
         if let Some(leader) = self.leader.take() {
-            kill_group(leader);
+            kill_process_group(leader);
         }
         if let Some(marker) = self.marker.take() {
             kill_marked(&marker);
@@ -352,9 +352,10 @@ impl Drop for ProcessGroup {
     }
 }
 
-/// Kills a process group by its leader's id.
+/// Kills a process group by its leader's id: a skill script's, or an upstream MCP server's
+/// with whatever it started.
 #[cfg(unix)]
-fn kill_group(leader: u32) {
+pub fn kill_process_group(leader: u32) {
     let group = i32::try_from(leader)
         .ok()
         .and_then(rustix::process::Pid::from_raw);
@@ -362,12 +363,12 @@ fn kill_group(leader: u32) {
         && let Err(error) =
             rustix::process::kill_process_group(group, rustix::process::Signal::KILL)
     {
-        tracing::debug!(%error, "cannot kill a script's process group");
+        tracing::debug!(%error, "cannot kill a process group");
     }
 }
 
 #[cfg(not(unix))]
-fn kill_group(_leader: u32) {}
+pub fn kill_process_group(_leader: u32) {}
 
 /// Kills every process whose environment carries this run's marker (found in `/proc`), a few
 /// rounds so that a process forked during a round is caught by the next.

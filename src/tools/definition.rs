@@ -57,6 +57,9 @@ pub struct ToolDefinition {
     /// The interactive view (an MCP App) a host that renders apps shows this tool's result in;
     /// hosts without apps show the text result as before.
     pub view: Option<&'static str>,
+    /// The tool's own name where it comes from (an upstream server's name for it), when it is
+    /// served under another.
+    pub origin_name: Option<String>,
 }
 
 /// The workspace view: the one MCP App resource the server serves, where a user browses
@@ -126,11 +129,22 @@ impl ToolDefinition {
         description: &str,
         annotations: Annotations,
     ) -> Self {
+        Self::with_input_schema(name, description, input_schema::<Arguments>(), annotations)
+    }
+
+    /// A definition whose input schema is given as it is (a tool another MCP server declares),
+    /// with the default handling.
+    pub fn with_input_schema(
+        name: &str,
+        description: &str,
+        input_schema: Arc<Map<String, Value>>,
+        annotations: Annotations,
+    ) -> Self {
         Self {
             name: name.to_owned(),
             title: None,
             description: description.trim().to_owned(),
-            input_schema: input_schema::<Arguments>(),
+            input_schema,
             output_schema: None,
             annotations,
             permission: Permission::default(),
@@ -138,6 +152,7 @@ impl ToolDefinition {
             truncation: Truncation::default(),
             daggers: Daggers::default(),
             always_listed: false,
+            origin_name: None,
             view: None,
         }
     }
@@ -188,6 +203,12 @@ impl ToolDefinition {
     #[must_use]
     pub fn with_view(mut self, view: &'static str) -> Self {
         self.view = Some(view);
+        self
+    }
+
+    #[must_use]
+    pub fn with_origin_name(mut self, name: &str) -> Self {
+        self.origin_name = Some(name.to_owned());
         self
     }
 
@@ -373,13 +394,28 @@ struct Portable;
 impl Transform for Portable {
     fn transform(&mut self, schema: &mut Schema) {
         if let Some(object) = schema.as_object_mut() {
-            make_portable(object, None);
+            make_portable(object, None, Nulls::Dropped);
         }
     }
 }
 
+/// Makes a schema another MCP server wrote portable, keeping what it accepts: as [`Portable`]
+/// does, except that optional properties keep their `null` (that server may give it a meaning).
+pub fn make_foreign_schema_portable(schema: &mut Map<String, Value>) {
+    make_portable(schema, None, Nulls::Kept);
+}
+
+/// What becomes of `null` in what an optional property accepts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Nulls {
+    /// Taken out: leaving the property out says "none" (our own schemas).
+    Dropped,
+    /// Kept, spelled as an `anyOf` branch (schemas of other servers).
+    Kept,
+}
+
 /// Makes a schema object and its subschemas portable; `keyword` is where it sits in its parent.
-fn make_portable(schema: &mut Map<String, Value>, keyword: Option<&str>) {
+fn make_portable(schema: &mut Map<String, Value>, keyword: Option<&str>, nulls: Nulls) {
     let required: Vec<String> = match schema.get("required") {
         Some(Value::Array(names)) => names
             .iter()
@@ -387,7 +423,9 @@ fn make_portable(schema: &mut Map<String, Value>, keyword: Option<&str>) {
             .collect(),
         _ => Vec::new(),
     };
-    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+    if nulls == Nulls::Dropped
+        && let Some(Value::Object(properties)) = schema.get_mut("properties")
+    {
         for (name, property) in properties.iter_mut() {
             if !required.contains(name)
                 && let Value::Object(property) = property
@@ -398,7 +436,7 @@ fn make_portable(schema: &mut Map<String, Value>, keyword: Option<&str>) {
     }
     for name in SUBSCHEMA_KEYWORDS {
         if let Some(subschema) = schema.get_mut(name) {
-            portable_subschema(subschema, name);
+            portable_subschema(subschema, name, nulls);
         }
     }
     for name in BOOLEAN_VALUED_KEYWORDS {
@@ -406,21 +444,21 @@ fn make_portable(schema: &mut Map<String, Value>, keyword: Option<&str>) {
             Some(Value::Bool(true)) => {
                 schema.remove(name);
             }
-            Some(Value::Object(subschema)) => make_portable(subschema, Some(name)),
+            Some(Value::Object(subschema)) => make_portable(subschema, Some(name), nulls),
             _ => {}
         }
     }
     for name in SUBSCHEMA_LIST_KEYWORDS {
         if let Some(Value::Array(subschemas)) = schema.get_mut(name) {
             for subschema in subschemas {
-                portable_subschema(subschema, name);
+                portable_subschema(subschema, name, nulls);
             }
         }
     }
     for name in SUBSCHEMA_MAP_KEYWORDS {
         if let Some(Value::Object(subschemas)) = schema.get_mut(name) {
             for subschema in subschemas.values_mut() {
-                portable_subschema(subschema, name);
+                portable_subschema(subschema, name, nulls);
             }
         }
     }
@@ -441,11 +479,11 @@ fn make_portable(schema: &mut Map<String, Value>, keyword: Option<&str>) {
 }
 
 /// Makes one subschema portable, replacing a boolean schema by its object spelling.
-fn portable_subschema(subschema: &mut Value, keyword: &str) {
+fn portable_subschema(subschema: &mut Value, keyword: &str, nulls: Nulls) {
     match subschema {
         Value::Bool(true) => *subschema = any_value(),
         Value::Bool(false) => *subschema = json!({"not": {}}),
-        Value::Object(object) => make_portable(object, Some(keyword)),
+        Value::Object(object) => make_portable(object, Some(keyword), nulls),
         _ => {}
     }
 }

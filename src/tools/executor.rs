@@ -24,7 +24,7 @@ use super::truncate::{
 };
 use super::{
     Answer, ApprovalQuestion, Asking, Caching, Consent, Fallback, Permission, Policy, Progress,
-    Registry, Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation,
+    Registry, Relay, Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation,
 };
 use crate::refs::dagger;
 use crate::vars::{NewVariable, ValueKind, VarType};
@@ -73,6 +73,8 @@ pub struct CallRequest<'a> {
     pub progress: Option<&'a dyn Progress>,
     /// The client's model, when the client declared sampling and this session may ask it.
     pub sampler: Option<&'a dyn Sampler>,
+    /// Where an upstream's questions go while the call runs, when the client can answer them.
+    pub relay: Option<&'a dyn Relay>,
 }
 
 enum Pending {
@@ -219,6 +221,7 @@ impl Executor {
             asker,
             progress: request.progress,
             sampler: request.sampler,
+            relay: request.relay,
         };
         let output = match run_guarded(tool, call, &request.cancellation).await {
             Ok(output) => output,

@@ -6,6 +6,7 @@
 //! `notifications/tools/list_changed`.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tokio::sync::watch;
@@ -44,14 +45,35 @@ pub struct GroupOverview {
     pub name: String,
     pub origin: super::Origin,
     pub enabled: bool,
-    /// Each tool's name and whether it is switched on (it is listed when its group is on too).
-    pub tools: Vec<(String, bool)>,
+    pub tools: Vec<ToolOverview>,
+}
+
+/// A tool as `ToolGroups` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOverview {
+    pub name: String,
+    /// Its own name where it comes from, when it is served under another.
+    pub origin_name: Option<String>,
+    /// Whether it is switched on (it is listed when its group is on too).
+    pub enabled: bool,
+}
+
+/// Holds the registry's revision while it lives ([`Registry::hold`]).
+pub struct Held(Arc<Registry>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.release();
+    }
 }
 
 /// Tool groups in registration order, with their enabled state.
 pub struct Registry {
     inner: RwLock<Inner>,
     revision: watch::Sender<u64>,
+    /// How many [`Registry::batch`]es are running; while one is, changes only mark `deferred`.
+    batches: AtomicUsize,
+    deferred: AtomicBool,
 }
 
 impl Default for Registry {
@@ -59,6 +81,8 @@ impl Default for Registry {
         Self {
             inner: RwLock::default(),
             revision: watch::Sender::new(0),
+            batches: AtomicUsize::new(0),
+            deferred: AtomicBool::new(false),
         }
     }
 }
@@ -156,9 +180,12 @@ impl Registry {
                     .tools
                     .iter()
                     .map(|tool| {
-                        let name = tool.definition().name.clone();
-                        let on = !inner.disabled_tools.contains(&name);
-                        (name, on)
+                        let definition = tool.definition();
+                        ToolOverview {
+                            enabled: !inner.disabled_tools.contains(&definition.name),
+                            name: definition.name.clone(),
+                            origin_name: definition.origin_name.clone(),
+                        }
                     })
                     .collect(),
             })
@@ -252,7 +279,52 @@ impl Registry {
         self.revision.subscribe()
     }
 
+    /// Runs `changes` and bumps the revision once at the end, if anything changed: a change made
+    /// of several steps reaches each client as one `tools/list_changed`.
+    pub fn batch<T>(&self, changes: impl FnOnce(&Self) -> T) -> T {
+        self.batches.fetch_add(1, Ordering::SeqCst);
+        let answer = changes(self);
+        self.release();
+        answer
+    }
+
+    /// Holds the revision until the guard is dropped, then bumps it once if anything changed
+    /// meanwhile: for a change whose steps come from several tasks over a while (upstream
+    /// servers listing their tools after a configuration reload).
+    pub fn hold(self: &Arc<Self>) -> Held {
+        self.batches.fetch_add(1, Ordering::SeqCst);
+        Held(Arc::clone(self))
+    }
+
+    fn release(&self) {
+        if self.batches.fetch_sub(1, Ordering::SeqCst) == 1
+            && self.deferred.swap(false, Ordering::SeqCst)
+        {
+            self.bump();
+        }
+    }
+
+    /// Sets the default of a registered group (the configuration's `enabled` changed); a switch
+    /// chosen at runtime still wins.
+    pub fn set_default(&self, name: &str, enabled: bool) {
+        let mut inner = self.write();
+        let Some(position) = inner.position(name) else {
+            return;
+        };
+        let before = inner.is_enabled(&inner.entries[position]);
+        inner.entries[position].default = enabled;
+        let after = inner.is_enabled(&inner.entries[position]);
+        drop(inner);
+        if before != after {
+            self.bump();
+        }
+    }
+
     fn bump(&self) {
+        if self.batches.load(Ordering::SeqCst) > 0 {
+            self.deferred.store(true, Ordering::SeqCst);
+            return;
+        }
         self.revision.send_modify(|revision| *revision += 1);
     }
 
@@ -407,6 +479,24 @@ mod tests {
         assert!(registry.remove("later"));
         assert!(!registry.remove("later"));
         assert_eq!(registry.set_group_enabled("later", true), None);
+    }
+
+    #[test]
+    fn a_batch_of_changes_bumps_the_revision_once() {
+        let registry = Registry::default();
+        registry.register(group("a", &["A1"]), true).unwrap();
+        let revisions = registry.subscribe();
+        let before = *revisions.borrow();
+        registry.batch(|registry| {
+            registry.replace(group("a", &["A2"]), true).unwrap();
+            registry.register(group("b", &["B1"]), true).unwrap();
+            assert!(registry.remove("b"));
+            assert_eq!(*revisions.borrow(), before);
+        });
+        assert_eq!(*revisions.borrow(), before + 1);
+        registry.batch(|_| {});
+        assert_eq!(*revisions.borrow(), before + 1);
+        assert_eq!(listed(&registry), ["A2"]);
     }
 
     #[test]

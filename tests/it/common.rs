@@ -548,6 +548,20 @@ pub(crate) fn assert_golden(relative: &str, actual: &Value) {
     );
 }
 
+/// `target/<profile>/examples/<name>`, next to this test binary's `deps/` folder.
+pub(crate) fn example(name: &str) -> PathBuf {
+    let test_binary = std::env::current_exe().unwrap();
+    let profile = test_binary.parent().unwrap().parent().unwrap();
+    let path = profile.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` builds the examples; run it without --test filters, or \
+         `cargo build --examples` first",
+        path.display()
+    );
+    path
+}
+
 /// A path inside the repository.
 pub(crate) fn manifest(relative: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)

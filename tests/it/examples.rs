@@ -1,23 +1,15 @@
 //! The examples cannot rot: `examples/client_session.rs` and `examples/floor_walkthrough.rs` run
 //! against the real binary and must finish their walks (`cargo test` builds the examples beside
-//! the test binary), and the Claude Desktop config is valid JSON that names the server.
+//! the test binary), the Claude Desktop config is valid JSON that names the server, and the
+//! upstream config checks.
 
 use serde_json::Value;
 
-use crate::common::{binary, copy_tree, manifest};
+use crate::common::{binary, copy_tree, example, manifest};
 
-/// Runs `target/<profile>/examples/<name>` (next to this test binary's `deps/` folder) against
-/// the server binary, and checks that it succeeds and prints each step.
+/// Runs an example against the server binary, and checks that it succeeds and prints each step.
 fn run_example(name: &str, arguments: &[&str], steps: &[&str]) {
-    let test_binary = std::env::current_exe().unwrap();
-    let profile = test_binary.parent().unwrap().parent().unwrap();
-    let path = profile.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test` builds the examples; run it without --test filters",
-        path.display()
-    );
-    let output = std::process::Command::new(&path)
+    let output = std::process::Command::new(example(name))
         .args(["--server", binary()])
         .args(arguments)
         .stdin(std::process::Stdio::null())
@@ -81,4 +73,22 @@ fn the_claude_desktop_config_names_the_server() {
     let server = &config["mcpServers"]["synapse"];
     assert!(server["command"].as_str().unwrap().ends_with("synapse-mcp"));
     assert!(server["args"].is_array());
+}
+
+#[test]
+fn the_upstream_example_config_checks() {
+    let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from([
+        "synapse-mcp",
+        "--config",
+        manifest("examples/upstream.toml").to_str().unwrap(),
+    ]);
+    let config = synapse_mcp::config::Config::load(&cli).unwrap();
+    let names: Vec<&str> = config
+        .upstreams
+        .iter()
+        .map(|upstream| upstream.name.as_str())
+        .collect();
+    assert_eq!(names, ["everything", "files"]);
+    assert_eq!(config.upstreams[0].command, "npx");
+    assert_eq!(config.disabled_tools, ["everything__get-env"]);
 }

@@ -13,6 +13,7 @@ use std::path::Path;
 const LAYERS: &[&[&str]] = &[
     &["server"],
     &["app", "maintenance"],
+    &["upstreams"],
     &["config"],
     &["groups"],
     &["plans"],

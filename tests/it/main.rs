@@ -32,3 +32,4 @@ mod soak;
 mod stdio;
 mod store;
 mod tool_groups;
+mod upstreams;

@@ -1,0 +1,218 @@
+//! `[[upstream]]`: other MCP servers whose tools synapse-mcp serves as tool groups. The file's
+//! tables are checked here, once, into [`Upstream`]s with their paths resolved, both at start
+//! and when the file is read again while the server runs (`upstreams/reload.rs`); a table that
+//! breaks a rule is refused with an error naming the table and the key.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::groups;
+use crate::rules::AGENT_GROUP;
+use crate::tools::Policy;
+
+/// The most characters of an upstream's name: its tools are served as `{name}__{tool}` within
+/// the 64 characters clients allow, so at least 22 are left for the tool's own name.
+pub const NAME_LIMIT: usize = 40;
+
+/// One `[[upstream]]` table as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamTable {
+    /// The tool group's name (letters, digits, `_` and `-`, at most 40); its tools are served
+    /// as `{name}__{tool}`.
+    pub name: String,
+    /// The program that serves MCP over stdio: a name looked up on `PATH`, or a path (a
+    /// relative path is taken from the folder of this file).
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment variables set for it, on top of synapse-mcp's own.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The folder it runs in (relative: to the folder of this file); default: synapse-mcp's.
+    pub cwd: Option<PathBuf>,
+    /// Streamable HTTP servers are not supported yet; give `command` instead.
+    pub url: Option<String>,
+    /// Whether the group is on when no switch says otherwise (default `true`).
+    pub enabled: Option<bool>,
+    /// Approval before its tools run: `auto`, `ask-once` or `ask-always` (default: `auto` for
+    /// tools the server marks read-only, `ask-once` for the others). `[tools."name__tool"]`
+    /// overrides it for one tool.
+    pub execution: Option<Policy>,
+    /// Approval before their results reach the model (default `auto`).
+    pub result: Option<Policy>,
+}
+
+/// An upstream server, checked, as synapse-mcp starts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    pub name: String,
+    /// The program, with a relative path already resolved against the config file's folder.
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+    /// Whether its group is on by default.
+    pub enabled: bool,
+    pub execution: Option<Policy>,
+    pub result: Option<Policy>,
+}
+
+/// The names of the built-in tool groups, which no upstream may take.
+pub fn built_in_groups() -> [&'static str; 7] {
+    [
+        AGENT_GROUP,
+        groups::vars::GROUP,
+        groups::plans::GROUP,
+        groups::snapshots::GROUP,
+        groups::skills::GROUP,
+        groups::scripts::GROUP,
+        groups::tool_groups::GROUP,
+    ]
+}
+
+/// Checks every table; `folder` is the config file's folder. The first table that breaks a
+/// rule is refused with a message naming it and the key.
+pub fn check(tables: &[UpstreamTable], folder: &Path) -> Result<Vec<Upstream>, String> {
+    let mut seen = BTreeSet::new();
+    let mut upstreams = Vec::with_capacity(tables.len());
+    for (index, table) in tables.iter().enumerate() {
+        let which = format!(
+            "[[upstream]] number {} (name = {:?})",
+            index + 1,
+            table.name
+        );
+        check_name(&table.name).map_err(|problem| format!("{which}: `name` {problem}"))?;
+        if !seen.insert(table.name.as_str()) {
+            return Err(format!(
+                "{which}: `name` is given to another [[upstream]] already; each needs its own"
+            ));
+        }
+        if table.url.is_some() {
+            return Err(format!(
+                "{which}: `url` (MCP over HTTP) is not supported yet; start the server with \
+                 `command` (and `args`) instead"
+            ));
+        }
+        let Some(command) = table
+            .command
+            .as_deref()
+            .filter(|command| !command.is_empty())
+        else {
+            return Err(format!(
+                "{which}: `command` is missing: give the program that serves MCP over stdio, \
+                 e.g. command = \"npx\", args = [\"-y\", \"@modelcontextprotocol/server-everything\"]"
+            ));
+        };
+        upstreams.push(Upstream {
+            name: table.name.clone(),
+            command: resolve_command(command, folder),
+            args: table.args.clone(),
+            env: table.env.clone(),
+            cwd: table.cwd.as_ref().map(|cwd| folder.join(cwd)),
+            enabled: table.enabled.unwrap_or(true),
+            execution: table.execution,
+            result: table.result,
+        });
+    }
+    Ok(upstreams)
+}
+
+/// Why `name` cannot name an upstream, if it cannot.
+fn check_name(name: &str) -> Result<(), String> {
+    let valid = |character: char| character.is_ascii_alphanumeric() || "_-".contains(character);
+    if name.is_empty() || name.chars().count() > NAME_LIMIT || !name.chars().all(valid) {
+        return Err(format!(
+            "must be 1 to {NAME_LIMIT} letters, digits, `_` or `-` (it prefixes the tool names, \
+             `{{name}}__{{tool}}`)"
+        ));
+    }
+    if let Some(taken) = built_in_groups()
+        .into_iter()
+        .find(|group| group.eq_ignore_ascii_case(name))
+    {
+        return Err(format!(
+            "is the built-in tool group `{taken}`; choose another name"
+        ));
+    }
+    Ok(())
+}
+
+/// A command with a path separator is a path; a relative one is taken from `folder`.
+fn resolve_command(command: &str, folder: &Path) -> String {
+    let path = Path::new(command);
+    if command.contains('/') && path.is_relative() {
+        folder.join(path).display().to_string()
+    } else {
+        command.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    fn table(name: &str) -> UpstreamTable {
+        UpstreamTable {
+            name: name.to_owned(),
+            command: Some("server".to_owned()),
+            ..UpstreamTable::default()
+        }
+    }
+
+    #[test]
+    fn relative_paths_are_taken_from_the_config_folder() {
+        let mut relative = table("local");
+        relative.command = Some("./bin/server".to_owned());
+        relative.cwd = Some(PathBuf::from("work"));
+        let checked = check(&[relative, table("path")], Path::new("/etc/synapse")).unwrap();
+        assert_eq!(checked[0].command, "/etc/synapse/./bin/server");
+        assert_eq!(checked[0].cwd, Some(PathBuf::from("/etc/synapse/work")));
+        assert_eq!(checked[1].command, "server");
+        assert!(checked[1].enabled);
+    }
+
+    #[test]
+    fn a_table_that_breaks_a_rule_is_named_with_its_key() {
+        let folder = Path::new("/");
+        let cases = [
+            (
+                vec![table("vars")],
+                "number 1 (name = \"vars\"): `name` is the built-in tool group `vars`",
+            ),
+            (
+                vec![table("Tools")],
+                "`name` is the built-in tool group `tools`",
+            ),
+            (vec![table("a.b")], "`name` must be 1 to 40 letters, digits"),
+            (vec![table(&"x".repeat(41))], "`name` must be 1 to 40"),
+            (
+                vec![table("a"), table("a")],
+                "number 2 (name = \"a\"): `name` is given to another",
+            ),
+            (
+                vec![UpstreamTable {
+                    url: Some("http://x".into()),
+                    ..table("web")
+                }],
+                "`url` (MCP over HTTP) is not supported yet",
+            ),
+            (
+                vec![UpstreamTable {
+                    command: None,
+                    ..table("none")
+                }],
+                "`command` is missing",
+            ),
+        ];
+        for (tables, expected) in cases {
+            let error = check(&tables, folder).unwrap_err();
+            assert!(error.contains(expected), "{error}");
+        }
+    }
+}
