@@ -114,7 +114,7 @@ fn main() -> anyhow::Result<()> {
     println!("{} skills in {corpus}", library.skills().len());
     for file in &files {
         let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?;
-        let set: QuerySet = toml::from_str(&text).with_context(|| format!("{file}"))?;
+        let set: QuerySet = toml::from_str(&text).with_context(|| file.clone())?;
         for query in &set.query {
             for name in &query.expect {
                 anyhow::ensure!(
@@ -147,7 +147,7 @@ fn evaluate(library: &Library, file: &str, queries: &[Query], misses: bool) {
             .or_default()
             .add(rank, names.is_empty());
         all.add(rank, names.is_empty());
-        if misses && !rank.is_some_and(|rank| rank <= 3) {
+        if misses && rank.is_none_or(|rank| rank > 3) {
             let shown = rank.map_or_else(|| "-".to_owned(), |rank| rank.to_string());
             println!(
                 "  miss [{}] rank {shown} of {:?}: {:?} → {:?}",

@@ -492,7 +492,7 @@ impl Index {
                         text: bigram.to_owned(),
                         weight: 1.0,
                         fuzzy: false,
-                    })
+                    });
                 });
             } else {
                 found.push(QueryTerm {
