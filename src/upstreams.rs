@@ -38,7 +38,7 @@ const SETTLE: Duration = Duration::from_secs(10);
 pub struct Upstreams {
     registry: Arc<Registry>,
     running: Mutex<BTreeMap<String, Supervised>>,
-    /// `true` once the first listings are in the registry (or [`SETTLE`] passed).
+    /// `true` once the first listings are in the registry (or 10 s passed).
     settled: watch::Receiver<bool>,
 }
 
@@ -71,13 +71,13 @@ impl Upstreams {
     }
 
     /// Whether the servers started with synapse-mcp have listed their tools (or gave up, or
-    /// [`SETTLE`] passed).
+    /// 10 s passed).
     pub fn is_settled(&self) -> bool {
         *self.settled.borrow()
     }
 
     /// Waits until the servers started with synapse-mcp have listed their tools, or gave up,
-    /// or [`SETTLE`] passed; at once after that.
+    /// or 10 s passed; at once after that.
     pub async fn settled(&self) {
         if self.is_settled() {
             return;
@@ -90,7 +90,7 @@ impl Upstreams {
 
     /// Makes the running servers those of `upstreams`: the ones gone are stopped and their
     /// groups removed, new and changed ones (re)started; every group change reaches clients as
-    /// one `tools/list_changed`, once the new servers listed their tools (or [`SETTLE`] passed).
+    /// one `tools/list_changed`, once the new servers listed their tools (or 10 s passed).
     pub async fn apply(&self, upstreams: Vec<Upstream>) {
         let held = self.registry.hold();
         let (gone, starting) = {
@@ -153,7 +153,7 @@ impl Upstreams {
     }
 }
 
-/// Waits for the first tries to end, at most [`SETTLE`] in all.
+/// Waits for the first tries to end, at most `SETTLE` in all.
 async fn first_tries(tries: Vec<oneshot::Receiver<()>>) {
     let all = futures::future::join_all(tries);
     if tokio::time::timeout(SETTLE, all).await.is_err() {

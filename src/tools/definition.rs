@@ -421,8 +421,9 @@ impl Transform for Portable {
     }
 }
 
-/// Makes a schema another MCP server wrote portable, keeping what it accepts: as [`Portable`]
-/// does, except that optional properties keep their `null` (that server may give it a meaning).
+/// Makes a schema another MCP server wrote portable, keeping what it accepts: as our own
+/// schemas are made portable, except that optional properties keep their `null` (that server
+/// may give it a meaning).
 pub fn make_foreign_schema_portable(schema: &mut Map<String, Value>) {
     make_portable(schema, None, Nulls::Kept);
 }

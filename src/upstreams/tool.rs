@@ -210,11 +210,23 @@ async fn relaying(
     let mut response = std::pin::pin!(response);
     loop {
         tokio::select! {
-            answer = &mut response => return answer,
+            biased;
             Some(update) = next(flight.progress.as_mut()) => {
                 if let Some(progress) = progress {
                     progress.report(update.progress, update.total, update.message).await;
                 }
+            }
+            answer = &mut response => {
+                // rmcp hands each notification to a task of its own, so progress the server
+                // sent before its answer may still be on its way: let those tasks run, then
+                // pass on what they delivered, before the answer.
+                tokio::task::yield_now().await;
+                if let (Some(updates), Some(progress)) = (flight.progress.as_mut(), progress) {
+                    while let Ok(update) = updates.try_recv() {
+                        progress.report(update.progress, update.total, update.message).await;
+                    }
+                }
+                return answer;
             }
             Some(question) = next(flight.questions.as_mut()) => {
                 let answer = match relay {

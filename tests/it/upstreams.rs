@@ -241,6 +241,8 @@ async fn progress_and_cancellation_pass_through() {
 
     let done = call(&client, "test__slow", json!({"steps": 3, "delayMs": 1})).await;
     assert_eq!(ok(&done), "3 steps done");
+    // The client, too, handles each notification in a task of its own.
+    observer.wait_for_more("progress 3 step 3", 0).await;
     let progress: Vec<String> = observer
         .notifications()
         .into_iter()
