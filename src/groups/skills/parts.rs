@@ -139,11 +139,11 @@ fn table_of_contents(outline: &Outline) -> String {
         .unwrap_or(1);
     let mut text = String::from("<sections>\n");
     for section in &outline.sections {
-        let indent = "  ".repeat(usize::from(section.level - top));
+        let indent = 2 * usize::from(section.level - top);
         writeln!(
             text,
-            "{indent}- {}: {} ({} characters)",
-            section.id, section.heading, section.characters
+            "{:indent$}- {}: {} ({} characters)",
+            "", section.id, section.heading, section.characters
         )
         .ok();
     }
