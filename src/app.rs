@@ -214,16 +214,23 @@ fn restore_switches(executor: &Executor) -> Result<(), workspace::Error> {
     Ok(())
 }
 
-/// Registers the groups of the script tool folders (`~/.synapse/tools`, made if it is missing,
-/// and the configured ones), then watches the folders so that a tool added, edited or removed
-/// is served without a restart.
-fn serve_tool_folders(executor: &Executor, config: &Config) -> Option<Watch> {
-    if let Some(home) = std::env::home_dir() {
-        let root = crate::script_tools::home_root(&home);
-        if let Err(error) = std::fs::create_dir_all(&root) {
-            tracing::debug!(%error, "cannot make {}", root.display());
-        }
+/// Makes the user's tool root, `~/.synapse/tools`, when it is missing: the server makes it when
+/// it starts serving, so that it is watched from the first start and a group put there is served
+/// at once. (A server built in process, by the tests, makes nothing in the home folder.)
+pub fn make_tool_home() {
+    let Some(home) = std::env::home_dir() else {
+        return;
+    };
+    let root = crate::script_tools::home_root(&home);
+    if let Err(error) = std::fs::create_dir_all(&root) {
+        tracing::debug!(%error, "cannot make {}", root.display());
     }
+}
+
+/// Registers the groups of the script tool folders (`~/.synapse/tools` and the configured
+/// ones), then watches the folders so that a tool added, edited or removed is served without a
+/// restart.
+fn serve_tool_folders(executor: &Executor, config: &Config) -> Option<Watch> {
     let folders = Arc::new(ServedFolders::new(
         Arc::clone(executor.registry()),
         config.tool_roots(),

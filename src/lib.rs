@@ -101,6 +101,7 @@ pub async fn run(
     match &cli.command {
         None | Some(config::Command::Serve) => {
             drop(stdout);
+            app::make_tool_home();
             let server = server::Server::new(app::App::open(config)?);
             tracing::info!("{}", server.readiness_line());
             server.serve_stdio().await?;
