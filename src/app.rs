@@ -232,7 +232,7 @@ pub fn make_tool_home() {
 /// restart.
 fn serve_tool_folders(executor: &Executor, config: &Config) -> Option<Watch> {
     let folders = Arc::new(ServedFolders::new(
-        Arc::clone(executor.registry()),
+        executor.registry(),
         config.tool_roots(),
         config.groups.clone(),
     ));

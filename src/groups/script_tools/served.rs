@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Instant;
 
 use super::group;
@@ -19,7 +19,10 @@ use crate::tools::{Origin, Registry};
 
 /// The tool folders and the groups of theirs that the registry holds now.
 pub struct ServedFolders {
-    registry: Arc<Registry>,
+    /// Not owned: the watcher's thread holds these folders and may outlive the application a
+    /// moment, and the registry holds every group — the snapshot store's among them, which must
+    /// close (and remove its side files) when the application ends.
+    registry: Weak<Registry>,
     roots: Vec<PathBuf>,
     /// `[groups]` of the configuration: it wins over a folder's `group.json`.
     defaults: BTreeMap<String, bool>,
@@ -28,12 +31,12 @@ pub struct ServedFolders {
 
 impl ServedFolders {
     pub fn new(
-        registry: Arc<Registry>,
+        registry: &Arc<Registry>,
         roots: Vec<PathBuf>,
         defaults: BTreeMap<String, bool>,
     ) -> Self {
         Self {
-            registry,
+            registry: Arc::downgrade(registry),
             roots,
             defaults,
             served: Mutex::default(),
@@ -44,8 +47,12 @@ impl ServedFolders {
         &self.roots
     }
 
-    /// Scans the folders and brings the registry in step; what is left out is logged.
+    /// Scans the folders and brings the registry in step; what is left out is logged. Once the
+    /// application has ended, nothing.
     pub fn refresh(&self) {
+        let Some(registry) = self.registry.upgrade() else {
+            return;
+        };
         let started = Instant::now();
         let Scan {
             groups,
@@ -62,23 +69,23 @@ impl ServedFolders {
                 }
                 if old.enabled != found.enabled {
                     // The registry keeps a replaced group's default; a new default takes a new entry.
-                    self.registry.remove(&name);
+                    registry.remove(&name);
                 }
-                match self.install(&found) {
+                match install(&registry, &self.defaults, &found) {
                     Ok(()) => {
                         now.insert(name, found);
                     }
                     Err(problem) => {
                         problems.push(problem);
                         // The old version stays served (registered again if it was taken out).
-                        if self.install(&old).is_ok() {
+                        if install(&registry, &self.defaults, &old).is_ok() {
                             now.insert(name, old);
                         }
                     }
                 }
                 continue;
             }
-            match self.install(&found) {
+            match install(&registry, &self.defaults, &found) {
                 Ok(()) => {
                     now.insert(name, found);
                 }
@@ -86,7 +93,7 @@ impl ServedFolders {
             }
         }
         for gone in served.keys() {
-            self.registry.remove(gone);
+            registry.remove(gone);
         }
         *served = now;
         let tools: usize = served.values().map(|group| group.scripts.len()).sum();
@@ -100,33 +107,30 @@ impl ServedFolders {
             problems.iter().filter(|problem| problem.skipped).count()
         );
     }
+}
 
-    /// Registers or replaces a folder's group, unless its name is taken by a group of another
-    /// origin or its tools' names by another group.
-    fn install(&self, found: &script_tools::Group) -> Result<(), Problem> {
-        let taken = self
-            .registry
-            .groups()
-            .into_iter()
-            .find(|registered| registered.name == found.name)
-            .map(|registered| registered.origin.clone())
-            .filter(|origin| !matches!(origin, Origin::Scripts(_)));
-        if let Some(origin) = taken {
-            let message = format!(
-                "a tool group named `{}` comes from {origin} already; rename the folder",
-                found.name
-            );
-            return Err(Problem::skipped(&found.folder, None, message));
-        }
-        let enabled = self
-            .defaults
-            .get(&found.name)
-            .copied()
-            .unwrap_or(found.enabled);
-        self.registry
-            .replace(group(found), enabled)
-            .map_err(|error| {
-                Problem::skipped(&found.folder, None, format!("{error}; rename the tool"))
-            })
+/// Registers or replaces a folder's group, unless its name is taken by a group of another origin
+/// or its tools' names by another group; `defaults` are the configuration's `[groups]`.
+fn install(
+    registry: &Registry,
+    defaults: &BTreeMap<String, bool>,
+    found: &script_tools::Group,
+) -> Result<(), Problem> {
+    let taken = registry
+        .groups()
+        .into_iter()
+        .find(|registered| registered.name == found.name)
+        .map(|registered| registered.origin.clone())
+        .filter(|origin| !matches!(origin, Origin::Scripts(_)));
+    if let Some(origin) = taken {
+        let message = format!(
+            "a tool group named `{}` comes from {origin} already; rename the folder",
+            found.name
+        );
+        return Err(Problem::skipped(&found.folder, None, message));
     }
+    let enabled = defaults.get(&found.name).copied().unwrap_or(found.enabled);
+    registry
+        .replace(group(found), enabled)
+        .map_err(|error| Problem::skipped(&found.folder, None, format!("{error}; rename the tool")))
 }
