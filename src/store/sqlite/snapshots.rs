@@ -4,6 +4,7 @@
 //! writes the nodes and frees those nothing refers to any more (`0007_node_references.sql`).
 
 use std::collections::HashSet;
+use std::ops::RangeInclusive;
 
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::Value;
@@ -178,14 +179,41 @@ impl SnapshotStore for SqliteStore {
         })
     }
 
-    fn floors(&self, workspace: &str, chat_file: &str) -> Result<Vec<Floor>, Error> {
+    fn floor_indexes(&self, workspace: &str, chat_file: &str) -> Result<Vec<Option<u64>>, Error> {
         self.read(|transaction| {
+            let mut statement = transaction.prepare_cached(
+                "SELECT DISTINCT message_id FROM message_variables \
+                 WHERE workspace = ?1 AND chat_file = ?2 ORDER BY message_id",
+            )?;
+            let rows = statement
+                .query_map(params![workspace, chat_file], |row| Ok(number(row.get(0)?)))?;
+            rows.collect()
+        })
+    }
+
+    fn floors(
+        &self,
+        workspace: &str,
+        chat_file: &str,
+        messages: RangeInclusive<Option<u64>>,
+    ) -> Result<Vec<Floor>, Error> {
+        let bound = |index: u64| i64::try_from(index).unwrap_or(i64::MAX);
+        let first = messages.start().map(bound);
+        let last = messages.end().map(bound);
+        self.read(|transaction| {
+            // Two ranges of the index: the snapshots without a message index (when the range
+            // starts before message 0), then the messages in the range.
             let mut statement = transaction.prepare_cached(
                 "SELECT identifier, message_id, swipe_id, created_at, stored_bytes, summary \
                  FROM message_variables WHERE workspace = ?1 AND chat_file = ?2 \
-                 ORDER BY message_id, swipe_id, created_at, identifier",
+                 AND message_id IS NULL AND ?3 IS NULL \
+                 UNION ALL \
+                 SELECT identifier, message_id, swipe_id, created_at, stored_bytes, summary \
+                 FROM message_variables WHERE workspace = ?1 AND chat_file = ?2 \
+                 AND message_id BETWEEN coalesce(?3, 0) AND ?4 \
+                 ORDER BY 2, 3, 4, 1",
             )?;
-            let rows = statement.query_map(params![workspace, chat_file], floor_of)?;
+            let rows = statement.query_map(params![workspace, chat_file, first, last], floor_of)?;
             rows.collect()
         })
     }
@@ -611,12 +639,17 @@ mod tests {
     fn floors_list_rows_in_message_order_without_decoding() {
         let store = SqliteStore::open_in_memory().unwrap();
         let mut encoded = Encoded::new();
-        for (id, message, swipe) in [("late", 4, 0), ("early", 0, 1), ("other", 4, 1)] {
+        for (id, message, swipe) in [
+            ("late", Some(4), Some(0)),
+            ("early", Some(0), Some(1)),
+            ("other", Some(4), Some(1)),
+            ("loose", None, None),
+        ] {
             let key = tree::SnapshotKey {
                 id: id.to_owned(),
                 chat_file: "chat".to_owned(),
-                message_id: Some(message),
-                swipe_id: Some(swipe),
+                message_id: message,
+                swipe_id: swipe,
                 created_at: Some(7),
                 summary: Some(format!("{id} changed")),
                 stored_bytes: Some(10),
@@ -624,7 +657,7 @@ mod tests {
             encoded.add(key, &json!({"n": message})).unwrap();
         }
         store.put_snapshots("w", &encoded).unwrap();
-        let floors = store.floors("w", "chat").unwrap();
+        let floors = store.floors("w", "chat", None..=Some(u64::MAX)).unwrap();
         assert_eq!(
             floors
                 .iter()
@@ -635,11 +668,31 @@ mod tests {
                 ))
                 .collect::<Vec<_>>(),
             [
+                ("loose", None, None),
                 ("early", Some(0), Some(1)),
                 ("late", Some(4), Some(0)),
                 ("other", Some(4), Some(1))
             ]
         );
+        assert_eq!(
+            store.floor_indexes("w", "chat").unwrap(),
+            [None, Some(0), Some(4)]
+        );
+        // A range of messages reads only theirs; one that starts before message 0 also the
+        // snapshots made without an index.
+        assert_eq!(
+            store.floors("w", "chat", Some(1)..=Some(4)).unwrap()[..],
+            floors[2..]
+        );
+        assert_eq!(
+            store.floors("w", "chat", Some(0)..=Some(3)).unwrap()[..],
+            floors[1..2]
+        );
+        assert_eq!(
+            store.floors("w", "chat", None..=None).unwrap()[..],
+            floors[..1]
+        );
+        let floors = &floors[1..];
         assert_eq!(floors[0].summary.as_deref(), Some("early changed"));
         assert!(
             store
@@ -647,7 +700,9 @@ mod tests {
                 .unwrap()
         );
         assert_eq!(
-            store.floors("w", "chat").unwrap()[0].summary.as_deref(),
+            store.floors("w", "chat", Some(0)..=Some(0)).unwrap()[0]
+                .summary
+                .as_deref(),
             Some(EDITED)
         );
     }

@@ -32,8 +32,8 @@ pub(super) fn write<'a>(
         "INSERT INTO snapshot_nodes (hash, body, refs) VALUES (?1, ?2, ?3) \
          ON CONFLICT (hash) DO NOTHING",
     )?;
-    let mut add = transaction
-        .prepare_cached("UPDATE snapshot_nodes SET refs = refs + 1 WHERE hash = ?1")?;
+    let mut add =
+        transaction.prepare_cached("UPDATE snapshot_nodes SET refs = refs + 1 WHERE hash = ?1")?;
     let (mut count, mut bytes) = (0, 0);
     // (hash, whether a new node refers to it): the roots first, then what new nodes refer to.
     let mut pending: Vec<(String, bool)> = roots
@@ -65,13 +65,16 @@ pub(super) fn write<'a>(
 }
 
 /// Frees every node nothing refers to any more, and in turn the nodes only those referred to.
-pub(in crate::store::sqlite) fn free_unreferenced(transaction: &Transaction<'_>) -> rusqlite::Result<()> {
+pub(in crate::store::sqlite) fn free_unreferenced(
+    transaction: &Transaction<'_>,
+) -> rusqlite::Result<()> {
     let mut pending: Vec<String> = transaction
         .prepare_cached("SELECT hash FROM snapshot_nodes WHERE refs <= 0")?
         .query_map([], |row| row.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    let mut delete = transaction
-        .prepare_cached("DELETE FROM snapshot_nodes WHERE hash = ?1 AND refs <= 0 RETURNING body")?;
+    let mut delete = transaction.prepare_cached(
+        "DELETE FROM snapshot_nodes WHERE hash = ?1 AND refs <= 0 RETURNING body",
+    )?;
     let mut release = transaction.prepare_cached(
         "UPDATE snapshot_nodes SET refs = refs - 1 WHERE hash = ?1 RETURNING refs",
     )?;
@@ -137,13 +140,16 @@ pub(in crate::store::sqlite) fn count_references(
 mod tests {
     use super::*;
     use crate::store::sqlite::SqliteStore;
-    use crate::store::{GlobalSnapshot, SnapshotStore, Store as _};
     use crate::store::tree::SnapshotKey;
+    use crate::store::{GlobalSnapshot, SnapshotStore, Store as _};
     use pretty_assertions::assert_eq;
     use serde_json::{Value, json};
 
+    /// Nodes with a count each, by hash.
+    type Counts = Vec<(String, i64)>;
+
     /// Every node with its stored count, and with the count a walk over the store finds.
-    fn counts(store: &SqliteStore) -> (Vec<(String, i64)>, Vec<(String, i64)>) {
+    fn counts(store: &SqliteStore) -> (Counts, Counts) {
         let connection = store.connection();
         let stored: Vec<(String, i64, String)> = connection
             .prepare("SELECT hash, refs, body FROM snapshot_nodes ORDER BY hash")
@@ -216,12 +222,16 @@ mod tests {
         let store = SqliteStore::open_in_memory().unwrap();
         let mut batch = Encoded::new();
         for index in 0..40 {
-            batch.add(key(&format!("a{index}"), "one"), &state(index)).unwrap();
+            batch
+                .add(key(&format!("a{index}"), "one"), &state(index))
+                .unwrap();
         }
         store.put_snapshots("w", &batch).unwrap();
         let mut other = Encoded::new();
         for index in 20..30 {
-            other.add(key(&format!("b{index}"), "two"), &state(index)).unwrap();
+            other
+                .add(key(&format!("b{index}"), "two"), &state(index))
+                .unwrap();
         }
         store.put_snapshots("w", &other).unwrap();
         assert_counted(&store);
@@ -249,7 +259,10 @@ mod tests {
             .unwrap();
         assert!(store.update_snapshot("w", "a7", &state(2)).unwrap());
         assert_counted(&store);
-        let ids: Vec<String> = (0..40).step_by(3).map(|index| format!("a{index}")).collect();
+        let ids: Vec<String> = (0..40)
+            .step_by(3)
+            .map(|index| format!("a{index}"))
+            .collect();
         store.delete_snapshots("w", &ids).unwrap();
         assert_counted(&store);
         store.delete_chat("w", "one").unwrap();
@@ -266,7 +279,9 @@ mod tests {
         let store = SqliteStore::open_in_memory().unwrap();
         let mut batch = Encoded::new();
         for index in 0..30 {
-            batch.add(key(&format!("a{index}"), "one"), &state(index)).unwrap();
+            batch
+                .add(key(&format!("a{index}"), "one"), &state(index))
+                .unwrap();
         }
         store.put_snapshots("w", &batch).unwrap();
         store.set_template("w", "hero", &state(3)).unwrap();
@@ -295,7 +310,9 @@ mod tests {
         let path = directory.path().join("synapse.db");
         let mut batch = Encoded::new();
         for index in 0..20 {
-            batch.add(key(&format!("a{index}"), "one"), &state(index)).unwrap();
+            batch
+                .add(key(&format!("a{index}"), "one"), &state(index))
+                .unwrap();
         }
         {
             // Schema 6, written as a build of that version did: nodes without counts, and one
@@ -335,6 +352,9 @@ mod tests {
             .delete_snapshots("w", &["a19".to_owned(), "a3".to_owned()])
             .unwrap();
         assert_counted(&store);
-        assert_eq!(store.snapshot("w", "a18").unwrap().unwrap().value, state(18));
+        assert_eq!(
+            store.snapshot("w", "a18").unwrap().unwrap().value,
+            state(18)
+        );
     }
 }
