@@ -40,8 +40,9 @@ async fn walk(client: &Client, mut arguments: Value, key: &str) -> Vec<Value> {
     }
 }
 
-#[tokio::test]
-async fn floors_are_listed_a_page_at_a_time_and_the_pages_cover_the_chat() {
+/// The chat processed on a fresh store, with a second snapshot on floor 60 and one without a
+/// message index (before message 0); the store's folder lives as long as the client.
+async fn long_chat() -> (tempfile::TempDir, Client) {
     let directory = tempfile::tempdir().unwrap();
     let client = client(directory.path()).await;
     let messages: Vec<Value> = (0..REPLIES)
@@ -58,7 +59,6 @@ async fn floors_are_listed_a_page_at_a_time_and_the_pages_cover_the_chat() {
         json!({"chatFile": CHAT, "messages": messages}),
     )
     .await;
-    // A second snapshot on floor 60, and one without a message index (before message 0).
     for message_index in [json!(60), Value::Null] {
         ok(
             &client,
@@ -67,6 +67,12 @@ async fn floors_are_listed_a_page_at_a_time_and_the_pages_cover_the_chat() {
         )
         .await;
     }
+    (directory, client)
+}
+
+#[tokio::test]
+async fn floors_are_listed_a_page_at_a_time_and_the_pages_cover_the_chat() {
+    let (_directory, client) = long_chat().await;
     let floors = REPLIES + 1;
     // Every floor on one page (uncut: the executor would cut it to the output limit).
     let everything = ok(
@@ -147,6 +153,13 @@ async fn floors_are_listed_a_page_at_a_time_and_the_pages_cover_the_chat() {
     assert_eq!(indexes(&from_odd), [json!(60), json!(60), json!(62)]);
     assert_eq!(from_odd["previous"], json!({"fromIndex": 56, "limit": 2}));
 
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_jump_says_where_the_floor_stands_the_resource_is_the_default_page_and_bad_pages_are_refused()
+ {
+    let (_directory, client) = long_chat().await;
     // Jumping to one floor says where it stands.
     let jumped = ok(
         &client,
@@ -171,6 +184,7 @@ async fn floors_are_listed_a_page_at_a_time_and_the_pages_cover_the_chat() {
     );
 
     // The chat's resource is the default page.
+    let newest = ok(&client, "SnapshotList", json!({"chatFile": CHAT})).await;
     let uri = "snapshot://long%20chat";
     let read = client
         .read_resource(ReadResourceRequestParams::new(uri))
