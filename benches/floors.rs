@@ -1,9 +1,13 @@
 //! The budgets for a chat's floors, on a 10,000-message chat (5,000 AI replies, three built-in
-//! calls each) in the SQLite file store: `SnapshotList` ≤ 20 ms, and `SnapshotReprocess` from
-//! the middle (message 5,000 on) no slower than processing the whole chat from scratch. Both
-//! are measured in process (`Snapshots::floors`, `Snapshots::reprocess`, `Snapshots::process`)
-//! and `SnapshotList` through the executor as well (arguments and result as JSON, the result
-//! cut to the output limit). Run with `cargo bench --bench floors`.
+//! calls each) in the SQLite file store holding five such chats (each of its own character, so
+//! they share no state): `SnapshotList` ≤ 20 ms, and `SnapshotReprocess` from the middle
+//! (message 5,000 on) no slower than processing the whole chat from scratch — both with the
+//! same messages (every reply regenerated alike: the new states are the old ones) and after the
+//! reply at 5,000 was edited (every later state changes, so the old ones' nodes are freed).
+//! Measured in process (`Snapshots::floors`, `Snapshots::reprocess`, `Snapshots::process`) and
+//! `SnapshotList` through the executor as well (arguments and result as JSON, the result cut to
+//! the output limit and cached); `SnapshotList` both as a client calls it by default (the
+//! newest page of floors) and for every floor in one page. Run with `cargo bench --bench floors`.
 #![allow(
     clippy::print_stdout,
     reason = "a benchmark reports its figures on stdout"
@@ -22,19 +26,37 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use synapse_mcp::snapshots::chat::ChatMessage;
 use synapse_mcp::snapshots::javascript::Limits;
-use synapse_mcp::snapshots::{Snapshots, Start};
+use synapse_mcp::snapshots::{FloorQuery, PAGE, Snapshots, Start};
 use synapse_mcp::store::{SqliteOptions, SqliteStore};
 
 const MESSAGES: usize = 10_000;
 const MIDDLE: usize = MESSAGES / 2;
 const LIST_BUDGET: Duration = Duration::from_millis(20);
 
-fn template() -> Value {
+/// The starting state of the chat of character `name`.
+fn template(name: &str) -> Value {
     json!({
         "世界": {"时间": "第1天 清晨", "地点": "魔都"},
-        "角色": {"名字": "张三", "生命值": 100, "金币": 500},
+        "角色": {"名字": name, "生命值": 100, "金币": 500},
         "背包": ["治疗药水", "魔法卷轴"]
     })
+}
+
+/// The reply at `index` after it was edited: it gives far more gold, so every later state
+/// differs from the one stored before.
+fn edited(index: usize) -> ChatMessage {
+    let reply = format!("你找到了宝藏。\n@.ADD(\"角色.金币\", {});", 1_000 + index);
+    serde_json::from_value(
+        json!({"is_user": false, "swipe_id": 0, "swipes": [reply], "swipes_info": [{}]}),
+    )
+    .expect("an edited message")
+}
+
+/// Binds each message to the snapshot `bindings` gives it.
+fn bind(chat: &mut [ChatMessage], bindings: &[synapse_mcp::snapshots::chat::Binding]) {
+    for binding in bindings {
+        chat[binding.message_index].bind(&binding.snapshot_id);
+    }
 }
 
 /// Even messages are AI replies with three calls; odd ones the user's.
@@ -75,33 +97,35 @@ fn main() {
         SqliteStore::open(&directory.join("synapse.db"), SqliteOptions::default()).expect("store");
     let service = Snapshots::new(store, "bench", Limits::default());
     let messages = chat();
-    let start = Start {
-        template: Some(template()),
-        ..Start::default()
-    };
+    let starts: Vec<Start<'_>> = (0..5)
+        .map(|run| Start {
+            template: Some(template(&format!("张三{run}"))),
+            ..Start::default()
+        })
+        .collect();
 
-    // Whole chats from scratch, each under a chat name of its own, bound for what follows.
+    // Whole chats from scratch, each of a character of its own, bound for what follows.
     let mut full = Vec::new();
     let mut bound = Vec::new();
-    for run in 0..5 {
+    for (run, start) in starts.iter().enumerate() {
         let started = Instant::now();
         let processed = service
-            .process_from(&format!("chat-{run}"), &messages, &start, &|| false)
+            .process_from(&format!("chat-{run}"), &messages, start, &|| false)
             .expect("process");
         full.push(started.elapsed());
         let mut chat = messages.clone();
-        for binding in &processed.bindings {
-            chat[binding.message_index].bind(&binding.snapshot_id);
-        }
+        bind(&mut chat, &processed.bindings);
         bound.push(chat);
     }
 
-    // Reprocess each chat from the middle, once.
+    // Reprocess each chat from the middle: with the same messages, then after an edit there.
     let mut reprocess = Vec::new();
-    for (run, chat) in bound.iter().enumerate() {
+    let mut reprocess_edited = Vec::new();
+    for (run, (chat, start)) in bound.iter_mut().zip(&starts).enumerate() {
+        let name = format!("chat-{run}");
         let started = Instant::now();
         let reprocessed = service
-            .reprocess(&format!("chat-{run}"), MIDDLE, chat, &start, &|| false)
+            .reprocess(&name, MIDDLE, chat, start, &|| false)
             .expect("reprocess");
         reprocess.push(started.elapsed());
         assert_eq!(
@@ -110,14 +134,38 @@ fn main() {
             "run {run}"
         );
         assert_eq!(reprocessed.deleted, (MIDDLE / 2) as u64, "run {run}");
+        bind(chat, &reprocessed.processed.bindings);
+        let mut edit = chat.clone();
+        edit[MIDDLE] = edited(MIDDLE);
+        let started = Instant::now();
+        let reprocessed = service
+            .reprocess(&name, MIDDLE, &edit, start, &|| false)
+            .expect("reprocess an edited chat");
+        reprocess_edited.push(started.elapsed());
+        assert_eq!(reprocessed.deleted, (MIDDLE / 2) as u64, "run {run}");
     }
 
-    let mut list = Vec::new();
+    // The default page (the newest floors), and every floor in one page.
+    let everything = FloorQuery {
+        from_index: Some(0),
+        limit: Some(MESSAGES as u64),
+        ..FloorQuery::default()
+    };
+    let (mut list, mut list_all) = (Vec::new(), Vec::new());
     for _ in 0..50 {
         let started = Instant::now();
-        let floors = service.floors("chat-0", None).expect("floors");
+        let page = service
+            .floors("chat-0", FloorQuery::default())
+            .expect("floors");
         list.push(started.elapsed());
-        assert_eq!(floors.floors.len(), MESSAGES / 2);
+        assert_eq!(
+            (page.floors.len() as u64, page.total),
+            (PAGE, (MESSAGES / 2) as u64)
+        );
+        let started = Instant::now();
+        let all = service.floors("chat-0", everything).expect("floors");
+        list_all.push(started.elapsed());
+        assert_eq!(all.floors.len(), MESSAGES / 2);
     }
 
     // Through the executor, as a client calls it.
@@ -155,45 +203,67 @@ fn main() {
     let raw = serde_json::to_value(&messages).expect("messages as JSON");
     execute(
         "SnapshotProcess",
-        json!({"chatFile": "executor", "messages": raw, "template": template()}),
+        json!({"chatFile": "executor", "messages": raw, "template": template("张三")}),
     );
-    let through_executor: Vec<Duration> = (0..20)
-        .map(|_| execute("SnapshotList", json!({"chatFile": "executor"})))
-        .collect();
+    let (mut through_executor, mut through_executor_all) = (Vec::new(), Vec::new());
+    for _ in 0..20 {
+        through_executor.push(execute("SnapshotList", json!({"chatFile": "executor"})));
+        through_executor_all.push(execute(
+            "SnapshotList",
+            json!({"chatFile": "executor", "fromIndex": 0, "limit": MESSAGES}),
+        ));
+    }
 
     let full = median(full);
-    let reprocess = median(reprocess);
-    let list = median(list);
-    let through_executor = median(through_executor);
     println!(
         "Floors of a {MESSAGES}-message chat ({} AI replies, 3 calls each), SQLite file store",
         MESSAGES / 2
     );
-    println!(
-        "SnapshotList, in process (Snapshots::floors), median of 50     {:>8.2} ms  budget {} ms  {}",
-        milliseconds(list),
-        LIST_BUDGET.as_millis(),
-        if list <= LIST_BUDGET { "met" } else { "MISSED" }
+    let report = |figure: &str, samples: Vec<Duration>, budget: Option<Duration>| {
+        let measured = median(samples);
+        let verdict = match budget {
+            Some(budget) if measured <= budget => {
+                format!("budget {:.2} ms  met", milliseconds(budget))
+            }
+            Some(budget) => format!("budget {:.2} ms  MISSED", milliseconds(budget)),
+            None => String::new(),
+        };
+        println!("{figure:<72} {:>9.2} ms  {verdict}", milliseconds(measured));
+    };
+    report(
+        "SnapshotList, newest page, in process (Snapshots::floors), median of 50",
+        list,
+        Some(LIST_BUDGET),
     );
-    println!(
-        "SnapshotList, through the executor (result cut), median of 20  {:>8.2} ms  budget {} ms  {}",
-        milliseconds(through_executor),
-        LIST_BUDGET.as_millis(),
-        if through_executor <= LIST_BUDGET {
-            "met"
-        } else {
-            "MISSED"
-        }
+    report(
+        "SnapshotList, newest page, through the executor, median of 20",
+        through_executor,
+        Some(LIST_BUDGET),
     );
-    println!(
-        "SnapshotProcess of the whole chat, median of 5                 {:>8.2} ms",
-        milliseconds(full)
+    report(
+        "SnapshotList, every floor in one page, in process, median of 50",
+        list_all,
+        None,
     );
-    println!(
-        "SnapshotReprocess from message {MIDDLE}, median of 5            {:>8.2} ms  budget {:.2} ms  {}",
-        milliseconds(reprocess),
-        milliseconds(full),
-        if reprocess <= full { "met" } else { "MISSED" }
+    report(
+        "SnapshotList, every floor in one page, through the executor, median of 20",
+        through_executor_all,
+        None,
+    );
+    report(
+        "SnapshotProcess of the whole chat, median of 5",
+        vec![full],
+        None,
+    );
+    report(
+        &format!("SnapshotReprocess from message {MIDDLE}, median of 5"),
+        reprocess,
+        Some(full),
+    );
+    report(
+        &format!("SnapshotReprocess from message {MIDDLE}, edited there, median of 5"),
+        reprocess_edited,
+        Some(full),
     );
     drop(app);
     std::fs::remove_dir_all(&directory).ok();

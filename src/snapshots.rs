@@ -45,7 +45,7 @@ use engine::{CallError, MessageContext};
 use functions::{Active, Export, Scope, VarFunction};
 
 pub use dry_run::{TestBase, Tested};
-pub use floors::{FloorList, Reprocessed, Source};
+pub use floors::{FloorList, FloorQuery, PAGE, Page, Reprocessed, Source};
 
 /// Why a snapshot operation failed.
 #[derive(Debug, thiserror::Error)]

@@ -236,11 +236,21 @@ pub trait SnapshotStore: Send + Sync {
         id: &str,
         value: &serde_json::Value,
     ) -> Result<bool, Error>;
-    /// Deletes snapshots by id in one transaction and sweeps the nodes nothing reaches any
+    /// Deletes snapshots by id in one transaction and frees the nodes nothing refers to any
     /// more; returns those that existed.
     fn delete_snapshots(&self, workspace: &str, ids: &[String]) -> Result<Vec<Floor>, Error>;
-    /// A chat's snapshots without their states, by message, swipe and time.
-    fn floors(&self, workspace: &str, chat_file: &str) -> Result<Vec<Floor>, Error>;
+    /// A chat's floors: the message indexes its snapshots were made for, each once, in order
+    /// (`None`, for snapshots made without one, first).
+    fn floor_indexes(&self, workspace: &str, chat_file: &str) -> Result<Vec<Option<u64>>, Error>;
+    /// A chat's snapshots of the messages in `messages` (`None` is before message 0: the
+    /// snapshots made without a message index), without their states, by message, swipe and
+    /// time.
+    fn floors(
+        &self,
+        workspace: &str,
+        chat_file: &str,
+        messages: std::ops::RangeInclusive<Option<u64>>,
+    ) -> Result<Vec<Floor>, Error>;
     /// Stores a global snapshot under its id, replacing the one with that id (its label must
     /// not belong to another).
     fn put_global(&self, workspace: &str, snapshot: &GlobalSnapshot) -> Result<(), Error>;

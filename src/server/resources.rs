@@ -179,7 +179,8 @@ fn read_state(executor: &Executor, uri: &str, path: &str) -> Result<ReadResource
     Ok(ReadResourceResult::new(vec![contents]))
 }
 
-/// `snapshot://{chat}` (the floors) or `snapshot://{chat}/{id}`: the id must belong to the chat.
+/// `snapshot://{chat}` (the newest page of floors, as `SnapshotList` gives it by default) or
+/// `snapshot://{chat}/{id}`: the id must belong to the chat.
 fn read_snapshot(
     snapshots: &Snapshots,
     uri: &str,
@@ -189,7 +190,7 @@ fn read_snapshot(
         let chat = percent_decode(path).ok_or_else(|| {
             errors::resource_not_found(uri, "the chat is not valid percent-encoded UTF-8")
         })?;
-        let floors = match snapshots.floors(&chat, None) {
+        let floors = match snapshots.floors(&chat, crate::snapshots::FloorQuery::default()) {
             Ok(floors) => floors,
             Err(crate::snapshots::Error::Invalid(message)) => {
                 return Err(errors::resource_not_found(uri, &message));

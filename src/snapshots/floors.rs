@@ -1,5 +1,5 @@
-//! A chat's floors: its snapshots by message and swipe (`SnapshotList`, and jumping to one
-//! floor), what separates two states (`SnapshotDiff`), deleting one snapshot, and reprocessing a
+//! A chat's floors: its snapshots by message and swipe (`SnapshotList`, a page of floors at a
+//! time, or jumping to one), what separates two states (`SnapshotDiff`), deleting one snapshot, and reprocessing a
 //! chat from a floor on (`SnapshotReprocess`) after a message was edited, regenerated or
 //! deleted in the middle.
 //!
@@ -8,6 +8,7 @@
 //! tree nodes no snapshot, template or global snapshot reaches any more.
 
 use std::collections::HashSet;
+use std::ops::Range;
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -42,14 +43,49 @@ pub enum Source {
     Template { character_id: String },
 }
 
-/// A chat's floors (`SnapshotList`).
+/// Floors per page of `SnapshotList` when the call gives no `limit`.
+pub const PAGE: u64 = 30;
+
+/// Which of a chat's floors to list (`SnapshotList`): a page of `limit` floors, the newest by
+/// default, from `from_index` on, or the one floor `message_index`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FloorQuery {
+    pub message_index: Option<u64>,
+    pub from_index: Option<u64>,
+    /// Floors per page; [`PAGE`] when `None`.
+    pub limit: Option<u64>,
+}
+
+/// The arguments of `SnapshotList` that list a neighbouring page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Page {
+    /// `SnapshotList`'s `fromIndex` for that page.
+    pub from_index: u64,
+    /// `SnapshotList`'s `limit` for that page.
+    pub limit: u64,
+}
+
+/// A page of a chat's floors (`SnapshotList`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FloorList {
     pub chat_file: String,
-    /// Every stored snapshot of the chat (of one message, when asked for one), by message
-    /// index, swipe and time.
+    /// The chat's floors: messages with at least one stored snapshot (the snapshots made
+    /// without a message index count as one floor, before message 0).
+    pub total: u64,
+    /// Floors before this page.
+    pub earlier: u64,
+    /// Floors after this page.
+    pub later: u64,
+    /// Every stored snapshot of this page's floors, by message index, swipe and time.
     pub floors: Vec<Floor>,
+    /// The arguments (`fromIndex`, `limit`) that list the floors just before this page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<Page>,
+    /// The arguments that list the floors just after this page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<Page>,
 }
 
 /// What `SnapshotReprocess` did.
@@ -70,31 +106,91 @@ pub struct Reprocessed {
 }
 
 impl Snapshots {
-    /// A chat's floors; with `message_index`, that message's only (an error when it has none).
-    pub fn floors(&self, chat_file: &str, message_index: Option<u64>) -> Result<FloorList, Error> {
-        let mut floors = self.store.floors(&self.workspace, chat_file)?;
-        if floors.is_empty() {
+    /// A page of a chat's floors (see [`FloorQuery`]); it reads the rows of that page only.
+    pub fn floors(&self, chat_file: &str, query: FloorQuery) -> Result<FloorList, Error> {
+        let limit = query.limit.unwrap_or(PAGE);
+        if limit == 0 {
+            return invalid(format!(
+                "`limit` 0 lists no floor: give 1 or more floors per page ({PAGE} when not given)"
+            ));
+        }
+        let indexes = self.store.floor_indexes(&self.workspace, chat_file)?;
+        if indexes.is_empty() {
             return invalid(format!(
                 "chat `{chat_file}` has no snapshots; SnapshotProcess makes them, and \
                  resources/list shows the chats that have some"
             ));
         }
-        if let Some(index) = message_index {
-            let all: Vec<u64> = floors
-                .iter()
-                .filter_map(|floor| floor.message_index)
-                .collect();
-            floors.retain(|floor| floor.message_index == Some(index));
-            if floors.is_empty() {
-                return invalid(format!(
-                    "message {index} of `{chat_file}` has no snapshot; floors with snapshots: {}",
-                    ranges(&all)
-                ));
+        let total = indexes.len();
+        let per_page = usize::try_from(limit).unwrap_or(usize::MAX);
+        let page = match (query.message_index, query.from_index) {
+            (Some(_), Some(_)) => {
+                return invalid(
+                    "give `messageIndex` (one floor) or `fromIndex` (a page from there on), \
+                     not both"
+                        .to_owned(),
+                );
             }
-        }
+            (Some(index), None) => {
+                let Ok(position) = indexes.binary_search(&Some(index)) else {
+                    let placed: Vec<u64> = indexes.iter().flatten().copied().collect();
+                    return invalid(format!(
+                        "message {index} of `{chat_file}` has no snapshot; floors with snapshots: {}",
+                        ranges(&placed)
+                    ));
+                };
+                position..position + 1
+            }
+            (None, Some(index)) => {
+                // From 0 on, the snapshots without a message index come first.
+                let start = match index {
+                    0 => 0,
+                    _ => indexes.partition_point(|key| *key < Some(index)),
+                };
+                if start == total {
+                    let last = indexes[total - 1].unwrap_or(0);
+                    return invalid(format!(
+                        "`fromIndex` {index} is past the last floor of `{chat_file}`, message \
+                         {last}: give {last} or less"
+                    ));
+                }
+                start..total.min(start.saturating_add(per_page))
+            }
+            (None, None) => total.saturating_sub(per_page)..total,
+        };
+        self.floor_page(chat_file, &indexes, page, limit)
+    }
+
+    /// The floors `page` (positions in `indexes`) with the arguments of the pages around it.
+    fn floor_page(
+        &self,
+        chat_file: &str,
+        indexes: &[Option<u64>],
+        page: Range<usize>,
+        limit: u64,
+    ) -> Result<FloorList, Error> {
+        let floors = self.store.floors(
+            &self.workspace,
+            chat_file,
+            indexes[page.start]..=indexes[page.end - 1],
+        )?;
+        let before = usize::try_from(limit).map_or(0, |limit| page.start.saturating_sub(limit));
+        let previous = (page.start > 0).then(|| Page {
+            from_index: indexes[before].unwrap_or(0),
+            limit: (page.start - before) as u64,
+        });
+        let next = indexes.get(page.end).map(|index| Page {
+            from_index: index.unwrap_or(0),
+            limit,
+        });
         Ok(FloorList {
             chat_file: chat_file.to_owned(),
+            total: indexes.len() as u64,
+            earlier: page.start as u64,
+            later: (indexes.len() - page.end) as u64,
             floors,
+            previous,
+            next,
         })
     }
 
@@ -211,9 +307,12 @@ impl Snapshots {
             .collect();
         stale.extend(
             self.store
-                .floors(&self.workspace, chat_file)?
+                .floors(
+                    &self.workspace,
+                    chat_file,
+                    Some(from_index as u64)..=Some(u64::MAX),
+                )?
                 .into_iter()
-                .filter(|floor| floor.message_index >= Some(from_index as u64))
                 .map(|floor| floor.snapshot_id)
                 .filter(|id| !kept.contains(id.as_str()) && !fresh.contains(id.as_str())),
         );

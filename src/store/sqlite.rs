@@ -27,7 +27,7 @@ use super::Error;
 use crate::vars::{Timestamp, wall_clock};
 
 /// The schema this build writes; `PRAGMA user_version` holds a database's.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Options of the SQLite store.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

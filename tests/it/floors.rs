@@ -16,7 +16,7 @@ use crate::snapshots::{enable_shipped, example, ok, refused};
 
 /// A client that approves what it is asked (destructive snapshot tools ask), on a fresh SQLite
 /// file store whose path is returned.
-async fn client(directory: &Path) -> Client {
+pub(crate) async fn client(directory: &Path) -> Client {
     let data = directory.display().to_string();
     spawn_binary(&["--data-dir", &data], approving()).await
 }
@@ -27,11 +27,11 @@ fn approving() -> TestClient {
     ))
 }
 
-fn ai(swipe_id: usize, swipes: &[&str]) -> Value {
+pub(crate) fn ai(swipe_id: usize, swipes: &[&str]) -> Value {
     json!({"is_user": false, "swipe_id": swipe_id, "swipes": swipes, "swipes_info": swipes.iter().map(|_| json!({})).collect::<Vec<_>>()})
 }
 
-fn user(text: &str) -> Value {
+pub(crate) fn user(text: &str) -> Value {
     json!({"is_user": true, "mes": text})
 }
 

@@ -16,6 +16,7 @@ mod errors;
 mod examples;
 mod executor;
 mod faults;
+mod floor_pages;
 mod floors;
 mod function_tools;
 mod fuzz_regressions;

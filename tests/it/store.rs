@@ -390,7 +390,7 @@ fn doctor_reports_the_store_and_its_integrity() {
         out.contains(&format!("store:           {data}/synapse.db")),
         "{out}"
     );
-    assert!(out.contains("schema version:  6 (this build: 6)"), "{out}");
+    assert!(out.contains("schema version:  7 (this build: 7)"), "{out}");
     assert!(out.contains("integrity:       ok"), "{out}");
     let (_, stderr, ok) = run_command(&["doctor", "--store", "memory"]);
     assert!(!ok && stderr.contains("memory"), "{stderr}");

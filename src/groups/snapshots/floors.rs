@@ -16,16 +16,19 @@ use crate::groups::{off_thread, structured};
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::diff::Operation;
 use crate::snapshots::globals::Origin;
-use crate::snapshots::{FloorList, Reprocessed, Snapshots, Source, Start};
+use crate::snapshots::{FloorList, FloorQuery, Reprocessed, Snapshots, Source, Start};
 use crate::store::{Floor, GlobalSnapshot, GlobalSummary};
 use crate::tools::{
     Caching, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, Truncation, WORKSPACE_VIEW,
 };
 
-const LIST: &str = "List a chat's floors: every stored snapshot by message index and swipe, \
-    with its id, creation time, stored size and a one-line summary of what its message changed. \
-    With `messageIndex`, jump to that message's snapshots (an error lists the floors that have \
-    one). Read a floor's state with SnapshotGet.";
+const LIST: &str = "List a chat's floors, a page at a time: every stored snapshot of each \
+    floor (message) by message index and swipe, with its id, creation time, stored size and a \
+    one-line summary of what its message changed. The newest 30 floors by default; `fromIndex` \
+    and `limit` page through the chat, and `previous`/`next` give the arguments of the pages \
+    around (`total`, `earlier` and `later` count floors). With `messageIndex`, jump to that \
+    message's snapshots (an error lists the floors that have one). Read a floor's state with \
+    SnapshotGet.";
 
 const DIFF: &str = "Compare two states as an RFC 6902 JSON Patch (add/remove/replace with JSON \
     Pointer paths) that turns `from` into `to`. Each is a chat snapshot's id, a global \
@@ -58,6 +61,12 @@ pub struct ListArguments {
     pub chat_file: String,
     /// Only this message's snapshots (jump to a floor).
     pub message_index: Option<u64>,
+    /// List the floors from this message index on (0 also lists the snapshots made without
+    /// one); the newest floors when not given.
+    pub from_index: Option<u64>,
+    /// Floors per page (30 when not given).
+    #[schemars(range(min = 1))]
+    pub limit: Option<u64>,
 }
 
 /// `SnapshotList`: a chat's floors, or one floor's snapshots.
@@ -97,7 +106,12 @@ fn list(
     arguments: &ListArguments,
     _: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
-    let floors = service.floors(&arguments.chat_file, arguments.message_index)?;
+    let query = FloorQuery {
+        message_index: arguments.message_index,
+        from_index: arguments.from_index,
+        limit: arguments.limit,
+    };
+    let floors = service.floors(&arguments.chat_file, query)?;
     structured(&floors)
 }
 

@@ -8,16 +8,22 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
-use super::{Error, SCHEMA_VERSION, SqliteOptions, SqliteStore, checkpoint, describe};
+use super::{Error, SCHEMA_VERSION, SqliteOptions, SqliteStore, checkpoint, describe, snapshots};
 
-const MIGRATIONS: &[&str] = &[
+pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_workspaces.sql"),
     include_str!("../migrations/0002_state.sql"),
     include_str!("../migrations/0003_snapshots.sql"),
     include_str!("../migrations/0004_floors.sql"),
     include_str!("../migrations/0005_switches.sql"),
     include_str!("../migrations/0006_tool_switches.sql"),
+    include_str!("../migrations/0007_node_references.sql"),
 ];
+
+/// What a migration needs done beyond its SQL, by the version it migrates to.
+const MIGRATION_STEPS: &[(i64, MigrationStep)] = &[(7, snapshots::count_references)];
+
+type MigrationStep = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -223,6 +229,10 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), Error> {
         .skip(usize::try_from(found).unwrap_or(0))
     {
         transaction.execute_batch(migration).map_err(failed)?;
+        let version = i64::try_from(index + 1).unwrap_or(i64::MAX);
+        for (_, step) in MIGRATION_STEPS.iter().filter(|(at, _)| *at == version) {
+            step(&transaction).map_err(failed)?;
+        }
         tracing::info!(path = %path.display(), version = index + 1, "store migrated");
     }
     transaction

@@ -1,13 +1,18 @@
 //! Snapshots, function libraries and templates in SQLite. Snapshot and template values are
 //! stored as trees of content-addressed nodes laid out by [`crate::store::tree`] (see
-//! `0003_snapshots.sql`), so unchanged subtrees are shared between snapshots.
+//! `0003_snapshots.sql`), so unchanged subtrees are shared between snapshots; `snapshots/nodes.rs`
+//! writes the nodes and frees those nothing refers to any more (`0007_node_references.sql`).
 
 use std::collections::HashSet;
+use std::ops::RangeInclusive;
 
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::Value;
 
 mod library;
+mod nodes;
+
+pub(super) use nodes::{count_references, free_unreferenced};
 
 use super::{SqliteStore, ensure_workspace, micros};
 use crate::store::tree::{self, Encoded};
@@ -35,58 +40,6 @@ fn decode_root(transaction: &Transaction<'_>, hash: &str) -> rusqlite::Result<Va
         &mut |hash: &str| node_body(transaction, hash),
         corrupt,
     )
-}
-
-/// Writes nodes the store does not hold; returns how many and their bytes.
-fn write_nodes(transaction: &Transaction<'_>, nodes: &Encoded) -> rusqlite::Result<(u64, u64)> {
-    let mut statement = transaction
-        .prepare_cached("INSERT OR IGNORE INTO snapshot_nodes (hash, body) VALUES (?1, ?2)")?;
-    let (mut count, mut bytes) = (0, 0);
-    for (hash, body) in &nodes.nodes {
-        if statement.execute(params![hash, body])? > 0 {
-            count += 1;
-            bytes += body.len() as u64;
-        }
-    }
-    Ok((count, bytes))
-}
-
-/// Deletes the nodes no snapshot or template reaches any more.
-pub(super) fn sweep(transaction: &Transaction<'_>) -> rusqlite::Result<()> {
-    let mut roots: Vec<String> = transaction
-        .prepare(
-            "SELECT root FROM message_variables UNION SELECT root FROM templates \
-             UNION SELECT root FROM global_snapshots",
-        )?
-        .query_map([], |row| row.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    if roots.is_empty() {
-        transaction.execute("DELETE FROM snapshot_nodes", [])?;
-        return Ok(());
-    }
-    let mut reachable: HashSet<String> = HashSet::new();
-    while let Some(hash) = roots.pop() {
-        if !reachable.insert(hash.clone()) {
-            continue;
-        }
-        let Some(body) = transaction
-            .prepare_cached("SELECT body FROM snapshot_nodes WHERE hash = ?1")?
-            .query_row(params![hash], |row| row.get::<_, String>(0))
-            .optional()?
-        else {
-            continue;
-        };
-        tree::references(&body, &mut roots);
-    }
-    let all: Vec<String> = transaction
-        .prepare("SELECT hash FROM snapshot_nodes")?
-        .query_map([], |row| row.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut delete = transaction.prepare_cached("DELETE FROM snapshot_nodes WHERE hash = ?1")?;
-    for hash in all.iter().filter(|hash| !reachable.contains(*hash)) {
-        delete.execute(params![hash])?;
-    }
-    Ok(())
 }
 
 fn number(value: Option<i64>) -> Option<u64> {
@@ -134,12 +87,18 @@ impl SnapshotStore for SqliteStore {
     fn put_snapshots(&self, workspace: &str, snapshots: &Encoded) -> Result<StorageReport, Error> {
         self.write(|transaction| {
             ensure_workspace(transaction, workspace)?;
-            let (new_nodes, new_bytes) = write_nodes(transaction, snapshots)?;
+            let roots = snapshots.snapshots.iter().map(|(_, root)| root.as_str());
+            let (new_nodes, new_bytes) = nodes::write(transaction, snapshots, roots)?;
             let now = micros(wall_clock());
+            // An upsert, not `OR REPLACE`: a replaced row's root must lose its reference.
             let mut statement = transaction.prepare_cached(
-                "INSERT OR REPLACE INTO message_variables \
+                "INSERT INTO message_variables \
                  (workspace, identifier, chat_file, message_id, swipe_id, root, created_at, summary, stored_bytes) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+                 ON CONFLICT (workspace, identifier) DO UPDATE SET chat_file = excluded.chat_file, \
+                 message_id = excluded.message_id, swipe_id = excluded.swipe_id, root = excluded.root, \
+                 created_at = excluded.created_at, summary = excluded.summary, \
+                 stored_bytes = excluded.stored_bytes",
             )?;
             for (key, root) in &snapshots.snapshots {
                 statement.execute(params![
@@ -154,6 +113,8 @@ impl SnapshotStore for SqliteStore {
                     stored(key.stored_bytes)
                 ])?;
             }
+            // A replaced row may have held the last reference to its old root.
+            free_unreferenced(transaction)?;
             Ok(StorageReport {
                 snapshots: snapshots.snapshots.len() as u64,
                 new_nodes,
@@ -164,20 +125,21 @@ impl SnapshotStore for SqliteStore {
 
     fn update_snapshot(&self, workspace: &str, id: &str, value: &Value) -> Result<bool, Error> {
         self.write(|transaction| {
-            let mut nodes = Encoded::new();
-            let root = nodes
+            let exists = transaction
+                .prepare_cached(
+                    "SELECT 1 FROM message_variables WHERE workspace = ?1 AND identifier = ?2",
+                )?
+                .query_row(params![workspace, id], |_| Ok(()))
+                .optional()?
+                .is_some();
+            if !exists {
+                return Ok(false);
+            }
+            let mut laid_out = Encoded::new();
+            let root = laid_out
                 .root(value)
                 .map_err(|error| corrupt(format!("the snapshot {error}")))?;
-            let (_, new_bytes) = write_nodes(transaction, &nodes)?;
-            let old: Option<String> = transaction
-                .prepare_cached(
-                    "SELECT root FROM message_variables WHERE workspace = ?1 AND identifier = ?2",
-                )?
-                .query_row(params![workspace, id], |row| row.get(0))
-                .optional()?;
-            let Some(old) = old else {
-                return Ok(false);
-            };
+            let (_, new_bytes) = nodes::write(transaction, &laid_out, [root.as_str()])?;
             transaction
                 .prepare_cached(
                     "UPDATE message_variables SET root = ?3, summary = ?4, stored_bytes = ?5 \
@@ -190,9 +152,7 @@ impl SnapshotStore for SqliteStore {
                     EDITED,
                     stored(Some(new_bytes))
                 ])?;
-            if old != root {
-                sweep(transaction)?;
-            }
+            free_unreferenced(transaction)?;
             Ok(true)
         })
     }
@@ -213,20 +173,47 @@ impl SnapshotStore for SqliteStore {
                 }
             }
             if !deleted.is_empty() {
-                sweep(transaction)?;
+                free_unreferenced(transaction)?;
             }
             Ok(deleted)
         })
     }
 
-    fn floors(&self, workspace: &str, chat_file: &str) -> Result<Vec<Floor>, Error> {
+    fn floor_indexes(&self, workspace: &str, chat_file: &str) -> Result<Vec<Option<u64>>, Error> {
         self.read(|transaction| {
+            let mut statement = transaction.prepare_cached(
+                "SELECT DISTINCT message_id FROM message_variables \
+                 WHERE workspace = ?1 AND chat_file = ?2 ORDER BY message_id",
+            )?;
+            let rows = statement
+                .query_map(params![workspace, chat_file], |row| Ok(number(row.get(0)?)))?;
+            rows.collect()
+        })
+    }
+
+    fn floors(
+        &self,
+        workspace: &str,
+        chat_file: &str,
+        messages: RangeInclusive<Option<u64>>,
+    ) -> Result<Vec<Floor>, Error> {
+        let bound = |index: u64| i64::try_from(index).unwrap_or(i64::MAX);
+        let first = messages.start().map(bound);
+        let last = messages.end().map(bound);
+        self.read(|transaction| {
+            // Two ranges of the index: the snapshots without a message index (when the range
+            // starts before message 0), then the messages in the range.
             let mut statement = transaction.prepare_cached(
                 "SELECT identifier, message_id, swipe_id, created_at, stored_bytes, summary \
                  FROM message_variables WHERE workspace = ?1 AND chat_file = ?2 \
-                 ORDER BY message_id, swipe_id, created_at, identifier",
+                 AND message_id IS NULL AND ?3 IS NULL \
+                 UNION ALL \
+                 SELECT identifier, message_id, swipe_id, created_at, stored_bytes, summary \
+                 FROM message_variables WHERE workspace = ?1 AND chat_file = ?2 \
+                 AND message_id BETWEEN coalesce(?3, 0) AND ?4 \
+                 ORDER BY 2, 3, 4, 1",
             )?;
-            let rows = statement.query_map(params![workspace, chat_file], floor_of)?;
+            let rows = statement.query_map(params![workspace, chat_file, first, last], floor_of)?;
             rows.collect()
         })
     }
@@ -254,7 +241,7 @@ impl SnapshotStore for SqliteStore {
                 params![workspace, chat_file],
             )?;
             if deleted > 0 {
-                sweep(transaction)?;
+                free_unreferenced(transaction)?;
             }
             Ok(deleted as u64)
         })
@@ -279,7 +266,7 @@ impl SnapshotStore for SqliteStore {
                 )?;
             }
             if !orphans.is_empty() {
-                sweep(transaction)?;
+                free_unreferenced(transaction)?;
             }
             Ok(orphans)
         })
@@ -432,16 +419,19 @@ impl SnapshotStore for SqliteStore {
         template: &Value,
     ) -> Result<(), Error> {
         self.write(|transaction| {
-            let mut nodes = Encoded::new();
-            let root = nodes
+            let mut laid_out = Encoded::new();
+            let root = laid_out
                 .root(template)
                 .map_err(|error| corrupt(format!("the template {error}")))?;
             ensure_workspace(transaction, workspace)?;
-            write_nodes(transaction, &nodes)?;
+            nodes::write(transaction, &laid_out, [root.as_str()])?;
             transaction
-                .prepare_cached("INSERT OR REPLACE INTO templates (workspace, character_id, root) VALUES (?1, ?2, ?3)")?
+                .prepare_cached(
+                    "INSERT INTO templates (workspace, character_id, root) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (workspace, character_id) DO UPDATE SET root = excluded.root",
+                )?
                 .execute(params![workspace, character_id, root])?;
-            Ok(())
+            free_unreferenced(transaction)
         })
     }
 
@@ -649,12 +639,17 @@ mod tests {
     fn floors_list_rows_in_message_order_without_decoding() {
         let store = SqliteStore::open_in_memory().unwrap();
         let mut encoded = Encoded::new();
-        for (id, message, swipe) in [("late", 4, 0), ("early", 0, 1), ("other", 4, 1)] {
+        for (id, message, swipe) in [
+            ("late", Some(4), Some(0)),
+            ("early", Some(0), Some(1)),
+            ("other", Some(4), Some(1)),
+            ("loose", None, None),
+        ] {
             let key = tree::SnapshotKey {
                 id: id.to_owned(),
                 chat_file: "chat".to_owned(),
-                message_id: Some(message),
-                swipe_id: Some(swipe),
+                message_id: message,
+                swipe_id: swipe,
                 created_at: Some(7),
                 summary: Some(format!("{id} changed")),
                 stored_bytes: Some(10),
@@ -662,7 +657,7 @@ mod tests {
             encoded.add(key, &json!({"n": message})).unwrap();
         }
         store.put_snapshots("w", &encoded).unwrap();
-        let floors = store.floors("w", "chat").unwrap();
+        let floors = store.floors("w", "chat", None..=Some(u64::MAX)).unwrap();
         assert_eq!(
             floors
                 .iter()
@@ -673,11 +668,31 @@ mod tests {
                 ))
                 .collect::<Vec<_>>(),
             [
+                ("loose", None, None),
                 ("early", Some(0), Some(1)),
                 ("late", Some(4), Some(0)),
                 ("other", Some(4), Some(1))
             ]
         );
+        assert_eq!(
+            store.floor_indexes("w", "chat").unwrap(),
+            [None, Some(0), Some(4)]
+        );
+        // A range of messages reads only theirs; one that starts before message 0 also the
+        // snapshots made without an index.
+        assert_eq!(
+            store.floors("w", "chat", Some(1)..=Some(4)).unwrap()[..],
+            floors[2..]
+        );
+        assert_eq!(
+            store.floors("w", "chat", Some(0)..=Some(3)).unwrap()[..],
+            floors[1..2]
+        );
+        assert_eq!(
+            store.floors("w", "chat", None..=None).unwrap()[..],
+            floors[..1]
+        );
+        let floors = &floors[1..];
         assert_eq!(floors[0].summary.as_deref(), Some("early changed"));
         assert!(
             store
@@ -685,7 +700,9 @@ mod tests {
                 .unwrap()
         );
         assert_eq!(
-            store.floors("w", "chat").unwrap()[0].summary.as_deref(),
+            store.floors("w", "chat", Some(0)..=Some(0)).unwrap()[0]
+                .summary
+                .as_deref(),
             Some(EDITED)
         );
     }

@@ -442,7 +442,7 @@ impl Store for SqliteStore {
                 "DELETE FROM value_pool WHERE NOT EXISTS (SELECT 1 FROM variables v WHERE v.value_hash = value_pool.hash)",
                 [],
             )?;
-            snapshots::sweep(transaction)?;
+            snapshots::free_unreferenced(transaction)?;
             Ok(deleted > 0)
         })
     }

@@ -114,7 +114,9 @@ fn resolve_members<E>(
         .map(Value::Object)
 }
 
-/// The hashes a node's body refers to.
+/// The hashes a node's body refers to, each as often as it does: exactly the references
+/// [`decode`] follows (a user's object escaped as `{"__vmEscaped": {"__vmRef": …}}` is not
+/// one), since the store counts them to know when a node is no longer used.
 pub fn references(body: &str, found: &mut Vec<String>) {
     if !body.contains(REFERENCE) {
         return;
@@ -128,17 +130,95 @@ fn collect(value: &Value, found: &mut Vec<String>) {
     let mut pending = vec![value];
     while let Some(value) = pending.pop() {
         match value {
-            Value::Object(members) => {
-                if members.len() == 1
-                    && let Some(Value::String(hash)) = members.get(REFERENCE)
-                {
+            Value::Object(members) if members.len() == 1 => {
+                if let Some(Value::String(hash)) = members.get(REFERENCE) {
                     found.push(hash.clone());
-                    continue;
+                } else if let Some(Value::Object(escaped)) = members.get(ESCAPED) {
+                    pending.extend(escaped.values());
+                } else {
+                    pending.extend(members.values());
                 }
-                pending.extend(members.values());
             }
+            Value::Object(members) => pending.extend(members.values()),
             Value::Array(items) => pending.extend(items),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tree::Encoded;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+    use std::collections::HashMap;
+
+    /// Every node's references, found by reading each node back the way [`decode`] does.
+    fn followed(encoded: &Encoded) -> Vec<String> {
+        let nodes: HashMap<&str, &str> = encoded
+            .nodes
+            .iter()
+            .map(|(hash, body)| (hash.as_str(), body.as_str()))
+            .collect();
+        let whole = |hash: &str| {
+            decode(
+                hash,
+                &mut |wanted: &str| Ok::<_, String>(nodes[wanted].to_owned()),
+                |message| message,
+            )
+            .unwrap()
+        };
+        let mut read = Vec::new();
+        for (hash, _) in &encoded.nodes {
+            let mut first = true;
+            decode(
+                hash,
+                &mut |wanted: &str| {
+                    // The node itself; each node it refers to is read as an empty value of its
+                    // kind (a spine joins parts of one kind), so only its own references count.
+                    if std::mem::take(&mut first) {
+                        return Ok(nodes[wanted].to_owned());
+                    }
+                    read.push(wanted.to_owned());
+                    Ok::<_, String>(
+                        match whole(wanted) {
+                            Value::Array(_) => "[]",
+                            Value::Object(_) => "{}",
+                            _ => "0",
+                        }
+                        .to_owned(),
+                    )
+                },
+                |message| message,
+            )
+            .unwrap();
+        }
+        read.sort();
+        read
+    }
+
+    #[test]
+    fn references_are_exactly_those_a_read_follows() {
+        let long = "x".repeat(80);
+        let value = json!({
+            "odd": {"__vmRef": "0123456789abcdef0123456789abcdef"},
+            "escaped": {"__vmEscaped": {"__vmRef": long}},
+            "many": (0..40).map(|index| format!("{long}{index}")).collect::<Vec<_>>(),
+            "twice": [long, long],
+            "plain": {"__vmRef": long, "other": 1}
+        });
+        let mut encoded = Encoded::new();
+        encoded.root(&value).unwrap();
+        let mut found = Vec::new();
+        for (_, body) in &encoded.nodes {
+            references(body, &mut found);
+        }
+        found.sort();
+        assert_eq!(found, followed(&encoded));
+        assert!(
+            !found.contains(&"0123456789abcdef0123456789abcdef".to_owned()),
+            "a user's object that looks like a reference is not one"
+        );
     }
 }

@@ -4,7 +4,7 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::{corrupt, decode_root, ensure_workspace, sweep, write_nodes};
+use super::{corrupt, decode_root, ensure_workspace, free_unreferenced, nodes};
 use crate::store::tree::Encoded;
 use crate::store::{GlobalSnapshot, GlobalSummary};
 
@@ -13,18 +13,12 @@ pub(super) fn put(
     workspace: &str,
     snapshot: &GlobalSnapshot,
 ) -> rusqlite::Result<()> {
-    let mut nodes = Encoded::new();
-    let root = nodes
+    let mut laid_out = Encoded::new();
+    let root = laid_out
         .root(&snapshot.value)
         .map_err(|error| corrupt(format!("the global snapshot {error}")))?;
     ensure_workspace(transaction, workspace)?;
-    write_nodes(transaction, &nodes)?;
-    let old: Option<String> = transaction
-        .prepare_cached(
-            "SELECT root FROM global_snapshots WHERE workspace = ?1 AND identifier = ?2",
-        )?
-        .query_row(params![workspace, snapshot.id], |row| row.get(0))
-        .optional()?;
+    nodes::write(transaction, &laid_out, [root.as_str()])?;
     transaction
         .prepare_cached(
             // Not `OR REPLACE`: that would silently delete another snapshot holding the label.
@@ -43,10 +37,7 @@ pub(super) fn put(
             snapshot.created_at
         ])?;
     // A replaced state may leave nodes that nothing else reaches.
-    if old.is_some_and(|old| old != root) {
-        sweep(transaction)?;
-    }
-    Ok(())
+    free_unreferenced(transaction)
 }
 
 pub(super) fn get(
@@ -111,7 +102,7 @@ pub(super) fn delete(
         params![workspace, id],
     )?;
     if deleted > 0 {
-        sweep(transaction)?;
+        free_unreferenced(transaction)?;
     }
     Ok(deleted > 0)
 }

@@ -1,0 +1,360 @@
+//! The tree nodes of snapshots, templates and global snapshots in SQLite, with their reference
+//! counts (`0007_node_references.sql`): writing a batch's nodes counts the references of each
+//! node the store did not hold, and freeing starts from the nodes whose count fell to zero, so
+//! deleting snapshots costs what it frees, not a walk over every tree of the store.
+//!
+//! The count of a node is one per row whose root it is (kept by the triggers) plus one per
+//! reference in the body of another stored node (kept here). Every function runs inside the
+//! caller's transaction; the counts hold again when it commits.
+
+use std::collections::HashMap;
+
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::corrupt;
+use crate::store::tree::{self, Encoded};
+
+/// Stores the nodes of the batch reachable from `roots` that the store does not hold, and
+/// counts their references; returns how many it stored and their bytes. A root gets no count
+/// here: the row that names it adds one. Nodes the batch laid out but no root reaches are not
+/// stored.
+pub(super) fn write<'a>(
+    transaction: &Transaction<'_>,
+    nodes: &Encoded,
+    roots: impl IntoIterator<Item = &'a str>,
+) -> rusqlite::Result<(u64, u64)> {
+    let bodies: HashMap<&str, &str> = nodes
+        .nodes
+        .iter()
+        .map(|(hash, body)| (hash.as_str(), body.as_str()))
+        .collect();
+    let mut insert = transaction.prepare_cached(
+        "INSERT INTO snapshot_nodes (hash, body, refs) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (hash) DO NOTHING",
+    )?;
+    let mut add =
+        transaction.prepare_cached("UPDATE snapshot_nodes SET refs = refs + 1 WHERE hash = ?1")?;
+    let (mut count, mut bytes) = (0, 0);
+    // (hash, whether a new node refers to it): the roots first, then what new nodes refer to.
+    let mut pending: Vec<(String, bool)> = roots
+        .into_iter()
+        .map(|root| (root.to_owned(), false))
+        .collect();
+    let mut children = Vec::new();
+    while let Some((hash, referred)) = pending.pop() {
+        let added = match bodies.get(hash.as_str()) {
+            Some(body) => insert.execute(params![hash, body, i64::from(referred)])? > 0,
+            None => false,
+        };
+        if added {
+            let body = bodies[hash.as_str()];
+            count += 1;
+            bytes += body.len() as u64;
+            tree::references(body, &mut children);
+            pending.extend(children.drain(..).map(|child| (child, true)));
+        } else if referred && add.execute(params![hash])? == 0 {
+            // Laid out against an earlier batch whose nodes are gone (the chat was deleted
+            // while it was being processed): storing the reference would leave it dangling.
+            // (A root that is gone fails the rows' foreign key.)
+            return Err(corrupt(format!(
+                "snapshot node {hash} is no longer stored; process the chat again"
+            )));
+        }
+    }
+    Ok((count, bytes))
+}
+
+/// Frees every node nothing refers to any more, and in turn the nodes only those referred to.
+pub(in crate::store::sqlite) fn free_unreferenced(
+    transaction: &Transaction<'_>,
+) -> rusqlite::Result<()> {
+    let mut pending: Vec<String> = transaction
+        .prepare_cached("SELECT hash FROM snapshot_nodes WHERE refs <= 0")?
+        .query_map([], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut delete = transaction.prepare_cached(
+        "DELETE FROM snapshot_nodes WHERE hash = ?1 AND refs <= 0 RETURNING body",
+    )?;
+    let mut release = transaction.prepare_cached(
+        "UPDATE snapshot_nodes SET refs = refs - 1 WHERE hash = ?1 RETURNING refs",
+    )?;
+    let mut children = Vec::new();
+    while let Some(hash) = pending.pop() {
+        let Some(body) = delete
+            .query_row(params![hash], |row| row.get::<_, String>(0))
+            .optional()?
+        else {
+            continue;
+        };
+        tree::references(&body, &mut children);
+        for child in children.drain(..) {
+            let left: Option<i64> = release
+                .query_row(params![child], |row| row.get(0))
+                .optional()?;
+            if left.is_some_and(|left| left <= 0) {
+                pending.push(child);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Counts every node's references from scratch and frees the nodes nothing refers to: for a
+/// store written before the counts were kept (migration 7).
+pub(in crate::store::sqlite) fn count_references(
+    transaction: &Transaction<'_>,
+) -> rusqlite::Result<()> {
+    let mut counts: HashMap<String, i64> = HashMap::new();
+    let roots = transaction
+        .prepare(
+            "SELECT root FROM message_variables UNION ALL SELECT root FROM templates \
+             UNION ALL SELECT root FROM global_snapshots",
+        )?
+        .query_map([], |row| row.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for root in roots {
+        *counts.entry(root).or_default() += 1;
+    }
+    let mut statement = transaction.prepare("SELECT hash, body FROM snapshot_nodes")?;
+    let mut rows = statement.query([])?;
+    let mut hashes = Vec::new();
+    let mut children = Vec::new();
+    while let Some(row) = rows.next()? {
+        hashes.push(row.get::<_, String>(0)?);
+        tree::references(row.get_ref(1)?.as_str()?, &mut children);
+        for child in children.drain(..) {
+            *counts.entry(child).or_default() += 1;
+        }
+    }
+    drop(rows);
+    let mut set =
+        transaction.prepare_cached("UPDATE snapshot_nodes SET refs = ?2 WHERE hash = ?1")?;
+    for hash in hashes {
+        let count = counts.get(&hash).copied().unwrap_or(0);
+        set.execute(params![hash, count])?;
+    }
+    free_unreferenced(transaction)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::SqliteStore;
+    use crate::store::tree::SnapshotKey;
+    use crate::store::{GlobalSnapshot, SnapshotStore, Store as _};
+    use pretty_assertions::assert_eq;
+    use serde_json::{Value, json};
+
+    /// Nodes with a count each, by hash.
+    type Counts = Vec<(String, i64)>;
+
+    /// Every node with its stored count, and with the count a walk over the store finds.
+    fn counts(store: &SqliteStore) -> (Counts, Counts) {
+        let connection = store.connection();
+        let stored: Vec<(String, i64, String)> = connection
+            .prepare("SELECT hash, refs, body FROM snapshot_nodes ORDER BY hash")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let mut found: HashMap<String, i64> = HashMap::new();
+        for root in connection
+            .prepare(
+                "SELECT root FROM message_variables UNION ALL SELECT root FROM templates \
+                 UNION ALL SELECT root FROM global_snapshots",
+            )
+            .unwrap()
+            .query_map([], |row| row.get::<_, String>(0))
+            .unwrap()
+        {
+            *found.entry(root.unwrap()).or_default() += 1;
+        }
+        let mut children = Vec::new();
+        for (_, _, body) in &stored {
+            tree::references(body, &mut children);
+        }
+        for child in children {
+            *found.entry(child).or_default() += 1;
+        }
+        let walked = stored
+            .iter()
+            .map(|(hash, _, _)| (hash.clone(), found.get(hash).copied().unwrap_or(0)))
+            .collect();
+        let kept = stored
+            .into_iter()
+            .map(|(hash, refs, _)| (hash, refs))
+            .collect();
+        (kept, walked)
+    }
+
+    fn key(id: &str, chat: &str) -> SnapshotKey {
+        SnapshotKey {
+            id: id.to_owned(),
+            chat_file: chat.to_owned(),
+            message_id: Some(1),
+            swipe_id: Some(0),
+            created_at: None,
+            summary: None,
+            stored_bytes: None,
+        }
+    }
+
+    fn state(index: usize) -> Value {
+        json!({
+            "long": "y".repeat(80),
+            "history": (0..index).map(|item| format!("{item}: the hero walks on and on")).collect::<Vec<_>>(),
+            "twice": ["z".repeat(70), "z".repeat(70)],
+        })
+    }
+
+    fn assert_counted(store: &SqliteStore) {
+        let (kept, walked) = counts(store);
+        assert_eq!(kept, walked);
+        assert!(
+            kept.iter().all(|(_, refs)| *refs > 0),
+            "no node without a reference is left: {kept:?}"
+        );
+    }
+
+    #[test]
+    fn counts_follow_every_write_and_delete_and_free_exactly_the_unused() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let mut batch = Encoded::new();
+        for index in 0..40 {
+            batch
+                .add(key(&format!("a{index}"), "one"), &state(index))
+                .unwrap();
+        }
+        store.put_snapshots("w", &batch).unwrap();
+        let mut other = Encoded::new();
+        for index in 20..30 {
+            other
+                .add(key(&format!("b{index}"), "two"), &state(index))
+                .unwrap();
+        }
+        store.put_snapshots("w", &other).unwrap();
+        assert_counted(&store);
+        // The same id again (a replaced row) with another state.
+        store
+            .put_snapshots("w", &{
+                let mut again = Encoded::new();
+                again.add(key("a3", "one"), &state(33)).unwrap();
+                again
+            })
+            .unwrap();
+        store.set_template("w", "hero", &state(5)).unwrap();
+        store.set_template("w", "hero", &state(6)).unwrap();
+        store
+            .put_global(
+                "w",
+                &GlobalSnapshot {
+                    id: "g".to_owned(),
+                    label: "kept".to_owned(),
+                    description: String::new(),
+                    created_at: 1,
+                    value: state(25),
+                },
+            )
+            .unwrap();
+        assert!(store.update_snapshot("w", "a7", &state(2)).unwrap());
+        assert_counted(&store);
+        let ids: Vec<String> = (0..40)
+            .step_by(3)
+            .map(|index| format!("a{index}"))
+            .collect();
+        store.delete_snapshots("w", &ids).unwrap();
+        assert_counted(&store);
+        store.delete_chat("w", "one").unwrap();
+        assert_counted(&store);
+        assert!(store.delete_global("w", "g").unwrap());
+        assert_counted(&store);
+        // Deleting the workspace cascades to its rows: their triggers count too.
+        assert!(store.delete_workspace("w").unwrap());
+        assert_eq!(counts(&store).0, []);
+    }
+
+    #[test]
+    fn counting_from_scratch_gives_what_the_writes_kept() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let mut batch = Encoded::new();
+        for index in 0..30 {
+            batch
+                .add(key(&format!("a{index}"), "one"), &state(index))
+                .unwrap();
+        }
+        store.put_snapshots("w", &batch).unwrap();
+        store.set_template("w", "hero", &state(3)).unwrap();
+        let kept = counts(&store).0;
+        let mut connection = store.connection();
+        let transaction = connection.transaction().unwrap();
+        transaction
+            .execute("UPDATE snapshot_nodes SET refs = 0", [])
+            .unwrap();
+        // A node nothing reaches, as a store written before the counts may hold.
+        transaction
+            .execute(
+                "INSERT INTO snapshot_nodes (hash, body) VALUES ('unused', '\"nothing refers to it\"')",
+                [],
+            )
+            .unwrap();
+        count_references(&transaction).unwrap();
+        transaction.commit().unwrap();
+        drop(connection);
+        assert_eq!(counts(&store).0, kept);
+    }
+
+    #[test]
+    fn a_store_written_before_the_counts_gets_them_when_it_is_opened() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("synapse.db");
+        let mut batch = Encoded::new();
+        for index in 0..20 {
+            batch
+                .add(key(&format!("a{index}"), "one"), &state(index))
+                .unwrap();
+        }
+        {
+            // Schema 6, written as a build of that version did: nodes without counts, and one
+            // that nothing reaches.
+            let connection = rusqlite::Connection::open(&path).unwrap();
+            for migration in &crate::store::sqlite::open::MIGRATIONS[..6] {
+                connection.execute_batch(migration).unwrap();
+            }
+            connection
+                .execute_batch(
+                    "PRAGMA user_version = 6; INSERT INTO workspaces (name, created) VALUES ('w', 1); \
+                     INSERT INTO snapshot_nodes (hash, body) VALUES ('unused', '[1]');",
+                )
+                .unwrap();
+            for (hash, body) in &batch.nodes {
+                connection
+                    .execute(
+                        "INSERT OR IGNORE INTO snapshot_nodes (hash, body) VALUES (?1, ?2)",
+                        params![hash, body],
+                    )
+                    .unwrap();
+            }
+            for (key, root) in &batch.snapshots {
+                connection
+                    .execute(
+                        "INSERT INTO message_variables (workspace, identifier, chat_file, root, created_at) \
+                         VALUES ('w', ?1, 'one', ?2, 1)",
+                        params![key.id, root],
+                    )
+                    .unwrap();
+            }
+        }
+        let store = SqliteStore::open(&path, crate::store::SqliteOptions::default()).unwrap();
+        assert_counted(&store);
+        assert!(!counts(&store).0.iter().any(|(hash, _)| hash == "unused"));
+        store
+            .delete_snapshots("w", &["a19".to_owned(), "a3".to_owned()])
+            .unwrap();
+        assert_counted(&store);
+        assert_eq!(
+            store.snapshot("w", "a18").unwrap().unwrap().value,
+            state(18)
+        );
+    }
+}
