@@ -3,7 +3,15 @@
 //! snapshots service, built from a [`Config`]. It knows
 //! nothing of MCP: the server adapter (`server.rs`) serves an [`App`] that is already built, and
 //! the tests and benchmarks build theirs the same way, here.
+//!
+//! One process may serve several workspaces (`serve --http`, a workspace per principal): what
+//! every workspace shares — the store, the registry with its tool groups, the upstream servers,
+//! the skills shelf, the watchers, the JavaScript engine — is built once, here; a [`Space`] is
+//! the rest, one workspace as one caller works in it: the workspace (shared by every caller of
+//! that workspace), an executor (its pending MRTR questions, the caller's approvals and
+//! read-only flag) and the snapshot service of that workspace.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::config::Config;
@@ -16,10 +24,12 @@ use crate::skills::discover::RootKind;
 use crate::skills::shelf::Shelf;
 use crate::snapshots::Snapshots;
 use crate::store::{Location, SqliteOptions, SqliteStore};
-use crate::tools::{Executor, Origin, RegisterError, Registry, ToolGroup};
+use crate::tools::{
+    Caller, Executor, ExecutorSettings, Origin, RegisterError, Registry, ToolGroup,
+};
 use crate::upstreams::Upstreams;
 use crate::upstreams::reload::{self, Reload};
-use crate::vars::SystemClock;
+use crate::vars::{Clock, SystemClock};
 use crate::workspace::{self, Workspace};
 
 /// Why the application could not be built.
@@ -35,11 +45,71 @@ pub enum Error {
     Upstreams(String),
 }
 
+/// One workspace as one caller works in it: the executor over it (with the shared registry) and
+/// its snapshot service. Cheap to build; everything heavy is shared with the [`App`].
+pub struct Space {
+    executor: Executor,
+    snapshots: Arc<Snapshots>,
+    shelf: Arc<Shelf>,
+}
+
+impl Space {
+    /// The pipeline every tool call passes, with the registry and the workspace it holds.
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    /// The chat state snapshots and the function library of this workspace.
+    pub fn snapshots(&self) -> &Snapshots {
+        &self.snapshots
+    }
+
+    /// The current skill library (shared by every workspace).
+    pub fn shelf(&self) -> &Shelf {
+        &self.shelf
+    }
+
+    /// The skill library as it is now, once the first scan is done.
+    pub async fn library(&self) -> Arc<Library> {
+        self.shelf.loaded().await
+    }
+}
+
+/// What a new workspace is built from: the opened store and the configuration's limits.
+struct Opener {
+    /// `None` with `--store memory`: each workspace lives in memory.
+    store: Option<Arc<SqliteStore>>,
+    capacity: usize,
+    clock: Arc<dyn Clock>,
+    max_bytes: u64,
+    settings: ExecutorSettings,
+}
+
+impl Opener {
+    fn open(&self, name: &str) -> Result<Workspace, Error> {
+        let workspace = match &self.store {
+            None => Workspace::in_memory(name, self.capacity, Arc::clone(&self.clock)),
+            Some(store) => Workspace::open(
+                name,
+                self.capacity,
+                Arc::clone(&self.clock),
+                Arc::clone(store) as Arc<dyn crate::store::Store>,
+            )?,
+        };
+        Ok(workspace.with_max_bytes(Some(self.max_bytes)))
+    }
+}
+
 /// Everything a session works with, owned: dropping it closes the store and stops the watcher.
 pub struct App {
-    executor: Executor,
+    /// The configured workspace, as the one user of a stdio server works in it.
+    default: Arc<Space>,
+    opener: Opener,
+    /// Every workspace opened so far, by name (the default one too): one per process.
+    workspaces: Mutex<HashMap<String, Arc<Workspace>>>,
+    /// Every space built so far besides the default, by workspace and caller.
+    spaces: Mutex<HashMap<(String, Caller), Arc<Space>>>,
     shelf: Arc<Shelf>,
-    snapshots: Arc<Snapshots>,
     /// The other MCP servers whose tools are served; dropping them stops them.
     upstreams: Arc<Upstreams>,
     /// Kept for its lifetime: dropping it stops watching the configuration file.
@@ -54,37 +124,35 @@ impl App {
     /// Opens the store and builds the workspace, the built-in tool groups and the skills shelf
     /// as `config` says. The skills load in the background (see [`App::library`]).
     pub fn open(config: &Config) -> Result<Self, Error> {
-        let clock = Arc::new(SystemClock::new());
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
         // Snapshots live in the workspace's SQLite file; with `--store memory`, in a private
         // in-memory SQLite database that ends with the process.
-        let (workspace, snapshot_store) = match &config.store {
-            Location::Memory => (
-                Workspace::in_memory(config.workspace.clone(), config.capacity, clock),
-                SqliteStore::open_in_memory()?,
-            ),
+        let (store, snapshot_store) = match &config.store {
+            Location::Memory => (None, SqliteStore::open_in_memory()?),
             Location::Sqlite(path) => {
                 let options = SqliteOptions {
                     max_bytes: config.store_max_bytes,
                 };
                 let store = SqliteStore::open(path, options)?;
-                let workspace = Workspace::open(
-                    config.workspace.clone(),
-                    config.capacity,
-                    clock,
-                    store.clone(),
-                )?;
-                (workspace, store)
+                (Some(Arc::clone(&store)), store)
             }
         };
+        let opener = Opener {
+            store,
+            capacity: config.capacity,
+            clock,
+            max_bytes: config.workspace_max_bytes,
+            settings: config.executor.clone(),
+        };
+        let workspace = Arc::new(opener.open(&config.workspace)?);
         let snapshots = Arc::new(Snapshots::new(
             snapshot_store,
             config.workspace.clone(),
             config.script_limits,
         ));
-        let workspace = Arc::new(workspace.with_max_bytes(Some(config.workspace_max_bytes)));
         let executor = Executor::new(
             Arc::new(Registry::default()),
-            workspace,
+            Arc::clone(&workspace),
             config.executor.clone(),
         );
         let agent = ToolGroup {
@@ -128,10 +196,18 @@ impl App {
             executor.registry().set_tool_enabled(tool, false);
         }
         restore_switches(&executor)?;
-        Ok(Self {
+        let default = Arc::new(Space {
             executor,
-            shelf,
             snapshots,
+            shelf: Arc::clone(&shelf),
+        });
+        let workspaces = HashMap::from([(config.workspace.clone(), workspace)]);
+        Ok(Self {
+            default,
+            opener,
+            workspaces: Mutex::new(workspaces),
+            spaces: Mutex::default(),
+            shelf,
             upstreams,
             _reload: reload,
             _watch: watch,
@@ -152,7 +228,63 @@ impl App {
 
     /// The pipeline every tool call passes, with the registry and the workspace it holds.
     pub fn executor(&self) -> &Executor {
-        &self.executor
+        self.default.executor()
+    }
+
+    /// The configured workspace as the one user of a stdio server works in it.
+    pub fn space(&self) -> &Arc<Space> {
+        &self.default
+    }
+
+    /// `workspace` as `caller` works in it, built the first time it is asked for: the
+    /// workspace is opened once for every caller, over the shared store, and its executor
+    /// shares the registry (the default space, when that is what is asked for).
+    pub fn space_for(&self, workspace: &str, caller: &Caller) -> Result<Arc<Space>, Error> {
+        if workspace == self.default.executor.workspace().name() && *caller == Caller::default() {
+            return Ok(Arc::clone(&self.default));
+        }
+        let key = (workspace.to_owned(), caller.clone());
+        let mut spaces = self.spaces.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(space) = spaces.get(&key) {
+            return Ok(Arc::clone(space));
+        }
+        let opened = self.workspace(workspace)?;
+        let executor = Executor::new(
+            Arc::clone(self.default.executor.registry()),
+            opened,
+            self.opener.settings.clone(),
+        )
+        .with_caller(caller.clone());
+        executor.store_registered_rules();
+        let space = Arc::new(Space {
+            executor,
+            snapshots: self.default.snapshots.of(workspace),
+            shelf: Arc::clone(&self.shelf),
+        });
+        spaces.insert(key, Arc::clone(&space));
+        Ok(space)
+    }
+
+    /// The workspace of this name, opened once per process.
+    fn workspace(&self, name: &str) -> Result<Arc<Workspace>, Error> {
+        let mut workspaces = self
+            .workspaces
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(workspace) = workspaces.get(name) {
+            return Ok(Arc::clone(workspace));
+        }
+        let workspace = Arc::new(self.opener.open(name)?);
+        workspaces.insert(name.to_owned(), Arc::clone(&workspace));
+        Ok(workspace)
+    }
+
+    /// Whether the store answers (`/readyz`): the default workspace's sequence can be read.
+    pub fn store_is_reachable(&self) -> bool {
+        let workspace = self.default.executor.workspace();
+        workspace
+            .store()
+            .is_none_or(|store| store.sequence(workspace.name()).is_ok())
     }
 
     /// The current skill library, reloaded after a save or a change on disk.
@@ -167,7 +299,7 @@ impl App {
 
     /// The chat state snapshots and the function library.
     pub fn snapshots(&self) -> &Snapshots {
-        &self.snapshots
+        self.default.snapshots()
     }
 }
 

@@ -103,8 +103,11 @@ pub struct Cli {
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum Command {
-    /// Serve MCP over stdio (the default).
-    Serve,
+    /// Serve MCP over stdio (the default), or over Streamable HTTP with `--http ADDR`.
+    Serve(ServeArgs),
+    /// Add, list or revoke the bearer tokens `serve --http` accepts.
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// List, export, import or delete stored workspaces.
     #[command(subcommand)]
     Workspace(WorkspaceCommand),
@@ -122,6 +125,70 @@ pub enum Command {
     /// Work with script tool folders.
     #[command(subcommand)]
     Tools(ToolsCommand),
+}
+
+/// `serve`: stdio unless `--http` (or `[http] listen` in the config file) gives an address.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeArgs {
+    /// Serve MCP over Streamable HTTP on this address (`127.0.0.1:8080`) instead of stdio;
+    /// the endpoint is `/mcp` (or `/mcp/{workspace}`), see docs/http.md.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// The bearer tokens file (`synapse-mcp token add` writes it); required over HTTP unless
+    /// `--no-auth`.
+    #[arg(long, value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
+    /// Serve HTTP without authentication: refused unless the address is a loopback one.
+    #[arg(long)]
+    pub no_auth: bool,
+    /// A `Host` the HTTP server answers besides the loopback names (repeatable): the public
+    /// host name (and `host:port`) clients use.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// A browser `Origin` allowed to call (repeatable, with its scheme: `https://app.example`);
+    /// none given: requests carrying an `Origin` are checked against nothing.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+    /// Largest HTTP request body accepted, in bytes (default 4 MiB); larger ones get 413.
+    #[arg(long, value_name = "BYTES")]
+    pub max_body_bytes: Option<usize>,
+}
+
+/// `token`: the tokens file's entries.
+#[derive(Debug, Clone, Subcommand)]
+pub enum TokenCommand {
+    /// Make a new token for `--workspace W` (its default workspace), and any `--allow`ed
+    /// others: it is printed on stdout, once; the file keeps only its SHA-256 digest.
+    Add {
+        /// The tokens file (made when missing).
+        #[arg(long, value_name = "FILE")]
+        tokens: PathBuf,
+        /// Who the token speaks for: approvals are remembered per principal.
+        #[arg(long, value_name = "NAME")]
+        principal: String,
+        /// Another workspace the token may use, besides `--workspace` (repeatable).
+        #[arg(long = "allow", value_name = "WORKSPACE")]
+        also: Vec<String>,
+        /// Only tools annotated read-only may run.
+        #[arg(long)]
+        read_only: bool,
+    },
+    /// List the tokens: id, principal, workspaces, read-only (never the tokens themselves).
+    List {
+        #[arg(long, value_name = "FILE")]
+        tokens: PathBuf,
+    },
+    /// Revoke a token by its id (`token list` shows it), or every token of a principal.
+    Revoke {
+        #[arg(long, value_name = "FILE")]
+        tokens: PathBuf,
+        /// The token's id.
+        #[arg(value_name = "ID", required_unless_present = "principal")]
+        id: Option<String>,
+        /// Revoke every token of this principal instead.
+        #[arg(long, value_name = "NAME", conflicts_with = "id")]
+        principal: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -246,7 +313,45 @@ pub struct FileConfig {
     /// are read again when the file changes.
     #[serde(default)]
     pub upstream: Vec<upstream::UpstreamTable>,
+    /// Serving over Streamable HTTP (`serve --http` wins over these).
+    #[serde(default)]
+    pub http: HttpTable,
 }
+
+/// `[http]`: serving over Streamable HTTP instead of stdio.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpTable {
+    /// The address to listen on (`127.0.0.1:8080`); given, `serve` serves HTTP.
+    pub listen: Option<std::net::SocketAddr>,
+    /// The bearer tokens file.
+    pub tokens: Option<PathBuf>,
+    /// Serve without authentication (loopback addresses only).
+    #[serde(default)]
+    pub no_auth: bool,
+    /// `Host` values answered besides the loopback names.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed to call (with their scheme).
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Largest request body accepted, in bytes (default 4 MiB).
+    pub max_body_bytes: Option<usize>,
+}
+
+/// How `serve --http` serves: the command line over the file's `[http]` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpSettings {
+    pub listen: std::net::SocketAddr,
+    pub tokens: Option<PathBuf>,
+    pub no_auth: bool,
+    pub allowed_hosts: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    pub max_body_bytes: usize,
+}
+
+/// The request body limit when none is configured.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 << 20;
 
 /// `[snapshots]`: bounds on each user function call (JavaScript in QuickJS).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
@@ -297,6 +402,8 @@ pub struct Config {
     pub upstreams: Vec<upstream::Upstream>,
     /// The configuration file, watched for changes to its `[[upstream]]` tables.
     pub file: Option<PathBuf>,
+    /// Serve over HTTP (`serve --http` or `[http] listen`); `None`: stdio.
+    pub http: Option<HttpSettings>,
 }
 
 impl Default for Config {
@@ -344,6 +451,11 @@ impl Config {
         }
         if let Some(characters) = cli.skill_body_limit {
             config.skill_body_limit = characters;
+        }
+        if let Some(Command::Serve(serve)) = &cli.command {
+            config.http = http_settings(serve, &file.http);
+        } else if cli.command.is_none() {
+            config.http = http_settings(&ServeArgs::default(), &file.http);
         }
         Ok(config)
     }
@@ -408,6 +520,7 @@ impl Config {
             script_limits,
             upstreams: Vec::new(),
             file: None,
+            http: None,
         }
     }
 
@@ -428,6 +541,30 @@ impl Config {
     pub fn group_enabled(&self, group: &str, default: bool) -> bool {
         self.groups.get(group).copied().unwrap_or(default)
     }
+}
+
+/// The HTTP settings when an address is given, on the command line or in the file: each list
+/// of the command line replaces the file's.
+fn http_settings(serve: &ServeArgs, table: &HttpTable) -> Option<HttpSettings> {
+    let listen = serve.http.or(table.listen)?;
+    let or_file = |given: &Vec<String>, file: &Vec<String>| {
+        if given.is_empty() {
+            file.clone()
+        } else {
+            given.clone()
+        }
+    };
+    Some(HttpSettings {
+        listen,
+        tokens: serve.tokens.clone().or_else(|| table.tokens.clone()),
+        no_auth: serve.no_auth || table.no_auth,
+        allowed_hosts: or_file(&serve.allowed_hosts, &table.allowed_hosts),
+        allowed_origins: or_file(&serve.allowed_origins, &table.allowed_origins),
+        max_body_bytes: serve
+            .max_body_bytes
+            .or(table.max_body_bytes)
+            .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+    })
 }
 
 /// Reads the file again for its `[[upstream]]` tables, checked; also gives the rest of the

@@ -76,6 +76,7 @@ pub mod skills;
 pub mod snapshots;
 pub mod store;
 pub mod text;
+pub mod tokens;
 pub mod tools;
 pub mod upstreams;
 pub mod vars;
@@ -90,21 +91,32 @@ pub enum Error {
     Server(#[from] server::Error),
     #[error(transparent)]
     Maintenance(#[from] maintenance::Error),
+    #[error(transparent)]
+    Tokens(#[from] tokens::Error),
 }
 
-/// Serves MCP over stdio until the client disconnects, or runs the subcommand given.
+/// Serves MCP over stdio until the client disconnects (over HTTP until SIGTERM with `serve
+/// --http`), or runs the subcommand given.
 pub async fn run(
     cli: &config::Cli,
     config: &config::Config,
 ) -> Result<std::process::ExitCode, Error> {
     let mut stdout = std::io::stdout().lock();
     match &cli.command {
-        None | Some(config::Command::Serve) => {
+        None | Some(config::Command::Serve(_)) => {
             drop(stdout);
             app::make_tool_home();
-            let server = server::Server::new(app::App::open(config)?);
-            tracing::info!("{}", server.readiness_line());
-            server.serve_stdio().await?;
+            let app = app::App::open(config)?;
+            if let Some(http) = &config.http {
+                server::http::serve(app, http).await?;
+            } else {
+                let server = server::Server::new(app);
+                tracing::info!("{}", server.readiness_line());
+                server.serve_stdio().await?;
+            }
+        }
+        Some(config::Command::Token(command)) => {
+            token(command, cli.workspace.as_deref(), &mut stdout)?;
         }
         Some(config::Command::Skills(config::SkillsCommand::Check { dirs, strict })) => {
             drop(stdout);
@@ -122,6 +134,74 @@ pub async fn run(
         }
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `token add|list|revoke`: the new token, or the list, on stdout; what was done on stderr.
+fn token(
+    command: &config::TokenCommand,
+    workspace: Option<&str>,
+    out: &mut impl std::io::Write,
+) -> Result<(), Error> {
+    let wrote = |error: std::io::Error| {
+        Error::Tokens(tokens::Error::Write {
+            path: "stdout".into(),
+            source: error,
+        })
+    };
+    match command {
+        config::TokenCommand::Add {
+            tokens: path,
+            principal,
+            also,
+            read_only,
+        } => {
+            let Some(workspace) = workspace else {
+                return Err(Error::Tokens(tokens::Error::Invalid(
+                    "a token needs a workspace: give --workspace NAME (and --allow OTHER for \
+                     more)"
+                        .to_owned(),
+                )));
+            };
+            let workspaces: Vec<String> = std::iter::once(workspace.to_owned())
+                .chain(also.iter().cloned())
+                .collect();
+            let (token, entry) = tokens::add(path, principal, &workspaces, *read_only)?;
+            writeln!(out, "{token}").map_err(wrote)?;
+            tracing::info!(
+                "added token {} for `{}` in {}",
+                entry.id,
+                entry.principal,
+                path.display()
+            );
+        }
+        config::TokenCommand::List { tokens: path } => {
+            for entry in tokens::list(path)? {
+                let access = if entry.read_only {
+                    "read-only"
+                } else {
+                    "read-write"
+                };
+                writeln!(
+                    out,
+                    "{}\t{}\t{}\t{access}",
+                    entry.id,
+                    entry.principal,
+                    entry.workspaces.join(",")
+                )
+                .map_err(wrote)?;
+            }
+        }
+        config::TokenCommand::Revoke {
+            tokens: path,
+            id,
+            principal,
+        } => {
+            for entry in tokens::revoke(path, id.as_deref(), principal.as_deref())? {
+                tracing::info!("revoked token {} of `{}`", entry.id, entry.principal);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `skills check`: the report goes to stdout, since this command does not serve MCP.

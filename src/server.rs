@@ -7,6 +7,7 @@
 mod approval;
 mod completion;
 mod errors;
+pub mod http;
 mod logging;
 mod notifications;
 mod pages;
@@ -37,7 +38,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
-use crate::app::App;
+use crate::app::{App, Space};
 use crate::skills::Library;
 use crate::tools::Executor;
 
@@ -68,13 +69,33 @@ struct Inner {
 impl Server {
     /// Serves `app`, already built (see [`App::open`]), over MCP.
     pub fn new(app: App) -> Self {
+        Self::shared(Arc::new(app))
+    }
+
+    /// A server for one more connection to an app already served (each HTTP session, and each
+    /// stateless HTTP request, has its own).
+    pub fn shared(app: Arc<App>) -> Self {
         Self {
             inner: Arc::new(Inner {
-                app: Arc::new(app),
+                app,
                 subscriptions: Arc::default(),
                 notifications_started: AtomicBool::new(false),
                 log: Mutex::default(),
             }),
+        }
+    }
+
+    /// The space a request works in: over HTTP, the workspace and caller the HTTP layer
+    /// authorized for it (`server/http.rs` puts them in the request's extensions); on stdio,
+    /// the configured workspace.
+    fn space(&self, extensions: &rmcp::model::Extensions) -> Result<Arc<Space>, ErrorData> {
+        match http::access(extensions) {
+            None => Ok(Arc::clone(self.inner.app.space())),
+            Some(access) => self
+                .inner
+                .app
+                .space_for(&access.workspace, &access.caller)
+                .map_err(|error| errors::app_failed(&error)),
         }
     }
 
@@ -195,8 +216,15 @@ impl ServerHandler for Server {
             .notifications_started
             .swap(true, Ordering::SeqCst)
         {
+            let space = match self.space(&context.extensions) {
+                Ok(space) => space,
+                Err(error) => {
+                    tracing::warn!(?error, "no notifications for this session");
+                    return;
+                }
+            };
             notifications::spawn_forwarder(
-                Arc::clone(&self.inner.app),
+                space,
                 Arc::clone(&self.inner.subscriptions),
                 context.peer,
             );
@@ -206,10 +234,11 @@ impl ServerHandler for Server {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let space = self.space(&context.extensions)?;
         self.inner.app.upstreams_settled().await;
-        let (items, next) = pages::page(tools::list(self.executor()), cursor(request.as_ref()))?;
+        let (items, next) = pages::page(tools::list(space.executor()), cursor(request.as_ref()))?;
         let mut result = ListToolsResult::with_all_items(items);
         result.next_cursor = next;
         Ok(result)
@@ -225,24 +254,26 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let space = self.space(&context.extensions)?;
         // A tool of a server still starting is not known yet: wait for it as tools/list does.
         if !self.inner.app.upstreams_are_settled()
             && self.executor().registry().find(&request.name).is_none()
         {
             self.inner.app.upstreams_settled().await;
         }
-        tools::call(self.executor(), request, context).await
+        tools::call(space.executor(), request, context).await
     }
 
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        let space = self.space(&context.extensions)?;
         let all = resources::list(
-            self.executor(),
+            space.executor(),
             self.library().await.as_ref(),
-            self.inner.app.snapshots(),
+            space.snapshots(),
         )?;
         let (items, next) = pages::page(all, cursor(request.as_ref()))?;
         let mut result = ListResourcesResult::with_all_items(items);
@@ -264,12 +295,13 @@ impl ServerHandler for Server {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let space = self.space(&context.extensions)?;
         resources::read(
-            self.executor(),
+            space.executor(),
             self.library().await.as_ref(),
-            self.inner.app.snapshots(),
+            space.snapshots(),
             &request.uri,
         )
         .map(Into::into)
@@ -278,9 +310,10 @@ impl ServerHandler for Server {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        resources::check_subscribable(self.executor(), &request.uri)?;
+        let space = self.space(&context.extensions)?;
+        resources::check_subscribable(space.executor(), &request.uri)?;
         self.inner.subscriptions.insert(request.uri);
         Ok(())
     }
@@ -318,7 +351,8 @@ impl ServerHandler for Server {
             accepted: context.accepted().clone(),
         };
         let stop = context.request_context().ct.clone();
-        notifications::forward(&self.inner.app, &self.inner.subscriptions, &outlet, &stop).await;
+        let space = self.space(&context.request_context().extensions)?;
+        notifications::forward(&space, &self.inner.subscriptions, &outlet, &stop).await;
         Ok(())
     }
 
@@ -337,12 +371,13 @@ impl ServerHandler for Server {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let space = self.space(&context.extensions)?;
         prompts::get(
-            self.executor(),
+            space.executor(),
             self.library().await.as_ref(),
-            self.inner.app.snapshots(),
+            space.snapshots(),
             &request.name,
             request.arguments.as_ref(),
         )
@@ -352,13 +387,14 @@ impl ServerHandler for Server {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
+        let space = self.space(&context.extensions)?;
         let library = self.library().await;
         let sources = completion::Sources {
-            executor: self.executor(),
+            executor: space.executor(),
             library: library.as_ref(),
-            snapshots: self.inner.app.snapshots(),
+            snapshots: space.snapshots(),
         };
         completion::complete(&sources, &request).map(CompleteResult::new)
     }

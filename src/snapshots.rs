@@ -152,7 +152,8 @@ pub struct Applied {
 pub struct Snapshots {
     store: Arc<dyn SnapshotStore>,
     workspace: String,
-    engine: javascript::Engine,
+    /// One JavaScript thread for every workspace a process serves.
+    engine: Arc<javascript::Engine>,
 }
 
 impl Snapshots {
@@ -164,8 +165,22 @@ impl Snapshots {
         Self {
             store,
             workspace: workspace.into(),
-            engine: javascript::Engine::new(limits),
+            engine: Arc::new(javascript::Engine::new(limits)),
         }
+    }
+
+    /// The service of `workspace`, over the same store and JavaScript engine (itself when it
+    /// is this one's): the snapshot tools are registered once and serve every workspace a
+    /// process serves, each call in its own.
+    pub fn of(self: &Arc<Self>, workspace: &str) -> Arc<Self> {
+        if workspace == self.workspace {
+            return Arc::clone(self);
+        }
+        Arc::new(Self {
+            store: Arc::clone(&self.store),
+            workspace: workspace.to_owned(),
+            engine: Arc::clone(&self.engine),
+        })
     }
 
     pub fn engine(&self) -> &javascript::Engine {

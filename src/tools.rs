@@ -38,7 +38,7 @@ pub use definition::{
     Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW, input_schema,
     make_foreign_schema_portable, output_schema, parse_arguments,
 };
-pub use executor::{CallRequest, Executor, ExecutorSettings, ToolOverride, panic_message};
+pub use executor::{CallRequest, Caller, Executor, ExecutorSettings, ToolOverride, panic_message};
 pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};
 pub use registry::{GroupOverview, Held, Registry, RegistryError, ToolOverview};
 pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};

@@ -88,6 +88,13 @@ pub(super) fn prompt_not_found(name: &str, known: &[&str]) -> ErrorData {
     )
 }
 
+/// The workspace a request names could not be opened (the store failed): logged, and reported
+/// as an internal error.
+pub(super) fn app_failed(error: &crate::app::Error) -> ErrorData {
+    tracing::error!(%error, "cannot open the workspace");
+    ErrorData::internal_error(error.to_string(), None)
+}
+
 /// The store failed while serving a resource: logged, and reported as an internal error.
 pub(super) fn workspace_failed(error: &crate::workspace::Error) -> ErrorData {
     tracing::error!(%error, "workspace failed");

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::resources::is_listed;
 use super::uri::var_uri;
-use crate::app::App;
+use crate::app::Space;
 use crate::skills::Library;
 use crate::workspace::Change;
 
@@ -169,7 +169,7 @@ impl Told {
 
 /// Starts the task that forwards changes to an initialize-era session's client.
 pub(super) fn spawn_forwarder(
-    app: Arc<App>,
+    app: Arc<Space>,
     subscriptions: Arc<Subscriptions>,
     peer: Peer<RoleServer>,
 ) {
@@ -182,7 +182,7 @@ pub(super) fn spawn_forwarder(
 /// Forwards registry, workspace and library changes to `outlet` until it is gone or `stop` is
 /// cancelled.
 pub(super) async fn forward(
-    app: &App,
+    app: &Space,
     subscriptions: &Subscriptions,
     outlet: &Outlet,
     stop: &CancellationToken,
@@ -239,7 +239,7 @@ pub(super) async fn forward(
 }
 
 /// The variables `resources/list` shows now.
-fn listed_variables(app: &App) -> HashSet<Arc<str>> {
+fn listed_variables(app: &Space) -> HashSet<Arc<str>> {
     app.executor()
         .workspace()
         .with_variables(|system| {
@@ -258,7 +258,7 @@ fn listed_variables(app: &App) -> HashSet<Arc<str>> {
 /// One `resources/list_changed` for a burst of variable changes (if the listing changed), and
 /// `resources/updated` for each subscribed URI among them.
 async fn forward_burst(
-    app: &App,
+    app: &Space,
     subscriptions: &Subscriptions,
     outlet: &Outlet,
     told: &mut Told,

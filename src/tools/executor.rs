@@ -90,11 +90,23 @@ enum Gate {
     Ask(ApprovalQuestion),
 }
 
+/// Who is calling, when the transport knows (`serve --http` with bearer tokens): ask-once
+/// approvals are remembered per principal, and a read-only caller may run only the tools whose
+/// annotations say they are read-only. The default is the one user of a stdio server.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Caller {
+    /// The principal a token names; `None` on stdio and on unauthenticated loopback HTTP.
+    pub principal: Option<String>,
+    /// Only tools annotated `readOnlyHint: true` may run.
+    pub read_only: bool,
+}
+
 /// Runs tool calls through the pipeline.
 pub struct Executor {
     registry: Arc<Registry>,
     workspace: Arc<Workspace>,
     settings: ExecutorSettings,
+    caller: Caller,
     pending: Mutex<Vec<(String, Pending)>>,
 }
 
@@ -108,8 +120,20 @@ impl Executor {
             registry,
             workspace,
             settings,
+            caller: Caller::default(),
             pending: Mutex::default(),
         }
+    }
+
+    /// This executor for `caller`: its approvals and its read-only flag.
+    #[must_use]
+    pub fn with_caller(mut self, caller: Caller) -> Self {
+        self.caller = caller;
+        self
+    }
+
+    pub fn caller(&self) -> &Caller {
+        &self.caller
     }
 
     pub fn registry(&self) -> &Arc<Registry> {
@@ -133,6 +157,15 @@ impl Executor {
             ));
             return Outcome::Finished(ExecuteResult::failed(ExecuteStatus::NotFound, error));
         };
+        if self.caller.read_only && !tool.definition().annotations.read_only {
+            let error = ToolError::invalid(format!(
+                "`{}` changes the workspace and this token of `{}` is read-only; only tools \
+                 annotated readOnlyHint may run (ask for a token that may write)",
+                request.tool,
+                self.caller.principal.as_deref().unwrap_or("this client"),
+            ));
+            return Outcome::Finished(ExecuteResult::failed(ExecuteStatus::Error, error));
+        }
         let pending = request
             .resume
             .as_deref()
@@ -375,6 +408,11 @@ impl Executor {
             stage.config_key(),
             argument_shape(arguments)
         );
+        // Each principal answers for itself: its approvals are its own, under a key that a
+        // stdio user's (no principal) cannot collide with.
+        if let Some(principal) = &self.caller.principal {
+            remember_key = format!("principal\u{1f}{principal}\u{1f}{remember_key}");
+        }
         // A tool's approval scope (a skill's digest set) is part of what was approved.
         if let Some(scope) = scope {
             remember_key.push('\u{1f}');

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["server"],
     &["app", "maintenance"],
     &["upstreams"],
-    &["config"],
+    &["config", "tokens"],
     &["groups"],
     &["plans"],
     &["tools"],

@@ -87,7 +87,7 @@ impl Tool for SnapshotProcess {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(&self.definition, call, move |arguments, cancellation| {
             process(&service, arguments, &|| cancellation.is_cancelled())
         })
@@ -156,7 +156,7 @@ impl Tool for SnapshotApply {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,
@@ -221,7 +221,7 @@ impl Tool for SnapshotGet {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(&self.definition, call, move |arguments: GetArguments, _| {
             snapshot_output(&service, &arguments.id)
         })
@@ -265,7 +265,7 @@ impl Tool for SnapshotUpdate {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,
@@ -323,7 +323,7 @@ impl Tool for SnapshotDeleteChat {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,
@@ -383,7 +383,7 @@ impl Tool for SnapshotCleanup {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,

@@ -94,7 +94,7 @@ impl Tool for SnapshotList {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(&self.definition, call, move |arguments, cancellation| {
             list(&service, &arguments, cancellation)
         })
@@ -157,7 +157,7 @@ impl Tool for SnapshotDiff {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(&self.definition, call, move |arguments, cancellation| {
             diff(&service, &arguments, cancellation)
         })
@@ -217,7 +217,7 @@ impl Tool for SnapshotReprocess {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(&self.definition, call, move |arguments, cancellation| {
             reprocess(&service, &arguments, cancellation)
         })
@@ -277,7 +277,7 @@ impl Tool for SnapshotDelete {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(&self.definition, call, move |arguments, cancellation| {
             delete(&service, &arguments, cancellation)
         })
@@ -339,7 +339,7 @@ impl Tool for SnapshotGlobalSave {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(&self.definition, call, move |arguments, cancellation| {
             global_save(&service, arguments, cancellation)
         })
@@ -403,7 +403,7 @@ impl Tool for SnapshotGlobalList {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(&self.definition, call, move |arguments, cancellation| {
             global_list(&service, arguments, cancellation)
         })
@@ -451,7 +451,7 @@ impl Tool for SnapshotGlobalGet {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(&self.definition, call, move |arguments, cancellation| {
             global_get(&service, &arguments, cancellation)
         })
@@ -495,7 +495,7 @@ impl Tool for SnapshotGlobalDelete {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(&self.definition, call, move |arguments, cancellation| {
             global_delete(&service, &arguments, cancellation)
         })

@@ -76,7 +76,7 @@ impl Tool for FunctionList {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,
@@ -126,7 +126,7 @@ impl Tool for FunctionUpsert {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,
@@ -171,7 +171,7 @@ impl Tool for FunctionRemove {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,
@@ -224,7 +224,7 @@ impl Tool for FunctionImport {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,
@@ -290,7 +290,7 @@ impl Tool for FunctionExport {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,

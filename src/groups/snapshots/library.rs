@@ -87,7 +87,7 @@ impl Tool for FunctionMove {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,
@@ -145,7 +145,7 @@ impl Tool for FunctionReorder {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,
@@ -194,7 +194,7 @@ impl Tool for FunctionEnable {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,
@@ -250,7 +250,7 @@ impl Tool for FunctionTest {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,

@@ -54,7 +54,7 @@ impl Tool for SnapshotEnable {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,

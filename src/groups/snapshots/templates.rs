@@ -60,7 +60,7 @@ impl Tool for TemplateGet {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,
@@ -112,7 +112,7 @@ impl Tool for TemplateSet {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = Arc::clone(&self.service);
+        let service = self.service.of(call.workspace.name());
         off_thread(
             &self.definition,
             call,

@@ -10,6 +10,20 @@ use crate::vars::{NewVariable, VarType};
 impl Executor {
     /// Registers a group and stores its declared rules as pinned `RULE` variables.
     pub fn register_group(&self, group: ToolGroup, enabled: bool) -> Result<(), RegisterError> {
+        self.store_rules(&group);
+        Ok(self.registry.register(group, enabled)?)
+    }
+
+    /// Stores the rules of every group already registered, as [`Executor::register_group`]
+    /// does: for an executor over another workspace that shares this registry.
+    pub fn store_registered_rules(&self) {
+        for group in self.registry.groups().iter() {
+            self.store_rules(group);
+        }
+    }
+
+    /// Writes a group's declared rules as pinned `RULE` variables, those that changed only.
+    fn store_rules(&self, group: &ToolGroup) {
         let variables: Vec<NewVariable> = group
             .rules
             .iter()
@@ -36,7 +50,6 @@ impl Executor {
         {
             tracing::error!(group = %group.name, %error, "cannot store the group's rules; starting without updating them");
         }
-        Ok(self.registry.register(group, enabled)?)
     }
 
     /// Whether a rule variable is stored exactly as it would be written.

@@ -1,0 +1,262 @@
+//! Bearer tokens for `serve --http` (`docs/http.md`): the tokens file, a TOML list of entries,
+//! each a principal, the workspaces it may use (the first is its default) and whether it may
+//! only read. The file keeps the SHA-256 digest of each token, never the token: `token add`
+//! prints a new one once. A token is 32 random bytes from the operating system, so its digest
+//! cannot be searched back to it, and a fast digest lets each request be checked in
+//! microseconds (a slow password hash protects guessable secrets, which these are not).
+//!
+//! The serving process reads the file again when it changes, so `token revoke` takes effect at
+//! the next request without a restart.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::SystemTime;
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// What is written before the tokens begin.
+const PREFIX: &str = "syn_";
+
+/// Why the tokens file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read the tokens file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the tokens file {path} is not valid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("cannot write the tokens file {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot draw random bytes for a token: {0}")]
+    Random(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// One token, as the file keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// A short name for the token (the start of its digest), for `token revoke`.
+    pub id: String,
+    pub principal: String,
+    /// The workspaces this token may use; the first is the one used when a request names none.
+    pub workspaces: Vec<String>,
+    #[serde(default)]
+    pub read_only: bool,
+    /// The SHA-256 digest of the token, in lowercase hex.
+    pub sha256: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    token: Vec<Entry>,
+}
+
+/// The SHA-256 digest of a token, in lowercase hex.
+fn digest(token: &str) -> String {
+    let bytes = Sha256::digest(token.as_bytes());
+    bytes
+        .iter()
+        .fold(String::with_capacity(64), |mut hex, byte| {
+            let _ = write!(hex, "{byte:02x}");
+            hex
+        })
+}
+
+fn read(path: &Path) -> Result<File, Error> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(File::default()),
+        Err(source) => {
+            return Err(Error::Read {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    toml::from_str(&text).map_err(|error| Error::Parse {
+        path: path.to_owned(),
+        message: error.to_string(),
+    })
+}
+
+/// Writes the file whole (to a temporary file renamed over it), readable by its owner only.
+fn write(path: &Path, file: &File) -> Result<(), Error> {
+    let failed = |source| Error::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let text = toml::to_string(file).map_err(|error| failed(std::io::Error::other(error)))?;
+    let text = format!(
+        "# synapse-mcp bearer tokens: SHA-256 digests only; edit with `synapse-mcp token`.\n{text}"
+    );
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".new");
+    let temporary = PathBuf::from(temporary);
+    std::fs::write(&temporary, text).map_err(failed)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600))
+            .map_err(failed)?;
+    }
+    std::fs::rename(&temporary, path).map_err(failed)
+}
+
+/// Adds a token for `principal` and returns it: the only time it is seen.
+pub fn add(
+    path: &Path,
+    principal: &str,
+    workspaces: &[String],
+    read_only: bool,
+) -> Result<(String, Entry), Error> {
+    if principal.trim().is_empty() {
+        return Err(Error::Invalid(
+            "the principal is empty; give a name with --principal".to_owned(),
+        ));
+    }
+    if let Some(empty) = workspaces.iter().find(|name| name.trim().is_empty()) {
+        return Err(Error::Invalid(format!(
+            "workspace `{empty}` is empty; give a name with --workspace"
+        )));
+    }
+    let mut file = read(path)?;
+    let mut random = [0u8; 32];
+    getrandom::fill(&mut random).map_err(|error| Error::Random(error.to_string()))?;
+    let token = format!(
+        "{PREFIX}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random)
+    );
+    let sha256 = digest(&token);
+    let entry = Entry {
+        id: sha256[..12].to_owned(),
+        principal: principal.to_owned(),
+        workspaces: workspaces.to_vec(),
+        read_only,
+        sha256,
+    };
+    file.token.push(entry.clone());
+    write(path, &file)?;
+    Ok((token, entry))
+}
+
+/// Every token in the file.
+pub fn list(path: &Path) -> Result<Vec<Entry>, Error> {
+    Ok(read(path)?.token)
+}
+
+/// Removes the token with this id, or every token of `principal`; returns those removed.
+pub fn revoke(path: &Path, id: Option<&str>, principal: Option<&str>) -> Result<Vec<Entry>, Error> {
+    let mut file = read(path)?;
+    let (revoked, kept): (Vec<Entry>, Vec<Entry>) = file.token.into_iter().partition(|entry| {
+        id.is_some_and(|id| entry.id == id) || principal.is_some_and(|name| entry.principal == name)
+    });
+    if revoked.is_empty() {
+        let what = match (id, principal) {
+            (Some(id), _) => format!("no token has the id `{id}`"),
+            (None, Some(name)) => format!("principal `{name}` has no token"),
+            (None, None) => "name a token id or a --principal".to_owned(),
+        };
+        return Err(Error::Invalid(format!(
+            "{what} in {}; `synapse-mcp token list --tokens {}` shows them",
+            path.display(),
+            path.display()
+        )));
+    }
+    file.token = kept;
+    write(path, &file)?;
+    Ok(revoked)
+}
+
+/// The tokens a server accepts, read again whenever the file changes.
+pub struct Tokens {
+    path: PathBuf,
+    loaded: Mutex<Loaded>,
+}
+
+struct Loaded {
+    /// The file's modification time and length when it was read.
+    stamp: Option<(SystemTime, u64)>,
+    entries: Vec<Entry>,
+}
+
+impl Tokens {
+    /// Reads the file; it must exist (a server with no tokens would refuse everyone).
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        let stamp = stamp(path).ok_or_else(|| Error::Read {
+            path: path.to_owned(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such file; make one with `synapse-mcp token add --tokens FILE …`",
+            ),
+        })?;
+        let entries = read(path)?.token;
+        Ok(Self {
+            path: path.to_owned(),
+            loaded: Mutex::new(Loaded {
+                stamp: Some(stamp),
+                entries,
+            }),
+        })
+    }
+
+    /// The entry of a presented token, if it is one of the file's (as the file is now).
+    pub fn find(&self, token: &str) -> Option<Entry> {
+        let sha256 = digest(token);
+        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = stamp(&self.path);
+        if now != loaded.stamp {
+            match read(&self.path) {
+                Ok(file) => {
+                    loaded.entries = file.token;
+                    loaded.stamp = now;
+                }
+                // A file being rewritten, or broken by hand: keep serving what was read last.
+                Err(error) => tracing::warn!(%error, "keeping the tokens read before"),
+            }
+        }
+        loaded
+            .entries
+            .iter()
+            .find(|entry| entry.sha256 == sha256)
+            .cloned()
+    }
+}
+
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let metadata = std::fs::metadata(path).ok()?;
+    Some((metadata.modified().ok()?, metadata.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_found_by_its_digest_until_it_is_revoked() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("tokens.toml");
+        let (token, entry) = add(&path, "alice", &["research".to_owned()], true).unwrap();
+        assert!(token.starts_with(PREFIX));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(&token), "{text}");
+        let tokens = Tokens::open(&path).unwrap();
+        assert_eq!(tokens.find(&token), Some(entry.clone()));
+        assert_eq!(tokens.find("syn_wrong"), None);
+        assert_eq!(revoke(&path, Some(&entry.id), None).unwrap(), [entry]);
+        assert_eq!(tokens.find(&token), None);
+        let error = revoke(&path, Some("nope"), None).unwrap_err();
+        assert!(error.to_string().contains("`nope`"), "{error}");
+    }
+}
