@@ -182,12 +182,18 @@ async fn ready(State(gate): State<Arc<Gate>>) -> Response {
 
 /// Authorizes a request for `/mcp`: its token, its workspace, its session; counts a POST in
 /// flight until its response has been sent whole.
-async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+async fn authorize(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    let mut request = request;
     if gate.draining.load(Ordering::SeqCst) {
-        return refusal(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the server is shutting down; retry on another instance or after it restarts",
-        );
+        match answers_only(request).await {
+            Some(answer) => request = answer,
+            None => {
+                return refusal(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the server is shutting down; retry on another instance or after it restarts",
+                );
+            }
+        }
     }
     let access = match gate.access(&request) {
         Ok(access) => access,
@@ -233,6 +239,28 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
         chunk
     });
     Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// While draining, a POST that only answers the server (a client's response to an elicitation
+/// or sampling request of a call in flight, or a notification such as a cancellation) belongs to
+/// a call in flight and passes; a POST carrying a request is new work, and `None` refuses it.
+async fn answers_only(request: Request) -> Option<Request> {
+    if request.method() != Method::POST {
+        return None;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, crate::config::DEFAULT_MAX_BODY_BYTES)
+        .await
+        .ok()?;
+    let message: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let is_request = |message: &serde_json::Value| {
+        message.get("method").is_some() && message.get("id").is_some()
+    };
+    let carries_request = match &message {
+        serde_json::Value::Array(batch) => batch.iter().any(is_request),
+        single => is_request(single),
+    };
+    (!carries_request).then(|| Request::from_parts(parts, Body::from(bytes)))
 }
 
 impl Gate {

@@ -20,6 +20,7 @@ mod floor_pages;
 mod floors;
 mod function_tools;
 mod fuzz_regressions;
+mod http;
 mod layers;
 mod logging;
 mod notifications;

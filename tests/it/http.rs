@@ -1,0 +1,447 @@
+//! `serve --http`: the real binary on a loopback port, driven by rmcp's Streamable HTTP client
+//! (both eras) and by raw HTTP requests for what clients should be refused: no, wrong or
+//! revoked tokens (401), another principal's workspace (403), a disallowed `Host`, a body past
+//! the limit; and a read-only token, approvals per principal, a graceful SIGTERM.
+
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use pretty_assertions::assert_eq;
+use rmcp::ServiceExt;
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{ClientLifecycleMode, serve_client_with_lifecycle};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::common::{Client, Elicitation, TestClient, binary, call, is_error, quiet_home, text};
+
+/// A `serve --http` process on a free loopback port, with its tokens file.
+struct HttpServer {
+    child: Child,
+    address: String,
+    folder: tempfile::TempDir,
+}
+
+impl HttpServer {
+    /// Starts the binary with `args` after `serve --http 127.0.0.1:0 --tokens FILE`, and waits
+    /// for the line that says where it listens.
+    async fn start(args: &[&str]) -> Self {
+        let folder = tempfile::tempdir().unwrap();
+        let tokens = folder.path().join("tokens.toml");
+        std::fs::write(&tokens, "").unwrap();
+        let mut child = Command::new(binary())
+            .env("HOME", quiet_home())
+            .args(["serve", "--http", "127.0.0.1:0", "--tokens"])
+            .arg(&tokens)
+            .args(["--store", "memory", "--log-level", "info"])
+            .args(args)
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let address = loop {
+            let line = lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the server says where it listens");
+            if let Some((_, rest)) = line.split_once("ready on http://") {
+                break rest.split('/').next().unwrap().to_owned();
+            }
+        };
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("{line}");
+            }
+        });
+        Self {
+            child,
+            address,
+            folder,
+        }
+    }
+
+    fn tokens(&self) -> PathBuf {
+        self.folder.path().join("tokens.toml")
+    }
+
+    /// A new token from `token add`, as a user makes one.
+    fn token(&self, principal: &str, workspaces: &[&str], read_only: bool) -> String {
+        add_token(&self.tokens(), principal, workspaces, read_only)
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    /// rmcp's Streamable HTTP client on `path` with `token`, in the initialize era.
+    async fn client(&self, path: &str, token: &str, client: TestClient) -> Client {
+        client
+            .serve(self.transport(path, token))
+            .await
+            .expect("initialize")
+    }
+
+    /// The same, in the 2026-07-28 era: no `initialize`, every request stateless.
+    async fn modern_client(&self, path: &str, token: &str, client: TestClient) -> Client {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        serve_client_with_lifecycle(client, self.transport(path, token), lifecycle)
+            .await
+            .expect("discover")
+    }
+
+    fn transport(&self, path: &str, token: &str) -> StreamableHttpClientTransport<reqwest::Client> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url(path));
+        config.auth_header = Some(token.to_owned());
+        StreamableHttpClientTransport::from_config(config)
+    }
+
+    /// A raw JSON-RPC POST: the status, the `WWW-Authenticate` header, the body.
+    async fn post(&self, path: &str, token: Option<&str>, body: &Value) -> (u16, String, String) {
+        let mut request = reqwest::Client::new()
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let challenge = response
+            .headers()
+            .get("www-authenticate")
+            .map(|value| value.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        (status, challenge, response.text().await.unwrap())
+    }
+}
+
+fn add_token(tokens: &Path, principal: &str, workspaces: &[&str], read_only: bool) -> String {
+    let mut command = std::process::Command::new(binary());
+    command
+        .args(["token", "add", "--tokens"])
+        .arg(tokens)
+        .args(["--principal", principal, "--workspace", workspaces[0]]);
+    for other in &workspaces[1..] {
+        command.args(["--allow", other]);
+    }
+    if read_only {
+        command.arg("--read-only");
+    }
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let token = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(
+        token.lines().count(),
+        1,
+        "only the token on stdout: {token}"
+    );
+    token.trim().to_owned()
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+}
+
+#[tokio::test]
+async fn tools_are_listed_and_called_over_http_in_both_eras() {
+    let server = HttpServer::start(&[]).await;
+    let token = server.token("alice", &["research"], false);
+    let client = server
+        .client("/mcp", &token, TestClient::new(Elicitation::Unsupported))
+        .await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|tool| tool.name == "WriteVar"));
+    let written = call(
+        &client,
+        "WriteVar",
+        json!({"name": "topic", "value": "bees"}),
+    )
+    .await;
+    assert!(!is_error(&written), "{written:?}");
+    client.cancel().await.unwrap();
+
+    let modern = server
+        .modern_client(
+            "/mcp/research",
+            &token,
+            TestClient::new(Elicitation::Unsupported),
+        )
+        .await;
+    let tools = modern.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|tool| tool.name == "ReadVar"));
+    // The same principal's workspace, across eras and sessions: the token decides it.
+    let read = call(&modern, "ReadVar", json!({"name": "topic"})).await;
+    assert!(text(&read).contains("bees"), "{read:?}");
+    modern.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn each_workspace_keeps_its_own_variables() {
+    let server = HttpServer::start(&[]).await;
+    let alice = server.token("alice", &["research", "shared"], false);
+    let bob = server.token("bob", &["shared"], false);
+    let in_research = server
+        .client("/mcp", &alice, TestClient::new(Elicitation::Unsupported))
+        .await;
+    call(
+        &in_research,
+        "WriteVar",
+        json!({"name": "note", "value": "private"}),
+    )
+    .await;
+    in_research.cancel().await.unwrap();
+    let in_shared = server
+        .client(
+            "/mcp/shared",
+            &alice,
+            TestClient::new(Elicitation::Unsupported),
+        )
+        .await;
+    call(
+        &in_shared,
+        "WriteVar",
+        json!({"name": "note", "value": "for bob"}),
+    )
+    .await;
+    in_shared.cancel().await.unwrap();
+    let bobs = server
+        .client("/mcp", &bob, TestClient::new(Elicitation::Unsupported))
+        .await;
+    let read = call(&bobs, "ReadVar", json!({"name": "note"})).await;
+    assert!(text(&read).contains("for bob"), "{read:?}");
+    bobs.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn no_wrong_or_revoked_token_gets_401_with_a_bearer_challenge() {
+    let server = HttpServer::start(&[]).await;
+    let token = server.token("alice", &["research"], false);
+    let (status, challenge, _) = server.post("/mcp", None, &initialize()).await;
+    assert_eq!((status, challenge.starts_with("Bearer")), (401, true));
+    let (status, challenge, _) = server
+        .post("/mcp", Some("syn_not-a-token"), &initialize())
+        .await;
+    assert_eq!(status, 401);
+    assert!(challenge.contains("invalid_token"), "{challenge}");
+    assert_eq!(
+        server.post("/mcp", Some(&token), &initialize()).await.0,
+        200
+    );
+
+    let output = std::process::Command::new(binary())
+        .args(["token", "revoke", "--principal", "alice", "--tokens"])
+        .arg(server.tokens())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let (status, challenge, body) = server.post("/mcp", Some(&token), &initialize()).await;
+    assert_eq!(status, 401, "{body}");
+    assert!(challenge.starts_with("Bearer"), "{challenge}");
+}
+
+#[tokio::test]
+async fn another_principals_workspace_is_403_on_every_route() {
+    let server = HttpServer::start(&[]).await;
+    let alice = server.token("alice", &["research"], false);
+    server.token("bob", &["bobs"], false);
+    let requests = [
+        initialize(),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "ReadVar", "arguments": {"name": "x"}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "resources/list"}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": "state://"}}),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "prompts/list"}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "prompts/get", "params": {"name": "tool-rules"}}),
+    ];
+    for request in &requests {
+        let (status, _, body) = server.post("/mcp/bobs", Some(&alice), request).await;
+        assert_eq!(status, 403, "{request}: {body}");
+        assert!(body.contains("may not use workspace `bobs`"), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn a_read_only_token_reads_but_is_refused_a_write() {
+    let server = HttpServer::start(&[]).await;
+    let token = server.token("auditor", &["research"], true);
+    let client = server
+        .client("/mcp", &token, TestClient::new(Elicitation::Unsupported))
+        .await;
+    let refused = call(&client, "WriteVar", json!({"name": "x", "value": "y"})).await;
+    assert!(is_error(&refused), "{refused:?}");
+    assert!(text(&refused).contains("read-only"), "{}", text(&refused));
+    let listed = call(&client, "ListVars", json!({})).await;
+    assert!(!is_error(&listed), "{listed:?}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn ask_once_approvals_are_remembered_per_principal() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = folder.path().join("config.toml");
+    std::fs::write(&config, "[tools.WriteVar]\nexecution = \"ask-once\"\n").unwrap();
+    let server = HttpServer::start(&["--config", config.to_str().unwrap()]).await;
+    let alice = server.token("alice", &["team"], false);
+    let bob = server.token("bob", &["team"], false);
+    let approve = || {
+        TestClient::new(Elicitation::Accept(
+            json!({"approve": true, "remember": true}),
+        ))
+    };
+
+    let asker = approve();
+    let client = server.client("/mcp", &alice, asker.clone()).await;
+    call(&client, "WriteVar", json!({"name": "a", "value": "1"})).await;
+    call(&client, "WriteVar", json!({"name": "b", "value": "2"})).await;
+    assert_eq!(asker.asked().len(), 1, "alice is asked once");
+    client.cancel().await.unwrap();
+
+    let asker = approve();
+    let client = server.client("/mcp", &bob, asker.clone()).await;
+    let written = call(&client, "WriteVar", json!({"name": "c", "value": "3"})).await;
+    assert!(!is_error(&written), "{written:?}");
+    assert_eq!(asker.asked().len(), 1, "bob answers for himself");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_body_past_the_limit_gets_413() {
+    let server = HttpServer::start(&["--max-body-bytes", "2048"]).await;
+    let token = server.token("alice", &["research"], false);
+    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "WriteVar", "arguments": {"name": "x", "value": "y".repeat(4096)}}});
+    let (status, _, body) = server.post("/mcp", Some(&token), &big).await;
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(
+        server.post("/mcp", Some(&token), &initialize()).await.0,
+        200
+    );
+}
+
+#[tokio::test]
+async fn a_disallowed_host_is_refused_and_an_allowed_one_served() {
+    let server = HttpServer::start(&["--allowed-host", "mcp.example.org"]).await;
+    let token = server.token("alice", &["research"], false);
+    let post = |host: &'static str| {
+        reqwest::Client::new()
+            .post(server.url("/mcp"))
+            .header("host", host)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .bearer_auth(&token)
+            .body(initialize().to_string())
+            .send()
+    };
+    assert_eq!(
+        post("evil.example.com").await.unwrap().status().as_u16(),
+        403
+    );
+    assert_eq!(
+        post("mcp.example.org").await.unwrap().status().as_u16(),
+        200
+    );
+}
+
+#[tokio::test]
+async fn health_needs_no_token_and_readiness_checks_the_store() {
+    let server = HttpServer::start(&[]).await;
+    for path in ["/healthz", "/readyz"] {
+        let response = reqwest::get(server.url(path)).await.unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn sigterm_lets_the_call_in_flight_finish_and_refuses_new_ones() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = folder.path().join("config.toml");
+    std::fs::write(&config, "[tools.WriteVar]\nexecution = \"ask-always\"\n").unwrap();
+    let mut server = HttpServer::start(&["--config", config.to_str().unwrap()]).await;
+    let token = server.token("alice", &["research"], false);
+    let pid = server.child.id().unwrap();
+    let address = server.address.clone();
+    let refused = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let seen = std::sync::Arc::clone(&refused);
+    let hook_token = token.clone();
+    // While the call waits for the user, the server is told to stop, and a new request is made.
+    let asker =
+        TestClient::new(Elicitation::Accept(json!({"approve": true}))).while_asking(move || {
+            let status = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .unwrap();
+            assert!(status.success());
+            *seen.lock().unwrap() = raw_status_after_stop(&address, &hook_token);
+        });
+    let client = server.client("/mcp", &token, asker.clone()).await;
+    // Not `common::call`: it lists the tools afterwards, and the server is gone by then.
+    let arguments = json!({"name": "last", "value": "words"});
+    let request = rmcp::model::CallToolRequestParams::new("WriteVar")
+        .with_arguments(arguments.as_object().unwrap().clone());
+    let result = client.call_tool(request).await.unwrap();
+    assert!(!is_error(&result), "{result:?}");
+    assert_eq!(asker.asked().len(), 1);
+    assert!(
+        refused.lock().unwrap().starts_with("HTTP/1.1 503"),
+        "{}",
+        refused.lock().unwrap()
+    );
+    let status = server.child.wait().await.unwrap();
+    assert!(status.success(), "{status:?}");
+    drop(client);
+}
+
+/// The status line of a new `tools/list` POST once the server is draining: the signal is
+/// handled asynchronously, so the request is repeated until it is refused (or gives up).
+fn raw_status_after_stop(address: &str, token: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string();
+    for _ in 0..200 {
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let status = answer.lines().next().unwrap_or_default().to_owned();
+        if status.starts_with("HTTP/1.1 503") {
+            return status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    "never refused after SIGTERM".to_owned()
+}
+
+#[tokio::test]
+async fn http_without_tokens_needs_no_auth_and_a_loopback_address() {
+    let refused = |args: &[&str]| {
+        let output = std::process::Command::new(binary())
+            .env("HOME", quiet_home())
+            .args(["serve", "--store", "memory"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{args:?} was served");
+        String::from_utf8(output.stderr).unwrap()
+    };
+    let stderr = refused(&["--http", "127.0.0.1:0"]);
+    assert!(stderr.contains("needs bearer tokens"), "{stderr}");
+    let stderr = refused(&["--http", "0.0.0.0:0", "--no-auth"]);
+    assert!(stderr.contains("loopback address only"), "{stderr}");
+}
