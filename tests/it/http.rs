@@ -54,9 +54,10 @@ impl HttpServer {
                 break rest.split('/').next().unwrap().to_owned();
             }
         };
+        // The rest of its log goes to the test's stderr, shown when a test fails.
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("{line}");
+                let _ = writeln!(std::io::stderr(), "{line}");
             }
         });
         Self {

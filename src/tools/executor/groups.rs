@@ -17,7 +17,7 @@ impl Executor {
     /// Stores the rules of every group already registered, as [`Executor::register_group`]
     /// does: for an executor over another workspace that shares this registry.
     pub fn store_registered_rules(&self) {
-        for group in self.registry.groups().iter() {
+        for group in &self.registry.groups() {
             self.store_rules(group);
         }
     }
