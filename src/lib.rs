@@ -11,7 +11,8 @@
 //!    [`maintenance`]: `workspace list|export|import|delete` and `doctor`.
 //! 3. [`upstreams`]: other MCP servers as tool groups — the client side of MCP: starting,
 //!    supervising and calling them, and reloading their configuration.
-//! 4. [`config`]: the command line and the TOML file.
+//! 4. [`config`]: the command line and the TOML file; and [`tokens`]: the bearer tokens file of
+//!    `serve --http`.
 //! 5. [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, `snapshots`, the opt-in
 //!    `scripts`, `tools`, and one per script tool folder): one struct per tool, a thin adapter
 //!    over a domain module.
