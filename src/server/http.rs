@@ -34,6 +34,9 @@ use crate::config::HttpSettings;
 use crate::tokens::Tokens;
 use crate::tools::Caller;
 
+/// How long a shutdown waits for the requests in flight.
+const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The session header of initialize-era sessions.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -215,10 +218,20 @@ async fn authorize(State(gate): State<Arc<Gate>>, request: Request, next: Next) 
         }
     }
     let closing = request.method() == Method::DELETE;
-    // Only POSTs carry calls: a session's GET stream waits for the server and is not waited for.
-    let guard = (request.method() == Method::POST).then(|| InFlight::enter(&gate));
+    // Only POSTs carry calls: a session's GET stream, or a `subscriptions/listen` stream (its
+    // method is in the `Mcp-Method` header), waits for the server and is not waited for.
+    let listens = request
+        .headers()
+        .get("mcp-method")
+        .is_some_and(|method| method.as_bytes() == b"subscriptions/listen");
+    let guard = (request.method() == Method::POST && !listens).then(|| InFlight::enter(&gate));
     request.extensions_mut().insert(access.clone());
     let response = next.run(request).await;
+    let mut response = response;
+    if closing && response.status() == StatusCode::ACCEPTED {
+        // A session closed by DELETE: 204, as the Python SDK expects (rmcp answers 202).
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
     let mut sessions = gate.sessions.lock().unwrap_or_else(PoisonError::into_inner);
     match (&session, response.headers().get(SESSION_HEADER)) {
         (Some(id), _) if closing && response.status().is_success() => {
@@ -366,12 +379,22 @@ async fn drain(gate: Arc<Gate>, stop: CancellationToken) {
     stopped().await;
     tracing::info!("shutting down: finishing the requests in flight, refusing new ones");
     gate.draining.store(true, Ordering::SeqCst);
-    loop {
-        let idle = gate.idle.notified();
-        if gate.in_flight.load(Ordering::SeqCst) == 0 {
-            break;
+    let finished = async {
+        loop {
+            let idle = gate.idle.notified();
+            if gate.in_flight.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            idle.await;
         }
-        idle.await;
+    };
+    // A stream that never ends (a listen stream of a client that sends no `Mcp-Method`) must not
+    // keep the process up for ever.
+    if tokio::time::timeout(DRAIN_LIMIT, finished).await.is_err() {
+        tracing::warn!(
+            "requests still in flight after {} s; closing them",
+            DRAIN_LIMIT.as_secs()
+        );
     }
     stop.cancel();
 }
