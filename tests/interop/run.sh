@@ -4,6 +4,7 @@
 #   python/2025-11-25      the official Python SDK (`mcp`), initialize handshake
 #   python/2026-07-28      the same SDK in its default mode (server/discover, sessionless era)
 #   python/*/http          both, over Streamable HTTP: `serve --http` with a bearer token
+#   typescript/*/http      the TypeScript SDK's Streamable HTTP client, the same way
 #   typescript/2025-11-25  the official TypeScript SDK with its default output-schema validation
 #   inspector              the MCP Inspector's CLI, every method in both eras, `tools/list --strict`
 #   app/chromium           the workspace view (an MCP App) in headless Chromium under a test host
@@ -80,6 +81,7 @@ check python/2026-07-28 "$python" python/check.py --binary "$binary" --era moder
 check python/2025-11-25/http "$python" python/check.py --binary "$binary" --era legacy --transport http
 check python/2026-07-28/http "$python" python/check.py --binary "$binary" --era modern --transport http
 check typescript/2025-11-25 "$node" typescript/check.mjs --binary "$binary"
+check typescript/2025-11-25/http "$node" typescript/check.mjs --binary "$binary" --transport http
 check inspector "$node" inspector/check.mjs --binary "$binary"
 check app/chromium "$node" app/check.mjs --binary "$binary"
 

@@ -17,11 +17,15 @@ import { fileURLToPath } from "node:url";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { execFileSync, spawn } from "node:child_process";
 import { ElicitRequestSchema, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const STAGE = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const REPOSITORY = resolve(STAGE, "..", "..");
-const LABEL = "typescript/2025-11-25";
+// `--transport http`: `serve --http` on a loopback port with a bearer token instead of stdio.
+const HTTP = process.argv.includes("--transport") && process.argv[process.argv.indexOf("--transport") + 1] === "http";
+const LABEL = HTTP ? "typescript/2025-11-25/http" : "typescript/2025-11-25";
 const WAIT_MS = 10_000;
 const APPROVAL = { approve: true, reason: "approved by the interop check" };
 
@@ -152,7 +156,7 @@ async function main() {
   const args = process.argv.slice(2);
   const binaryAt = args.indexOf("--binary");
   if (binaryAt < 0 || !args[binaryAt + 1]) {
-    console.error("usage: node typescript/check.mjs --binary PATH [--keep]");
+    console.error("usage: node typescript/check.mjs --binary PATH [--transport stdio|http] [--keep]");
     return 2;
   }
   const binary = resolve(args[binaryAt + 1]);
@@ -182,22 +186,50 @@ async function run(binary, work) {
   cpSync(join(STAGE, "fixtures", "skills"), skills, { recursive: true });
   const scenario = JSON.parse(readFileSync(join(STAGE, "scenario.json"), "utf8"));
 
-  const transport = new StdioClientTransport({
-    command: binary,
-    args: [
-      "--data-dir", join(work, "data"),
-      "--skills", skills,
-      "--config", join(STAGE, "fixtures", "config.toml"),
-      "--log-level", "info",
-    ],
-    env: { HOME: home, XDG_DATA_HOME: join(home, ".local", "share") },
-    cwd: work,
-    stderr: "pipe",
-  });
+  const serverArgs = [
+    "--data-dir", join(work, "data"),
+    "--skills", skills,
+    "--config", join(STAGE, "fixtures", "config.toml"),
+    "--log-level", "info",
+  ];
+  const env = { HOME: home, XDG_DATA_HOME: join(home, ".local", "share") };
   const serverLog = [];
-  transport.stderr?.on("data", (chunk) => serverLog.push(chunk.toString()));
   const logFile = createWriteStream(join(work, "server.log"));
-  transport.stderr?.pipe(logFile);
+  let transport;
+  let server;
+  if (HTTP) {
+    const tokens = join(work, "tokens.toml");
+    const token = execFileSync(binary, ["token", "add", "--tokens", tokens, "--principal", "interop", "--workspace", "default"], { env, cwd: work, stdio: ["ignore", "pipe", "ignore"] })
+      .toString()
+      .trim();
+    server = spawn(binary, ["serve", "--http", "127.0.0.1:0", "--tokens", tokens, ...serverArgs], { env, cwd: work, stdio: ["ignore", "ignore", "pipe"] });
+    server.stderr.on("data", (chunk) => serverLog.push(chunk.toString()));
+    server.stderr.pipe(logFile);
+    const address = await new Promise((resolveAddress, reject) => {
+      const seen = (chunk) => {
+        const found = serverLog.join("").match(/ready on http:\/\/([^/]+)\/mcp/);
+        if (found) {
+          server.stderr.off("data", seen);
+          resolveAddress(found[1]);
+        }
+      };
+      server.stderr.on("data", seen);
+      server.on("exit", (code) => reject(new Error(`serve --http exited with ${code} before listening`)));
+    });
+    transport = new StreamableHTTPClientTransport(new URL(`http://${address}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    });
+  } else {
+    transport = new StdioClientTransport({
+      command: binary,
+      args: serverArgs,
+      env,
+      cwd: work,
+      stderr: "pipe",
+    });
+    transport.stderr?.on("data", (chunk) => serverLog.push(chunk.toString()));
+    transport.stderr?.pipe(logFile);
+  }
 
   const client = new Client(
     { name: "synapse-interop-typescript", version: "1.0.0" },
@@ -214,7 +246,11 @@ async function run(binary, work) {
     const uri = notification.params?.uri;
     notifications.push(uri ? `${notification.method} ${uri}` : notification.method);
   };
-  client.onerror = (error) => transportErrors.push(String(error?.message ?? error));
+  // Over HTTP, closing the client aborts its own GET stream, which it reports as an error.
+  let closing = false;
+  client.onerror = (error) => {
+    if (!closing) transportErrors.push(String(error?.message ?? error));
+  };
 
   const connected = await check("connect", async () => {
     await client.connect(transport);
@@ -368,7 +404,17 @@ async function run(binary, work) {
     });
   }
 
+  closing = true;
   await client.close();
+  if (server) {
+    // SIGTERM must end the server cleanly once the session is closed.
+    const code = await new Promise((resolveCode) => {
+      server.on("exit", (exitCode, signal) => resolveCode(exitCode ?? signal));
+      server.kill("SIGTERM");
+    });
+    if (code === 0) ok("SIGTERM", "the server stopped cleanly");
+    else fail("SIGTERM", `the server exited with ${code}`);
+  }
   const log = serverLog.join("");
   const errors = log.split("\n").filter((line) => line.includes("panicked") || line.includes(" ERROR "));
   if (errors.length) fail("server log", `${errors.length} error line(s), first: ${errors[0]}`);
