@@ -185,8 +185,7 @@ async fn ready(State(gate): State<Arc<Gate>>) -> Response {
 
 /// Authorizes a request for `/mcp`: its token, its workspace, its session; counts a POST in
 /// flight until its response has been sent whole.
-async fn authorize(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    let mut request = request;
+async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
     if gate.draining.load(Ordering::SeqCst) {
         match answers_only(request).await {
             Some(answer) => request = answer,
@@ -226,8 +225,7 @@ async fn authorize(State(gate): State<Arc<Gate>>, request: Request, next: Next) 
         .is_some_and(|method| method.as_bytes() == b"subscriptions/listen");
     let guard = (request.method() == Method::POST && !listens).then(|| InFlight::enter(&gate));
     request.extensions_mut().insert(access.clone());
-    let response = next.run(request).await;
-    let mut response = response;
+    let mut response = next.run(request).await;
     if closing && response.status() == StatusCode::ACCEPTED {
         // A session closed by DELETE: 204, as the Python SDK expects (rmcp answers 202).
         *response.status_mut() = StatusCode::NO_CONTENT;

@@ -274,6 +274,40 @@ async fn another_principals_workspace_is_403_on_every_route() {
 }
 
 #[tokio::test]
+async fn a_session_is_not_found_with_another_principals_token() {
+    let server = HttpServer::start(&[]).await;
+    let alice = server.token("alice", &["team"], false);
+    let bob = server.token("bob", &["team"], false);
+    let opened = reqwest::Client::new()
+        .post(server.url("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(&alice)
+        .body(initialize().to_string())
+        .send()
+        .await
+        .unwrap();
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let with_session = |token: &str| {
+        reqwest::Client::new()
+            .post(server.url("/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .bearer_auth(token)
+            .body(list.to_string())
+            .send()
+    };
+    assert_eq!(with_session(&bob).await.unwrap().status().as_u16(), 404);
+    assert_ne!(with_session(&alice).await.unwrap().status().as_u16(), 404);
+}
+
+#[tokio::test]
 async fn a_read_only_token_reads_but_is_refused_a_write() {
     let server = HttpServer::start(&[]).await;
     let token = server.token("auditor", &["research"], true);
