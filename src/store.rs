@@ -15,12 +15,16 @@
 //! so caching the same large tool result twice costs one copy.
 
 pub mod export;
+mod postgres;
+mod rows;
 mod sqlite;
 pub mod tree;
 
+pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{DeepState, Diagnosis, SCHEMA_VERSION, SqliteOptions, SqliteStore};
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::vars::{Record, Timestamp};
 
@@ -321,23 +325,36 @@ pub trait SnapshotStore: Send + Sync {
     fn switches(&self, workspace: &str) -> Result<Vec<(String, bool)>, Error>;
 }
 
+/// A store that keeps workspaces and snapshots both: what a durable [`Location`] opens.
+pub trait DurableStore: Store + SnapshotStore {}
+
+impl<T: Store + SnapshotStore + ?Sized> DurableStore for T {}
+
 /// Where the store lives, from `--store` and `--data-dir`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
     /// Nothing is written; everything is gone when the process ends.
     Memory,
     Sqlite(PathBuf),
+    /// A PostgreSQL database, by its URL (`postgres://…`).
+    Postgres(String),
 }
 
 impl Location {
-    /// `--store memory`, `--store sqlite://PATH`, else `DATA_DIR/synapse.db`, else
-    /// `$XDG_DATA_HOME/synapse-mcp/synapse.db` or `~/.local/share/synapse-mcp/synapse.db`.
+    /// `--store memory`, `--store sqlite://PATH`, `--store postgres://…`, else
+    /// `DATA_DIR/synapse.db`, else `$XDG_DATA_HOME/synapse-mcp/synapse.db` or
+    /// `~/.local/share/synapse-mcp/synapse.db`.
     pub fn resolve(store: Option<&str>, data_dir: Option<&Path>) -> Result<Self, String> {
         match store {
             Some("memory") => return Ok(Self::Memory),
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                return Ok(Self::Postgres(url.to_owned()));
+            }
             Some(other) => {
                 let path = other.strip_prefix("sqlite://").ok_or_else(|| {
-                    format!("unknown --store `{other}`: use `memory` or `sqlite://PATH`")
+                    format!(
+                        "unknown --store `{other}`: use `memory`, `sqlite://PATH` or `postgres://USER:PASSWORD@HOST:PORT/DATABASE`"
+                    )
                 })?;
                 return Ok(Self::Sqlite(PathBuf::from(path)));
             }
@@ -351,6 +368,15 @@ impl Location {
             })?,
         };
         Ok(Self::Sqlite(directory.join("synapse.db")))
+    }
+
+    /// Opens the store (migrating it); `None` for `memory`, which keeps nothing.
+    pub fn open(&self, max_bytes: Option<u64>) -> Result<Option<Arc<dyn DurableStore>>, Error> {
+        Ok(match self {
+            Self::Memory => None,
+            Self::Sqlite(path) => Some(SqliteStore::open(path, SqliteOptions { max_bytes })?),
+            Self::Postgres(url) => Some(PostgresStore::open(url, PostgresOptions { max_bytes })?),
+        })
     }
 }
 
@@ -382,7 +408,11 @@ mod tests {
             Location::resolve(None, Some(Path::new("/data"))),
             Ok(Location::Sqlite(PathBuf::from("/data/synapse.db")))
         );
-        let unknown = Location::resolve(Some("postgres://x"), None).unwrap_err();
-        assert!(unknown.contains("postgres://x"), "{unknown}");
+        assert_eq!(
+            Location::resolve(Some("postgres://u@h:5/db"), None),
+            Ok(Location::Postgres("postgres://u@h:5/db".to_owned()))
+        );
+        let unknown = Location::resolve(Some("mysql://x"), None).unwrap_err();
+        assert!(unknown.contains("mysql://x"), "{unknown}");
     }
 }

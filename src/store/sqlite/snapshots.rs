@@ -15,6 +15,7 @@ mod nodes;
 pub(super) use nodes::{count_references, free_unreferenced};
 
 use super::{SqliteStore, ensure_workspace, micros};
+use crate::store::rows::EDITED;
 use crate::store::tree::{self, Encoded};
 use crate::store::{
     Error, Floor, GlobalSnapshot, GlobalSummary, SnapshotStore, StorageReport, StoredSnapshot,
@@ -467,7 +468,6 @@ impl SnapshotStore for SqliteStore {
 }
 
 /// What `SnapshotUpdate` leaves as a floor's summary: the calls no longer made the state.
-const EDITED: &str = "edited in place (SnapshotUpdate)";
 
 /// A floor from `identifier, message_id, swipe_id, created_at, stored_bytes, summary`.
 fn floor_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Floor> {

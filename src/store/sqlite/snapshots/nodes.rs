@@ -12,91 +12,77 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::corrupt;
+use crate::store::rows::{self, NodeTable};
 use crate::store::tree::{self, Encoded};
 
-/// Stores the nodes of the batch reachable from `roots` that the store does not hold, and
-/// counts their references; returns how many it stored and their bytes. A root gets no count
-/// here: the row that names it adds one. Nodes the batch laid out but no root reaches are not
-/// stored.
+/// The node statements of [`rows::write_nodes`] and [`rows::free_unreferenced`] in SQLite.
+struct Nodes<'a, 'c>(&'a Transaction<'c>);
+
+impl NodeTable for Nodes<'_, '_> {
+    type Error = rusqlite::Error;
+
+    fn insert(&mut self, hash: &str, body: &str, refs: i64) -> rusqlite::Result<bool> {
+        self.0
+            .prepare_cached(
+                "INSERT INTO snapshot_nodes (hash, body, refs) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (hash) DO NOTHING",
+            )?
+            .execute(params![hash, body, refs])
+            .map(|inserted| inserted > 0)
+    }
+
+    fn add_reference(&mut self, hash: &str) -> rusqlite::Result<bool> {
+        self.0
+            .prepare_cached("UPDATE snapshot_nodes SET refs = refs + 1 WHERE hash = ?1")?
+            .execute(params![hash])
+            .map(|updated| updated > 0)
+    }
+
+    fn unreferenced(&mut self) -> rusqlite::Result<Vec<String>> {
+        self.0
+            .prepare_cached("SELECT hash FROM snapshot_nodes WHERE refs <= 0")?
+            .query_map([], |row| row.get(0))?
+            .collect()
+    }
+
+    fn delete_unreferenced(&mut self, hash: &str) -> rusqlite::Result<Option<String>> {
+        self.0
+            .prepare_cached(
+                "DELETE FROM snapshot_nodes WHERE hash = ?1 AND refs <= 0 RETURNING body",
+            )?
+            .query_row(params![hash], |row| row.get(0))
+            .optional()
+    }
+
+    fn release(&mut self, hash: &str) -> rusqlite::Result<Option<i64>> {
+        self.0
+            .prepare_cached(
+                "UPDATE snapshot_nodes SET refs = refs - 1 WHERE hash = ?1 RETURNING refs",
+            )?
+            .query_row(params![hash], |row| row.get(0))
+            .optional()
+    }
+
+    fn gone(message: String) -> rusqlite::Error {
+        corrupt(message)
+    }
+}
+
+/// Stores the nodes of the batch reachable from `roots` that the store does not hold (see
+/// [`rows::write_nodes`]); returns how many it stored and their bytes.
 pub(super) fn write<'a>(
     transaction: &Transaction<'_>,
     nodes: &Encoded,
     roots: impl IntoIterator<Item = &'a str>,
 ) -> rusqlite::Result<(u64, u64)> {
-    let bodies: HashMap<&str, &str> = nodes
-        .nodes
-        .iter()
-        .map(|(hash, body)| (hash.as_str(), body.as_str()))
-        .collect();
-    let mut insert = transaction.prepare_cached(
-        "INSERT INTO snapshot_nodes (hash, body, refs) VALUES (?1, ?2, ?3) \
-         ON CONFLICT (hash) DO NOTHING",
-    )?;
-    let mut add =
-        transaction.prepare_cached("UPDATE snapshot_nodes SET refs = refs + 1 WHERE hash = ?1")?;
-    let (mut count, mut bytes) = (0, 0);
-    // (hash, whether a new node refers to it): the roots first, then what new nodes refer to.
-    let mut pending: Vec<(String, bool)> = roots
-        .into_iter()
-        .map(|root| (root.to_owned(), false))
-        .collect();
-    let mut children = Vec::new();
-    while let Some((hash, referred)) = pending.pop() {
-        let added = match bodies.get(hash.as_str()) {
-            Some(body) => insert.execute(params![hash, body, i64::from(referred)])? > 0,
-            None => false,
-        };
-        if added {
-            let body = bodies[hash.as_str()];
-            count += 1;
-            bytes += body.len() as u64;
-            tree::references(body, &mut children);
-            pending.extend(children.drain(..).map(|child| (child, true)));
-        } else if referred && add.execute(params![hash])? == 0 {
-            // Laid out against an earlier batch whose nodes are gone (the chat was deleted
-            // while it was being processed): storing the reference would leave it dangling.
-            // (A root that is gone fails the rows' foreign key.)
-            return Err(corrupt(format!(
-                "snapshot node {hash} is no longer stored; process the chat again"
-            )));
-        }
-    }
-    Ok((count, bytes))
+    rows::write_nodes(&mut Nodes(transaction), nodes, roots)
 }
 
 /// Frees every node nothing refers to any more, and in turn the nodes only those referred to.
 pub(in crate::store::sqlite) fn free_unreferenced(
     transaction: &Transaction<'_>,
 ) -> rusqlite::Result<()> {
-    let mut pending: Vec<String> = transaction
-        .prepare_cached("SELECT hash FROM snapshot_nodes WHERE refs <= 0")?
-        .query_map([], |row| row.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut delete = transaction.prepare_cached(
-        "DELETE FROM snapshot_nodes WHERE hash = ?1 AND refs <= 0 RETURNING body",
-    )?;
-    let mut release = transaction.prepare_cached(
-        "UPDATE snapshot_nodes SET refs = refs - 1 WHERE hash = ?1 RETURNING refs",
-    )?;
-    let mut children = Vec::new();
-    while let Some(hash) = pending.pop() {
-        let Some(body) = delete
-            .query_row(params![hash], |row| row.get::<_, String>(0))
-            .optional()?
-        else {
-            continue;
-        };
-        tree::references(&body, &mut children);
-        for child in children.drain(..) {
-            let left: Option<i64> = release
-                .query_row(params![child], |row| row.get(0))
-                .optional()?;
-            if left.is_some_and(|left| left <= 0) {
-                pending.push(child);
-            }
-        }
-    }
-    Ok(())
+    rows::free_unreferenced(&mut Nodes(transaction))
 }
 
 /// Counts every node's references from scratch and frees the nodes nothing refers to: for a
