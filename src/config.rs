@@ -334,8 +334,7 @@ impl Config {
             config.file = Some(path.clone());
         }
         let store = cli.store.as_deref().or(file.store.as_deref());
-        config.store = Location::resolve(store, cli.data_dir.as_deref())
-            .map_err(Error::Store)?;
+        config.store = Location::resolve(store, cli.data_dir.as_deref()).map_err(Error::Store)?;
         config.trust_project = cli.trust_project;
         config.tool_folders = cli
             .tools

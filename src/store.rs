@@ -380,6 +380,26 @@ impl Location {
     }
 }
 
+/// What the tests look at below the traits: the stored snapshot nodes.
+#[cfg(test)]
+pub(crate) trait Inspect: DurableStore {
+    /// Every snapshot node as `(hash, refs, body)`, by hash.
+    fn snapshot_nodes(&self) -> Vec<(String, i64, String)>;
+    /// The root of every chat snapshot, template and global snapshot.
+    fn snapshot_roots(&self) -> Vec<String>;
+}
+
+/// Every kind of durable store, fresh, for the tests that must hold for each: an in-memory
+/// SQLite database, and a new PostgreSQL database when a server can be started.
+#[cfg(test)]
+pub(crate) fn every_store() -> Vec<Arc<dyn Inspect>> {
+    let mut stores: Vec<Arc<dyn Inspect>> = vec![SqliteStore::open_in_memory().unwrap()];
+    if let Some(url) = postgres::testing::database() {
+        stores.push(PostgresStore::open(&url, PostgresOptions::default()).unwrap());
+    }
+    stores
+}
+
 fn default_data_dir() -> Option<PathBuf> {
     let xdg = std::env::var_os("XDG_DATA_HOME").filter(|value| !value.is_empty());
     let base = match xdg {

@@ -30,6 +30,8 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
 mod snapshots;
+#[cfg(test)]
+pub(crate) mod testing;
 mod workspaces;
 
 use super::Error;
@@ -86,7 +88,10 @@ enum Failure {
     /// A stored row that does not read back (or a value refused before it is written).
     Invalid(String),
     /// The size cap would be passed.
-    Full { stored: u64, cap: u64 },
+    Full {
+        stored: u64,
+        cap: u64,
+    },
 }
 
 impl From<tokio_postgres::Error> for Failure {
@@ -412,8 +417,7 @@ impl PostgresStore {
                 newer.set(Some(found));
                 return Ok(());
             }
-            for (version, migration) in MIGRATIONS.iter().filter(|(version, _)| *version > found)
-            {
+            for (version, migration) in MIGRATIONS.iter().filter(|(version, _)| *version > found) {
                 wait(session.client.batch_execute(migration))?;
                 session.execute("UPDATE schema_version SET version = $1", &[version])?;
                 tracing::info!(store = %shown.display(), version, "store migrated");

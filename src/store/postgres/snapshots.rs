@@ -95,7 +95,8 @@ fn decode_root(session: &mut Session<'_>, hash: &str) -> Result<Value, Failure> 
     tree::decode(
         hash,
         &mut |hash: &str| {
-            let row = session.query_opt("SELECT body FROM snapshot_nodes WHERE hash = $1", &[&hash])?;
+            let row =
+                session.query_opt("SELECT body FROM snapshot_nodes WHERE hash = $1", &[&hash])?;
             match row {
                 Some(row) => column(&row, 0),
                 None => Err(Failure::Invalid(format!("snapshot node {hash} is missing"))),
@@ -643,5 +644,33 @@ impl SnapshotStore for PostgresStore {
                 .map(|row| Ok((column(row, 0)?, column(row, 1)?)))
                 .collect()
         })
+    }
+}
+
+#[cfg(test)]
+impl crate::store::Inspect for PostgresStore {
+    fn snapshot_nodes(&self) -> Vec<(String, i64, String)> {
+        self.run(|session| {
+            session
+                .query(
+                    "SELECT hash, refs, body FROM snapshot_nodes ORDER BY hash COLLATE \"C\"",
+                    &[],
+                )?
+                .iter()
+                .map(|row| Ok((column(row, 0)?, column(row, 1)?, column(row, 2)?)))
+                .collect()
+        })
+        .unwrap()
+    }
+
+    fn snapshot_roots(&self) -> Vec<String> {
+        self.run(|session| {
+            strings(&session.query(
+                "SELECT root FROM message_variables UNION ALL SELECT root FROM templates \
+                 UNION ALL SELECT root FROM global_snapshots",
+                &[],
+            )?)
+        })
+        .unwrap()
     }
 }

@@ -10,8 +10,7 @@ use tokio_postgres::Row;
 use super::{Failure, PostgresStore, Session, column, ensure_workspace, text_of};
 use crate::json::nesting;
 use crate::store::rows::{
-    VariableRow, count, kind_name, micros, pool_key, removals_pruned_below, stored_count,
-    tags_text,
+    VariableRow, count, kind_name, micros, pool_key, removals_pruned_below, stored_count, tags_text,
 };
 use crate::store::{Batch, Changes, Commit, Error, Loaded, Store, Visit, WorkspaceSummary};
 use crate::vars::{Record, wall_clock};
@@ -71,10 +70,7 @@ fn sequence_of(
         "SELECT sequence, pruned_below FROM workspaces WHERE name = $1"
     };
     match session.query_opt(sql, &[&workspace])? {
-        Some(row) => Ok((
-            count(column(&row, 0)?),
-            count(column(&row, 1)?),
-        )),
+        Some(row) => Ok((count(column(&row, 0)?), count(column(&row, 1)?))),
         None => Ok((0, 0)),
     }
 }
@@ -155,7 +151,11 @@ fn release_pooled(session: &mut Session<'_>, hashes: &[String]) -> Result<(), Fa
     Ok(())
 }
 
-fn prune_removals(session: &mut Session<'_>, workspace: &str, sequence: u64) -> Result<(), Failure> {
+fn prune_removals(
+    session: &mut Session<'_>,
+    workspace: &str,
+    sequence: u64,
+) -> Result<(), Failure> {
     let Some(below) = removals_pruned_below(sequence) else {
         return Ok(());
     };
@@ -176,7 +176,10 @@ pub(super) fn read_state(
     session: &mut Session<'_>,
     workspace: &str,
 ) -> Result<serde_json::Value, Failure> {
-    match session.query_opt("SELECT document FROM state WHERE workspace = $1", &[&workspace])? {
+    match session.query_opt(
+        "SELECT document FROM state WHERE workspace = $1",
+        &[&workspace],
+    )? {
         None => Ok(serde_json::Value::Object(serde_json::Map::new())),
         Some(row) => {
             let text: String = column(&row, 0)?;

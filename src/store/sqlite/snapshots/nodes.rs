@@ -123,11 +123,35 @@ pub(in crate::store::sqlite) fn count_references(
 }
 
 #[cfg(test)]
+impl crate::store::Inspect for crate::store::SqliteStore {
+    fn snapshot_nodes(&self) -> Vec<(String, i64, String)> {
+        self.connection()
+            .prepare("SELECT hash, refs, body FROM snapshot_nodes ORDER BY hash")
+            .and_then(|mut statement| {
+                statement
+                    .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                    .collect()
+            })
+            .unwrap()
+    }
+
+    fn snapshot_roots(&self) -> Vec<String> {
+        self.connection()
+            .prepare(
+                "SELECT root FROM message_variables UNION ALL SELECT root FROM templates \
+                 UNION ALL SELECT root FROM global_snapshots",
+            )
+            .and_then(|mut statement| statement.query_map([], |row| row.get(0))?.collect())
+            .unwrap()
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::sqlite::SqliteStore;
     use crate::store::tree::SnapshotKey;
-    use crate::store::{GlobalSnapshot, SnapshotStore, Store as _};
+    use crate::store::{GlobalSnapshot, Inspect, SnapshotStore};
     use pretty_assertions::assert_eq;
     use serde_json::{Value, json};
 
@@ -135,26 +159,11 @@ mod tests {
     type Counts = Vec<(String, i64)>;
 
     /// Every node with its stored count, and with the count a walk over the store finds.
-    fn counts(store: &SqliteStore) -> (Counts, Counts) {
-        let connection = store.connection();
-        let stored: Vec<(String, i64, String)> = connection
-            .prepare("SELECT hash, refs, body FROM snapshot_nodes ORDER BY hash")
-            .unwrap()
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+    fn counts(store: &dyn Inspect) -> (Counts, Counts) {
+        let stored = store.snapshot_nodes();
         let mut found: HashMap<String, i64> = HashMap::new();
-        for root in connection
-            .prepare(
-                "SELECT root FROM message_variables UNION ALL SELECT root FROM templates \
-                 UNION ALL SELECT root FROM global_snapshots",
-            )
-            .unwrap()
-            .query_map([], |row| row.get::<_, String>(0))
-            .unwrap()
-        {
-            *found.entry(root.unwrap()).or_default() += 1;
+        for root in store.snapshot_roots() {
+            *found.entry(root).or_default() += 1;
         }
         let mut children = Vec::new();
         for (_, _, body) in &stored {
@@ -194,7 +203,7 @@ mod tests {
         })
     }
 
-    fn assert_counted(store: &SqliteStore) {
+    fn assert_counted(store: &dyn Inspect) {
         let (kept, walked) = counts(store);
         assert_eq!(kept, walked);
         assert!(
@@ -205,59 +214,60 @@ mod tests {
 
     #[test]
     fn counts_follow_every_write_and_delete_and_free_exactly_the_unused() {
-        let store = SqliteStore::open_in_memory().unwrap();
-        let mut batch = Encoded::new();
-        for index in 0..40 {
-            batch
-                .add(key(&format!("a{index}"), "one"), &state(index))
+        for store in crate::store::every_store() {
+            let mut batch = Encoded::new();
+            for index in 0..40 {
+                batch
+                    .add(key(&format!("a{index}"), "one"), &state(index))
+                    .unwrap();
+            }
+            store.put_snapshots("w", &batch).unwrap();
+            let mut other = Encoded::new();
+            for index in 20..30 {
+                other
+                    .add(key(&format!("b{index}"), "two"), &state(index))
+                    .unwrap();
+            }
+            store.put_snapshots("w", &other).unwrap();
+            assert_counted(store.as_ref());
+            // The same id again (a replaced row) with another state.
+            store
+                .put_snapshots("w", &{
+                    let mut again = Encoded::new();
+                    again.add(key("a3", "one"), &state(33)).unwrap();
+                    again
+                })
                 .unwrap();
-        }
-        store.put_snapshots("w", &batch).unwrap();
-        let mut other = Encoded::new();
-        for index in 20..30 {
-            other
-                .add(key(&format!("b{index}"), "two"), &state(index))
+            store.set_template("w", "hero", &state(5)).unwrap();
+            store.set_template("w", "hero", &state(6)).unwrap();
+            store
+                .put_global(
+                    "w",
+                    &GlobalSnapshot {
+                        id: "g".to_owned(),
+                        label: "kept".to_owned(),
+                        description: String::new(),
+                        created_at: 1,
+                        value: state(25),
+                    },
+                )
                 .unwrap();
+            assert!(store.update_snapshot("w", "a7", &state(2)).unwrap());
+            assert_counted(store.as_ref());
+            let ids: Vec<String> = (0..40)
+                .step_by(3)
+                .map(|index| format!("a{index}"))
+                .collect();
+            store.delete_snapshots("w", &ids).unwrap();
+            assert_counted(store.as_ref());
+            store.delete_chat("w", "one").unwrap();
+            assert_counted(store.as_ref());
+            assert!(store.delete_global("w", "g").unwrap());
+            assert_counted(store.as_ref());
+            // Deleting the workspace cascades to its rows: their triggers count too.
+            assert!(store.delete_workspace("w").unwrap());
+            assert_eq!(counts(store.as_ref()).0, []);
         }
-        store.put_snapshots("w", &other).unwrap();
-        assert_counted(&store);
-        // The same id again (a replaced row) with another state.
-        store
-            .put_snapshots("w", &{
-                let mut again = Encoded::new();
-                again.add(key("a3", "one"), &state(33)).unwrap();
-                again
-            })
-            .unwrap();
-        store.set_template("w", "hero", &state(5)).unwrap();
-        store.set_template("w", "hero", &state(6)).unwrap();
-        store
-            .put_global(
-                "w",
-                &GlobalSnapshot {
-                    id: "g".to_owned(),
-                    label: "kept".to_owned(),
-                    description: String::new(),
-                    created_at: 1,
-                    value: state(25),
-                },
-            )
-            .unwrap();
-        assert!(store.update_snapshot("w", "a7", &state(2)).unwrap());
-        assert_counted(&store);
-        let ids: Vec<String> = (0..40)
-            .step_by(3)
-            .map(|index| format!("a{index}"))
-            .collect();
-        store.delete_snapshots("w", &ids).unwrap();
-        assert_counted(&store);
-        store.delete_chat("w", "one").unwrap();
-        assert_counted(&store);
-        assert!(store.delete_global("w", "g").unwrap());
-        assert_counted(&store);
-        // Deleting the workspace cascades to its rows: their triggers count too.
-        assert!(store.delete_workspace("w").unwrap());
-        assert_eq!(counts(&store).0, []);
     }
 
     #[test]
@@ -271,7 +281,7 @@ mod tests {
         }
         store.put_snapshots("w", &batch).unwrap();
         store.set_template("w", "hero", &state(3)).unwrap();
-        let kept = counts(&store).0;
+        let kept = counts(store.as_ref()).0;
         let mut connection = store.connection();
         let transaction = connection.transaction().unwrap();
         transaction
@@ -287,7 +297,7 @@ mod tests {
         count_references(&transaction).unwrap();
         transaction.commit().unwrap();
         drop(connection);
-        assert_eq!(counts(&store).0, kept);
+        assert_eq!(counts(store.as_ref()).0, kept);
     }
 
     #[test]
@@ -332,12 +342,17 @@ mod tests {
             }
         }
         let store = SqliteStore::open(&path, crate::store::SqliteOptions::default()).unwrap();
-        assert_counted(&store);
-        assert!(!counts(&store).0.iter().any(|(hash, _)| hash == "unused"));
+        assert_counted(store.as_ref());
+        assert!(
+            !counts(store.as_ref())
+                .0
+                .iter()
+                .any(|(hash, _)| hash == "unused")
+        );
         store
             .delete_snapshots("w", &["a19".to_owned(), "a3".to_owned()])
             .unwrap();
-        assert_counted(&store);
+        assert_counted(store.as_ref());
         assert_eq!(
             store.snapshot("w", "a18").unwrap().unwrap().value,
             state(18)
