@@ -91,7 +91,6 @@ mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
-
     #[test]
     fn a_moved_function_leaves_its_scope_whole_or_not_at_all() {
         for store in crate::store::every_store() {
