@@ -435,4 +435,105 @@ mod tests {
         let unknown = Location::resolve(Some("mysql://x"), None).unwrap_err();
         assert!(unknown.contains("mysql://x"), "{unknown}");
     }
+
+    /// A variable as the tests write it (with a NUL in its description).
+    pub(super) fn record(name: &str, value: &str) -> Record {
+        Record {
+            name: Arc::from(name),
+            value: Arc::from(value),
+            kind: crate::vars::ValueKind::Text,
+            var_type: crate::vars::VarType::LlmAdd,
+            desc: Some(format!("{name} \u{0} described")),
+            tags: vec!["t".to_owned()],
+            keep: false,
+            created: Timestamp(1),
+            updated: Timestamp(2),
+            last_visited: Timestamp(3),
+            reference_count: 0,
+        }
+    }
+
+    /// Two handles on one durable store, as two processes have them, for each kind.
+    fn shared_stores() -> Vec<(
+        Arc<dyn DurableStore>,
+        Arc<dyn DurableStore>,
+        tempfile::TempDir,
+    )> {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("synapse.db");
+        let open = || -> Arc<dyn DurableStore> {
+            SqliteStore::open(&path, SqliteOptions::default()).unwrap()
+        };
+        let mut pairs = vec![(open(), open(), folder)];
+        if let Some(url) = postgres::testing::database() {
+            let open = || -> Arc<dyn DurableStore> {
+                PostgresStore::open(&url, PostgresOptions::default()).unwrap()
+            };
+            pairs.push((open(), open(), tempfile::tempdir().unwrap()));
+        }
+        pairs
+    }
+
+    #[test]
+    fn two_handles_writing_one_workspace_at_once_lose_no_update() {
+        const WRITES: u64 = 40;
+        for (first, second, _folder) in shared_stores() {
+            let write = |store: Arc<dyn DurableStore>, prefix: &'static str| {
+                std::thread::spawn(move || {
+                    let mut sequences = Vec::new();
+                    for index in 0..WRITES {
+                        let batch = Batch {
+                            written: vec![
+                                record(
+                                    &format!("{prefix}-{index}"),
+                                    &"v".repeat(70 + index as usize),
+                                ),
+                                record("shared", prefix),
+                            ],
+                            removed: Vec::new(),
+                        };
+                        sequences.push(store.commit("w", &batch).unwrap().after);
+                        store
+                            .update_state("w", &mut |document| {
+                                let count = document["count"].as_u64().unwrap_or(0);
+                                document["count"] = serde_json::json!(count + 1);
+                                Ok(())
+                            })
+                            .unwrap()
+                            .unwrap();
+                    }
+                    sequences
+                })
+            };
+            let one = write(first.clone(), "a");
+            let two = write(second.clone(), "b");
+            let mut sequences = one.join().unwrap();
+            sequences.extend(two.join().unwrap());
+            sequences.sort_unstable();
+            assert_eq!(
+                sequences,
+                (1..=2 * WRITES).collect::<Vec<_>>(),
+                "each commit took the next sequence"
+            );
+            assert_eq!(
+                second.state("w").unwrap()["count"],
+                serde_json::json!(2 * WRITES)
+            );
+            let loaded = first.load("w").unwrap();
+            assert_eq!(loaded.sequence, 2 * WRITES);
+            assert_eq!(loaded.variables.len() as u64, 2 * WRITES + 1);
+            let seen = second.changes("w", WRITES).unwrap();
+            assert_eq!(seen.sequence, 2 * WRITES);
+            assert!(
+                seen.written
+                    .iter()
+                    .any(|variable| &*variable.name == "shared")
+            );
+            assert_eq!(
+                first.variable("w", "a-3").unwrap(),
+                Some(record("a-3", &"v".repeat(73))),
+                "a pooled value and a description with a NUL read back whole"
+            );
+        }
+    }
 }

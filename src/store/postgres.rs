@@ -527,3 +527,63 @@ fn redacted(url: &str) -> String {
         _ => format!("{before}@{after}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Batch, Store};
+
+    #[test]
+    fn writes_past_the_size_cap_are_refused_and_deletes_still_run() {
+        let Some(url) = testing::database() else {
+            return;
+        };
+        let store = PostgresStore::open(
+            &url,
+            PostgresOptions {
+                max_bytes: Some(10_000),
+            },
+        )
+        .unwrap();
+        let variable = |name: &str, length: usize| {
+            crate::store::tests::record(name, &name[..1].repeat(length))
+        };
+        let write = |name: &str, length: usize| {
+            store.commit(
+                "w",
+                &Batch {
+                    written: vec![variable(name, length)],
+                    removed: Vec::new(),
+                },
+            )
+        };
+        write("kept", 6_000).unwrap();
+        // The same value again: the pool holds it once, so it fits.
+        store
+            .commit(
+                "w",
+                &Batch {
+                    written: vec![variable("kept-twin", 6_000)],
+                    removed: Vec::new(),
+                },
+            )
+            .unwrap();
+        let refused = write("big", 6_000).unwrap_err().to_string();
+        assert!(
+            refused.contains("store_max_bytes = 10000") && refused.contains("nothing was changed"),
+            "{refused}"
+        );
+        assert_eq!(store.variable("w", "big").unwrap(), None);
+        assert!(store.variable("w", "kept").unwrap().is_some());
+        store
+            .commit(
+                "w",
+                &Batch {
+                    written: Vec::new(),
+                    removed: vec!["kept".to_owned(), "kept-twin".to_owned()],
+                },
+            )
+            .unwrap();
+        write("big", 6_000).unwrap();
+    }
+}
