@@ -5,10 +5,13 @@
 //! this works the same from a multi-thread runtime, a current-thread one (the tests' in-process
 //! servers) or a plain thread, which `Handle::block_on` inside `block_in_place` would not.
 //!
-//! Writes run at READ COMMITTED, and every write that changes a workspace's change sequence
-//! first locks the workspace's row (`SELECT … FOR UPDATE`): writers to one workspace queue on
-//! that lock, each reads the sequence the one before it committed, and no acknowledged write is
-//! lost; writers to different workspaces never wait for each other. A transaction that still
+//! Writes run at READ COMMITTED, and every write that changes a workspace's change sequence or
+//! its state document first locks the workspace's row (a commit's upsert that takes the next
+//! sequence, a state update's `SELECT … FOR UPDATE`): writers to one workspace queue on that
+//! lock, each reads what the one before it committed, and no acknowledged write is lost; writers
+//! to different workspaces never wait for each other. (SERIALIZABLE would give the same
+//! guarantee by failing one of two concurrent writers and running it again: more work under
+//! contention, for no rows the lock does not already cover.) A transaction that still
 //! meets a deadlock, a serialization failure or a row another one freed meanwhile (a pooled
 //! value, a snapshot node) is run again from the start, a few times. A commit returns once
 //! PostgreSQL has made it durable (`synchronous_commit` as the server has it: on by default).

@@ -1,7 +1,8 @@
 //! The [`Store`] trait over PostgreSQL: the same rows as the SQLite store (variables, the value
 //! pool, change sequences, removals, visits, approvals, tool switches, the state document). A
-//! commit locks its workspace's row first (`FOR UPDATE`), so writers to one workspace take
-//! turns and each stamps the next sequence.
+//! commit's first statement takes the workspace's next sequence (an upsert of its row, which
+//! holds the row locked until the commit), so writers to one workspace take turns and each
+//! stamps the next sequence; a state update locks the same row (`FOR UPDATE`).
 
 use std::path::Path;
 
@@ -241,10 +242,16 @@ impl Store for PostgresStore {
 
     fn commit(&self, workspace: &str, batch: &Batch) -> Result<Commit, Error> {
         let work = |session: &mut Session<'_>| {
-            ensure_workspace(session, workspace)?;
-            let (before, _) = sequence_of(session, workspace, true)?;
-            let after = before + 1;
-            let stamp = stored_count(after);
+            // Creates the workspace or takes the next sequence, and holds its row until commit.
+            let row = session.query_opt(
+                "INSERT INTO workspaces (name, created, sequence) VALUES ($1, $2, 1) \
+                 ON CONFLICT (name) DO UPDATE SET sequence = workspaces.sequence + 1 \
+                 RETURNING sequence",
+                &[&workspace, &micros(wall_clock())],
+            )?;
+            let stamp: i64 = row.map_or(Ok(1), |row| column(&row, 0))?;
+            let after = count(stamp);
+            let before = after.saturating_sub(1);
             let mut released = Vec::new();
             for variable in &batch.written {
                 released.extend(pooled_hash(session, workspace, &variable.name)?);
@@ -263,10 +270,6 @@ impl Store for PostgresStore {
                 )?;
             }
             release_pooled(session, &released)?;
-            session.execute(
-                "UPDATE workspaces SET sequence = $2 WHERE name = $1",
-                &[&workspace, &stamp],
-            )?;
             prune_removals(session, workspace, after)?;
             Ok(Commit { before, after })
         };
