@@ -476,6 +476,18 @@ fn doctor_reports_the_store_and_its_integrity() {
 }
 
 #[test]
+fn an_unreachable_postgres_store_stops_the_server_with_the_reason() {
+    let (out, stderr, ok) = run_command(&["--store", "postgres://nobody:secret@127.0.0.1:1/none"]);
+    assert!(!ok && out.is_empty(), "no silent fallback to memory");
+    assert!(
+        stderr.contains("postgres://nobody@127.0.0.1:1/none")
+            && stderr.contains("check that PostgreSQL runs there"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("secret"), "the password is never shown: {stderr}");
+}
+
+#[test]
 fn broken_stores_are_refused_at_start_with_the_reason() {
     let directory = tempfile::tempdir().unwrap();
     let blocker = directory.path().join("a-file");
