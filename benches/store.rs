@@ -45,12 +45,13 @@ fn record(name: &str) -> Record {
 fn report(store: &str, operation: &str, mut times: Vec<Duration>) {
     times.sort_unstable();
     let mean = times.iter().sum::<Duration>() / u32::try_from(times.len()).unwrap_or(1);
-    let at = |share: f64| times[((times.len() - 1) as f64 * share) as usize];
+    // The value below which `percent` of the times fall.
+    let at = |percent: usize| times[(times.len() - 1) * percent / 100];
     println!(
         "{store:<10} {operation:<16} mean {:>8.1} µs   p50 {:>8.1} µs   p99 {:>8.1} µs",
         mean.as_secs_f64() * 1e6,
-        at(0.5).as_secs_f64() * 1e6,
-        at(0.99).as_secs_f64() * 1e6,
+        at(50).as_secs_f64() * 1e6,
+        at(99).as_secs_f64() * 1e6,
     );
 }
 

@@ -453,12 +453,15 @@ mod tests {
         }
     }
 
-    /// Two handles on one durable store, as two processes have them, for each kind.
-    fn shared_stores() -> Vec<(
+    /// Two handles on one durable store, and the folder it may live in.
+    type SharedStore = (
         Arc<dyn DurableStore>,
         Arc<dyn DurableStore>,
         tempfile::TempDir,
-    )> {
+    );
+
+    /// Two handles on one durable store, as two processes have them, for each kind.
+    fn shared_stores() -> Vec<SharedStore> {
         let folder = tempfile::tempdir().unwrap();
         let path = folder.path().join("synapse.db");
         let open = || -> Arc<dyn DurableStore> {
@@ -486,7 +489,7 @@ mod tests {
                             written: vec![
                                 record(
                                     &format!("{prefix}-{index}"),
-                                    &"v".repeat(70 + index as usize),
+                                    &"v".repeat(70 + usize::try_from(index).unwrap()),
                                 ),
                                 record("shared", prefix),
                             ],

@@ -409,12 +409,12 @@ impl PostgresStore {
                 "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)",
                 &[],
             )?;
-            let found: i64 = match session.query_opt("SELECT version FROM schema_version", &[])? {
-                Some(row) => column(&row, 0)?,
-                None => {
-                    session.execute("INSERT INTO schema_version (version) VALUES (0)", &[])?;
-                    0
-                }
+            let stored = session.query_opt("SELECT version FROM schema_version", &[])?;
+            let found: i64 = if let Some(row) = stored {
+                column(&row, 0)?
+            } else {
+                session.execute("INSERT INTO schema_version (version) VALUES (0)", &[])?;
+                0
             };
             if found > super::SCHEMA_VERSION {
                 newer.set(Some(found));

@@ -18,7 +18,7 @@ const POOLED_CHARS: usize = 64;
 /// Removals are pruned in steps of this many changes; a process further behind reloads in full.
 pub(super) const REMOVAL_WINDOW: u64 = 1_000;
 
-/// The summary of a snapshot whose state was replaced in place.
+/// What `SnapshotUpdate` leaves as a floor's summary: the calls no longer made the state.
 pub(super) const EDITED: &str = "edited in place (SnapshotUpdate)";
 
 /// The value pool's key of a value that goes to the pool (its SHA-256 in hex); `None` for a

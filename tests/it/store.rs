@@ -484,7 +484,10 @@ fn an_unreachable_postgres_store_stops_the_server_with_the_reason() {
             && stderr.contains("check that PostgreSQL runs there"),
         "{stderr}"
     );
-    assert!(!stderr.contains("secret"), "the password is never shown: {stderr}");
+    assert!(
+        !stderr.contains("secret"),
+        "the password is never shown: {stderr}"
+    );
 }
 
 #[test]

@@ -467,8 +467,6 @@ impl SnapshotStore for SqliteStore {
     }
 }
 
-/// What `SnapshotUpdate` leaves as a floor's summary: the calls no longer made the state.
-
 /// A floor from `identifier, message_id, swipe_id, created_at, stored_bytes, summary`.
 fn floor_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Floor> {
     Ok(Floor {
