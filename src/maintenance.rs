@@ -195,13 +195,7 @@ pub fn doctor(config: &Config, repair: bool, out: &mut dyn Write) -> Result<(), 
         "value pool:      {} values, {} bytes",
         diagnosis.pooled_values, diagnosis.pooled_bytes
     )?;
-    for summary in store.workspaces()? {
-        writeln!(
-            out,
-            "workspace:       {} ({} variables, {} approvals)",
-            summary.name, summary.variables, summary.approvals
-        )?;
-    }
+    report_workspaces(store.as_ref(), out)?;
     let problems = diagnosis.integrity.join("; ");
     writeln!(out, "integrity:       {problems}")?;
     if problems != "ok" {
@@ -233,6 +227,12 @@ fn doctor_postgres(url: &str, max_bytes: Option<u64>, out: &mut dyn Write) -> Re
         store.schema_version()?
     )?;
     writeln!(out, "stored bytes:    {}", store.stored_bytes()?)?;
+    report_workspaces(store.as_ref(), out)?;
+    Ok(())
+}
+
+/// `doctor`'s line per stored workspace.
+fn report_workspaces(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
     for summary in store.workspaces()? {
         writeln!(
             out,

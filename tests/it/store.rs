@@ -476,6 +476,20 @@ fn doctor_reports_the_store_and_its_integrity() {
 }
 
 #[test]
+fn doctor_reports_a_postgres_store() {
+    let Some(place) = Place::postgres() else {
+        return;
+    };
+    let (out, stderr, ok) = run_command(&place.with(&["doctor"]));
+    assert!(ok, "{stderr}");
+    assert!(
+        out.contains("store:           postgres://postgres@127.0.0.1:"),
+        "{out}"
+    );
+    assert!(out.contains("schema version:  7 (this build: 7)"), "{out}");
+}
+
+#[test]
 fn an_unreachable_postgres_store_stops_the_server_with_the_reason() {
     let (out, stderr, ok) = run_command(&["--store", "postgres://nobody:secret@127.0.0.1:1/none"]);
     assert!(!ok && out.is_empty(), "no silent fallback to memory");
