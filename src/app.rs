@@ -23,7 +23,7 @@ use crate::skills::Library;
 use crate::skills::discover::RootKind;
 use crate::skills::shelf::Shelf;
 use crate::snapshots::Snapshots;
-use crate::store::{Location, SqliteOptions, SqliteStore};
+use crate::store::{DurableStore, SnapshotStore, SqliteStore};
 use crate::tools::{
     Caller, Executor, ExecutorSettings, Origin, RegisterError, Registry, ToolGroup,
 };
@@ -78,7 +78,7 @@ impl Space {
 /// What a new workspace is built from: the opened store and the configuration's limits.
 struct Opener {
     /// `None` with `--store memory`: each workspace lives in memory.
-    store: Option<Arc<SqliteStore>>,
+    store: Option<Arc<dyn DurableStore>>,
     capacity: usize,
     clock: Arc<dyn Clock>,
     max_bytes: u64,
@@ -125,17 +125,12 @@ impl App {
     /// as `config` says. The skills load in the background (see [`App::library`]).
     pub fn open(config: &Config) -> Result<Self, Error> {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-        // Snapshots live in the workspace's SQLite file; with `--store memory`, in a private
+        // Snapshots live in the workspace's store; with `--store memory`, in a private
         // in-memory SQLite database that ends with the process.
-        let (store, snapshot_store) = match &config.store {
-            Location::Memory => (None, SqliteStore::open_in_memory()?),
-            Location::Sqlite(path) => {
-                let options = SqliteOptions {
-                    max_bytes: config.store_max_bytes,
-                };
-                let store = SqliteStore::open(path, options)?;
-                (Some(Arc::clone(&store)), store)
-            }
+        let store = config.store.open(config.store_max_bytes)?;
+        let snapshot_store: Arc<dyn SnapshotStore> = match &store {
+            None => SqliteStore::open_in_memory()?,
+            Some(store) => Arc::clone(store) as Arc<dyn SnapshotStore>,
         };
         let opener = Opener {
             store,
