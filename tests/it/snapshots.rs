@@ -730,7 +730,10 @@ async fn unicode_and_quoted_paths_reach_snapshot_tools_over_stdio() {
     let client = client().await;
     let messages = vec![
         user("开始"),
-        ai(0, &["@.SET(\"角色.金币\", 7); @.SET(\"角色.名字\", \"林\");"]),
+        ai(
+            0,
+            &["@.SET(\"角色.金币\", 7); @.SET(\"角色.名字\", \"林\");"],
+        ),
     ];
     ok(
         &client,
@@ -774,4 +777,3 @@ async fn unicode_and_quoted_paths_reach_snapshot_tools_over_stdio() {
     );
     client.cancel().await.unwrap();
 }
-
