@@ -288,7 +288,7 @@ mod tests {
         let error = store.put_snapshots("w", &batch).unwrap_err().to_string();
         assert!(error.contains("FOREIGN KEY"), "{error}");
         assert!(store.snapshot("w", "a2").unwrap().is_none());
-        assert_eq!(counts(&store).0, []);
+        assert_eq!(counts(&*store).0, []);
         // The same with a node below the root: the first snapshot's history is shared.
         let mut batch = Encoded::new();
         batch.add(key("b1", "two"), &state(30)).unwrap();
@@ -304,7 +304,7 @@ mod tests {
         store.delete_chat("w", "two").unwrap();
         let error = store.put_snapshots("w", &batch).unwrap_err().to_string();
         assert!(error.contains("is no longer stored"), "{error}");
-        assert_eq!(counts(&store).0, []);
+        assert_eq!(counts(&*store).0, []);
     }
 
     #[test]
