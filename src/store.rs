@@ -354,7 +354,8 @@ impl Location {
     }
 }
 
-fn default_data_dir() -> Option<PathBuf> {
+/// `$XDG_DATA_HOME/synapse-mcp`, or `~/.local/share/synapse-mcp`.
+pub fn default_data_dir() -> Option<PathBuf> {
     let xdg = std::env::var_os("XDG_DATA_HOME").filter(|value| !value.is_empty());
     let base = match xdg {
         Some(xdg) => PathBuf::from(xdg),
