@@ -540,7 +540,7 @@ fn update_interval(path: &Path, file: &FileConfig) -> Result<Option<std::time::D
             "is not a duration ({error}); write one like \"6h\" or \"30m\""
         ))
     })?;
-    if interval < std::time::Duration::from_secs(60) {
+    if interval < std::time::Duration::from_mins(1) {
         return Err(invalid("is shorter than a minute".to_owned()));
     }
     Ok(Some(interval))

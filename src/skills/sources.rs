@@ -17,7 +17,7 @@
 
 pub mod fetch;
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -237,7 +237,8 @@ fn check_reference(reference: &str) -> Result<(), String> {
     let bad = reference.is_empty()
         || reference.starts_with(['-', '/', '.'])
         || reference.ends_with(['/', '.'])
-        || reference.ends_with(".lock")
+        // Git's own rule for ref names, which is case-sensitive.
+        || reference.as_bytes().ends_with(b".lock")
         || reference.contains("..")
         || reference.contains("//")
         || reference.contains("@{")
@@ -280,7 +281,7 @@ fn escape(name: &str) -> String {
         if byte.is_ascii_alphanumeric() || b"_-".contains(&byte) || (byte == b'.' && !dots_only) {
             escaped.push(char::from(byte));
         } else {
-            escaped.push_str(&format!("%{byte:02X}"));
+            write!(escaped, "%{byte:02X}").ok();
         }
     }
     escaped

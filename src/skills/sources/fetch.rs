@@ -242,13 +242,15 @@ mod https {
         {
             tracing::trace!("a rustls crypto provider was already installed");
         }
-        let failed = |error: gix::Error| format!("cannot fetch {url}: {error}");
+        let failed = |error: gix::Error| format!("cannot fetch {url}: {error:#}");
         let repository = if mirror.join("HEAD").is_file() {
             gix::open_opts(mirror, gix::open::Options::isolated())
                 .map_err(|error| format!("cannot open the mirror {}: {error}", mirror.display()))?
         } else {
-            gix::init_bare(mirror)
-                .map_err(|error| format!("cannot make the mirror {}: {error}", mirror.display()))?
+            let made =
+                |error: String| format!("cannot make the mirror {}: {error}", mirror.display());
+            std::fs::create_dir_all(mirror).map_err(|error| made(error.to_string()))?;
+            gix::init_bare(mirror).map_err(|error| made(error.to_string()))?
         };
         let remote = repository
             .remote_at(url)
@@ -266,7 +268,10 @@ mod https {
         remote
             .connect(gix::remote::Direction::Fetch)
             .and_then(|connection| {
-                connection.prepare_fetch(gix::progress::Discard, Default::default())
+                connection.prepare_fetch(
+                    gix::progress::Discard,
+                    gix::remote::ref_map::Options::default(),
+                )
             })
             .and_then(|prepared| prepared.receive(gix::progress::Discard, &interrupt))
             .map_err(failed)?;

@@ -1,5 +1,5 @@
 //! Skills from git over stdio, with local repositories only (`git+file://`), made here with gix:
-//! a source at a tag is fetched when the server starts and served (SkillSearch, SkillLoad,
+//! a source at a tag is fetched when the server starts and served (`SkillSearch`, `SkillLoad`,
 //! `skills/list`); a new tag is fetched by `skills update` and served after a restart; a
 //! branch is updated from one commit to the next; a repository that went missing keeps the
 //! last good copy; a host the allowlist does not name is refused.
@@ -18,9 +18,9 @@ use crate::common::{
 };
 
 /// A bare repository whose commits go to `main`.
-struct Repository {
+struct TestRepository {
     path: PathBuf,
-    repository: gix::Repository,
+    git: gix::Repository,
     head: Option<ObjectId>,
 }
 
@@ -32,12 +32,12 @@ fn signature() -> gix::actor::SignatureRef<'static> {
     }
 }
 
-impl Repository {
+impl TestRepository {
     fn new(path: &Path) -> Self {
         let repository = gix::init_bare(path).unwrap();
         Self {
             path: path.to_owned(),
-            repository,
+            git: repository,
             head: None,
         }
     }
@@ -45,14 +45,14 @@ impl Repository {
     /// Commits exactly `files` (path, text) on `main`.
     fn commit(&mut self, message: &str, files: &[(&str, &str)]) -> ObjectId {
         let empty = ObjectId::empty_tree(gix::hash::Kind::Sha1);
-        let mut editor = self.repository.edit_tree(empty).unwrap();
+        let mut editor = self.git.edit_tree(empty).unwrap();
         for (path, contents) in files {
-            let blob = self.repository.write_blob(contents.as_bytes()).unwrap();
+            let blob = self.git.write_blob(contents.as_bytes()).unwrap();
             editor.upsert(*path, EntryKind::Blob, blob).unwrap();
         }
         let tree = editor.write().unwrap().detach();
         let id = self
-            .repository
+            .git
             .commit_as(
                 signature(),
                 signature(),
@@ -69,14 +69,14 @@ impl Repository {
 
     fn lightweight_tag(&self, name: &str) {
         let head = self.head.unwrap();
-        self.repository
+        self.git
             .tag_reference(name, head, PreviousValue::MustNotExist)
             .unwrap();
     }
 
     fn annotated_tag(&self, name: &str) {
         let head = self.head.unwrap();
-        self.repository
+        self.git
             .tag(
                 name,
                 head,
@@ -109,7 +109,7 @@ fn skill_files(body: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn commit_skill(repository: &mut Repository, message: &str, body: &str) -> ObjectId {
+fn commit_skill(repository: &mut TestRepository, message: &str, body: &str) -> ObjectId {
     let files = skill_files(body);
     let files: Vec<(&str, &str)> = files
         .iter()
@@ -155,7 +155,7 @@ async fn load_when_served(client: &Client, name: &str) -> String {
 async fn a_git_file_source_at_a_tag_is_served_then_updated_to_a_new_tag() {
     let directory = tempfile::tempdir().unwrap();
     let data = directory.path().join("data");
-    let mut repository = Repository::new(&directory.path().join("skills-repo.git"));
+    let mut repository = TestRepository::new(&directory.path().join("skills-repo.git"));
     let first = commit_skill(&mut repository, "first", "Version one body.");
     repository.lightweight_tag("v1");
 
@@ -225,7 +225,7 @@ async fn a_git_file_source_at_a_tag_is_served_then_updated_to_a_new_tag() {
 async fn skills_update_moves_a_branch_source_to_its_new_commit() {
     let directory = tempfile::tempdir().unwrap();
     let data = directory.path().join("data").display().to_string();
-    let mut repository = Repository::new(&directory.path().join("skills-repo.git"));
+    let mut repository = TestRepository::new(&directory.path().join("skills-repo.git"));
     let first = commit_skill(&mut repository, "first", "Version one body.");
     let source = repository.source("main");
     let update = || run(&["skills", "update", "--skills", &source, "--data-dir", &data]);
@@ -243,7 +243,7 @@ async fn a_source_that_cannot_be_fetched_keeps_the_last_good_copy() {
     let directory = tempfile::tempdir().unwrap();
     let data = directory.path().join("data");
     let data_argument = data.display().to_string();
-    let mut repository = Repository::new(&directory.path().join("skills-repo.git"));
+    let mut repository = TestRepository::new(&directory.path().join("skills-repo.git"));
     let first = commit_skill(&mut repository, "first", "Version one body.");
     repository.lightweight_tag("v1");
     let source = repository.source("v1");
