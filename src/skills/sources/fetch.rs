@@ -242,7 +242,7 @@ mod https {
         {
             tracing::trace!("a rustls crypto provider was already installed");
         }
-        let failed = |error: gix::Error| format!("cannot fetch {url}: {error:#}");
+        let failed = |error: gix::Error| format!("cannot fetch {url}: {}", root_cause(&error));
         let repository = if mirror.join("HEAD").is_file() {
             gix::open_opts(mirror, gix::open::Options::isolated())
                 .map_err(|error| format!("cannot open the mirror {}: {error}", mirror.display()))?
@@ -276,6 +276,21 @@ mod https {
             .and_then(|prepared| prepared.receive(gix::progress::Discard, &interrupt))
             .map_err(failed)?;
         Ok(repository)
+    }
+
+    /// The error and its deepest cause on one line ("Transport handshake failed: Connection
+    /// refused (os error 111)"): the chain between them repeats itself.
+    fn root_cause(error: &gix::Error) -> String {
+        let mut deepest: &dyn std::error::Error = error;
+        while let Some(source) = deepest.source() {
+            deepest = source;
+        }
+        let (top, cause) = (error.to_string(), deepest.to_string());
+        if cause == top {
+            top
+        } else {
+            format!("{top}: {cause}")
+        }
     }
 }
 
