@@ -45,6 +45,9 @@ window.addEventListener("message", (event) => {
     case "ui/notifications/host-context-changed":
       applyContext(message.params || {});
       break;
+    case "ui/notifications/tool-input":
+      openedWith = (message.params && message.params.arguments) || {};
+      break;
     case "ui/notifications/tool-result":
       showToolResult(message.params || {});
       break;
@@ -201,14 +204,30 @@ async function loadVariables() {
     // `_outputLimit: 0`: the whole list, not the part that fits the model's output limit.
     const args = Object.keys(filter).length ? { filter, _outputLimit: 0 } : { _outputLimit: 0 };
     const { structured } = await callTool("ListVars", args);
-    const variables = (structured && structured.variables) || [];
-    if (!search && !type && !tag) fillTags(variables);
-    document.getElementById("count").textContent = `${variables.length} of capacity ${structured ? structured.capacity : "?"}`;
-    variableList.show(variables);
+    listedByView = true;
+    showVariables(structured, !search && !type && !tag);
     status("");
   } catch (error) {
     status(error.message, "error");
   }
+}
+
+// Draws a ListVars result; `unfiltered` when it lists every variable (the tag menu follows it).
+function showVariables(structured, unfiltered) {
+  const variables = (structured && structured.variables) || [];
+  if (unfiltered) fillTags(variables);
+  document.getElementById("count").textContent = `${variables.length} of capacity ${structured ? structured.capacity : "?"}`;
+  variableList.show(variables);
+  if (variables.length && window.__rowsDrawnAt === undefined) window.__rowsDrawnAt = performance.timeOrigin + performance.now();
+}
+
+// The arguments of the tool call that opened the view (`ui/notifications/tool-input`), and
+// whether the view's own ListVars call has answered (after that, it is the fresher list).
+let openedWith = {};
+let listedByView = false;
+
+function filtersSet() {
+  return ["search", "type", "tag"].some((id) => document.getElementById(id).value.trim());
 }
 
 function fillTags(all) {
@@ -432,15 +451,29 @@ const floorList = new VirtualList(document.getElementById("floors"), document.ge
   choose: (floor, index) => showFloor(floor, index),
 });
 
-async function loadFloors() {
+// The page of floors on show: SnapshotList's `previous` and `next` (the arguments of the pages
+// around it) and how many floors come before it.
+let floorPage = {};
+
+// A page of the chat's floors: the newest by default, the page starting at the message to jump
+// to, or the page `around` names (`previous`/`next` of the one on show).
+async function loadFloors(around) {
   const chatFile = document.getElementById("chat").value.trim();
   if (!chatFile) return;
-  const jump = document.getElementById("jump").value;
+  const jump = around ? "" : document.getElementById("jump").value;
+  const args = { chatFile, ...(around || {}), _outputLimit: 0 };
+  if (jump !== "") args.fromIndex = Number(jump);
   try {
-    const { structured } = await callTool("SnapshotList", { chatFile, _outputLimit: 0 });
+    const { structured } = await callTool("SnapshotList", args);
     const floors = (structured && structured.floors) || [];
-    document.getElementById("floor-count").textContent = `${floors.length} floors`;
+    floorPage = { chatFile, previous: structured && structured.previous, next: structured && structured.next, earlier: structured ? structured.earlier : 0 };
+    document.getElementById("earlier-floors").disabled = !floorPage.previous;
+    document.getElementById("later-floors").disabled = !floorPage.next;
+    const total = structured ? structured.total : floors.length;
+    const shown = new Set(floors.map((floor) => floor.messageIndex)).size;
+    document.getElementById("floor-count").textContent = shown === total ? `${total} floors` : `floors ${floorPage.earlier + 1}–${floorPage.earlier + shown} of ${total}`;
     floorList.selected = -1;
+    floorList.element.scrollTop = 0;
     floorList.show(floors);
     status("");
     if (jump !== "") {
@@ -451,6 +484,14 @@ async function loadFloors() {
   } catch (error) {
     status(error.message, "error");
   }
+}
+
+// The floor before `floor` (another message's): on this page, or the last of the page before.
+async function floorBefore(floor, index) {
+  const onPage = floorList.items.slice(0, index).reverse().find((other) => other.messageIndex !== floor.messageIndex);
+  if (onPage || !floorPage.previous) return onPage;
+  const { structured } = await callTool("SnapshotList", { chatFile: floorPage.chatFile, ...floorPage.previous, _outputLimit: 0 });
+  return ((structured && structured.floors) || []).reverse().find((other) => other.messageIndex !== floor.messageIndex);
 }
 
 // The diff a message made: from the floor before it (or the start) to this one.
@@ -472,10 +513,15 @@ async function showFloor(floor, index) {
     description.textContent = content;
     facts.append(term, description);
   }
-  const previous = floorList.items.slice(0, index).reverse().find((other) => other.messageIndex !== floor.messageIndex);
   const patch = document.createElement("ul");
   patch.className = "patch";
   patch.setAttribute("aria-label", "What this message changed");
+  let previous;
+  try {
+    previous = await floorBefore(floor, index);
+  } catch (error) {
+    status(error.message, "error");
+  }
   if (previous) {
     try {
       const { structured } = await callTool("SnapshotDiff", { from: previous.snapshotId, to: floor.snapshotId });
@@ -496,7 +542,9 @@ async function showFloor(floor, index) {
 }
 
 // Not a form: hosts sandbox the view without `allow-forms`, where a form never submits.
-document.getElementById("show-floors").addEventListener("click", loadFloors);
+document.getElementById("show-floors").addEventListener("click", () => loadFloors());
+document.getElementById("earlier-floors").addEventListener("click", () => loadFloors(floorPage.previous));
+document.getElementById("later-floors").addEventListener("click", () => loadFloors(floorPage.next));
 for (const field of ["chat", "jump"]) {
   document.getElementById(field).addEventListener("keydown", (event) => {
     if (event.key === "Enter") loadFloors();
@@ -667,6 +715,12 @@ async function openVariable(name) {
 function showToolResult(result) {
   const text = (result.content || []).map((block) => block.text || "").join("\n");
   const structured = result.structuredContent;
+  // Opened by ListVars: its result is the list, drawn at once (the view's own ListVars call,
+  // made at start, completes a list the output limit cut and follows later changes).
+  const listsEverything = !openedWith.filter && !filtersSet() && !listedByView;
+  if (structured && Array.isArray(structured.variables) && typeof structured.capacity === "number" && listsEverything) {
+    showVariables(structured, true);
+  }
   if (!structured && /^\[state/.test(text)) selectTab("state");
   if (structured && Array.isArray(structured.global)) selectTab("functions");
   if (structured && Array.isArray(structured.order) && typeof structured.ok === "boolean") {

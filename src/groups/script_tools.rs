@@ -1,6 +1,6 @@
 //! Script tool groups (`docs/script-tools.md`): each group found in a tool folder
 //! ([`script_tools::Group`]) becomes a tool group of origin `Scripts(folder)`, each of its tools
-//! a [`ScriptTool`] named `{group}__{tool}`, a thin adapter over [`script_tools::call`].
+//! a `ScriptTool` named `{group}__{tool}`, a thin adapter over [`script_tools::call`].
 //! `script_tools/served.rs` keeps the registry in step with the folders.
 //!
 //! A run asks the user as the manifest's `approval` says (`ask-once` by default), bound to the

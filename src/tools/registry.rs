@@ -94,11 +94,7 @@ impl Registry {
         if inner.position(&group.name).is_some() {
             return Err(RegistryError::DuplicateGroup(group.name));
         }
-        inner.check_tools(&group)?;
-        inner.entries.push(Entry {
-            group: Arc::new(group),
-            default: enabled,
-        });
+        inner.insert(None, group, enabled)?;
         drop(inner);
         self.bump();
         Ok(())
@@ -108,25 +104,14 @@ impl Registry {
     /// stands in the list and its default; its tools' names must not be another group's.
     pub fn replace(&self, group: ToolGroup, enabled: bool) -> Result<(), RegistryError> {
         let mut inner = self.write();
-        let position = inner.position(&group.name);
-        if let Some(position) = position {
+        if let Some(position) = inner.position(&group.name) {
             let old = inner.entries.remove(position);
-            if let Err(error) = inner.check_tools(&group) {
+            if let Err(error) = inner.insert(Some(position), group, old.default) {
                 inner.entries.insert(position, old);
                 return Err(error);
             }
-            let default = old.default;
-            let entry = Entry {
-                group: Arc::new(group),
-                default,
-            };
-            inner.entries.insert(position, entry);
         } else {
-            inner.check_tools(&group)?;
-            inner.entries.push(Entry {
-                group: Arc::new(group),
-                default: enabled,
-            });
+            inner.insert(None, group, enabled)?;
         }
         drop(inner);
         self.bump();
@@ -342,6 +327,25 @@ impl Registry {
 }
 
 impl Inner {
+    /// Puts `group` at `position` (last when `None`) once its tools' names are checked.
+    fn insert(
+        &mut self,
+        position: Option<usize>,
+        group: ToolGroup,
+        default: bool,
+    ) -> Result<(), RegistryError> {
+        self.check_tools(&group)?;
+        let entry = Entry {
+            group: Arc::new(group),
+            default,
+        };
+        match position {
+            Some(position) => self.entries.insert(position, entry),
+            None => self.entries.push(entry),
+        }
+        Ok(())
+    }
+
     fn position(&self, group: &str) -> Option<usize> {
         self.entries
             .iter()
