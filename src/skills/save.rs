@@ -568,4 +568,43 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn a_skill_from_a_git_copy_is_never_overwritten() {
+        let directory = tempfile::tempdir().unwrap();
+        let copy = directory.path().join("tree");
+        std::fs::create_dir_all(copy.join("from-git")).unwrap();
+        let original =
+            "---\nname: from-git\ndescription: From a repository. Use in tests.\n---\nOriginal.\n";
+        std::fs::write(copy.join("from-git/SKILL.md"), original).unwrap();
+        let writable = directory.path().join("mine");
+        std::fs::create_dir_all(&writable).unwrap();
+        let roots = [
+            Root {
+                kind: RootKind::Git,
+                path: copy.clone(),
+            },
+            Root {
+                kind: RootKind::Configured,
+                path: writable.clone(),
+            },
+        ];
+        let library = Library::load(&roots);
+        let error = save(
+            &library,
+            &roots,
+            &request("from-git", "Changed. Use in tests."),
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("read-only"), "{error}");
+        let kept = std::fs::read_to_string(copy.join("from-git/SKILL.md")).unwrap();
+        assert_eq!(kept, original);
+        let saved = save(
+            &library,
+            &roots,
+            &request("new-skill", "New. Use in tests."),
+        )
+        .unwrap();
+        assert_eq!(saved.root, Some(writable));
+    }
 }

@@ -185,7 +185,12 @@ impl Source {
 
 /// `host/org/repo[@ref]` of an https source: the location and the ref.
 fn https_location(repository: &str) -> Result<(String, Option<&str>), String> {
-    let (host, path) = repository.split_once('/').unwrap_or((repository, ""));
+    let Some((host, path)) = repository.split_once('/') else {
+        let host = repository.split('@').next().unwrap_or_default();
+        return Err(format!(
+            "`{repository}` is not a repository path; write `git+https://{host}/ORG/REPO@REF`"
+        ));
+    };
     if host.contains('@') {
         return Err(
             "credentials in the URL are not supported; name a repository that can be read without them"
