@@ -48,6 +48,8 @@ Examples:
   synapse-mcp --config ~/.config/synapse-mcp/config.toml
   synapse-mcp --workspace research -v          a separate workspace, debug logs on stderr
   synapse-mcp --skills ./my-skills --skills ~/team-skills
+  synapse-mcp --skills git+https://github.com/org/skills@v1.2#skills
+  synapse-mcp skills update                    fetch the git skill sources again
   synapse-mcp --tools ./my-tools               script tools from ./my-tools besides ~/.synapse/tools
   synapse-mcp tools check                      report broken tool manifests
 
