@@ -2,7 +2,8 @@
 //! a source at a tag is fetched when the server starts and served (`SkillSearch`, `SkillLoad`,
 //! `skills/list`); a new tag is fetched by `skills update` and served after a restart; a
 //! branch is updated from one commit to the next; a repository that went missing keeps the
-//! last good copy; a host the allowlist does not name is refused.
+//! last good copy; a host the allowlist does not name is refused; an https fetch that hangs
+//! (on a local port that never answers) holds up neither the handshake nor the other roots.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -302,4 +303,43 @@ fn sources_the_allowlist_does_not_name_and_bad_values_are_refused() {
         stderr.contains("names no ref; pin one with `@TAG`"),
         "{stderr}"
     );
+}
+
+#[tokio::test]
+async fn a_fetch_that_hangs_never_holds_up_the_session_or_the_other_roots() {
+    // A port that completes TCP handshakes (the kernel's backlog) but never answers: the https
+    // fetch of the source waits on it for as long as the server runs.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let directory = tempfile::tempdir().unwrap();
+    let folder = directory.path().join("skills");
+    crate::common::write_skill(
+        &folder,
+        "local-notes",
+        "Keep local notes. Use when testing.",
+        "Local body.",
+    );
+    let folder = folder.display().to_string();
+    let source = format!("git+https://127.0.0.1:{port}/org/skills@v1");
+    let data = directory.path().join("data").display().to_string();
+    let arguments = [
+        "--skills",
+        &folder,
+        "--skills",
+        &source,
+        "--data-dir",
+        &data,
+    ];
+    // A guard, not a speed check: a session held up by the fetch would wait forever.
+    let session = async {
+        let client = spawn_binary(&arguments, TestClient::new(Elicitation::Unsupported)).await;
+        let loaded = text(&call(&client, "SkillLoad", json!({"name": "local-notes"})).await);
+        client.cancel().await.unwrap();
+        loaded
+    };
+    let loaded = tokio::time::timeout(Duration::from_secs(120), session)
+        .await
+        .expect("the session waited on the hanging fetch");
+    assert!(loaded.contains("Local body."), "{loaded}");
+    drop(silent);
 }
