@@ -5,6 +5,11 @@
 // exactly as it does when the model calls it. A plan's trace is the RunPlan result the host
 // hands over.
 "use strict";
+// When the page's milestones happened (the benchmark reads them): the script started, the host
+// answered ui/initialize, the result of the tool that opened the view came, the first rows drew.
+const milestones = { script: performance.timeOrigin + performance.now() };
+window.__milestones = milestones;
+const reached = (name) => { milestones[name] ??= performance.timeOrigin + performance.now(); };
 
 const PROTOCOL_VERSION = "2026-01-26";
 const ROW_HEIGHT = 32;
@@ -49,6 +54,7 @@ window.addEventListener("message", (event) => {
       openedWith = (message.params && message.params.arguments) || {};
       break;
     case "ui/notifications/tool-result":
+      reached("result");
       showToolResult(message.params || {});
       break;
     case "ui/resource-teardown":
@@ -218,7 +224,7 @@ function showVariables(structured, unfiltered) {
   if (unfiltered) fillTags(variables);
   document.getElementById("count").textContent = `${variables.length} of capacity ${structured ? structured.capacity : "?"}`;
   variableList.show(variables);
-  if (variables.length && window.__rowsDrawnAt === undefined) window.__rowsDrawnAt = performance.timeOrigin + performance.now();
+  if (variables.length) reached("rows");
 }
 
 // The arguments of the tool call that opened the view (`ui/notifications/tool-input`), and
@@ -762,6 +768,7 @@ async function start() {
       appInfo: { name: "synapse-workspace", version: "1" },
       appCapabilities: { availableDisplayModes: ["inline", "fullscreen"] },
     });
+    reached("initialized");
     applyContext(host.hostContext || {});
     notify("ui/notifications/initialized", {});
   } catch (error) {

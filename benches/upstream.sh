@@ -59,8 +59,9 @@ figures() {
 import json, sys
 report = json.load(sys.stdin)
 sequential = report["sequential"]
-print(f"{report[\"label\"]:8} p50 {sequential[\"p50_us\"]:7.1f} µs  p99 {sequential[\"p99_us\"]:7.1f} µs  "
-      f"cpu {report[\"server_cpu_per_call_us\"]} µs/call  failures {report[\"failures\"]}")
+label, cpu, failures = report["label"], report["server_cpu_per_call_us"], report["failures"]
+p50, p99 = sequential["p50_us"], sequential["p99_us"]
+print(f"{label:8} p50 {p50:7.1f} µs  p99 {p99:7.1f} µs  cpu {cpu} µs/call  failures {failures}")
 '
 }
 

@@ -15,7 +15,7 @@ use crate::skills::Library;
 use crate::skills::shelf::Shelf;
 use crate::skills::sources::{Checkout, Outcome};
 use crate::snapshots::Snapshots;
-use crate::store::{Location, SqliteOptions, SqliteStore};
+use crate::store::{SnapshotStore, SqliteStore};
 use crate::tools::{Executor, Origin, RegisterError, Registry, ToolGroup};
 use crate::upstreams::Upstreams;
 use crate::upstreams::reload::{self, Reload};
@@ -55,27 +55,24 @@ impl App {
     /// as `config` says. The skills load in the background (see [`App::library`]).
     pub fn open(config: &Config) -> Result<Self, Error> {
         let clock = Arc::new(SystemClock::new());
-        // Snapshots live in the workspace's SQLite file; with `--store memory`, in a private
+        // Snapshots live in the workspace's store; with `--store memory`, in a private
         // in-memory SQLite database that ends with the process.
-        let (workspace, snapshot_store) = match &config.store {
-            Location::Memory => (
-                Workspace::in_memory(config.workspace.clone(), config.capacity, clock),
-                SqliteStore::open_in_memory()?,
-            ),
-            Location::Sqlite(path) => {
-                let options = SqliteOptions {
-                    max_bytes: config.store_max_bytes,
-                };
-                let store = SqliteStore::open(path, options)?;
-                let workspace = Workspace::open(
-                    config.workspace.clone(),
-                    config.capacity,
-                    clock,
-                    store.clone(),
-                )?;
-                (workspace, store)
-            }
-        };
+        let (workspace, snapshot_store): (_, Arc<dyn SnapshotStore>) =
+            match config.store.open(config.store_max_bytes)? {
+                None => (
+                    Workspace::in_memory(config.workspace.clone(), config.capacity, clock),
+                    SqliteStore::open_in_memory()?,
+                ),
+                Some(store) => {
+                    let workspace = Workspace::open(
+                        config.workspace.clone(),
+                        config.capacity,
+                        clock,
+                        store.clone(),
+                    )?;
+                    (workspace, store)
+                }
+            };
         let snapshots = Arc::new(Snapshots::new(
             snapshot_store,
             config.workspace.clone(),

@@ -84,8 +84,8 @@ pub struct Cli {
     /// The workspace whose variables and approvals this server uses (default `default`).
     #[arg(long, value_name = "NAME", global = true)]
     pub workspace: Option<String>,
-    /// Where workspaces are stored: `memory` (nothing is kept) or `sqlite://PATH`
-    /// (default: `DATA_DIR/synapse.db`).
+    /// Where workspaces are stored: `memory` (nothing is kept), `sqlite://PATH` or
+    /// `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (default: `DATA_DIR/synapse.db`).
     #[arg(long, value_name = "STORE", global = true)]
     pub store: Option<String>,
     /// Most bytes a workspace may hold, variable values and the state document together
@@ -256,6 +256,9 @@ pub struct FileConfig {
     /// groups of one name, the folder listed first wins); `--tools` adds more.
     #[serde(default)]
     pub tool_folders: Vec<PathBuf>,
+    /// Where workspaces are stored, as `--store` takes it (`memory`, `sqlite://PATH`,
+    /// `postgres://USER:PASSWORD@HOST:PORT/DATABASE`); `--store` wins.
+    pub store: Option<String>,
     /// Caps the store's database file, in bytes; writes past it fail as on a full disk.
     pub store_max_bytes: Option<u64>,
     /// Most bytes a workspace may hold, variable values and the state document's JSON text
@@ -374,8 +377,8 @@ impl Config {
             config.upstreams = checked_upstreams(path, &file)?;
             config.file = Some(path.clone());
         }
-        config.store = Location::resolve(cli.store.as_deref(), cli.data_dir.as_deref())
-            .map_err(Error::Store)?;
+        let store = cli.store.as_deref().or(file.store.as_deref());
+        config.store = Location::resolve(store, cli.data_dir.as_deref()).map_err(Error::Store)?;
         config.trust_project = cli.trust_project;
         config.tool_folders = cli
             .tools

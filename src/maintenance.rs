@@ -8,7 +8,10 @@ use std::sync::Arc;
 use crate::config::{Config, WorkspaceCommand};
 use crate::json::nesting::MAX_DEPTH;
 use crate::store::export::{self, WorkspaceExport};
-use crate::store::{self, DeepState, Location, SCHEMA_VERSION, SqliteOptions, SqliteStore, Store};
+use crate::store::{
+    self, DeepState, DurableStore, Location, PostgresOptions, PostgresStore, SCHEMA_VERSION,
+    SqliteOptions, SqliteStore, Store,
+};
 use crate::text::shorten;
 use crate::vars::wall_clock;
 
@@ -39,16 +42,11 @@ pub enum Error {
     TooDeep { workspace: String, count: usize },
 }
 
-fn open(config: &Config) -> Result<Arc<SqliteStore>, Error> {
-    match &config.store {
-        Location::Memory => Err(Error::MemoryStore),
-        Location::Sqlite(path) => Ok(SqliteStore::open(
-            path,
-            SqliteOptions {
-                max_bytes: config.store_max_bytes,
-            },
-        )?),
-    }
+fn open(config: &Config) -> Result<Arc<dyn DurableStore>, Error> {
+    config
+        .store
+        .open(config.store_max_bytes)?
+        .ok_or(Error::MemoryStore)
 }
 
 /// Runs a `workspace` subcommand. `chosen_workspace` is `--workspace` when it was given.
@@ -119,7 +117,7 @@ fn list(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
 }
 
 fn import(
-    store: &SqliteStore,
+    store: &dyn DurableStore,
     file: &Path,
     chosen: Option<&str>,
     replace: bool,
@@ -168,7 +166,17 @@ fn import(
 /// `synapse-mcp doctor`: where the store is, its schema, sizes, workspaces, integrity, and
 /// state documents nesting deeper than the limit (which `--repair` flattens).
 pub fn doctor(config: &Config, repair: bool, out: &mut dyn Write) -> Result<(), Error> {
-    let store = open(config)?;
+    let path = match &config.store {
+        Location::Memory => return Err(Error::MemoryStore),
+        Location::Postgres(url) => return doctor_postgres(url, config.store_max_bytes, out),
+        Location::Sqlite(path) => path,
+    };
+    let store = SqliteStore::open(
+        path,
+        SqliteOptions {
+            max_bytes: config.store_max_bytes,
+        },
+    )?;
     let diagnosis = store.doctor()?;
     let file_size = std::fs::metadata(&diagnosis.path).map_or(0, |metadata| metadata.len());
     writeln!(out, "store:           {}", diagnosis.path.display())?;
@@ -187,13 +195,7 @@ pub fn doctor(config: &Config, repair: bool, out: &mut dyn Write) -> Result<(), 
         "value pool:      {} values, {} bytes",
         diagnosis.pooled_values, diagnosis.pooled_bytes
     )?;
-    for summary in store.workspaces()? {
-        writeln!(
-            out,
-            "workspace:       {} ({} variables, {} approvals)",
-            summary.name, summary.variables, summary.approvals
-        )?;
-    }
+    report_workspaces(store.as_ref(), out)?;
     let problems = diagnosis.integrity.join("; ");
     writeln!(out, "integrity:       {problems}")?;
     if problems != "ok" {
@@ -209,6 +211,34 @@ pub fn doctor(config: &Config, repair: bool, out: &mut dyn Write) -> Result<(), 
             workspace: first.workspace.clone(),
             count: deep.len(),
         });
+    }
+    Ok(())
+}
+
+/// `doctor` on a PostgreSQL store: where it is, its schema, the bytes the size cap counts and
+/// the workspaces (PostgreSQL checks its own pages; states deeper than the limit were never
+/// written to it).
+fn doctor_postgres(url: &str, max_bytes: Option<u64>, out: &mut dyn Write) -> Result<(), Error> {
+    let store = PostgresStore::open(url, PostgresOptions { max_bytes })?;
+    writeln!(out, "store:           {}", store.location().display())?;
+    writeln!(
+        out,
+        "schema version:  {} (this build: {SCHEMA_VERSION})",
+        store.schema_version()?
+    )?;
+    writeln!(out, "stored bytes:    {}", store.stored_bytes()?)?;
+    report_workspaces(store.as_ref(), out)?;
+    Ok(())
+}
+
+/// `doctor`'s line per stored workspace.
+fn report_workspaces(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
+    for summary in store.workspaces()? {
+        writeln!(
+            out,
+            "workspace:       {} ({} variables, {} approvals)",
+            summary.name, summary.variables, summary.approvals
+        )?;
     }
     Ok(())
 }

@@ -15,12 +15,16 @@
 //! so caching the same large tool result twice costs one copy.
 
 pub mod export;
+mod postgres;
+mod rows;
 mod sqlite;
 pub mod tree;
 
+pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{DeepState, Diagnosis, SCHEMA_VERSION, SqliteOptions, SqliteStore};
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::vars::{Record, Timestamp};
 
@@ -321,23 +325,36 @@ pub trait SnapshotStore: Send + Sync {
     fn switches(&self, workspace: &str) -> Result<Vec<(String, bool)>, Error>;
 }
 
+/// A store that keeps workspaces and snapshots both: what a durable [`Location`] opens.
+pub trait DurableStore: Store + SnapshotStore {}
+
+impl<T: Store + SnapshotStore + ?Sized> DurableStore for T {}
+
 /// Where the store lives, from `--store` and `--data-dir`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
     /// Nothing is written; everything is gone when the process ends.
     Memory,
     Sqlite(PathBuf),
+    /// A PostgreSQL database, by its URL (`postgres://…`).
+    Postgres(String),
 }
 
 impl Location {
-    /// `--store memory`, `--store sqlite://PATH`, else `DATA_DIR/synapse.db`, else
-    /// `$XDG_DATA_HOME/synapse-mcp/synapse.db` or `~/.local/share/synapse-mcp/synapse.db`.
+    /// `--store memory`, `--store sqlite://PATH`, `--store postgres://…`, else
+    /// `DATA_DIR/synapse.db`, else `$XDG_DATA_HOME/synapse-mcp/synapse.db` or
+    /// `~/.local/share/synapse-mcp/synapse.db`.
     pub fn resolve(store: Option<&str>, data_dir: Option<&Path>) -> Result<Self, String> {
         match store {
             Some("memory") => return Ok(Self::Memory),
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                return Ok(Self::Postgres(url.to_owned()));
+            }
             Some(other) => {
                 let path = other.strip_prefix("sqlite://").ok_or_else(|| {
-                    format!("unknown --store `{other}`: use `memory` or `sqlite://PATH`")
+                    format!(
+                        "unknown --store `{other}`: use `memory`, `sqlite://PATH` or `postgres://USER:PASSWORD@HOST:PORT/DATABASE`"
+                    )
                 })?;
                 return Ok(Self::Sqlite(PathBuf::from(path)));
             }
@@ -352,6 +369,35 @@ impl Location {
         };
         Ok(Self::Sqlite(directory.join("synapse.db")))
     }
+
+    /// Opens the store (migrating it); `None` for `memory`, which keeps nothing.
+    pub fn open(&self, max_bytes: Option<u64>) -> Result<Option<Arc<dyn DurableStore>>, Error> {
+        Ok(match self {
+            Self::Memory => None,
+            Self::Sqlite(path) => Some(SqliteStore::open(path, SqliteOptions { max_bytes })?),
+            Self::Postgres(url) => Some(PostgresStore::open(url, PostgresOptions { max_bytes })?),
+        })
+    }
+}
+
+/// What the tests look at below the traits: the stored snapshot nodes.
+#[cfg(test)]
+pub(crate) trait Inspect: DurableStore {
+    /// Every snapshot node as `(hash, refs, body)`, by hash.
+    fn snapshot_nodes(&self) -> Vec<(String, i64, String)>;
+    /// The root of every chat snapshot, template and global snapshot.
+    fn snapshot_roots(&self) -> Vec<String>;
+}
+
+/// Every kind of durable store, fresh, for the tests that must hold for each: an in-memory
+/// SQLite database, and a new PostgreSQL database when a server can be started.
+#[cfg(test)]
+pub(crate) fn every_store() -> Vec<Arc<dyn Inspect>> {
+    let mut stores: Vec<Arc<dyn Inspect>> = vec![SqliteStore::open_in_memory().unwrap()];
+    if let Some(url) = postgres::testing::database() {
+        stores.push(PostgresStore::open(&url, PostgresOptions::default()).unwrap());
+    }
+    stores
 }
 
 /// `$XDG_DATA_HOME/synapse-mcp`, or `~/.local/share/synapse-mcp`.
@@ -383,7 +429,115 @@ mod tests {
             Location::resolve(None, Some(Path::new("/data"))),
             Ok(Location::Sqlite(PathBuf::from("/data/synapse.db")))
         );
-        let unknown = Location::resolve(Some("postgres://x"), None).unwrap_err();
-        assert!(unknown.contains("postgres://x"), "{unknown}");
+        assert_eq!(
+            Location::resolve(Some("postgres://u@h:5/db"), None),
+            Ok(Location::Postgres("postgres://u@h:5/db".to_owned()))
+        );
+        let unknown = Location::resolve(Some("mysql://x"), None).unwrap_err();
+        assert!(unknown.contains("mysql://x"), "{unknown}");
+    }
+
+    /// A variable as the tests write it (with a NUL in its description).
+    pub(super) fn record(name: &str, value: &str) -> Record {
+        Record {
+            name: Arc::from(name),
+            value: Arc::from(value),
+            kind: crate::vars::ValueKind::Text,
+            var_type: crate::vars::VarType::LlmAdd,
+            desc: Some(format!("{name} \u{0} described")),
+            tags: vec!["t".to_owned()],
+            keep: false,
+            created: Timestamp(1),
+            updated: Timestamp(2),
+            last_visited: Timestamp(3),
+            reference_count: 0,
+        }
+    }
+
+    /// Two handles on one durable store, and the folder it may live in.
+    type SharedStore = (
+        Arc<dyn DurableStore>,
+        Arc<dyn DurableStore>,
+        tempfile::TempDir,
+    );
+
+    /// Two handles on one durable store, as two processes have them, for each kind.
+    fn shared_stores() -> Vec<SharedStore> {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("synapse.db");
+        let open = || -> Arc<dyn DurableStore> {
+            SqliteStore::open(&path, SqliteOptions::default()).unwrap()
+        };
+        let mut pairs = vec![(open(), open(), folder)];
+        if let Some(url) = postgres::testing::database() {
+            let open = || -> Arc<dyn DurableStore> {
+                PostgresStore::open(&url, PostgresOptions::default()).unwrap()
+            };
+            pairs.push((open(), open(), tempfile::tempdir().unwrap()));
+        }
+        pairs
+    }
+
+    #[test]
+    fn two_handles_writing_one_workspace_at_once_lose_no_update() {
+        const WRITES: u64 = 40;
+        for (first, second, _folder) in shared_stores() {
+            let write = |store: Arc<dyn DurableStore>, prefix: &'static str| {
+                std::thread::spawn(move || {
+                    let mut sequences = Vec::new();
+                    for index in 0..WRITES {
+                        let batch = Batch {
+                            written: vec![
+                                record(
+                                    &format!("{prefix}-{index}"),
+                                    &"v".repeat(70 + usize::try_from(index).unwrap()),
+                                ),
+                                record("shared", prefix),
+                            ],
+                            removed: Vec::new(),
+                        };
+                        sequences.push(store.commit("w", &batch).unwrap().after);
+                        store
+                            .update_state("w", &mut |document| {
+                                let count = document["count"].as_u64().unwrap_or(0);
+                                document["count"] = serde_json::json!(count + 1);
+                                Ok(())
+                            })
+                            .unwrap()
+                            .unwrap();
+                    }
+                    sequences
+                })
+            };
+            let one = write(first.clone(), "a");
+            let two = write(second.clone(), "b");
+            let mut sequences = one.join().unwrap();
+            sequences.extend(two.join().unwrap());
+            sequences.sort_unstable();
+            assert_eq!(
+                sequences,
+                (1..=2 * WRITES).collect::<Vec<_>>(),
+                "each commit took the next sequence"
+            );
+            assert_eq!(
+                second.state("w").unwrap()["count"],
+                serde_json::json!(2 * WRITES)
+            );
+            let loaded = first.load("w").unwrap();
+            assert_eq!(loaded.sequence, 2 * WRITES);
+            assert_eq!(loaded.variables.len() as u64, 2 * WRITES + 1);
+            let seen = second.changes("w", WRITES).unwrap();
+            assert_eq!(seen.sequence, 2 * WRITES);
+            assert!(
+                seen.written
+                    .iter()
+                    .any(|variable| &*variable.name == "shared")
+            );
+            assert_eq!(
+                first.variable("w", "a-3").unwrap(),
+                Some(record("a-3", &"v".repeat(73))),
+                "a pooled value and a description with a NUL read back whole"
+            );
+        }
     }
 }

@@ -186,7 +186,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::store::SqliteStore;
 
     /// An export as versions before the shared variable record wrote it (format version 2):
     /// every optional field present on one variable, absent on the other.
@@ -219,13 +218,24 @@ mod tests {
       "approvals": []
     }"#;
 
+    /// Imports into every kind of store and exports again: each store gives the same export.
     fn round_trip(text: &str) -> (Value, WorkspaceExport) {
         let original: Value = serde_json::from_str(text).unwrap();
         let parsed: WorkspaceExport = serde_json::from_str(text).unwrap();
-        let store = SqliteStore::open_in_memory().unwrap();
-        import(store.as_ref(), "imported", parsed).unwrap();
-        let exported = export(store.as_ref(), "imported", Timestamp(0)).unwrap();
-        (original, exported)
+        let exports: Vec<WorkspaceExport> = crate::store::every_store()
+            .iter()
+            .map(|store| {
+                import(store.as_ref(), "imported", parsed.clone()).unwrap();
+                export(store.as_ref(), "imported", Timestamp(0)).unwrap()
+            })
+            .collect();
+        for other in &exports[1..] {
+            assert_eq!(
+                other, &exports[0],
+                "every store exports what it imported alike"
+            );
+        }
+        (original, exports[0].clone())
     }
 
     #[test]

@@ -24,7 +24,8 @@ mod workspaces;
 pub use state::DeepState;
 
 use super::Error;
-use crate::vars::{Timestamp, wall_clock};
+use super::rows::micros;
+use crate::vars::wall_clock;
 
 /// The schema this build writes; `PRAGMA user_version` holds a database's.
 pub const SCHEMA_VERSION: i64 = 7;
@@ -173,11 +174,6 @@ fn describe(error: &rusqlite::Error) -> String {
         }
         _ => error.to_string(),
     }
-}
-
-/// A timestamp as SQLite stores it.
-fn micros(timestamp: Timestamp) -> i64 {
-    i64::try_from(timestamp.0).unwrap_or(i64::MAX)
 }
 
 fn ensure_workspace(transaction: &Transaction<'_>, workspace: &str) -> rusqlite::Result<()> {

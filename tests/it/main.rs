@@ -24,6 +24,8 @@ mod layers;
 mod logging;
 mod notifications;
 mod plans;
+#[path = "../../src/store/postgres/testing.rs"]
+mod postgres_server;
 mod results;
 mod schemas;
 mod script_tools;

@@ -1,6 +1,7 @@
-//! Durable workspaces through the real binary and a temporary data folder: restarts, SIGKILL in
-//! the middle of a burst, two processes on one workspace, eviction, export/import, and the ways
-//! a store can be broken.
+//! Durable workspaces through the real binary, on an SQLite file in a temporary data folder and
+//! on a fresh database of a PostgreSQL server the tests start: restarts, SIGKILL in the middle
+//! of a burst, two processes on one workspace, eviction, export/import (and from one store to
+//! the other), and the ways a store can be broken.
 
 use std::path::Path;
 
@@ -12,15 +13,75 @@ use crate::common::{
     Elicitation, RawSession, TestClient, binary, call, is_error, spawn_binary, text,
 };
 
-fn data_args(directory: &Path) -> Vec<String> {
-    vec!["--data-dir".to_owned(), directory.display().to_string()]
+/// Where a test's servers keep their workspaces, and a folder for the test's other files.
+struct Place {
+    folder: tempfile::TempDir,
+    /// The arguments that choose the store.
+    store: Vec<String>,
 }
 
-async fn durable_client(directory: &Path, extra: &[&str]) -> crate::common::Client {
-    let mut args = data_args(directory);
-    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    spawn_binary(&args, TestClient::new(Elicitation::Unsupported)).await
+impl Place {
+    /// An SQLite file in the folder.
+    fn sqlite() -> Self {
+        let folder = tempfile::tempdir().unwrap();
+        let store = vec!["--data-dir".to_owned(), folder.path().display().to_string()];
+        Self { folder, store }
+    }
+
+    /// A new database on the tests' PostgreSQL server (`None`: no server here, skipped).
+    fn postgres() -> Option<Self> {
+        let url = crate::postgres_server::database()?;
+        Some(Self {
+            folder: tempfile::tempdir().unwrap(),
+            store: vec!["--store".to_owned(), url],
+        })
+    }
+
+    fn path(&self) -> &Path {
+        self.folder.path()
+    }
+
+    /// The store's arguments after `args`.
+    fn with<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
+        let mut all = args.to_vec();
+        all.extend(self.store.iter().map(String::as_str));
+        all
+    }
+}
+
+/// Runs a test taking a [`Place`] once on each store, as `<test>::sqlite` and `<test>::postgres`.
+macro_rules! on_every_store {
+    ($($test:ident),* $(,)?) => {$(
+        mod $test {
+            #[tokio::test]
+            async fn sqlite() {
+                super::$test(super::Place::sqlite()).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                if let Some(place) = super::Place::postgres() {
+                    super::$test(place).await;
+                }
+            }
+        }
+    )*};
+}
+
+on_every_store!(
+    values_survive_a_restart,
+    every_acknowledged_write_survives_sigkill_in_a_burst,
+    two_processes_on_one_workspace_see_each_other_and_lose_nothing,
+    eviction_is_reflected_after_a_restart,
+    export_delete_import_restores_the_workspace_byte_for_byte,
+);
+
+async fn durable_client(place: &Place, extra: &[&str]) -> crate::common::Client {
+    spawn_binary(
+        &place.with(extra),
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await
 }
 
 fn variable_names(listed: &rmcp::model::CallToolResult) -> Vec<String> {
@@ -46,10 +107,8 @@ fn run_command(args: &[&str]) -> (String, String, bool) {
     )
 }
 
-#[tokio::test]
-async fn values_survive_a_restart() {
-    let directory = tempfile::tempdir().unwrap();
-    let client = durable_client(directory.path(), &[]).await;
+async fn values_survive_a_restart(place: Place) {
+    let client = durable_client(&place, &[]).await;
     let long = "long value ".repeat(100);
     call(
         &client,
@@ -65,7 +124,7 @@ async fn values_survive_a_restart() {
     .await;
     client.cancel().await.unwrap();
 
-    let client = durable_client(directory.path(), &[]).await;
+    let client = durable_client(&place, &[]).await;
     let read = call(&client, "ReadVar", json!({"name": "kept", "length": 20})).await;
     assert!(
         text(&read).ends_with("\nlong value long valu"),
@@ -89,16 +148,13 @@ async fn values_survive_a_restart() {
     client.cancel().await.unwrap();
 }
 
-#[tokio::test]
-async fn every_acknowledged_write_survives_sigkill_in_a_burst() {
-    let directory = tempfile::tempdir().unwrap();
+async fn every_acknowledged_write_survives_sigkill_in_a_burst(place: Place) {
     // Room for the whole burst: with the default capacity of 1,000, the last writes would
     // evict the first (by design), and an eviction is not a lost write.
-    let config = directory.path().join("config.toml");
+    let config = place.path().join("config.toml");
     std::fs::write(&config, "capacity = 2000\n").unwrap();
-    let mut args = data_args(directory.path());
-    args.extend(["--config".to_owned(), config.display().to_string()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let config_arg = config.display().to_string();
+    let args = place.with(&["--config", &config_arg]);
     let (mut child, mut stdin, mut stdout) = RawSession::initialized(&args).await.split();
     let writer = tokio::spawn(async move {
         for index in 0..1_000 {
@@ -131,7 +187,7 @@ async fn every_acknowledged_write_survives_sigkill_in_a_burst() {
     writer.await.unwrap();
 
     let config = config.display().to_string();
-    let client = durable_client(directory.path(), &["--config", &config]).await;
+    let client = durable_client(&place, &["--config", &config]).await;
     let listed = call(
         &client,
         "ListVars",
@@ -153,11 +209,9 @@ async fn every_acknowledged_write_survives_sigkill_in_a_burst() {
     client.cancel().await.unwrap();
 }
 
-#[tokio::test]
-async fn two_processes_on_one_workspace_see_each_other_and_lose_nothing() {
-    let directory = tempfile::tempdir().unwrap();
-    let first = durable_client(directory.path(), &[]).await;
-    let second = durable_client(directory.path(), &[]).await;
+async fn two_processes_on_one_workspace_see_each_other_and_lose_nothing(place: Place) {
+    let first = durable_client(&place, &[]).await;
+    let second = durable_client(&place, &[]).await;
     call(
         &first,
         "WriteVar",
@@ -220,13 +274,11 @@ async fn two_processes_on_one_workspace_see_each_other_and_lose_nothing() {
     second.cancel().await.unwrap();
 }
 
-#[tokio::test]
-async fn eviction_is_reflected_after_a_restart() {
-    let directory = tempfile::tempdir().unwrap();
-    let config = directory.path().join("config.toml");
+async fn eviction_is_reflected_after_a_restart(place: Place) {
+    let config = place.path().join("config.toml");
     std::fs::write(&config, "capacity = 6\n").unwrap();
     let config = config.display().to_string();
-    let client = durable_client(directory.path(), &["--config", &config]).await;
+    let client = durable_client(&place, &["--config", &config]).await;
     for name in ["a", "b", "c", "d", "e"] {
         call(&client, "WriteVar", json!({"name": name, "value": name})).await;
     }
@@ -244,10 +296,60 @@ async fn eviction_is_reflected_after_a_restart() {
     );
     client.cancel().await.unwrap();
 
-    let client = durable_client(directory.path(), &["--config", &config]).await;
+    let client = durable_client(&place, &["--config", &config]).await;
     let after = variable_names(&call(&client, "ListVars", json!({})).await);
     assert_eq!(after, before);
     client.cancel().await.unwrap();
+}
+
+/// An export file without the moment it was made.
+fn without_time(path: &Path) -> Value {
+    let mut export: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    export.as_object_mut().unwrap().remove("exportedAt");
+    export
+}
+
+/// Exports a workspace to a file with `place`'s store.
+fn export_to(place: &Place, file: &Path) {
+    let (_, stderr, ok) = run_command(&place.with(&[
+        "workspace",
+        "export",
+        "default",
+        "--output",
+        file.to_str().unwrap(),
+    ]));
+    assert!(ok, "{stderr}");
+}
+
+#[tokio::test]
+async fn a_workspace_moves_between_sqlite_and_postgres_and_back_unchanged() {
+    let Some(postgres) = Place::postgres() else {
+        return;
+    };
+    let sqlite = Place::sqlite();
+    let client = durable_client(&sqlite, &[]).await;
+    fill_workspace(&client).await;
+    client.cancel().await.unwrap();
+    let from_sqlite = sqlite.path().join("from-sqlite.json");
+    export_to(&sqlite, &from_sqlite);
+
+    let (out, stderr, ok) =
+        run_command(&postgres.with(&["workspace", "import", from_sqlite.to_str().unwrap()]));
+    assert!(
+        ok && out.contains("imported 11 variables and 1 snapshots"),
+        "{out}{stderr}"
+    );
+    let from_postgres = postgres.path().join("from-postgres.json");
+    export_to(&postgres, &from_postgres);
+    assert_eq!(without_time(&from_sqlite), without_time(&from_postgres));
+
+    let back = Place::sqlite();
+    let (_, stderr, ok) =
+        run_command(&back.with(&["workspace", "import", from_postgres.to_str().unwrap()]));
+    assert!(ok, "{stderr}");
+    let again = back.path().join("again.json");
+    export_to(&back, &again);
+    assert_eq!(without_time(&from_sqlite), without_time(&again));
 }
 
 /// Variables (one pooled), a state value, a template, a character's function and a snapshot;
@@ -287,76 +389,53 @@ async fn fill_workspace(client: &crate::common::Client) -> Value {
     applied.structured_content.clone().unwrap()["snapshotId"].clone()
 }
 
-#[tokio::test]
-async fn export_delete_import_restores_the_workspace_byte_for_byte() {
-    let directory = tempfile::tempdir().unwrap();
-    let client = durable_client(directory.path(), &[]).await;
+async fn export_delete_import_restores_the_workspace_byte_for_byte(place: Place) {
+    let client = durable_client(&place, &[]).await;
     let snapshot_id = fill_workspace(&client).await;
     client.cancel().await.unwrap();
 
-    let data = directory.path().display().to_string();
-    let first = directory.path().join("first.json");
-    let (_, stderr, ok) = run_command(&[
+    let first = place.path().join("first.json");
+    let (_, stderr, ok) = run_command(&place.with(&[
         "workspace",
         "export",
         "default",
         "--output",
         first.to_str().unwrap(),
-        "--data-dir",
-        &data,
-    ]);
+    ]));
     assert!(ok, "{stderr}");
-    let (out, stderr, ok) = run_command(&["workspace", "delete", "default", "--data-dir", &data]);
+    let (out, stderr, ok) = run_command(&place.with(&["workspace", "delete", "default"]));
     assert!(
         ok && out.contains("deleted workspace `default`"),
         "{out}{stderr}"
     );
-    let (out, _, _) = run_command(&["workspace", "list", "--data-dir", &data]);
+    let (out, _, _) = run_command(&place.with(&["workspace", "list"]));
     assert!(out.contains("0 workspaces"), "{out}");
-    let (out, stderr, ok) = run_command(&[
-        "workspace",
-        "import",
-        first.to_str().unwrap(),
-        "--data-dir",
-        &data,
-    ]);
+    let (out, stderr, ok) =
+        run_command(&place.with(&["workspace", "import", first.to_str().unwrap()]));
     assert!(
         ok && out.contains("imported 11 variables and 1 snapshots"),
         "{out}{stderr}"
     );
-    let (_, stderr, refused) = run_command(&[
-        "workspace",
-        "import",
-        first.to_str().unwrap(),
-        "--data-dir",
-        &data,
-    ]);
+    let (_, stderr, refused) =
+        run_command(&place.with(&["workspace", "import", first.to_str().unwrap()]));
     assert!(!refused && stderr.contains("--replace"), "{stderr}");
 
-    let second = directory.path().join("second.json");
-    run_command(&[
+    let second = place.path().join("second.json");
+    run_command(&place.with(&[
         "workspace",
         "export",
         "default",
         "--output",
         second.to_str().unwrap(),
-        "--data-dir",
-        &data,
-    ]);
-    let strip = |path: &Path| {
-        let mut export: Value =
-            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        export.as_object_mut().unwrap().remove("exportedAt");
-        export
-    };
-    assert_eq!(strip(&first), strip(&second));
+    ]));
+    assert_eq!(without_time(&first), without_time(&second));
     let schema: Value = serde_json::from_str(
         &std::fs::read_to_string(crate::common::manifest("schemas/workspace-export.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(schema["title"], json!("WorkspaceExport"));
 
-    let client = durable_client(directory.path(), &[]).await;
+    let client = durable_client(&place, &[]).await;
     let read = call(&client, "ReadVar", json!({"name": "unicode"})).await;
     assert!(text(&read).ends_with("\nhéllo 😀 \u{0} \"quoted\"\n"));
     let snapshot = call(&client, "SnapshotGet", json!({"id": snapshot_id})).await;
@@ -394,6 +473,35 @@ fn doctor_reports_the_store_and_its_integrity() {
     assert!(out.contains("integrity:       ok"), "{out}");
     let (_, stderr, ok) = run_command(&["doctor", "--store", "memory"]);
     assert!(!ok && stderr.contains("memory"), "{stderr}");
+}
+
+#[test]
+fn doctor_reports_a_postgres_store() {
+    let Some(place) = Place::postgres() else {
+        return;
+    };
+    let (out, stderr, ok) = run_command(&place.with(&["doctor"]));
+    assert!(ok, "{stderr}");
+    assert!(
+        out.contains("store:           postgres://postgres@127.0.0.1:"),
+        "{out}"
+    );
+    assert!(out.contains("schema version:  7 (this build: 7)"), "{out}");
+}
+
+#[test]
+fn an_unreachable_postgres_store_stops_the_server_with_the_reason() {
+    let (out, stderr, ok) = run_command(&["--store", "postgres://nobody:secret@127.0.0.1:1/none"]);
+    assert!(!ok && out.is_empty(), "no silent fallback to memory");
+    assert!(
+        stderr.contains("postgres://nobody@127.0.0.1:1/none")
+            && stderr.contains("check that PostgreSQL runs there"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("secret"),
+        "the password is never shown: {stderr}"
+    );
 }
 
 #[test]

@@ -15,6 +15,7 @@ mod nodes;
 pub(super) use nodes::{count_references, free_unreferenced};
 
 use super::{SqliteStore, ensure_workspace, micros};
+use crate::store::rows::EDITED;
 use crate::store::tree::{self, Encoded};
 use crate::store::{
     Error, Floor, GlobalSnapshot, GlobalSummary, SnapshotStore, StorageReport, StoredSnapshot,
@@ -466,9 +467,6 @@ impl SnapshotStore for SqliteStore {
     }
 }
 
-/// What `SnapshotUpdate` leaves as a floor's summary: the calls no longer made the state.
-const EDITED: &str = "edited in place (SnapshotUpdate)";
-
 /// A floor from `identifier, message_id, swipe_id, created_at, stored_bytes, summary`.
 fn floor_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Floor> {
     Ok(Floor {
@@ -524,186 +522,187 @@ mod tests {
 
     #[test]
     fn snapshots_round_trip_and_share_unchanged_subtrees() {
-        let store = SqliteStore::open_in_memory().unwrap();
-        let big = json!({
-            "世界": {"时间": "2024年10月26日 20:00", "地点": "魔都", "描述": "x".repeat(100)},
-            "角色": {"名字": "张三", "生命值": 100, "金币": 500},
-            "背包": ["治疗药水", "魔法卷轴"],
-            "odd": {"__vmRef": "not a reference"},
-            "odder": {"__vmEscaped": {"a": 1}}
-        });
-        let report = store
-            .put_snapshots("w", &snapshot("a", "chat", &big))
-            .unwrap();
-        assert_eq!(report.snapshots, 1);
-        assert_eq!(store.snapshot("w", "a").unwrap().unwrap().value, big);
-        let mut changed = big.clone();
-        changed["角色"]["金币"] = json!(600);
-        let second = store
-            .put_snapshots("w", &snapshot("b", "chat", &changed))
-            .unwrap();
-        // Only the root changed: the long description and the other subtrees are shared.
-        assert_eq!(second.new_nodes, 1, "{second:?}");
-        assert!(
-            second.new_bytes < report.new_bytes,
-            "{second:?} vs {report:?}"
-        );
-        assert_eq!(store.snapshot("w", "b").unwrap().unwrap().value, changed);
+        for store in crate::store::every_store() {
+            let big = json!({
+                "世界": {"时间": "2024年10月26日 20:00", "地点": "魔都", "描述": "x".repeat(100)},
+                "角色": {"名字": "张三", "生命值": 100, "金币": 500},
+                "背包": ["治疗药水", "魔法卷轴"],
+                "odd": {"__vmRef": "not a reference"},
+                "odder": {"__vmEscaped": {"a": 1}}
+            });
+            let report = store
+                .put_snapshots("w", &snapshot("a", "chat", &big))
+                .unwrap();
+            assert_eq!(report.snapshots, 1);
+            assert_eq!(store.snapshot("w", "a").unwrap().unwrap().value, big);
+            let mut changed = big.clone();
+            changed["角色"]["金币"] = json!(600);
+            let second = store
+                .put_snapshots("w", &snapshot("b", "chat", &changed))
+                .unwrap();
+            // Only the root changed: the long description and the other subtrees are shared.
+            assert_eq!(second.new_nodes, 1, "{second:?}");
+            assert!(
+                second.new_bytes < report.new_bytes,
+                "{second:?} vs {report:?}"
+            );
+            assert_eq!(store.snapshot("w", "b").unwrap().unwrap().value, changed);
+        }
     }
 
     #[test]
     fn deleting_chats_frees_nodes_only_they_used() {
-        let store = SqliteStore::open_in_memory().unwrap();
-        let shared = json!({"long": "y".repeat(80)});
-        store
-            .put_snapshots("w", &{
-                let mut both = snapshot("a", "one", &shared);
-                add(&mut both, "b", "two", &json!({"other": "z".repeat(90)}));
-                both
-            })
-            .unwrap();
-        store.set_template("w", "hero", &shared).unwrap();
-        assert_eq!(store.delete_chat("w", "one").unwrap(), 1);
-        assert_eq!(
-            store.cleanup("w", &["three".to_owned()]).unwrap(),
-            vec![("two".to_owned(), 1)]
-        );
-        assert_eq!(store.template("w", "hero").unwrap(), Some(shared));
-        assert!(store.snapshot("w", "b").unwrap().is_none());
-        let nodes: i64 = store
-            .connection()
-            .query_row("SELECT count(*) FROM snapshot_nodes", [], |row| row.get(0))
-            .unwrap();
-        assert_eq!(nodes, 2, "the template's root and its long string remain");
+        for store in crate::store::every_store() {
+            let shared = json!({"long": "y".repeat(80)});
+            store
+                .put_snapshots("w", &{
+                    let mut both = snapshot("a", "one", &shared);
+                    add(&mut both, "b", "two", &json!({"other": "z".repeat(90)}));
+                    both
+                })
+                .unwrap();
+            store.set_template("w", "hero", &shared).unwrap();
+            assert_eq!(store.delete_chat("w", "one").unwrap(), 1);
+            assert_eq!(
+                store.cleanup("w", &["three".to_owned()]).unwrap(),
+                vec![("two".to_owned(), 1)]
+            );
+            assert_eq!(store.template("w", "hero").unwrap(), Some(shared));
+            assert!(store.snapshot("w", "b").unwrap().is_none());
+            assert_eq!(
+                store.snapshot_nodes().len(),
+                2,
+                "the template's root and its long string remain"
+            );
+        }
     }
 
-    fn node_count(store: &SqliteStore) -> i64 {
-        store
-            .connection()
-            .query_row("SELECT count(*) FROM snapshot_nodes", [], |row| row.get(0))
-            .unwrap()
+    fn node_count(store: &dyn crate::store::Inspect) -> usize {
+        store.snapshot_nodes().len()
     }
 
     #[test]
     fn deleting_snapshots_and_globals_leaves_no_unreachable_node() {
-        let store = SqliteStore::open_in_memory().unwrap();
-        let shared = json!({"long": "y".repeat(80)});
-        let own = json!({"long": "y".repeat(80), "mine": "m".repeat(90)});
-        store
-            .put_snapshots("w", &{
-                let mut both = snapshot("a", "chat", &shared);
-                add(&mut both, "b", "chat", &own);
-                both
-            })
-            .unwrap();
-        let global = GlobalSnapshot {
-            id: "g".to_owned(),
-            label: "kept".to_owned(),
-            description: "a floor worth keeping".to_owned(),
-            created_at: 1,
-            value: json!({"g": "g".repeat(70)}),
-        };
-        store.put_global("w", &global).unwrap();
-        let before = node_count(&store);
-        let deleted = store
-            .delete_snapshots("w", &["b".to_owned(), "missing".to_owned()])
-            .unwrap();
-        assert_eq!(
-            deleted
-                .iter()
-                .map(|floor| floor.snapshot_id.as_str())
-                .collect::<Vec<_>>(),
-            ["b"]
-        );
-        assert_eq!(
-            node_count(&store),
-            before - 2,
-            "b's root and its own string go"
-        );
-        assert_eq!(store.global("w", "kept").unwrap(), Some(global.clone()));
-        assert_eq!(store.global("w", "g").unwrap(), Some(global));
-        assert_eq!(store.globals("w").unwrap().len(), 1);
-        assert!(store.delete_global("w", "g").unwrap());
-        assert!(!store.delete_global("w", "g").unwrap());
-        assert_eq!(
-            node_count(&store),
-            before - 4,
-            "the global's root and string go"
-        );
-        assert_eq!(store.snapshot("w", "a").unwrap().unwrap().value, shared);
-        assert_eq!(store.delete_chat("w", "chat").unwrap(), 1);
-        assert_eq!(node_count(&store), 0);
+        for store in crate::store::every_store() {
+            let shared = json!({"long": "y".repeat(80)});
+            let own = json!({"long": "y".repeat(80), "mine": "m".repeat(90)});
+            store
+                .put_snapshots("w", &{
+                    let mut both = snapshot("a", "chat", &shared);
+                    add(&mut both, "b", "chat", &own);
+                    both
+                })
+                .unwrap();
+            let global = GlobalSnapshot {
+                id: "g".to_owned(),
+                label: "kept".to_owned(),
+                description: "a floor worth keeping".to_owned(),
+                created_at: 1,
+                value: json!({"g": "g".repeat(70)}),
+            };
+            store.put_global("w", &global).unwrap();
+            let before = node_count(store.as_ref());
+            let deleted = store
+                .delete_snapshots("w", &["b".to_owned(), "missing".to_owned()])
+                .unwrap();
+            assert_eq!(
+                deleted
+                    .iter()
+                    .map(|floor| floor.snapshot_id.as_str())
+                    .collect::<Vec<_>>(),
+                ["b"]
+            );
+            assert_eq!(
+                node_count(store.as_ref()),
+                before - 2,
+                "b's root and its own string go"
+            );
+            assert_eq!(store.global("w", "kept").unwrap(), Some(global.clone()));
+            assert_eq!(store.global("w", "g").unwrap(), Some(global));
+            assert_eq!(store.globals("w").unwrap().len(), 1);
+            assert!(store.delete_global("w", "g").unwrap());
+            assert!(!store.delete_global("w", "g").unwrap());
+            assert_eq!(
+                node_count(store.as_ref()),
+                before - 4,
+                "the global's root and string go"
+            );
+            assert_eq!(store.snapshot("w", "a").unwrap().unwrap().value, shared);
+            assert_eq!(store.delete_chat("w", "chat").unwrap(), 1);
+            assert_eq!(node_count(store.as_ref()), 0);
+        }
     }
 
     #[test]
     fn floors_list_rows_in_message_order_without_decoding() {
-        let store = SqliteStore::open_in_memory().unwrap();
-        let mut encoded = Encoded::new();
-        for (id, message, swipe) in [
-            ("late", Some(4), Some(0)),
-            ("early", Some(0), Some(1)),
-            ("other", Some(4), Some(1)),
-            ("loose", None, None),
-        ] {
-            let key = tree::SnapshotKey {
-                id: id.to_owned(),
-                chat_file: "chat".to_owned(),
-                message_id: message,
-                swipe_id: swipe,
-                created_at: Some(7),
-                summary: Some(format!("{id} changed")),
-                stored_bytes: Some(10),
-            };
-            encoded.add(key, &json!({"n": message})).unwrap();
-        }
-        store.put_snapshots("w", &encoded).unwrap();
-        let floors = store.floors("w", "chat", None..=Some(u64::MAX)).unwrap();
-        assert_eq!(
-            floors
-                .iter()
-                .map(|floor| (
-                    floor.snapshot_id.as_str(),
-                    floor.message_index,
-                    floor.swipe_id
-                ))
-                .collect::<Vec<_>>(),
-            [
-                ("loose", None, None),
-                ("early", Some(0), Some(1)),
+        for store in crate::store::every_store() {
+            let mut encoded = Encoded::new();
+            for (id, message, swipe) in [
                 ("late", Some(4), Some(0)),
-                ("other", Some(4), Some(1))
-            ]
-        );
-        assert_eq!(
-            store.floor_indexes("w", "chat").unwrap(),
-            [None, Some(0), Some(4)]
-        );
-        // A range of messages reads only theirs; one that starts before message 0 also the
-        // snapshots made without an index.
-        assert_eq!(
-            store.floors("w", "chat", Some(1)..=Some(4)).unwrap()[..],
-            floors[2..]
-        );
-        assert_eq!(
-            store.floors("w", "chat", Some(0)..=Some(3)).unwrap()[..],
-            floors[1..2]
-        );
-        assert_eq!(
-            store.floors("w", "chat", None..=None).unwrap()[..],
-            floors[..1]
-        );
-        let floors = &floors[1..];
-        assert_eq!(floors[0].summary.as_deref(), Some("early changed"));
-        assert!(
-            store
-                .update_snapshot("w", "early", &json!({"n": 1}))
-                .unwrap()
-        );
-        assert_eq!(
-            store.floors("w", "chat", Some(0)..=Some(0)).unwrap()[0]
-                .summary
-                .as_deref(),
-            Some(EDITED)
-        );
+                ("early", Some(0), Some(1)),
+                ("other", Some(4), Some(1)),
+                ("loose", None, None),
+            ] {
+                let key = tree::SnapshotKey {
+                    id: id.to_owned(),
+                    chat_file: "chat".to_owned(),
+                    message_id: message,
+                    swipe_id: swipe,
+                    created_at: Some(7),
+                    summary: Some(format!("{id} changed")),
+                    stored_bytes: Some(10),
+                };
+                encoded.add(key, &json!({"n": message})).unwrap();
+            }
+            store.put_snapshots("w", &encoded).unwrap();
+            let floors = store.floors("w", "chat", None..=Some(u64::MAX)).unwrap();
+            assert_eq!(
+                floors
+                    .iter()
+                    .map(|floor| (
+                        floor.snapshot_id.as_str(),
+                        floor.message_index,
+                        floor.swipe_id
+                    ))
+                    .collect::<Vec<_>>(),
+                [
+                    ("loose", None, None),
+                    ("early", Some(0), Some(1)),
+                    ("late", Some(4), Some(0)),
+                    ("other", Some(4), Some(1))
+                ]
+            );
+            assert_eq!(
+                store.floor_indexes("w", "chat").unwrap(),
+                [None, Some(0), Some(4)]
+            );
+            // A range of messages reads only theirs; one that starts before message 0 also the
+            // snapshots made without an index.
+            assert_eq!(
+                store.floors("w", "chat", Some(1)..=Some(4)).unwrap()[..],
+                floors[2..]
+            );
+            assert_eq!(
+                store.floors("w", "chat", Some(0)..=Some(3)).unwrap()[..],
+                floors[1..2]
+            );
+            assert_eq!(
+                store.floors("w", "chat", None..=None).unwrap()[..],
+                floors[..1]
+            );
+            let floors = &floors[1..];
+            assert_eq!(floors[0].summary.as_deref(), Some("early changed"));
+            assert!(
+                store
+                    .update_snapshot("w", "early", &json!({"n": 1}))
+                    .unwrap()
+            );
+            assert_eq!(
+                store.floors("w", "chat", Some(0)..=Some(0)).unwrap()[0]
+                    .summary
+                    .as_deref(),
+                Some(EDITED)
+            );
+        }
     }
 }

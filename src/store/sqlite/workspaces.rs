@@ -3,62 +3,40 @@
 //! visits, approvals, the tools switched at runtime and the state document.
 
 use std::path::Path;
-use std::sync::{Arc, PoisonError};
+use std::sync::PoisonError;
 
 use rusqlite::{OptionalExtension, Row, Transaction, params};
-use sha2::{Digest, Sha256};
 
 use super::state::read_state;
 use super::{SqliteStore, ensure_workspace, micros, snapshots};
 use crate::json::nesting;
-use crate::store::tree::hex;
+use crate::store::rows::{
+    VariableRow, kind_name, pool_key, removals_pruned_below, stored_count, tags_text,
+};
 use crate::store::{Batch, Changes, Commit, Error, Loaded, Store, Visit, WorkspaceSummary};
-use crate::vars::{Record, Timestamp, ValueKind, VarType, wall_clock};
-
-/// Values this long (in characters) or longer go to the value pool.
-const POOLED_CHARS: usize = 64;
-
-/// Removals are pruned in steps of this many changes; a process further behind reloads in full.
-const REMOVAL_WINDOW: u64 = 1_000;
+use crate::vars::{Record, wall_clock};
 
 const SELECT_VARIABLE: &str = "SELECT v.name, coalesce(v.value, p.value), v.kind, v.var_type, \
      v.description, v.tags, v.keep, v.created, v.updated, v.last_visited, v.reference_count \
      FROM variables v LEFT JOIN value_pool p ON p.hash = v.value_hash";
 
-fn timestamp(value: i64) -> Timestamp {
-    Timestamp(u64::try_from(value).unwrap_or(0))
-}
-
 fn variable_from(row: &Row<'_>) -> rusqlite::Result<Record> {
-    let text = |index: usize| row.get::<_, String>(index);
-    let invalid = |index: usize, message: String| {
-        rusqlite::Error::FromSqlConversionFailure(
-            index,
-            rusqlite::types::Type::Text,
-            message.into(),
-        )
-    };
-    let kind = match text(2)?.as_str() {
-        "json" => ValueKind::Json,
-        _ => ValueKind::Text,
-    };
-    let var_type: VarType = text(3)?
-        .parse()
-        .map_err(|error: crate::vars::Error| invalid(3, error.to_string()))?;
-    let tags: Vec<String> =
-        serde_json::from_str(&text(5)?).map_err(|error| invalid(5, error.to_string()))?;
-    Ok(Record {
-        name: Arc::from(text(0)?),
-        value: Arc::from(text(1)?),
-        kind,
-        var_type,
+    VariableRow {
+        name: row.get(0)?,
+        value: row.get(1)?,
+        kind: row.get(2)?,
+        var_type: row.get(3)?,
         desc: row.get(4)?,
-        tags,
+        tags: row.get(5)?,
         keep: row.get(6)?,
-        created: timestamp(row.get(7)?),
-        updated: timestamp(row.get(8)?),
-        last_visited: timestamp(row.get(9)?),
-        reference_count: u64::try_from(row.get::<_, i64>(10)?).unwrap_or(0),
+        created: row.get(7)?,
+        updated: row.get(8)?,
+        last_visited: row.get(9)?,
+        reference_count: row.get(10)?,
+    }
+    .into_record()
+    .map_err(|message| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, message.into())
     })
 }
 
@@ -112,20 +90,15 @@ fn write_variable(
     variable: &Record,
     sequence: i64,
 ) -> rusqlite::Result<()> {
-    let (inline, hash) = if variable.value.chars().nth(POOLED_CHARS - 1).is_some() {
-        let hash = hex(&Sha256::digest(variable.value.as_bytes()));
+    let hash = pool_key(&variable.value);
+    if let Some(hash) = &hash {
         transaction
             .prepare_cached("INSERT OR IGNORE INTO value_pool (hash, value) VALUES (?1, ?2)")?
             .execute(params![hash, &*variable.value])?;
-        (None, Some(hash))
-    } else {
-        (Some(&*variable.value), None)
-    };
-    let kind = match variable.kind {
-        ValueKind::Text => "text",
-        ValueKind::Json => "json",
-    };
-    let tags = serde_json::to_string(&variable.tags).unwrap_or_else(|_| "[]".to_owned());
+    }
+    let inline = hash.is_none().then_some(&*variable.value);
+    let kind = kind_name(variable.kind);
+    let tags = tags_text(&variable.tags);
     transaction
         .prepare_cached(
             "INSERT OR REPLACE INTO variables (workspace, name, value, value_hash, kind, var_type, description, \
@@ -169,10 +142,10 @@ fn prune_removals(
     workspace: &str,
     sequence: u64,
 ) -> rusqlite::Result<()> {
-    if !sequence.is_multiple_of(REMOVAL_WINDOW) {
+    let Some(below) = removals_pruned_below(sequence) else {
         return Ok(());
-    }
-    let below = i64::try_from(sequence - REMOVAL_WINDOW).unwrap_or(0);
+    };
+    let below = stored_count(below);
     transaction.execute(
         "DELETE FROM removals WHERE workspace = ?1 AND sequence < ?2",
         params![workspace, below],

@@ -91,49 +91,49 @@ mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
-    use crate::store::{SnapshotStore, SqliteStore};
-
     #[test]
     fn a_moved_function_leaves_its_scope_whole_or_not_at_all() {
-        let store = SqliteStore::open_in_memory().unwrap();
-        store
-            .put_functions("w", "global", &[("f".to_owned(), json!({"name": "F"}))])
-            .unwrap();
-        let moved = json!({"name": "F", "order": 2});
-        assert!(
+        for store in crate::store::every_store() {
             store
-                .move_function("w", "global", "character:elf", "f", &moved)
-                .unwrap()
-        );
-        assert_eq!(
-            store.functions("w", "global").unwrap(),
-            Vec::<serde_json::Value>::new()
-        );
-        assert_eq!(
-            store.functions("w", "character:elf").unwrap(),
-            vec![moved.clone()]
-        );
-        assert!(
-            !store
-                .move_function("w", "global", "character:elf", "f", &json!({}))
-                .unwrap(),
-            "nothing left to move"
-        );
-        assert_eq!(store.functions("w", "character:elf").unwrap(), vec![moved]);
+                .put_functions("w", "global", &[("f".to_owned(), json!({"name": "F"}))])
+                .unwrap();
+            let moved = json!({"name": "F", "order": 2});
+            assert!(
+                store
+                    .move_function("w", "global", "character:elf", "f", &moved)
+                    .unwrap()
+            );
+            assert_eq!(
+                store.functions("w", "global").unwrap(),
+                Vec::<serde_json::Value>::new()
+            );
+            assert_eq!(
+                store.functions("w", "character:elf").unwrap(),
+                vec![moved.clone()]
+            );
+            assert!(
+                !store
+                    .move_function("w", "global", "character:elf", "f", &json!({}))
+                    .unwrap(),
+                "nothing left to move"
+            );
+            assert_eq!(store.functions("w", "character:elf").unwrap(), vec![moved]);
+        }
     }
 
     #[test]
     fn switches_are_set_listed_and_cleared() {
-        let store = SqliteStore::open_in_memory().unwrap();
-        assert_eq!(store.switch("w", "chat:a").unwrap(), None);
-        store.set_switch("w", "chat:a", Some(false)).unwrap();
-        store.set_switch("w", "character:elf", Some(true)).unwrap();
-        store.set_switch("w", "chat:a", Some(true)).unwrap();
-        assert_eq!(store.switch("w", "chat:a").unwrap(), Some(true));
-        store.set_switch("w", "character:elf", None).unwrap();
-        assert_eq!(
-            store.switches("w").unwrap(),
-            vec![("chat:a".to_owned(), true)]
-        );
+        for store in crate::store::every_store() {
+            assert_eq!(store.switch("w", "chat:a").unwrap(), None);
+            store.set_switch("w", "chat:a", Some(false)).unwrap();
+            store.set_switch("w", "character:elf", Some(true)).unwrap();
+            store.set_switch("w", "chat:a", Some(true)).unwrap();
+            assert_eq!(store.switch("w", "chat:a").unwrap(), Some(true));
+            store.set_switch("w", "character:elf", None).unwrap();
+            assert_eq!(
+                store.switches("w").unwrap(),
+                vec![("chat:a".to_owned(), true)]
+            );
+        }
     }
 }

@@ -12,91 +12,77 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::corrupt;
+use crate::store::rows::{self, NodeTable};
 use crate::store::tree::{self, Encoded};
 
-/// Stores the nodes of the batch reachable from `roots` that the store does not hold, and
-/// counts their references; returns how many it stored and their bytes. A root gets no count
-/// here: the row that names it adds one. Nodes the batch laid out but no root reaches are not
-/// stored.
+/// The node statements of [`rows::write_nodes`] and [`rows::free_unreferenced`] in SQLite.
+struct Nodes<'a, 'c>(&'a Transaction<'c>);
+
+impl NodeTable for Nodes<'_, '_> {
+    type Error = rusqlite::Error;
+
+    fn insert(&mut self, hash: &str, body: &str, refs: i64) -> rusqlite::Result<bool> {
+        self.0
+            .prepare_cached(
+                "INSERT INTO snapshot_nodes (hash, body, refs) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (hash) DO NOTHING",
+            )?
+            .execute(params![hash, body, refs])
+            .map(|inserted| inserted > 0)
+    }
+
+    fn add_reference(&mut self, hash: &str) -> rusqlite::Result<bool> {
+        self.0
+            .prepare_cached("UPDATE snapshot_nodes SET refs = refs + 1 WHERE hash = ?1")?
+            .execute(params![hash])
+            .map(|updated| updated > 0)
+    }
+
+    fn unreferenced(&mut self) -> rusqlite::Result<Vec<String>> {
+        self.0
+            .prepare_cached("SELECT hash FROM snapshot_nodes WHERE refs <= 0")?
+            .query_map([], |row| row.get(0))?
+            .collect()
+    }
+
+    fn delete_unreferenced(&mut self, hash: &str) -> rusqlite::Result<Option<String>> {
+        self.0
+            .prepare_cached(
+                "DELETE FROM snapshot_nodes WHERE hash = ?1 AND refs <= 0 RETURNING body",
+            )?
+            .query_row(params![hash], |row| row.get(0))
+            .optional()
+    }
+
+    fn release(&mut self, hash: &str) -> rusqlite::Result<Option<i64>> {
+        self.0
+            .prepare_cached(
+                "UPDATE snapshot_nodes SET refs = refs - 1 WHERE hash = ?1 RETURNING refs",
+            )?
+            .query_row(params![hash], |row| row.get(0))
+            .optional()
+    }
+
+    fn gone(message: String) -> rusqlite::Error {
+        corrupt(message)
+    }
+}
+
+/// Stores the nodes of the batch reachable from `roots` that the store does not hold (see
+/// [`rows::write_nodes`]); returns how many it stored and their bytes.
 pub(super) fn write<'a>(
     transaction: &Transaction<'_>,
     nodes: &Encoded,
     roots: impl IntoIterator<Item = &'a str>,
 ) -> rusqlite::Result<(u64, u64)> {
-    let bodies: HashMap<&str, &str> = nodes
-        .nodes
-        .iter()
-        .map(|(hash, body)| (hash.as_str(), body.as_str()))
-        .collect();
-    let mut insert = transaction.prepare_cached(
-        "INSERT INTO snapshot_nodes (hash, body, refs) VALUES (?1, ?2, ?3) \
-         ON CONFLICT (hash) DO NOTHING",
-    )?;
-    let mut add =
-        transaction.prepare_cached("UPDATE snapshot_nodes SET refs = refs + 1 WHERE hash = ?1")?;
-    let (mut count, mut bytes) = (0, 0);
-    // (hash, whether a new node refers to it): the roots first, then what new nodes refer to.
-    let mut pending: Vec<(String, bool)> = roots
-        .into_iter()
-        .map(|root| (root.to_owned(), false))
-        .collect();
-    let mut children = Vec::new();
-    while let Some((hash, referred)) = pending.pop() {
-        let added = match bodies.get(hash.as_str()) {
-            Some(body) => insert.execute(params![hash, body, i64::from(referred)])? > 0,
-            None => false,
-        };
-        if added {
-            let body = bodies[hash.as_str()];
-            count += 1;
-            bytes += body.len() as u64;
-            tree::references(body, &mut children);
-            pending.extend(children.drain(..).map(|child| (child, true)));
-        } else if referred && add.execute(params![hash])? == 0 {
-            // Laid out against an earlier batch whose nodes are gone (the chat was deleted
-            // while it was being processed): storing the reference would leave it dangling.
-            // (A root that is gone fails the rows' foreign key.)
-            return Err(corrupt(format!(
-                "snapshot node {hash} is no longer stored; process the chat again"
-            )));
-        }
-    }
-    Ok((count, bytes))
+    rows::write_nodes(&mut Nodes(transaction), nodes, roots)
 }
 
 /// Frees every node nothing refers to any more, and in turn the nodes only those referred to.
 pub(in crate::store::sqlite) fn free_unreferenced(
     transaction: &Transaction<'_>,
 ) -> rusqlite::Result<()> {
-    let mut pending: Vec<String> = transaction
-        .prepare_cached("SELECT hash FROM snapshot_nodes WHERE refs <= 0")?
-        .query_map([], |row| row.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut delete = transaction.prepare_cached(
-        "DELETE FROM snapshot_nodes WHERE hash = ?1 AND refs <= 0 RETURNING body",
-    )?;
-    let mut release = transaction.prepare_cached(
-        "UPDATE snapshot_nodes SET refs = refs - 1 WHERE hash = ?1 RETURNING refs",
-    )?;
-    let mut children = Vec::new();
-    while let Some(hash) = pending.pop() {
-        let Some(body) = delete
-            .query_row(params![hash], |row| row.get::<_, String>(0))
-            .optional()?
-        else {
-            continue;
-        };
-        tree::references(&body, &mut children);
-        for child in children.drain(..) {
-            let left: Option<i64> = release
-                .query_row(params![child], |row| row.get(0))
-                .optional()?;
-            if left.is_some_and(|left| left <= 0) {
-                pending.push(child);
-            }
-        }
-    }
-    Ok(())
+    rows::free_unreferenced(&mut Nodes(transaction))
 }
 
 /// Counts every node's references from scratch and frees the nodes nothing refers to: for a
@@ -137,11 +123,35 @@ pub(in crate::store::sqlite) fn count_references(
 }
 
 #[cfg(test)]
+impl crate::store::Inspect for crate::store::SqliteStore {
+    fn snapshot_nodes(&self) -> Vec<(String, i64, String)> {
+        self.connection()
+            .prepare("SELECT hash, refs, body FROM snapshot_nodes ORDER BY hash")
+            .and_then(|mut statement| {
+                statement
+                    .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                    .collect()
+            })
+            .unwrap()
+    }
+
+    fn snapshot_roots(&self) -> Vec<String> {
+        self.connection()
+            .prepare(
+                "SELECT root FROM message_variables UNION ALL SELECT root FROM templates \
+                 UNION ALL SELECT root FROM global_snapshots",
+            )
+            .and_then(|mut statement| statement.query_map([], |row| row.get(0))?.collect())
+            .unwrap()
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::sqlite::SqliteStore;
     use crate::store::tree::SnapshotKey;
-    use crate::store::{GlobalSnapshot, SnapshotStore, Store as _};
+    use crate::store::{GlobalSnapshot, Inspect, SnapshotStore};
     use pretty_assertions::assert_eq;
     use serde_json::{Value, json};
 
@@ -149,26 +159,11 @@ mod tests {
     type Counts = Vec<(String, i64)>;
 
     /// Every node with its stored count, and with the count a walk over the store finds.
-    fn counts(store: &SqliteStore) -> (Counts, Counts) {
-        let connection = store.connection();
-        let stored: Vec<(String, i64, String)> = connection
-            .prepare("SELECT hash, refs, body FROM snapshot_nodes ORDER BY hash")
-            .unwrap()
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+    fn counts(store: &dyn Inspect) -> (Counts, Counts) {
+        let stored = store.snapshot_nodes();
         let mut found: HashMap<String, i64> = HashMap::new();
-        for root in connection
-            .prepare(
-                "SELECT root FROM message_variables UNION ALL SELECT root FROM templates \
-                 UNION ALL SELECT root FROM global_snapshots",
-            )
-            .unwrap()
-            .query_map([], |row| row.get::<_, String>(0))
-            .unwrap()
-        {
-            *found.entry(root.unwrap()).or_default() += 1;
+        for root in store.snapshot_roots() {
+            *found.entry(root).or_default() += 1;
         }
         let mut children = Vec::new();
         for (_, _, body) in &stored {
@@ -208,7 +203,7 @@ mod tests {
         })
     }
 
-    fn assert_counted(store: &SqliteStore) {
+    fn assert_counted(store: &dyn Inspect) {
         let (kept, walked) = counts(store);
         assert_eq!(kept, walked);
         assert!(
@@ -219,59 +214,60 @@ mod tests {
 
     #[test]
     fn counts_follow_every_write_and_delete_and_free_exactly_the_unused() {
-        let store = SqliteStore::open_in_memory().unwrap();
-        let mut batch = Encoded::new();
-        for index in 0..40 {
-            batch
-                .add(key(&format!("a{index}"), "one"), &state(index))
+        for store in crate::store::every_store() {
+            let mut batch = Encoded::new();
+            for index in 0..40 {
+                batch
+                    .add(key(&format!("a{index}"), "one"), &state(index))
+                    .unwrap();
+            }
+            store.put_snapshots("w", &batch).unwrap();
+            let mut other = Encoded::new();
+            for index in 20..30 {
+                other
+                    .add(key(&format!("b{index}"), "two"), &state(index))
+                    .unwrap();
+            }
+            store.put_snapshots("w", &other).unwrap();
+            assert_counted(store.as_ref());
+            // The same id again (a replaced row) with another state.
+            store
+                .put_snapshots("w", &{
+                    let mut again = Encoded::new();
+                    again.add(key("a3", "one"), &state(33)).unwrap();
+                    again
+                })
                 .unwrap();
-        }
-        store.put_snapshots("w", &batch).unwrap();
-        let mut other = Encoded::new();
-        for index in 20..30 {
-            other
-                .add(key(&format!("b{index}"), "two"), &state(index))
+            store.set_template("w", "hero", &state(5)).unwrap();
+            store.set_template("w", "hero", &state(6)).unwrap();
+            store
+                .put_global(
+                    "w",
+                    &GlobalSnapshot {
+                        id: "g".to_owned(),
+                        label: "kept".to_owned(),
+                        description: String::new(),
+                        created_at: 1,
+                        value: state(25),
+                    },
+                )
                 .unwrap();
+            assert!(store.update_snapshot("w", "a7", &state(2)).unwrap());
+            assert_counted(store.as_ref());
+            let ids: Vec<String> = (0..40)
+                .step_by(3)
+                .map(|index| format!("a{index}"))
+                .collect();
+            store.delete_snapshots("w", &ids).unwrap();
+            assert_counted(store.as_ref());
+            store.delete_chat("w", "one").unwrap();
+            assert_counted(store.as_ref());
+            assert!(store.delete_global("w", "g").unwrap());
+            assert_counted(store.as_ref());
+            // Deleting the workspace cascades to its rows: their triggers count too.
+            assert!(store.delete_workspace("w").unwrap());
+            assert_eq!(counts(store.as_ref()).0, []);
         }
-        store.put_snapshots("w", &other).unwrap();
-        assert_counted(&store);
-        // The same id again (a replaced row) with another state.
-        store
-            .put_snapshots("w", &{
-                let mut again = Encoded::new();
-                again.add(key("a3", "one"), &state(33)).unwrap();
-                again
-            })
-            .unwrap();
-        store.set_template("w", "hero", &state(5)).unwrap();
-        store.set_template("w", "hero", &state(6)).unwrap();
-        store
-            .put_global(
-                "w",
-                &GlobalSnapshot {
-                    id: "g".to_owned(),
-                    label: "kept".to_owned(),
-                    description: String::new(),
-                    created_at: 1,
-                    value: state(25),
-                },
-            )
-            .unwrap();
-        assert!(store.update_snapshot("w", "a7", &state(2)).unwrap());
-        assert_counted(&store);
-        let ids: Vec<String> = (0..40)
-            .step_by(3)
-            .map(|index| format!("a{index}"))
-            .collect();
-        store.delete_snapshots("w", &ids).unwrap();
-        assert_counted(&store);
-        store.delete_chat("w", "one").unwrap();
-        assert_counted(&store);
-        assert!(store.delete_global("w", "g").unwrap());
-        assert_counted(&store);
-        // Deleting the workspace cascades to its rows: their triggers count too.
-        assert!(store.delete_workspace("w").unwrap());
-        assert_eq!(counts(&store).0, []);
     }
 
     #[test]
@@ -285,7 +281,7 @@ mod tests {
         }
         store.put_snapshots("w", &batch).unwrap();
         store.set_template("w", "hero", &state(3)).unwrap();
-        let kept = counts(&store).0;
+        let kept = counts(store.as_ref()).0;
         let mut connection = store.connection();
         let transaction = connection.transaction().unwrap();
         transaction
@@ -301,7 +297,7 @@ mod tests {
         count_references(&transaction).unwrap();
         transaction.commit().unwrap();
         drop(connection);
-        assert_eq!(counts(&store).0, kept);
+        assert_eq!(counts(store.as_ref()).0, kept);
     }
 
     #[test]
@@ -346,12 +342,17 @@ mod tests {
             }
         }
         let store = SqliteStore::open(&path, crate::store::SqliteOptions::default()).unwrap();
-        assert_counted(&store);
-        assert!(!counts(&store).0.iter().any(|(hash, _)| hash == "unused"));
+        assert_counted(store.as_ref());
+        assert!(
+            !counts(store.as_ref())
+                .0
+                .iter()
+                .any(|(hash, _)| hash == "unused")
+        );
         store
             .delete_snapshots("w", &["a19".to_owned(), "a3".to_owned()])
             .unwrap();
-        assert_counted(&store);
+        assert_counted(store.as_ref());
         assert_eq!(
             store.snapshot("w", "a18").unwrap().unwrap().value,
             state(18)

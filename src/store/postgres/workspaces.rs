@@ -1,0 +1,443 @@
+//! The [`Store`] trait over PostgreSQL: the same rows as the SQLite store (variables, the value
+//! pool, change sequences, removals, visits, approvals, tool switches, the state document). A
+//! commit's first statement takes the workspace's next sequence (an upsert of its row, which
+//! holds the row locked until the commit), so writers to one workspace take turns and each
+//! stamps the next sequence; a state update locks the same row (`FOR UPDATE`).
+
+use std::path::Path;
+
+use tokio_postgres::Row;
+
+use super::{Failure, PostgresStore, Session, column, ensure_workspace, text_of};
+use crate::json::nesting;
+use crate::store::rows::{
+    VariableRow, count, kind_name, micros, pool_key, removals_pruned_below, stored_count, tags_text,
+};
+use crate::store::{Batch, Changes, Commit, Error, Loaded, Store, Visit, WorkspaceSummary};
+use crate::vars::{Record, wall_clock};
+
+const SELECT_VARIABLE: &str = "SELECT v.name, coalesce(v.value, p.value), v.kind, v.var_type, \
+     v.description, v.tags, v.keep, v.created, v.updated, v.last_visited, v.reference_count \
+     FROM variables v LEFT JOIN value_pool p ON p.hash = v.value_hash";
+
+fn variable_from(row: &Row) -> Result<Record, Failure> {
+    let description: Option<Vec<u8>> = column(row, 4)?;
+    VariableRow {
+        name: column(row, 0)?,
+        value: text_of(column(row, 1)?)?,
+        kind: column(row, 2)?,
+        var_type: column(row, 3)?,
+        desc: description.map(text_of).transpose()?,
+        tags: column(row, 5)?,
+        keep: column(row, 6)?,
+        created: column(row, 7)?,
+        updated: column(row, 8)?,
+        last_visited: column(row, 9)?,
+        reference_count: column(row, 10)?,
+    }
+    .into_record()
+    .map_err(Failure::Invalid)
+}
+
+/// Every variable of a workspace (`since` `None`), or those written after `since`.
+fn variables(
+    session: &mut Session<'_>,
+    workspace: &str,
+    since: Option<u64>,
+) -> Result<Vec<Record>, Failure> {
+    let rows = match since {
+        None => session.query(
+            &format!("{SELECT_VARIABLE} WHERE v.workspace = $1"),
+            &[&workspace],
+        )?,
+        Some(since) => session.query(
+            &format!("{SELECT_VARIABLE} WHERE v.workspace = $1 AND v.sequence > $2"),
+            &[&workspace, &stored_count(since)],
+        )?,
+    };
+    rows.iter().map(variable_from).collect()
+}
+
+/// The workspace's sequence and the sequence below which removals were pruned; `lock` holds
+/// the row until the transaction ends.
+fn sequence_of(
+    session: &mut Session<'_>,
+    workspace: &str,
+    lock: bool,
+) -> Result<(u64, u64), Failure> {
+    let sql = if lock {
+        "SELECT sequence, pruned_below FROM workspaces WHERE name = $1 FOR UPDATE"
+    } else {
+        "SELECT sequence, pruned_below FROM workspaces WHERE name = $1"
+    };
+    match session.query_opt(sql, &[&workspace])? {
+        Some(row) => Ok((count(column(&row, 0)?), count(column(&row, 1)?))),
+        None => Ok((0, 0)),
+    }
+}
+
+fn pooled_hash(
+    session: &mut Session<'_>,
+    workspace: &str,
+    name: &str,
+) -> Result<Option<String>, Failure> {
+    match session.query_opt(
+        "SELECT value_hash FROM variables WHERE workspace = $1 AND name = $2",
+        &[&workspace, &name],
+    )? {
+        Some(row) => column(&row, 0),
+        None => Ok(None),
+    }
+}
+
+fn write_variable(
+    session: &mut Session<'_>,
+    workspace: &str,
+    variable: &Record,
+    sequence: i64,
+) -> Result<(), Failure> {
+    let hash = pool_key(&variable.value);
+    if let Some(hash) = &hash {
+        session.execute(
+            "INSERT INTO value_pool (hash, value) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING",
+            &[hash, &variable.value.as_bytes()],
+        )?;
+    }
+    let inline = hash.is_none().then_some(variable.value.as_bytes());
+    let description = variable.desc.as_deref().map(str::as_bytes);
+    session.execute(
+        "INSERT INTO variables (workspace, name, value, value_hash, kind, var_type, description, \
+         tags, keep, created, updated, last_visited, reference_count, sequence) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+         ON CONFLICT (workspace, name) DO UPDATE SET value = excluded.value, \
+         value_hash = excluded.value_hash, kind = excluded.kind, var_type = excluded.var_type, \
+         description = excluded.description, tags = excluded.tags, keep = excluded.keep, \
+         created = excluded.created, updated = excluded.updated, \
+         last_visited = excluded.last_visited, reference_count = excluded.reference_count, \
+         sequence = excluded.sequence",
+        &[
+            &workspace,
+            &&*variable.name,
+            &inline,
+            &hash,
+            &kind_name(variable.kind),
+            &variable.var_type.as_str(),
+            &description,
+            &tags_text(&variable.tags),
+            &variable.keep,
+            &micros(variable.created),
+            &micros(variable.updated),
+            &micros(variable.last_visited),
+            &stored_count(variable.reference_count),
+            &sequence,
+        ],
+    )?;
+    session
+        .execute(
+            "DELETE FROM removals WHERE workspace = $1 AND name = $2",
+            &[&workspace, &&*variable.name],
+        )
+        .map(drop)
+}
+
+/// Drops pooled values nothing refers to any more.
+fn release_pooled(session: &mut Session<'_>, hashes: &[String]) -> Result<(), Failure> {
+    for hash in hashes {
+        session.execute(
+            "DELETE FROM value_pool WHERE hash = $1 \
+             AND NOT EXISTS (SELECT 1 FROM variables WHERE value_hash = $1)",
+            &[hash],
+        )?;
+    }
+    Ok(())
+}
+
+fn prune_removals(
+    session: &mut Session<'_>,
+    workspace: &str,
+    sequence: u64,
+) -> Result<(), Failure> {
+    let Some(below) = removals_pruned_below(sequence) else {
+        return Ok(());
+    };
+    let below = stored_count(below);
+    session.execute(
+        "DELETE FROM removals WHERE workspace = $1 AND sequence < $2",
+        &[&workspace, &below],
+    )?;
+    session
+        .execute(
+            "UPDATE workspaces SET pruned_below = $2 WHERE name = $1",
+            &[&workspace, &below],
+        )
+        .map(drop)
+}
+
+pub(super) fn read_state(
+    session: &mut Session<'_>,
+    workspace: &str,
+) -> Result<serde_json::Value, Failure> {
+    match session.query_opt(
+        "SELECT document FROM state WHERE workspace = $1",
+        &[&workspace],
+    )? {
+        None => Ok(serde_json::Value::Object(serde_json::Map::new())),
+        Some(row) => {
+            let text: String = column(&row, 0)?;
+            serde_json::from_str(&text)
+                .map_err(|error| Failure::Invalid(format!("the stored state: {error}")))
+        }
+    }
+}
+
+impl Store for PostgresStore {
+    fn location(&self) -> &Path {
+        &self.display
+    }
+
+    fn load(&self, workspace: &str) -> Result<Loaded, Error> {
+        self.write(|session| {
+            ensure_workspace(session, workspace)?;
+            let (sequence, _) = sequence_of(session, workspace, false)?;
+            let variables = variables(session, workspace, None)?;
+            Ok(Loaded {
+                variables,
+                sequence,
+            })
+        })
+    }
+
+    fn sequence(&self, workspace: &str) -> Result<u64, Error> {
+        self.run(|session| Ok(sequence_of(session, workspace, false)?.0))
+    }
+
+    fn changes(&self, workspace: &str, since: u64) -> Result<Changes, Error> {
+        self.read(|session| {
+            let (sequence, pruned_below) = sequence_of(session, workspace, false)?;
+            if since < pruned_below {
+                return Ok(Changes {
+                    written: variables(session, workspace, None)?,
+                    removed: Vec::new(),
+                    sequence,
+                    complete: true,
+                });
+            }
+            let written = variables(session, workspace, Some(since))?;
+            let removed = session
+                .query(
+                    "SELECT name FROM removals WHERE workspace = $1 AND sequence > $2",
+                    &[&workspace, &stored_count(since)],
+                )?
+                .iter()
+                .map(|row| column(row, 0))
+                .collect::<Result<_, _>>()?;
+            Ok(Changes {
+                written,
+                removed,
+                sequence,
+                complete: false,
+            })
+        })
+    }
+
+    fn commit(&self, workspace: &str, batch: &Batch) -> Result<Commit, Error> {
+        let work = |session: &mut Session<'_>| {
+            // Creates the workspace or takes the next sequence, and holds its row until commit.
+            let row = session.query_opt(
+                "INSERT INTO workspaces (name, created, sequence) VALUES ($1, $2, 1) \
+                 ON CONFLICT (name) DO UPDATE SET sequence = workspaces.sequence + 1 \
+                 RETURNING sequence",
+                &[&workspace, &micros(wall_clock())],
+            )?;
+            let stamp: i64 = row.map_or(Ok(1), |row| column(&row, 0))?;
+            let after = count(stamp);
+            let before = after.saturating_sub(1);
+            let mut released = Vec::new();
+            for variable in &batch.written {
+                released.extend(pooled_hash(session, workspace, &variable.name)?);
+                write_variable(session, workspace, variable, stamp)?;
+            }
+            for name in &batch.removed {
+                released.extend(pooled_hash(session, workspace, name)?);
+                session.execute(
+                    "DELETE FROM variables WHERE workspace = $1 AND name = $2",
+                    &[&workspace, name],
+                )?;
+                session.execute(
+                    "INSERT INTO removals (workspace, name, sequence) VALUES ($1, $2, $3) \
+                     ON CONFLICT (workspace, name) DO UPDATE SET sequence = excluded.sequence",
+                    &[&workspace, name, &stamp],
+                )?;
+            }
+            release_pooled(session, &released)?;
+            prune_removals(session, workspace, after)?;
+            Ok(Commit { before, after })
+        };
+        if batch.written.is_empty() {
+            self.write(work)
+        } else {
+            self.grow(work)
+        }
+    }
+
+    fn record_visits(&self, workspace: &str, visits: &[Visit]) -> Result<(), Error> {
+        self.write(|session| {
+            for visit in visits {
+                session.execute(
+                    "UPDATE variables SET last_visited = greatest(last_visited, $3), \
+                     reference_count = greatest(reference_count, $4) \
+                     WHERE workspace = $1 AND name = $2",
+                    &[
+                        &workspace,
+                        &visit.name,
+                        &micros(visit.last_visited),
+                        &stored_count(visit.reference_count),
+                    ],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    fn variable(&self, workspace: &str, name: &str) -> Result<Option<Record>, Error> {
+        self.run(|session| {
+            session
+                .query_opt(
+                    &format!("{SELECT_VARIABLE} WHERE v.workspace = $1 AND v.name = $2"),
+                    &[&workspace, &name],
+                )?
+                .as_ref()
+                .map(variable_from)
+                .transpose()
+        })
+    }
+
+    fn is_approved(&self, workspace: &str, key: &str) -> Result<bool, Error> {
+        self.run(|session| {
+            Ok(session
+                .query_opt(
+                    "SELECT 1 FROM approvals WHERE workspace = $1 AND key = $2",
+                    &[&workspace, &key],
+                )?
+                .is_some())
+        })
+    }
+
+    fn remember_approval(&self, workspace: &str, key: &str) -> Result<(), Error> {
+        self.grow(|session| {
+            ensure_workspace(session, workspace)?;
+            session
+                .execute(
+                    "INSERT INTO approvals (workspace, key, created) VALUES ($1, $2, $3) \
+                     ON CONFLICT (workspace, key) DO NOTHING",
+                    &[&workspace, &key, &micros(wall_clock())],
+                )
+                .map(drop)
+        })
+    }
+
+    fn approvals(&self, workspace: &str) -> Result<Vec<String>, Error> {
+        self.run(|session| {
+            session
+                .query(
+                    "SELECT key FROM approvals WHERE workspace = $1 ORDER BY key COLLATE \"C\"",
+                    &[&workspace],
+                )?
+                .iter()
+                .map(|row| column(row, 0))
+                .collect()
+        })
+    }
+
+    fn tool_switches(&self, workspace: &str) -> Result<Vec<(String, bool)>, Error> {
+        self.run(|session| {
+            session
+                .query(
+                    "SELECT target, enabled FROM tool_switches WHERE workspace = $1 ORDER BY target COLLATE \"C\"",
+                    &[&workspace],
+                )?
+                .iter()
+                .map(|row| Ok((column(row, 0)?, column(row, 1)?)))
+                .collect()
+        })
+    }
+
+    fn set_tool_switch(&self, workspace: &str, target: &str, enabled: bool) -> Result<(), Error> {
+        self.write(|session| {
+            ensure_workspace(session, workspace)?;
+            session
+                .execute(
+                    "INSERT INTO tool_switches (workspace, target, enabled) VALUES ($1, $2, $3) \
+                     ON CONFLICT (workspace, target) DO UPDATE SET enabled = excluded.enabled",
+                    &[&workspace, &target, &enabled],
+                )
+                .map(drop)
+        })
+    }
+
+    fn state(&self, workspace: &str) -> Result<serde_json::Value, Error> {
+        self.run(|session| read_state(session, workspace))
+    }
+
+    fn update_state(
+        &self,
+        workspace: &str,
+        change: &mut dyn FnMut(&mut serde_json::Value) -> Result<(), String>,
+    ) -> Result<Result<serde_json::Value, String>, Error> {
+        self.grow(|session| {
+            ensure_workspace(session, workspace)?;
+            // The workspace's row is the lock two writers of the document take turns on.
+            sequence_of(session, workspace, true)?;
+            let mut document = read_state(session, workspace)?;
+            if let Err(refusal) = change(&mut document) {
+                return Ok(Err(refusal));
+            }
+            if let Err(too_deep) = nesting::check(&document, 0) {
+                return Ok(Err(format!("the state document {too_deep}")));
+            }
+            session.execute(
+                "INSERT INTO state (workspace, document) VALUES ($1, $2) \
+                 ON CONFLICT (workspace) DO UPDATE SET document = excluded.document",
+                &[&workspace, &document.to_string()],
+            )?;
+            Ok(Ok(document))
+        })
+    }
+
+    fn workspaces(&self) -> Result<Vec<WorkspaceSummary>, Error> {
+        self.run(|session| {
+            session
+                .query(
+                    "SELECT w.name, w.sequence, \
+                     (SELECT count(*) FROM variables v WHERE v.workspace = w.name), \
+                     (SELECT count(*) FROM approvals a WHERE a.workspace = w.name) \
+                     FROM workspaces w ORDER BY w.name COLLATE \"C\"",
+                    &[],
+                )?
+                .iter()
+                .map(|row| {
+                    Ok(WorkspaceSummary {
+                        name: column(row, 0)?,
+                        sequence: count(column(row, 1)?),
+                        variables: count(column(row, 2)?),
+                        approvals: count(column(row, 3)?),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn delete_workspace(&self, workspace: &str) -> Result<bool, Error> {
+        self.write(|session| {
+            let deleted =
+                session.execute("DELETE FROM workspaces WHERE name = $1", &[&workspace])?;
+            session.execute(
+                "DELETE FROM value_pool WHERE NOT EXISTS \
+                 (SELECT 1 FROM variables v WHERE v.value_hash = value_pool.hash)",
+                &[],
+            )?;
+            super::snapshots::free_unreferenced(session)?;
+            Ok(deleted > 0)
+        })
+    }
+}
