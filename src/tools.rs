@@ -195,7 +195,8 @@ pub trait Tool: Send + Sync {
 /// Whether one call needs the user's consent (see [`Tool::consent`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Consent {
-    /// The call changes nothing, so it runs without asking, whatever the policy says.
+    /// The call changes nothing, or only adds, so it runs without asking, whatever the policy
+    /// says.
     NotNeeded,
     /// Asked as the policy says; an approval is bound to the tool, the argument shape and,
     /// when given, this scope.

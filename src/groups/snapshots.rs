@@ -15,7 +15,7 @@ pub mod templates;
 use std::sync::Arc;
 
 use crate::snapshots::Snapshots;
-use crate::tools::{Annotations, Origin, Permission, Policy, ToolGroup};
+use crate::tools::{Annotations, Consent, Origin, Permission, Policy, ToolGroup};
 
 pub const GROUP: &str = "snapshots";
 
@@ -25,17 +25,32 @@ pub const GROUP: &str = "snapshots";
 const CACHED_READ: Annotations = annotations(false, false, false);
 /// Adds new records, replacing none.
 const WRITES: Annotations = annotations(false, false, false);
-/// Replaces what is stored under a name or id.
+/// Replaces what is stored under a name or id; the same call again changes nothing more.
 const OVERWRITES: Annotations = annotations(false, true, true);
+/// Replaces what is stored, or adds a new record (with a new id) each time it is called.
+const OVERWRITES_OR_ADDS: Annotations = annotations(false, true, false);
 /// Deletes stored records.
 const DESTRUCTIVE: Annotations = annotations(false, true, true);
 
-/// Deletes for good what cannot be rebuilt: asks the user once per argument shape first, like
-/// the other tools that destroy what they cannot restore (`SkillSave`).
+/// Destroys stored data that cannot be rebuilt (a state, a template, a function's code, a
+/// snapshot): asks the user once per argument shape first, like the other tools that destroy
+/// what they cannot restore (`SkillSave`). The tools that only rearrange or switch what is
+/// stored (`FunctionMove`, `FunctionReorder`, `FunctionEnable`, `SnapshotEnable`) can be undone
+/// by another call, so they do not ask.
 const ASKS_FIRST: Permission = Permission {
     execution: Policy::AskOnce,
     result: Policy::Auto,
 };
+
+/// The consent of a tool that replaces or adds: only a call that replaces what is stored is
+/// asked; one that adds destroys nothing.
+fn asked_when(replaces: bool) -> Consent {
+    if replaces {
+        Consent::Asked { scope: None }
+    } else {
+        Consent::NotNeeded
+    }
+}
 
 const fn annotations(read_only: bool, destructive: bool, idempotent: bool) -> Annotations {
     Annotations {

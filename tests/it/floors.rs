@@ -2,7 +2,8 @@
 //! deleted in the middle: listing and jumping to floors, `snapshot://{chat}` resources, JSON
 //! Patch diffs that apply back, reprocessing from the middle (the same states as processing the
 //! edited chat from scratch, and no node left that nothing reaches), deleting one snapshot,
-//! global snapshots as a chat's base, and cleanup that refuses to delete every chat by accident.
+//! global snapshots as a chat's base, cleanup that refuses to delete every chat by accident, and
+//! the snapshot tools' annotations and approvals (what destroys stored data asks, once).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -21,7 +22,8 @@ pub(crate) async fn client(directory: &Path) -> Client {
     spawn_binary(&["--data-dir", &data], approving()).await
 }
 
-fn approving() -> TestClient {
+/// A client that approves each question "from now on".
+pub(crate) fn approving() -> TestClient {
     TestClient::new(Elicitation::Accept(
         json!({"approve": true, "remember": true}),
     ))
@@ -611,5 +613,196 @@ async fn cleanup_with_no_active_chat_refuses_unless_all_and_deleting_asks_first(
     assert!(denied.contains("approval"), "{denied}");
     let listed = ok(&unasked, "SnapshotList", json!({"chatFile": chat})).await;
     assert_eq!(listed["floors"].as_array().unwrap().len(), 3);
+    unasked.cancel().await.unwrap();
+}
+
+/// A user function to create and rewrite.
+fn heal() -> Value {
+    json!({"name": "HEAL", "type": "active", "pattern": "@\\.HEAL\\((\\d+)\\);",
+        "executor": "snapshot.hp = (snapshot.hp || 0) + args[0]; return snapshot;"})
+}
+
+/// `(name, read-only, destructive, idempotent)` of every tool of the `snapshots` group.
+const SNAPSHOT_TOOL_HINTS: [(&str, bool, bool, bool); 26] = [
+    ("SnapshotProcess", false, false, false),
+    ("SnapshotApply", false, false, false),
+    ("SnapshotGet", false, false, false),
+    ("SnapshotUpdate", false, true, true),
+    ("SnapshotDeleteChat", false, true, true),
+    ("SnapshotCleanup", false, true, true),
+    ("SnapshotEnable", false, true, true),
+    ("FunctionList", false, false, false),
+    ("FunctionUpsert", false, true, false),
+    ("FunctionRemove", false, true, true),
+    ("FunctionImport", false, false, false),
+    ("FunctionExport", false, false, false),
+    ("FunctionMove", false, true, true),
+    ("FunctionReorder", false, true, true),
+    ("FunctionEnable", false, true, true),
+    ("FunctionTest", true, false, true),
+    ("TemplateGet", false, false, false),
+    ("TemplateSet", false, true, true),
+    ("SnapshotList", false, false, false),
+    ("SnapshotDiff", false, false, false),
+    ("SnapshotReprocess", false, true, false),
+    ("SnapshotDelete", false, true, true),
+    ("SnapshotGlobalSave", false, true, true),
+    ("SnapshotGlobalList", false, false, false),
+    ("SnapshotGlobalGet", false, false, false),
+    ("SnapshotGlobalDelete", false, true, true),
+];
+
+#[tokio::test]
+async fn snapshot_tools_are_annotated_truthfully() {
+    let client = spawn_binary(&[], approving()).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let listed: HashSet<&str> = tools
+        .iter()
+        .map(|tool| tool.name.as_ref())
+        .filter(|name| {
+            ["Snapshot", "Function", "Template"]
+                .iter()
+                .any(|prefix| name.starts_with(prefix))
+        })
+        .collect();
+    let hinted: HashSet<&str> = SNAPSHOT_TOOL_HINTS.iter().map(|hint| hint.0).collect();
+    assert_eq!(listed, hinted, "every snapshot tool has its hints here");
+    for (name, read_only, destructive, idempotent) in SNAPSHOT_TOOL_HINTS {
+        let tool = tools.iter().find(|tool| tool.name == name).unwrap();
+        let annotations = tool.annotations.as_ref().unwrap();
+        assert_eq!(
+            (
+                annotations.read_only_hint,
+                annotations.destructive_hint,
+                annotations.idempotent_hint
+            ),
+            (Some(read_only), Some(destructive), Some(idempotent)),
+            "{name}"
+        );
+    }
+    client.cancel().await.unwrap();
+}
+
+/// Each call that replaces stored data is asked, once per argument shape (the user answers
+/// "from now on"); a call that only adds, rearranges or switches is not.
+#[tokio::test]
+async fn replacing_stored_data_asks_once_and_adding_or_rearranging_does_not() {
+    let asker = approving();
+    let client = spawn_binary(&[], asker.clone()).await;
+    let asks = |tool: &'static str, arguments: Value, expected: usize| {
+        let client = &client;
+        let asker = asker.clone();
+        async move {
+            let before = asker.asked().len();
+            let result = ok(client, tool, arguments.clone()).await;
+            let questions = &asker.asked()[before..];
+            assert_eq!(
+                questions.len(),
+                expected,
+                "{tool} {arguments}: {questions:?}"
+            );
+            assert!(
+                questions.iter().all(|question| question.contains(tool)),
+                "{questions:?}"
+            );
+            result
+        }
+    };
+    // A first template, then two replacements: the second is remembered.
+    for (gold, questions) in [(1, 0), (2, 1), (3, 0)] {
+        let template = json!({"角色": {"金币": gold}});
+        let arguments = json!({"characterId": "艾拉", "template": template});
+        asks("TemplateSet", arguments, questions).await;
+    }
+    let function = heal();
+    let created = asks("FunctionUpsert", json!({"function": function}), 0).await;
+    let mut switched = created.clone();
+    switched["enabled"] = json!(false);
+    switched["order"] = json!(7);
+    asks("FunctionUpsert", json!({"function": switched}), 0).await;
+    let mut rewritten = created.clone();
+    rewritten["executor"] = json!("snapshot.hp = 1; return snapshot;");
+    asks("FunctionUpsert", json!({"function": rewritten}), 1).await;
+    rewritten["description"] = json!("sets the hit points to 1");
+    asks("FunctionUpsert", json!({"function": rewritten}), 0).await;
+    let id = created["id"].clone();
+    asks("FunctionEnable", json!({"ids": [id], "enabled": true}), 0).await;
+    asks("FunctionReorder", json!({"ids": [id]}), 0).await;
+    let moved = json!({"id": id, "toCharacterId": "艾拉"});
+    asks("FunctionMove", moved, 0).await;
+    let paused = json!({"chatFile": "paused", "setting": "off"});
+    asks("SnapshotEnable", paused, 0).await;
+    let applied = asks(
+        "SnapshotApply",
+        json!({"chatFile": "notes", "characterId": "艾拉", "text": "@.ADD(\"角色.金币\", 5);"}),
+        0,
+    )
+    .await;
+    let snapshot = applied["snapshotId"].clone();
+    for (hp, questions) in [(1, 1), (2, 0)] {
+        let arguments = json!({"id": snapshot, "snapshot": {"hp": hp}});
+        asks("SnapshotUpdate", arguments, questions).await;
+    }
+    // New labels (with `replace` or not), then overwriting one: asked once.
+    for (label, replace, questions) in [
+        ("a", false, 0),
+        ("b", true, 0),
+        ("a", true, 1),
+        ("b", true, 0),
+    ] {
+        let arguments = json!({"label": label, "snapshot": {"hp": 9}, "replace": replace});
+        asks("SnapshotGlobalSave", arguments, questions).await;
+    }
+    client.cancel().await.unwrap();
+}
+
+/// A client that cannot be asked is refused (the default fallback) and nothing is replaced; what
+/// only adds still runs.
+#[tokio::test]
+async fn a_client_that_cannot_be_asked_replaces_nothing() {
+    let unasked = spawn_binary(&[], TestClient::new(Elicitation::Unsupported)).await;
+    let template = json!({"角色": {"金币": 1}});
+    let function = heal();
+    ok(
+        &unasked,
+        "TemplateSet",
+        json!({"characterId": "林", "template": template}),
+    )
+    .await;
+    let denied = refused(
+        &unasked,
+        "TemplateSet",
+        json!({"characterId": "林", "template": {"角色": {"金币": 2}}}),
+    )
+    .await;
+    assert!(denied.contains("approval"), "{denied}");
+    let kept = ok(&unasked, "TemplateGet", json!({"characterId": "林"})).await;
+    assert_eq!(kept["template"], template);
+    let applied = ok(
+        &unasked,
+        "SnapshotApply",
+        json!({"chatFile": "notes", "text": "@.SET(\"hp\", 5);"}),
+    )
+    .await;
+    let snapshot = applied["snapshotId"].clone();
+    refused(
+        &unasked,
+        "SnapshotUpdate",
+        json!({"id": snapshot, "snapshot": {"hp": 1}}),
+    )
+    .await;
+    assert_eq!(state(&unasked, &snapshot).await, json!({"hp": 5}));
+    let created = ok(&unasked, "FunctionUpsert", json!({"function": function})).await;
+    let mut rewritten = created.clone();
+    rewritten["executor"] = json!("return snapshot;");
+    refused(&unasked, "FunctionUpsert", json!({"function": rewritten})).await;
+    let library = ok(&unasked, "FunctionList", json!({})).await;
+    let stored = library["global"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|function| function["id"] == created["id"])
+        .unwrap();
+    assert_eq!(stored["executor"], created["executor"]);
     unasked.cancel().await.unwrap();
 }

@@ -336,10 +336,11 @@ async fn cancelling_a_plan_stops_the_steps_not_yet_started() {
     client.cancel().await.unwrap();
 }
 
-/// Step fields start with `_`, so a tool whose own argument is `id` runs in a plan.
+/// Step fields start with `_`, so a tool whose own argument is `id` runs in a plan (the client
+/// approves `SnapshotUpdate`, which asks first).
 #[tokio::test]
 async fn a_plan_step_passes_a_tool_its_own_id() {
-    let client = crate::common::spawn_binary(&[], TestClient::new(Elicitation::Unsupported)).await;
+    let client = crate::common::spawn_binary(&[], crate::floors::approving()).await;
     let plan = json!({"steps": [
         {"_id": "make", "_tool": "SnapshotApply", "chatFile": "plan", "text": "@.SET(\"a\", 1);"},
         {"_id": "read", "_tool": "SnapshotGet", "id": "†steps.make.snapshotId", "_outputPath": "†state.read"},

@@ -11,23 +11,18 @@ use serde_json::{Value, json};
 use crate::common::{
     Client, Elicitation, RawSession, TestClient, call, is_error, spawn_binary, text,
 };
+use crate::floors::approving;
 use crate::snapshots::ok;
 
-/// A client on the memory store, and one on a fresh SQLite file (with its folder).
+/// A client on the memory store, and one on a fresh SQLite file (with its folder); both approve
+/// what they are asked (`SnapshotUpdate` asks first).
 async fn both_stores() -> Vec<(Client, Option<tempfile::TempDir>)> {
     let directory = tempfile::tempdir().unwrap();
     let data = directory.path().display().to_string();
     vec![
+        (spawn_binary(&[], approving()).await, None),
         (
-            spawn_binary(&[], TestClient::new(Elicitation::Unsupported)).await,
-            None,
-        ),
-        (
-            spawn_binary(
-                &["--data-dir", &data],
-                TestClient::new(Elicitation::Unsupported),
-            )
-            .await,
+            spawn_binary(&["--data-dir", &data], approving()).await,
             Some(directory),
         ),
     ]

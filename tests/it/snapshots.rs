@@ -722,3 +722,58 @@ async fn snapshot_process_offers_an_output_path_and_writes_state() {
     assert!(!is_error(&read), "{}", text(&read));
     assert!(text(&read).ends_with("\n7"), "{}", text(&read));
 }
+
+/// One path grammar over stdio, with the snapshot tools: `_outputPath`, `†` references and
+/// `ReadState` take Chinese keys, and a quoted segment names a key that holds a dot.
+#[tokio::test]
+async fn unicode_and_quoted_paths_reach_snapshot_tools_over_stdio() {
+    let client = client().await;
+    let messages = vec![
+        user("开始"),
+        ai(
+            0,
+            &["@.SET(\"角色.金币\", 7); @.SET(\"角色.名字\", \"林\");"],
+        ),
+    ];
+    ok(
+        &client,
+        "SnapshotProcess",
+        json!({"chatFile": "路径", "messages": messages, "_outputPath": "†state.\"存档.v1\""}),
+    )
+    .await;
+    // A reference that is the whole argument keeps its JSON type; one inside a text is spliced.
+    let applied = ok(
+        &client,
+        "SnapshotApply",
+        json!({
+            "chatFile": "路径",
+            "baseId": "†state.\"存档.v1\".latestSnapshotId",
+            "text": "@.SET(\"副本.金币\", †state.\"存档.v1\".vs_stat_data.角色.金币);"
+        }),
+    )
+    .await;
+    assert_eq!(
+        applied["snapshot"],
+        json!({"角色": {"金币": 7, "名字": "林"}, "副本": {"金币": 7}})
+    );
+    let read = call(
+        &client,
+        "ReadState",
+        json!({"path": "\"存档.v1\".vs_stat_data.角色.名字"}),
+    )
+    .await;
+    assert!(!is_error(&read), "{}", text(&read));
+    assert!(text(&read).ends_with("\n\"林\""), "{}", text(&read));
+    let unclosed = call(
+        &client,
+        "ReadState",
+        json!({"path": "\"存档.v1.vs_stat_data"}),
+    )
+    .await;
+    assert!(
+        is_error(&unclosed) && text(&unclosed).contains("never closed"),
+        "{}",
+        text(&unclosed)
+    );
+    client.cancel().await.unwrap();
+}

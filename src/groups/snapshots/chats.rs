@@ -240,7 +240,8 @@ pub struct UpdateArguments {
     pub mvu_strip: bool,
 }
 
-/// `SnapshotUpdate`: a snapshot's state replaced in place.
+/// `SnapshotUpdate`: a snapshot's state replaced in place; the old state is gone, so it asks
+/// first.
 pub(super) struct SnapshotUpdate {
     definition: ToolDefinition,
     service: Arc<Snapshots>,
@@ -251,7 +252,8 @@ impl SnapshotUpdate {
         let definition =
             ToolDefinition::new::<UpdateArguments>("SnapshotUpdate", UPDATE, OVERWRITES)
                 .with_title("Update snapshot")
-                .with_output::<SnapshotOutput>();
+                .with_output::<SnapshotOutput>()
+                .with_permission(ASKS_FIRST);
         Self {
             definition,
             service,

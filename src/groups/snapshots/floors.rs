@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use futures::future::BoxFuture;
 
-use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES};
+use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, asked_when};
 use crate::groups::{off_thread, structured};
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::diff::Operation;
@@ -19,7 +19,8 @@ use crate::snapshots::globals::Origin;
 use crate::snapshots::{FloorList, FloorQuery, Reprocessed, Snapshots, Source, Start};
 use crate::store::{Floor, GlobalSnapshot, GlobalSummary};
 use crate::tools::{
-    Caching, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, Truncation, WORKSPACE_VIEW,
+    Caching, Consent, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, Truncation,
+    WORKSPACE_VIEW,
 };
 
 const LIST: &str = "List a chat's floors, a page at a time: every stored snapshot of each \
@@ -190,6 +191,7 @@ pub struct ReprocessArguments {
 
 /// `SnapshotReprocess`: a chat recomputed from a floor on. Like `SnapshotProcess` it takes
 /// whole chats, so it is neither cached nor cut; it deletes the old snapshots, so it asks first.
+/// Each call stores its snapshots under new ids, so it is not idempotent.
 pub(super) struct SnapshotReprocess {
     definition: ToolDefinition,
     service: Arc<Snapshots>,
@@ -197,13 +199,16 @@ pub(super) struct SnapshotReprocess {
 
 impl SnapshotReprocess {
     pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<ReprocessArguments>("SnapshotReprocess", REPROCESS, DESTRUCTIVE)
-                .with_title("Reprocess chat from a floor")
-                .with_output::<Reprocessed>()
-                .with_caching(Caching::Off)
-                .with_truncation(Truncation::Never)
-                .with_permission(ASKS_FIRST);
+        let definition = ToolDefinition::new::<ReprocessArguments>(
+            "SnapshotReprocess",
+            REPROCESS,
+            OVERWRITES_OR_ADDS,
+        )
+        .with_title("Reprocess chat from a floor")
+        .with_output::<Reprocessed>()
+        .with_caching(Caching::Off)
+        .with_truncation(Truncation::Never)
+        .with_permission(ASKS_FIRST);
         Self {
             definition,
             service,
@@ -311,7 +316,8 @@ pub struct GlobalSaveArguments {
     pub replace: bool,
 }
 
-/// `SnapshotGlobalSave`: a state saved as a labelled global snapshot.
+/// `SnapshotGlobalSave`: a state saved as a labelled global snapshot; overwriting one
+/// (`replace: true` on a label in use) asks first.
 pub(super) struct SnapshotGlobalSave {
     definition: ToolDefinition,
     service: Arc<Snapshots>,
@@ -325,7 +331,8 @@ impl SnapshotGlobalSave {
             OVERWRITES,
         )
         .with_title("Save global snapshot")
-        .with_output::<GlobalSnapshot>();
+        .with_output::<GlobalSnapshot>()
+        .with_permission(ASKS_FIRST);
         Self {
             definition,
             service,
@@ -336,6 +343,19 @@ impl SnapshotGlobalSave {
 impl Tool for SnapshotGlobalSave {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    /// A new label destroys nothing (and a label in use without `replace` is refused when the
+    /// call runs); overwriting one is asked.
+    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
+        let arguments: GlobalSaveArguments = self.definition.parse(arguments.clone())?;
+        let replaces = arguments.replace
+            && self
+                .service
+                .globals()?
+                .iter()
+                .any(|global| global.label == arguments.label);
+        Ok(asked_when(replaces))
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {

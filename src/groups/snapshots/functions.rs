@@ -9,11 +9,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, WRITES};
+use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES_OR_ADDS, WRITES, asked_when};
 use crate::groups::{off_thread, structured};
 use crate::snapshots::Snapshots;
 use crate::snapshots::functions::{Export, Scope, VarFunction};
-use crate::tools::{Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, WORKSPACE_VIEW};
+use crate::tools::{
+    Consent, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, WORKSPACE_VIEW,
+};
 
 const FUNCTION_LIST: &str = "List the state functions: the global library (with the built-ins \
     SET, ADD, SUB, APPEND, REMOVE, ASSIGN, UNSET, TIME and the optional MVU and JSON_PATCH \
@@ -101,7 +103,8 @@ pub struct UpsertArguments {
     pub character_id: Option<String>,
 }
 
-/// `FunctionUpsert`: a function created or replaced.
+/// `FunctionUpsert`: a function created or replaced; replacing one's pattern, executor or
+/// description asks first (the old ones are gone).
 pub(super) struct FunctionUpsert {
     definition: ToolDefinition,
     service: Arc<Snapshots>,
@@ -109,10 +112,14 @@ pub(super) struct FunctionUpsert {
 
 impl FunctionUpsert {
     pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<UpsertArguments>("FunctionUpsert", FUNCTION_UPSERT, OVERWRITES)
-                .with_title("Create or replace state function")
-                .with_output::<VarFunction>();
+        let definition = ToolDefinition::new::<UpsertArguments>(
+            "FunctionUpsert",
+            FUNCTION_UPSERT,
+            OVERWRITES_OR_ADDS,
+        )
+        .with_title("Create or replace state function")
+        .with_output::<VarFunction>()
+        .with_permission(ASKS_FIRST);
         Self {
             definition,
             service,
@@ -123,6 +130,27 @@ impl FunctionUpsert {
 impl Tool for FunctionUpsert {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    /// A new function destroys nothing, and neither does a call that changes only `enabled`
+    /// or `order` (what `FunctionEnable` and `FunctionReorder` change without asking);
+    /// replacing anything else of a function of its library (a built-in included) is asked.
+    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
+        let arguments: UpsertArguments = self.definition.parse(arguments.clone())?;
+        let new = arguments.function;
+        let stored = self
+            .service
+            .functions(&Scope::of(arguments.character_id.as_deref()))?
+            .into_iter()
+            .find(|function| !new.id.is_empty() && function.id == new.id);
+        let replaces = stored.is_some_and(|stored| {
+            VarFunction {
+                enabled: new.enabled,
+                order: new.order,
+                ..stored
+            } != new
+        });
+        Ok(asked_when(replaces))
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {

@@ -8,11 +8,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CACHED_READ, OVERWRITES};
+use super::{ASKS_FIRST, CACHED_READ, OVERWRITES, asked_when};
 use crate::groups::{off_thread, structured};
 use crate::snapshots::Snapshots;
 use crate::snapshots::builtins::strip_mvu_metadata;
-use crate::tools::{Tool, ToolCall, ToolDefinition, ToolError, ToolOutput};
+use crate::tools::{Consent, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput};
 
 const TEMPLATE_GET: &str = "Read a character's template: the state a chat starts from.";
 
@@ -87,7 +87,7 @@ pub struct TemplateSetArguments {
     pub mvu_strip: bool,
 }
 
-/// `TemplateSet`: a character's template replaced.
+/// `TemplateSet`: a character's template set; replacing one asks first.
 pub(super) struct TemplateSet {
     definition: ToolDefinition,
     service: Arc<Snapshots>,
@@ -98,7 +98,8 @@ impl TemplateSet {
         let definition =
             ToolDefinition::new::<TemplateSetArguments>("TemplateSet", TEMPLATE_SET, OVERWRITES)
                 .with_title("Set character template")
-                .with_output::<TemplateOutput>();
+                .with_output::<TemplateOutput>()
+                .with_permission(ASKS_FIRST);
         Self {
             definition,
             service,
@@ -109,6 +110,13 @@ impl TemplateSet {
 impl Tool for TemplateSet {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    /// A character's first template destroys nothing; replacing one is asked.
+    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
+        let arguments: TemplateSetArguments = self.definition.parse(arguments.clone())?;
+        let replaces = self.service.template(&arguments.character_id)?.is_some();
+        Ok(asked_when(replaces))
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {

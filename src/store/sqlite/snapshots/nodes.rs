@@ -271,6 +271,43 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_laid_out_against_nodes_deleted_since_is_refused_and_stores_nothing() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let mut batch = Encoded::new();
+        batch.add(key("a1", "one"), &state(5)).unwrap();
+        store.put_snapshots("w", &batch).unwrap();
+        batch.committed();
+        // The same state again, laid out against the batch stored: its root is not in this
+        // batch, and the chat is deleted (its nodes freed) before the batch is stored.
+        batch
+            .add_changed(key("a2", "one"), &state(5), &tree::Changed::new())
+            .unwrap();
+        assert!(batch.nodes.is_empty());
+        assert_eq!(store.delete_chat("w", "one").unwrap(), 1);
+        // The row's foreign key refuses a root that is gone.
+        let error = store.put_snapshots("w", &batch).unwrap_err().to_string();
+        assert!(error.contains("FOREIGN KEY"), "{error}");
+        assert!(store.snapshot("w", "a2").unwrap().is_none());
+        assert_eq!(counts(&*store).0, []);
+        // The same with a node below the root: the first snapshot's history is shared.
+        let mut batch = Encoded::new();
+        batch.add(key("b1", "two"), &state(30)).unwrap();
+        store.put_snapshots("w", &batch).unwrap();
+        batch.committed();
+        let mut changed = tree::Changed::new();
+        changed.path(&["long".to_owned()]);
+        let mut next = state(30);
+        next["long"] = json!("changed");
+        batch
+            .add_changed(key("b2", "two"), &next, &changed)
+            .unwrap();
+        store.delete_chat("w", "two").unwrap();
+        let error = store.put_snapshots("w", &batch).unwrap_err().to_string();
+        assert!(error.contains("is no longer stored"), "{error}");
+        assert_eq!(counts(&*store).0, []);
+    }
+
+    #[test]
     fn counting_from_scratch_gives_what_the_writes_kept() {
         let store = SqliteStore::open_in_memory().unwrap();
         let mut batch = Encoded::new();
