@@ -20,8 +20,8 @@ use crate::groups;
 use crate::groups::script_tools::ServedFolders;
 use crate::rules::{self, AGENT_GROUP};
 use crate::skills::Library;
-use crate::skills::discover::RootKind;
 use crate::skills::shelf::Shelf;
+use crate::skills::sources::{Checkout, Outcome};
 use crate::snapshots::Snapshots;
 use crate::store::{DurableStore, SnapshotStore, SqliteStore};
 use crate::tools::{
@@ -176,6 +176,7 @@ impl App {
                 start_watching(shelf, &slot);
             }
         });
+        fetch_skill_sources(config, &shelf);
         executor.register_group(
             groups::skills::group(shelf.clone(), config.skill_body_limit),
             skills_enabled,
@@ -375,12 +376,73 @@ fn serve_tool_folders(executor: &Executor, config: &Config) -> Option<Watch> {
     }
 }
 
+/// Fetches the git skill sources that have no copy yet, on a thread of their own, and rescans
+/// once they are in: the session starts and serves the other roots meanwhile, and never waits on
+/// the network. With `skills_update_interval`, the thread then updates every source at that
+/// interval for as long as the library is served. A failed fetch is logged and keeps the last
+/// good copy.
+fn fetch_skill_sources(config: &Config, shelf: &Arc<Shelf>) {
+    let sources = config.skill_sources();
+    let interval = config.skills_update_interval;
+    let missing: Vec<Checkout> = sources
+        .iter()
+        .filter(|checkout| !checkout.present())
+        .cloned()
+        .collect();
+    if missing.is_empty() && (sources.is_empty() || interval.is_none()) {
+        return;
+    }
+    let shelf = Arc::downgrade(shelf);
+    let fetching = move || {
+        if update_sources(&missing)
+            && let Some(shelf) = shelf.upgrade()
+        {
+            // The first scan may still be running without the new copy: rescan after it.
+            drop(shelf.library());
+            shelf.reload().warm_up();
+        }
+        let Some(interval) = interval else { return };
+        loop {
+            std::thread::sleep(interval);
+            let Some(shelf) = shelf.upgrade() else { return };
+            if update_sources(&sources) {
+                shelf.reload().warm_up();
+            }
+        }
+    };
+    let spawned = std::thread::Builder::new()
+        .name("skill-sources".to_owned())
+        .spawn(fetching);
+    if let Err(error) = spawned {
+        tracing::warn!("cannot start fetching the git skill sources: {error}");
+    }
+}
+
+/// Updates each source and logs what happened; whether any copy changed.
+fn update_sources(sources: &[Checkout]) -> bool {
+    let mut changed = false;
+    for checkout in sources {
+        let outcome = checkout.update();
+        let spec = &checkout.source.spec;
+        match &outcome {
+            Outcome::Failed { .. } => tracing::warn!("skill source {spec}: {outcome}"),
+            Outcome::Unchanged { .. } => tracing::debug!("skill source {spec}: {outcome}"),
+            Outcome::Fetched { .. } | Outcome::Updated { .. } => {
+                changed = true;
+                tracing::info!("skill source {spec}: {outcome}");
+            }
+        }
+    }
+    changed
+}
+
 /// Starts watching the skill roots and keeps the watch in `slot`.
 fn start_watching(shelf: Arc<Shelf>, slot: &Mutex<Option<Watch>>) {
     let roots: Vec<std::path::PathBuf> = shelf
         .roots()
         .iter()
-        .filter(|root| root.kind != RootKind::Bundled)
+        // Git copies change only by a fetch, which rescans by itself.
+        .filter(|root| root.kind.writable())
         .map(|root| root.path.clone())
         .collect();
     let rescan = move || shelf.reload().warm_up();

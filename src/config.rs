@@ -9,6 +9,10 @@
 //!
 //! tool_folders = ["~/work/tools"]  # script tool folders besides ~/.synapse/tools
 //!
+//! # skill roots: folders, or git repositories pinned to a ref (copied into the data folder)
+//! skills = ["~/team-skills", "git+https://github.com/org/skills@v1.2#skills"]
+//! skill_sources_allow = ["github.com/org"]   # hosts or host/org that git+https may name
+//!
 //! [groups]                     # which tool groups are on
 //! vars = true
 //!
@@ -44,6 +48,8 @@ Examples:
   synapse-mcp --config ~/.config/synapse-mcp/config.toml
   synapse-mcp --workspace research -v          a separate workspace, debug logs on stderr
   synapse-mcp --skills ./my-skills --skills ~/team-skills
+  synapse-mcp --skills git+https://github.com/org/skills@v1.2#skills
+  synapse-mcp skills update                    fetch the git skill sources again
   synapse-mcp --tools ./my-tools               script tools from ./my-tools besides ~/.synapse/tools
   synapse-mcp tools check                      report broken tool manifests
 
@@ -59,9 +65,10 @@ pub const DEFAULT_WORKSPACE_MAX_BYTES: u64 = 1 << 30;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// A skills folder (repeatable); replaces the default skill roots (the bundled skills,
-    /// ~/.synapse/skills, ~/.agents/skills, ~/.claude/skills).
-    #[arg(long = "skills", value_name = "DIR", global = true)]
+    /// A skills folder, or a git repository at a ref, `git+https://host/org/repo@REF[#SUBDIR]`
+    /// or `git+file:///path/repo@REF[#SUBDIR]` (repeatable); replaces the default skill roots
+    /// (the bundled skills, ~/.synapse/skills, ~/.agents/skills, ~/.claude/skills).
+    #[arg(long = "skills", value_name = "DIR|GIT", global = true)]
     pub skills: Vec<PathBuf>,
     /// A folder of script tools (repeatable), served besides ~/.synapse/tools; each folder in
     /// it is a tool group (see docs/script-tools.md).
@@ -241,6 +248,11 @@ pub enum SkillsCommand {
         #[arg(long)]
         strict: bool,
     },
+    /// Fetch the git skill sources (`--skills git+…`, or the config's `skills`) again and bring
+    /// each copy to the commit its ref names now. Prints, per source, the old and the new
+    /// commit, or that it is unchanged, or why it failed (the last good copy is kept). Exits
+    /// non-zero when any failed.
+    Update,
 }
 
 impl Cli {
@@ -271,6 +283,12 @@ pub enum Error {
     Invalid { path: PathBuf, message: String },
     #[error("{0}")]
     Store(String),
+    #[error("{0}")]
+    SkillSource(#[from] crate::skills::sources::Error),
+    #[error(
+        "git skill sources are copied into the data folder, and none was found: set XDG_DATA_HOME or HOME, or pass --data-dir"
+    )]
+    NoDataFolder,
 }
 
 /// The configuration file (TOML); every field is optional.
@@ -290,9 +308,17 @@ pub struct FileConfig {
     /// Per-tool settings, by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolConfig>,
-    /// Skill folders, used when no `--skills` is given.
+    /// Skill roots, used when no `--skills` is given: folders, or git repositories at a ref
+    /// (`git+https://host/org/repo@REF[#SUBDIR]`, `git+file:///path@REF[#SUBDIR]`).
     #[serde(default)]
     pub skills: Vec<PathBuf>,
+    /// The hosts (`github.com`) or hosts and leading folders (`github.com/org`) that
+    /// `git+https://` skill sources may name; without this key any host is allowed.
+    /// `git+file://` sources are always allowed.
+    pub skill_sources_allow: Option<Vec<String>>,
+    /// How often the server updates its git skill sources while it runs (`"6h"`, `"30m"`; at
+    /// least a minute); without it they change only with `synapse-mcp skills update`.
+    pub skills_update_interval: Option<String>,
     /// Folders of script tools, served besides `~/.synapse/tools` (and before it: of two
     /// groups of one name, the folder listed first wins); `--tools` adds more.
     #[serde(default)]
@@ -380,6 +406,14 @@ pub struct ToolConfig {
     pub enabled: Option<bool>,
 }
 
+/// One configured skill root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkillRoot {
+    Folder(PathBuf),
+    /// A git source and the place of its copy.
+    Git(crate::skills::sources::Checkout),
+}
+
 /// Everything the server needs, from the command line and the file together.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -389,7 +423,10 @@ pub struct Config {
     /// Most bytes a workspace may hold.
     pub workspace_max_bytes: u64,
     pub data_dir: Option<PathBuf>,
-    pub skills: Vec<PathBuf>,
+    /// The configured skill roots, in priority order.
+    pub skills: Vec<SkillRoot>,
+    /// How often a running server updates its git skill sources.
+    pub skills_update_interval: Option<std::time::Duration>,
     /// Script tool folders besides `~/.synapse/tools`: `--tools`, then the file's `tool_folders`.
     pub tool_folders: Vec<PathBuf>,
     /// Serve `./.agents/skills` and `./.claude/skills` too.
@@ -427,16 +464,23 @@ impl Config {
             Some(path) => read_file(path)?,
             None => FileConfig::default(),
         };
-        let mut skills = cli.skills.clone();
-        if skills.is_empty() {
-            skills.clone_from(&file.skills);
-        }
+        let listed = if cli.skills.is_empty() {
+            &file.skills
+        } else {
+            &cli.skills
+        };
+        let skills = skill_roots(
+            listed,
+            file.skill_sources_allow.as_deref(),
+            cli.data_dir.as_deref(),
+        )?;
         let workspace = cli
             .workspace
             .clone()
             .unwrap_or_else(|| "default".to_owned());
         let mut config = Self::from_parts(&file, workspace, cli.data_dir.clone(), skills);
         if let Some(path) = &cli.config {
+            config.skills_update_interval = update_interval(path, &file)?;
             config.upstreams = checked_upstreams(path, &file)?;
             config.file = Some(path.clone());
         }
@@ -467,7 +511,7 @@ impl Config {
         file: &FileConfig,
         workspace: String,
         data_dir: Option<PathBuf>,
-        skills: Vec<PathBuf>,
+        skills: Vec<SkillRoot>,
     ) -> Self {
         let overrides = file
             .tools
@@ -502,6 +546,7 @@ impl Config {
                 .unwrap_or(DEFAULT_WORKSPACE_MAX_BYTES),
             data_dir,
             skills,
+            skills_update_interval: None,
             tool_folders: file.tool_folders.clone(),
             trust_project: false,
             skill_body_limit: file
@@ -529,9 +574,35 @@ impl Config {
 
     /// The skill roots in priority order (see [`crate::skills::discover::roots`]).
     pub fn skill_roots(&self) -> Vec<crate::skills::discover::Root> {
+        use crate::skills::discover::{Root, RootKind};
         let cwd = std::env::current_dir().unwrap_or_default();
         let home = std::env::home_dir();
-        crate::skills::discover::roots(&self.skills, self.trust_project, home.as_deref(), &cwd)
+        let configured: Vec<Root> = self
+            .skills
+            .iter()
+            .map(|root| match root {
+                SkillRoot::Folder(path) => Root {
+                    kind: RootKind::Configured,
+                    path: path.clone(),
+                },
+                SkillRoot::Git(checkout) => Root {
+                    kind: RootKind::Git,
+                    path: checkout.root(),
+                },
+            })
+            .collect();
+        crate::skills::discover::roots(&configured, self.trust_project, home.as_deref(), &cwd)
+    }
+
+    /// The git skill sources, in the order they were configured.
+    pub fn skill_sources(&self) -> Vec<crate::skills::sources::Checkout> {
+        self.skills
+            .iter()
+            .filter_map(|root| match root {
+                SkillRoot::Git(checkout) => Some(checkout.clone()),
+                SkillRoot::Folder(_) => None,
+            })
+            .collect()
     }
 
     /// The script tool roots in priority order: the configured folders, then `~/.synapse/tools`.
@@ -568,6 +639,53 @@ fn http_settings(serve: &ServeArgs, table: &HttpTable) -> Option<HttpSettings> {
             .or(table.max_body_bytes)
             .unwrap_or(DEFAULT_MAX_BODY_BYTES),
     })
+}
+
+/// The configured skill roots: folders as they are, git sources read, checked against the
+/// allowlist and placed in the data folder.
+fn skill_roots(
+    listed: &[PathBuf],
+    allow: Option<&[String]>,
+    data_dir: Option<&Path>,
+) -> Result<Vec<SkillRoot>, Error> {
+    use crate::skills::sources::{Checkout, Source, is_source};
+    listed
+        .iter()
+        .map(
+            |entry| match entry.to_str().filter(|text| is_source(text)) {
+                None => Ok(SkillRoot::Folder(entry.clone())),
+                Some(text) => {
+                    let source = Source::parse(text)?;
+                    source.allowed(allow)?;
+                    let data_folder = data_dir
+                        .map(Path::to_path_buf)
+                        .or_else(crate::store::default_data_dir)
+                        .ok_or(Error::NoDataFolder)?;
+                    Ok(SkillRoot::Git(Checkout::new(source, &data_folder)))
+                }
+            },
+        )
+        .collect()
+}
+
+/// `skills_update_interval`, read and checked.
+fn update_interval(path: &Path, file: &FileConfig) -> Result<Option<std::time::Duration>, Error> {
+    let Some(text) = &file.skills_update_interval else {
+        return Ok(None);
+    };
+    let invalid = |problem: String| Error::Invalid {
+        path: path.to_owned(),
+        message: format!("skills_update_interval `{text}` {problem}"),
+    };
+    let interval = humantime::parse_duration(text).map_err(|error| {
+        invalid(format!(
+            "is not a duration ({error}); write one like \"6h\" or \"30m\""
+        ))
+    })?;
+    if interval < std::time::Duration::from_mins(1) {
+        return Err(invalid("is shorter than a minute".to_owned()));
+    }
+    Ok(Some(interval))
 }
 
 /// Reads the file again for its `[[upstream]]` tables, checked; also gives the rest of the

@@ -123,6 +123,10 @@ pub async fn run(
             drop(stdout);
             return Ok(check_skills(config, dirs, *strict));
         }
+        Some(config::Command::Skills(config::SkillsCommand::Update)) => {
+            drop(stdout);
+            return Ok(update_skills(config));
+        }
         Some(config::Command::Tools(config::ToolsCommand::Check { dirs })) => {
             drop(stdout);
             return Ok(check_tools(config, dirs));
@@ -215,13 +219,44 @@ fn check_skills(
     dirs: &[std::path::PathBuf],
     strict: bool,
 ) -> std::process::ExitCode {
-    let roots = if dirs.is_empty() {
-        config.skill_roots()
+    let (roots, sources) = if dirs.is_empty() {
+        (config.skill_roots(), config.skill_sources())
     } else {
-        skills::discover::roots(dirs, false, None, std::path::Path::new("."))
+        let dirs: Vec<skills::discover::Root> = dirs
+            .iter()
+            .map(|path| skills::discover::Root {
+                kind: skills::discover::RootKind::Configured,
+                path: path.clone(),
+            })
+            .collect();
+        let roots = skills::discover::roots(&dirs, false, None, std::path::Path::new("."));
+        (roots, Vec::new())
     };
-    let (report, failed) = skills::check::report(&roots, strict);
+    let (report, failed) = skills::check::report(&roots, &sources, strict);
     print!("{report}");
+    if failed {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
+}
+
+/// `skills update`: one line per git source on stdout, since this command does not serve MCP.
+#[expect(
+    clippy::print_stdout,
+    reason = "`skills update` prints its report; it never serves MCP, so stdout is free"
+)]
+fn update_skills(config: &config::Config) -> std::process::ExitCode {
+    let sources = config.skill_sources();
+    if sources.is_empty() {
+        println!("no git skill sources are configured (`--skills git+…` or the config's `skills`)");
+    }
+    let mut failed = false;
+    for checkout in &sources {
+        let outcome = checkout.update();
+        failed |= matches!(outcome, skills::sources::Outcome::Failed { .. });
+        println!("{}: {outcome}", checkout.source.spec);
+    }
     if failed {
         std::process::ExitCode::FAILURE
     } else {

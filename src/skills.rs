@@ -12,6 +12,7 @@
 //!   contents.
 //! - [`rerank`]: the question that lets a model rerank search candidates, and its answer read.
 //! - [`files`]: skill files on disk or bundled, and the path checks.
+//! - [`sources`]: skills from git repositories, pinned to a ref and copied into the data folder.
 //! - [`scripts`]: running a skill's script in its folder, bounded and with a scrubbed
 //!   environment, and the digest set an approval to run it is bound to.
 //!
@@ -29,6 +30,7 @@ pub mod scripts;
 pub mod search;
 pub mod sections;
 pub mod shelf;
+pub mod sources;
 pub mod validate;
 
 use std::path::PathBuf;
@@ -679,6 +681,10 @@ mod tests {
             );
             std::fs::write(folder.join("SKILL.md"), text).unwrap();
         }
+        let root = Root {
+            kind: discover::RootKind::Configured,
+            path: root,
+        };
         let roots = discover::roots(&[root], false, None, directory.path());
         let library = Library::load(&roots);
         assert_eq!(library.skills().len(), METADATA_FIRST_ABOVE + 1);

@@ -400,7 +400,8 @@ pub(crate) fn every_store() -> Vec<Arc<dyn Inspect>> {
     stores
 }
 
-fn default_data_dir() -> Option<PathBuf> {
+/// `$XDG_DATA_HOME/synapse-mcp`, or `~/.local/share/synapse-mcp`.
+pub fn default_data_dir() -> Option<PathBuf> {
     let xdg = std::env::var_os("XDG_DATA_HOME").filter(|value| !value.is_empty());
     let base = match xdg {
         Some(xdg) => PathBuf::from(xdg),

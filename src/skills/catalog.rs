@@ -31,8 +31,11 @@ pub fn build(roots: &[Root], use_index: bool) -> Catalog {
     for (position, root) in roots.iter().enumerate() {
         let skills = match root.kind {
             RootKind::Bundled => bundled(&mut catalog.diagnostics),
-            // Not a finding: the home folder is made by the first save.
-            RootKind::Home if !root.path.is_dir() => Vec::new(),
+            // Not a finding: the home folder is made by the first save, and a git copy by its
+            // first fetch (whose failure is reported on its own).
+            RootKind::Home | RootKind::Git if !root.path.is_dir() => Vec::new(),
+            // A git copy holds the repository's files only: no `index.json` is written there.
+            RootKind::Git => on_disk(&root.path, false, &mut catalog.diagnostics),
             _ => on_disk(&root.path, use_index, &mut catalog.diagnostics),
         };
         found.extend(skills.into_iter().map(|skill| (position, root, skill)));

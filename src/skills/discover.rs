@@ -34,6 +34,15 @@ pub enum RootKind {
     User,
     /// `./.agents/skills`, `./.claude/skills`, only with `--trust-project`.
     Project,
+    /// The copy of a git repository at a ref (`--skills git+…`); replaced only by a fetch.
+    Git,
+}
+
+impl RootKind {
+    /// Whether `SkillSave` may write there: not into the bundled skills or a git copy.
+    pub fn writable(self) -> bool {
+        !matches!(self, Self::Bundled | Self::Git)
+    }
 }
 
 /// One place skills come from. Earlier roots win name collisions.
@@ -44,10 +53,11 @@ pub struct Root {
 }
 
 /// The roots in priority order. Trusted project roots come first (a project overrides the
-/// user); then the configured folders, or, when none is configured, the bundled skills,
-/// `~/.synapse/skills` (whether it exists yet or not) and the other user folders that exist.
+/// user); then the configured roots (folders and git copies), or, when none is configured, the
+/// bundled skills, `~/.synapse/skills` (whether it exists yet or not) and the other user
+/// folders that exist.
 pub fn roots(
-    configured: &[PathBuf],
+    configured: &[Root],
     trust_project: bool,
     home: Option<&Path>,
     cwd: &Path,
@@ -65,10 +75,7 @@ pub fn roots(
         }
     }
     if !configured.is_empty() {
-        roots.extend(configured.iter().map(|path| Root {
-            kind: RootKind::Configured,
-            path: path.clone(),
-        }));
+        roots.extend_from_slice(configured);
         return roots;
     }
     roots.push(Root {
@@ -336,14 +343,12 @@ mod tests {
     #[test]
     fn configured_roots_replace_the_defaults() {
         let cwd = tempfile::tempdir().unwrap();
-        let roots = roots(&[PathBuf::from("/s")], false, None, cwd.path());
-        assert_eq!(
-            roots,
-            [Root {
-                kind: RootKind::Configured,
-                path: "/s".into()
-            }]
-        );
+        let configured = Root {
+            kind: RootKind::Configured,
+            path: "/s".into(),
+        };
+        let roots = roots(std::slice::from_ref(&configured), false, None, cwd.path());
+        assert_eq!(roots, [configured]);
         let defaults = super::roots(&[], false, None, cwd.path());
         assert_eq!(defaults[0].kind, RootKind::Bundled);
     }

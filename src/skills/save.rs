@@ -63,6 +63,12 @@ pub fn save(library: &Library, roots: &[Root], request: &Request) -> Result<Save
     let files = checked_files(&request.files)?;
     check_size(&request.name, &text, &files)?;
     let folder = match existing.map(|skill| &skill.location) {
+        Some(Location::Disk(folder)) if in_read_only_root(roots, folder) => {
+            return Err(invalid(
+                &request.name,
+                "comes from a git skill source, whose copy is read-only (`synapse-mcp skills update` replaces it); save it under another name",
+            ));
+        }
         Some(Location::Disk(folder)) => folder.clone(),
         Some(Location::Bundled(_)) => {
             return Err(invalid(
@@ -89,9 +95,16 @@ pub fn save(library: &Library, roots: &[Root], request: &Request) -> Result<Save
     )?;
     saved.root = roots
         .iter()
-        .find(|root| root.kind != RootKind::Bundled && folder.starts_with(&root.path))
+        .find(|root| root.kind.writable() && folder.starts_with(&root.path))
         .map(|root| root.path.clone());
     Ok(saved)
+}
+
+/// Whether a skill folder lies in a root nothing may write to (a git copy).
+fn in_read_only_root(roots: &[Root], folder: &Path) -> bool {
+    roots
+        .iter()
+        .any(|root| !root.kind.writable() && folder.starts_with(&root.path))
 }
 
 /// `name` and `description` first, then every other key the skill already had (as JSON, which
@@ -200,10 +213,7 @@ fn checked_files(files: &BTreeMap<String, String>) -> Result<Vec<(String, &str)>
 /// The root a new skill goes to: the one asked for, or the first writable root on disk. The
 /// home skills folder (`~/.synapse/skills`) is made when it is the one chosen.
 fn target_root(roots: &[Root], asked: Option<&Path>) -> Result<PathBuf, Error> {
-    let on_disk: Vec<&Root> = roots
-        .iter()
-        .filter(|root| root.kind != RootKind::Bundled)
-        .collect();
+    let on_disk: Vec<&Root> = roots.iter().filter(|root| root.kind.writable()).collect();
     let known = || {
         let paths: Vec<String> = on_disk
             .iter()
@@ -557,5 +567,44 @@ mod tests {
                 "other-1"
             ]
         );
+    }
+
+    #[test]
+    fn a_skill_from_a_git_copy_is_never_overwritten() {
+        let directory = tempfile::tempdir().unwrap();
+        let copy = directory.path().join("tree");
+        std::fs::create_dir_all(copy.join("from-git")).unwrap();
+        let original =
+            "---\nname: from-git\ndescription: From a repository. Use in tests.\n---\nOriginal.\n";
+        std::fs::write(copy.join("from-git/SKILL.md"), original).unwrap();
+        let writable = directory.path().join("mine");
+        std::fs::create_dir_all(&writable).unwrap();
+        let roots = [
+            Root {
+                kind: RootKind::Git,
+                path: copy.clone(),
+            },
+            Root {
+                kind: RootKind::Configured,
+                path: writable.clone(),
+            },
+        ];
+        let library = Library::load(&roots);
+        let error = save(
+            &library,
+            &roots,
+            &request("from-git", "Changed. Use in tests."),
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("read-only"), "{error}");
+        let kept = std::fs::read_to_string(copy.join("from-git/SKILL.md")).unwrap();
+        assert_eq!(kept, original);
+        let saved = save(
+            &library,
+            &roots,
+            &request("new-skill", "New. Use in tests."),
+        )
+        .unwrap();
+        assert_eq!(saved.root, Some(writable));
     }
 }

@@ -13,6 +13,7 @@ use crate::common::{
 };
 
 mod catalog;
+mod git;
 pub(crate) mod hardening;
 mod ranking;
 mod reload;

@@ -438,7 +438,7 @@ fn the_command_line_explains_itself_and_names_bad_config_files() {
     assert!(help.status.success());
     let help = String::from_utf8(help.stdout).unwrap();
     for expected in [
-        "--skills <DIR>",
+        "--skills <DIR|GIT>",
         "--data-dir <DIR>",
         "--workspace <NAME>",
         "--config <FILE>",

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::{Fixture, USABLE};
 
-fn sha256(bytes: &[u8]) -> String {
+pub(super) fn sha256(bytes: &[u8]) -> String {
     let mut hex = String::new();
     for byte in Sha256::digest(bytes) {
         write!(hex, "{byte:02x}").unwrap();

@@ -1,0 +1,345 @@
+//! Skills from git over stdio, with local repositories only (`git+file://`), made here with gix:
+//! a source at a tag is fetched when the server starts and served (`SkillSearch`, `SkillLoad`,
+//! `skills/list`); a new tag is fetched by `skills update` and served after a restart; a
+//! branch is updated from one commit to the next; a repository that went missing keeps the
+//! last good copy; a host the allowlist does not name is refused; an https fetch that hangs
+//! (on a local port that never answers) holds up neither the handshake nor the other roots.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gix::ObjectId;
+use gix::objs::tree::EntryKind;
+use gix::refs::transaction::PreviousValue;
+use serde_json::json;
+
+use super::search;
+use crate::common::{
+    Client, Elicitation, TestClient, call, is_error, quiet_home, spawn_binary, text,
+};
+
+/// A bare repository whose commits go to `main`.
+struct TestRepository {
+    path: PathBuf,
+    git: gix::Repository,
+    head: Option<ObjectId>,
+}
+
+fn signature() -> gix::actor::SignatureRef<'static> {
+    gix::actor::SignatureRef {
+        name: "Test".into(),
+        email: "test@example.com".into(),
+        time: "1700000000 +0000",
+    }
+}
+
+impl TestRepository {
+    fn new(path: &Path) -> Self {
+        let repository = gix::init_bare(path).unwrap();
+        Self {
+            path: path.to_owned(),
+            git: repository,
+            head: None,
+        }
+    }
+
+    /// Commits exactly `files` (path, text) on `main`.
+    fn commit(&mut self, message: &str, files: &[(&str, &str)]) -> ObjectId {
+        let empty = ObjectId::empty_tree(gix::hash::Kind::Sha1);
+        let mut editor = self.git.edit_tree(empty).unwrap();
+        for (path, contents) in files {
+            let blob = self.git.write_blob(contents.as_bytes()).unwrap();
+            editor.upsert(*path, EntryKind::Blob, blob).unwrap();
+        }
+        let tree = editor.write().unwrap().detach();
+        let id = self
+            .git
+            .commit_as(
+                signature(),
+                signature(),
+                "refs/heads/main",
+                message,
+                tree,
+                self.head,
+            )
+            .unwrap()
+            .detach();
+        self.head = Some(id);
+        id
+    }
+
+    fn lightweight_tag(&self, name: &str) {
+        let head = self.head.unwrap();
+        self.git
+            .tag_reference(name, head, PreviousValue::MustNotExist)
+            .unwrap();
+    }
+
+    fn annotated_tag(&self, name: &str) {
+        let head = self.head.unwrap();
+        self.git
+            .tag(
+                name,
+                head,
+                gix::objs::Kind::Commit,
+                Some(signature()),
+                "a release",
+                PreviousValue::MustNotExist,
+            )
+            .unwrap();
+    }
+
+    fn source(&self, reference: &str) -> String {
+        format!("git+file://{}@{reference}#skills", self.path.display())
+    }
+}
+
+fn skill_files(body: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("README.md", "Not a skill.\n".to_owned()),
+        (
+            "skills/release-notes/SKILL.md",
+            format!(
+                "---\nname: release-notes\ndescription: Draft release notes from merged pull requests. Use when preparing a release.\n---\n{body}\n"
+            ),
+        ),
+        (
+            "skills/release-notes/references/style.md",
+            "Short lines.\n".to_owned(),
+        ),
+    ]
+}
+
+fn commit_skill(repository: &mut TestRepository, message: &str, body: &str) -> ObjectId {
+    let files = skill_files(body);
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(path, contents)| (*path, contents.as_str()))
+        .collect();
+    repository.commit(message, &files)
+}
+
+/// Runs a `synapse-mcp` command that does not serve; its exit status, stdout and stderr.
+fn run(arguments: &[&str]) -> (bool, String, String) {
+    let output = std::process::Command::new(crate::common::binary())
+        .env("HOME", quiet_home())
+        .args(arguments)
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+async fn serve(source: &str, data: &Path) -> Client {
+    let data = data.display().to_string();
+    let arguments = ["--skills", source, "--data-dir", data.as_str()];
+    spawn_binary(&arguments, TestClient::new(Elicitation::Unsupported)).await
+}
+
+/// The body `SkillLoad` serves, once the skill is there (the first fetch runs beside the
+/// session, so the skill may join a moment after the handshake).
+async fn load_when_served(client: &Client, name: &str) -> String {
+    for _ in 0..200 {
+        let result = call(client, "SkillLoad", json!({"name": name})).await;
+        if !is_error(&result) {
+            return text(&result);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("skill `{name}` was never served");
+}
+
+#[tokio::test]
+async fn a_git_file_source_at_a_tag_is_served_then_updated_to_a_new_tag() {
+    let directory = tempfile::tempdir().unwrap();
+    let data = directory.path().join("data");
+    let mut repository = TestRepository::new(&directory.path().join("skills-repo.git"));
+    let first = commit_skill(&mut repository, "first", "Version one body.");
+    repository.lightweight_tag("v1");
+
+    // Fetched when the server starts, without a `git` binary, and served like any skill.
+    let client = serve(&repository.source("v1"), &data).await;
+    let loaded = load_when_served(&client, "release-notes").await;
+    assert!(loaded.contains("Version one body."), "{loaded}");
+    assert!(loaded.contains("references/style.md"), "{loaded}");
+    assert_eq!(
+        search(&client, json!({"query": "release notes"})).await,
+        ["release-notes"]
+    );
+    let listed = client.list_skills(None).await.unwrap().skills;
+    let uris: Vec<&str> = listed.iter().map(|skill| skill.uri.as_str()).collect();
+    assert_eq!(uris, ["skill://release-notes/SKILL.md"]);
+    client.cancel().await.unwrap();
+
+    let second = commit_skill(&mut repository, "second", "Version two body.");
+    repository.annotated_tag("v2");
+    let data_argument = data.display().to_string();
+    let source = repository.source("v2");
+    let (succeeded, stdout, stderr) = run(&[
+        "skills",
+        "update",
+        "--skills",
+        &source,
+        "--data-dir",
+        &data_argument,
+    ]);
+    assert!(succeeded, "{stdout}{stderr}");
+    assert_eq!(stdout, format!("{source}: fetched {second}\n"));
+
+    // Pointed at the new tag, the server serves its copy at once.
+    let client = serve(&source, &data).await;
+    let loaded = load_when_served(&client, "release-notes").await;
+    assert!(loaded.contains("Version two body."), "{loaded}");
+    client.cancel().await.unwrap();
+
+    let (succeeded, report, _) = run(&[
+        "skills",
+        "check",
+        "--skills",
+        &source,
+        "--data-dir",
+        &data_argument,
+    ]);
+    assert!(succeeded, "{report}");
+    assert!(
+        report.contains(&format!("git source {source}\n")),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("ref v2, commit {second}, fetched 20")),
+        "{report}"
+    );
+    let skill_md = skill_files("Version two body.")[1].1.clone();
+    let digest = super::surface::sha256(skill_md.as_bytes());
+    assert!(
+        report.contains(&format!("    {digest} SKILL.md\n")),
+        "{report}"
+    );
+    assert!(report.contains(" references/style.md\n"), "{report}");
+    assert_ne!(first, second);
+}
+
+#[tokio::test]
+async fn skills_update_moves_a_branch_source_to_its_new_commit() {
+    let directory = tempfile::tempdir().unwrap();
+    let data = directory.path().join("data").display().to_string();
+    let mut repository = TestRepository::new(&directory.path().join("skills-repo.git"));
+    let first = commit_skill(&mut repository, "first", "Version one body.");
+    let source = repository.source("main");
+    let update = || run(&["skills", "update", "--skills", &source, "--data-dir", &data]);
+
+    assert_eq!(update().1, format!("{source}: fetched {first}\n"));
+    assert_eq!(update().1, format!("{source}: unchanged at {first}\n"));
+    let second = commit_skill(&mut repository, "second", "Version two body.");
+    let (succeeded, stdout, _) = update();
+    assert!(succeeded);
+    assert_eq!(stdout, format!("{source}: {first} → {second}\n"));
+}
+
+#[tokio::test]
+async fn a_source_that_cannot_be_fetched_keeps_the_last_good_copy() {
+    let directory = tempfile::tempdir().unwrap();
+    let data = directory.path().join("data");
+    let data_argument = data.display().to_string();
+    let mut repository = TestRepository::new(&directory.path().join("skills-repo.git"));
+    let first = commit_skill(&mut repository, "first", "Version one body.");
+    repository.lightweight_tag("v1");
+    let source = repository.source("v1");
+    let arguments = ["--skills", source.as_str(), "--data-dir", &data_argument];
+    let (succeeded, _, _) = run(&[&["skills", "update"][..], &arguments].concat());
+    assert!(succeeded);
+
+    std::fs::remove_dir_all(&repository.path).unwrap();
+    let (succeeded, stdout, _) = run(&[&["skills", "update"][..], &arguments].concat());
+    assert!(!succeeded, "{stdout}");
+    assert!(
+        stdout.starts_with(&format!("{source}: failed: cannot open the repository")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with(&format!("; keeping the last good copy, {first}\n")),
+        "{stdout}"
+    );
+
+    let client = serve(&source, &data).await;
+    let loaded = load_when_served(&client, "release-notes").await;
+    assert!(loaded.contains("Version one body."), "{loaded}");
+    client.cancel().await.unwrap();
+    let (_, report, _) = run(&[&["skills", "check"][..], &arguments].concat());
+    assert!(report.contains(&format!("commit {first}")), "{report}");
+    assert!(
+        report.contains("  warning: the last update failed at 20"),
+        "{report}"
+    );
+    assert!(
+        report.contains("; the last good copy is served\n"),
+        "{report}"
+    );
+}
+
+#[test]
+fn sources_the_allowlist_does_not_name_and_bad_values_are_refused() {
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("config.toml");
+    std::fs::write(&config, "skill_sources_allow = [\"github.com/org\"]\n").unwrap();
+    let config = config.display().to_string();
+    let refused = "git+https://evil.example/team/skills@v1";
+    let (succeeded, _, stderr) =
+        run(&["--config", &config, "--skills", refused, "skills", "check"]);
+    assert!(!succeeded);
+    assert!(
+        stderr.contains(&format!("skill source `{refused}` is not allowed")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`skill_sources_allow`"), "{stderr}");
+    assert!(stderr.contains("`evil.example/team`"), "{stderr}");
+
+    let (succeeded, _, stderr) = run(&["--skills", "git+file:///srv/repo", "skills", "check"]);
+    assert!(!succeeded);
+    assert!(
+        stderr.contains("names no ref; pin one with `@TAG`"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_fetch_that_hangs_never_holds_up_the_session_or_the_other_roots() {
+    // A port that completes TCP handshakes (the kernel's backlog) but never answers: the https
+    // fetch of the source waits on it for as long as the server runs.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let directory = tempfile::tempdir().unwrap();
+    let folder = directory.path().join("skills");
+    crate::common::write_skill(
+        &folder,
+        "local-notes",
+        "Keep local notes. Use when testing.",
+        "Local body.",
+    );
+    let folder = folder.display().to_string();
+    let source = format!("git+https://127.0.0.1:{port}/org/skills@v1");
+    let data = directory.path().join("data").display().to_string();
+    let arguments = [
+        "--skills",
+        &folder,
+        "--skills",
+        &source,
+        "--data-dir",
+        &data,
+    ];
+    // A guard, not a speed check: a session held up by the fetch would wait forever.
+    let session = async {
+        let client = spawn_binary(&arguments, TestClient::new(Elicitation::Unsupported)).await;
+        let loaded = text(&call(&client, "SkillLoad", json!({"name": "local-notes"})).await);
+        client.cancel().await.unwrap();
+        loaded
+    };
+    let loaded = tokio::time::timeout(Duration::from_mins(2), session)
+        .await
+        .expect("the session waited on the hanging fetch");
+    assert!(loaded.contains("Local body."), "{loaded}");
+    drop(silent);
+}
