@@ -101,12 +101,12 @@ impl HttpServer {
     fn transport(&self, path: &str, token: &str) -> StreamableHttpClientTransport<reqwest::Client> {
         let mut config = StreamableHttpClientTransportConfig::with_uri(self.url(path));
         config.auth_header = Some(token.to_owned());
-        StreamableHttpClientTransport::from_config(config)
+        StreamableHttpClientTransport::with_client(http_client(), config)
     }
 
     /// A raw JSON-RPC POST: the status, the `WWW-Authenticate` header, the body.
     async fn post(&self, path: &str, token: Option<&str>, body: &Value) -> (u16, String, String) {
-        let mut request = reqwest::Client::new()
+        let mut request = http_client()
             .post(self.url(path))
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
@@ -123,6 +123,19 @@ impl HttpServer {
             .unwrap_or_default();
         (status, challenge, response.text().await.unwrap())
     }
+}
+
+/// An HTTP client. reqwest is built with rustls (for the server's `git+https` skill sources), so
+/// a process-wide crypto provider must be installed before a client is built, plain HTTP or not.
+fn http_client() -> reqwest::Client {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Two tests can race here: the loser is told one is installed already, which is all it
+        // needs.
+        rustls::crypto::ring::default_provider()
+            .install_default()
+            .ok();
+    }
+    reqwest::Client::new()
 }
 
 fn add_token(tokens: &Path, principal: &str, workspaces: &[&str], read_only: bool) -> String {
@@ -278,7 +291,7 @@ async fn a_session_is_not_found_with_another_principals_token() {
     let server = HttpServer::start(&[]).await;
     let alice = server.token("alice", &["team"], false);
     let bob = server.token("bob", &["team"], false);
-    let opened = reqwest::Client::new()
+    let opened = http_client()
         .post(server.url("/mcp"))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -293,7 +306,7 @@ async fn a_session_is_not_found_with_another_principals_token() {
         .to_owned();
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     let with_session = |token: &str| {
-        reqwest::Client::new()
+        http_client()
             .post(server.url("/mcp"))
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
@@ -370,7 +383,7 @@ async fn a_disallowed_host_is_refused_and_an_allowed_one_served() {
     let server = HttpServer::start(&["--allowed-host", "mcp.example.org"]).await;
     let token = server.token("alice", &["research"], false);
     let post = |host: &'static str| {
-        reqwest::Client::new()
+        http_client()
             .post(server.url("/mcp"))
             .header("host", host)
             .header("content-type", "application/json")
