@@ -508,7 +508,12 @@ mod tests {
     }
 
     fn add(encoded: &mut Encoded, id: &str, chat: &str, value: &Value) {
-        let key = tree::SnapshotKey {
+        encoded.add(key(id, chat), value).unwrap();
+    }
+
+    /// The key of snapshot `id` of `chat`, bound to message 1, swipe 0.
+    pub(super) fn key(id: &str, chat: &str) -> tree::SnapshotKey {
+        tree::SnapshotKey {
             id: id.to_owned(),
             chat_file: chat.to_owned(),
             message_id: Some(1),
@@ -516,8 +521,7 @@ mod tests {
             created_at: None,
             summary: None,
             stored_bytes: None,
-        };
-        encoded.add(key, value).unwrap();
+        }
     }
 
     #[test]

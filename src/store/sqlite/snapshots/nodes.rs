@@ -150,7 +150,7 @@ impl crate::store::Inspect for crate::store::SqliteStore {
 mod tests {
     use super::*;
     use crate::store::sqlite::SqliteStore;
-    use crate::store::tree::SnapshotKey;
+    use crate::store::sqlite::snapshots::tests::key;
     use crate::store::{GlobalSnapshot, Inspect, SnapshotStore};
     use pretty_assertions::assert_eq;
     use serde_json::{Value, json};
@@ -181,18 +181,6 @@ mod tests {
             .map(|(hash, refs, _)| (hash, refs))
             .collect();
         (kept, walked)
-    }
-
-    fn key(id: &str, chat: &str) -> SnapshotKey {
-        SnapshotKey {
-            id: id.to_owned(),
-            chat_file: chat.to_owned(),
-            message_id: Some(1),
-            swipe_id: Some(0),
-            created_at: None,
-            summary: None,
-            stored_bytes: None,
-        }
     }
 
     fn state(index: usize) -> Value {
