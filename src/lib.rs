@@ -234,11 +234,7 @@ fn check_skills(
     };
     let (report, failed) = skills::check::report(&roots, &sources, strict);
     print!("{report}");
-    if failed {
-        std::process::ExitCode::FAILURE
-    } else {
-        std::process::ExitCode::SUCCESS
-    }
+    exit_code(failed)
 }
 
 /// `skills update`: one line per git source on stdout, since this command does not serve MCP.
@@ -257,11 +253,7 @@ fn update_skills(config: &config::Config) -> std::process::ExitCode {
         failed |= matches!(outcome, skills::sources::Outcome::Failed { .. });
         println!("{}: {outcome}", checkout.source.spec);
     }
-    if failed {
-        std::process::ExitCode::FAILURE
-    } else {
-        std::process::ExitCode::SUCCESS
-    }
+    exit_code(failed)
 }
 
 /// `tools check`: the report goes to stdout, since this command does not serve MCP.
@@ -277,6 +269,11 @@ fn check_tools(config: &config::Config, dirs: &[std::path::PathBuf]) -> std::pro
     };
     let (report, failed) = script_tools::check::report(&roots, &groups::BUILT_IN);
     print!("{report}");
+    exit_code(failed)
+}
+
+/// The exit code of a command that reports problems: non-zero when one of them failed it.
+fn exit_code(failed: bool) -> std::process::ExitCode {
     if failed {
         std::process::ExitCode::FAILURE
     } else {
