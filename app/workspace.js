@@ -198,20 +198,25 @@ const variableList = new VirtualList(document.getElementById("list"), document.g
   choose: (variable) => showVariable(variable, 0),
 });
 
-async function loadVariables() {
+// The filters set in the page, as ListVars takes them (empty when none is set).
+function currentFilter() {
   const filter = {};
-  const search = document.getElementById("search").value.trim();
-  const type = document.getElementById("type").value;
-  const tag = document.getElementById("tag").value;
-  if (search) filter.search = search;
-  if (type) filter.type = type;
-  if (tag) filter.tag = tag;
+  for (const field of ["search", "type", "tag"]) {
+    const value = document.getElementById(field).value.trim();
+    if (value) filter[field] = value;
+  }
+  return filter;
+}
+
+async function loadVariables() {
+  const filter = currentFilter();
+  const unfiltered = !Object.keys(filter).length;
   try {
     // `_outputLimit: 0`: the whole list, not the part that fits the model's output limit.
-    const args = Object.keys(filter).length ? { filter, _outputLimit: 0 } : { _outputLimit: 0 };
+    const args = unfiltered ? { _outputLimit: 0 } : { filter, _outputLimit: 0 };
     const { structured } = await callTool("ListVars", args);
     listedByView = true;
-    showVariables(structured, !search && !type && !tag);
+    showVariables(structured, unfiltered);
     status("");
   } catch (error) {
     status(error.message, "error");
@@ -231,10 +236,6 @@ function showVariables(structured, unfiltered) {
 // whether the view's own ListVars call has answered (after that, it is the fresher list).
 let openedWith = {};
 let listedByView = false;
-
-function filtersSet() {
-  return ["search", "type", "tag"].some((id) => document.getElementById(id).value.trim());
-}
 
 function fillTags(all) {
   const select = document.getElementById("tag");
@@ -723,7 +724,7 @@ function showToolResult(result) {
   const structured = result.structuredContent;
   // Opened by ListVars: its result is the list, drawn at once (the view's own ListVars call,
   // made at start, completes a list the output limit cut and follows later changes).
-  const listsEverything = !openedWith.filter && !filtersSet() && !listedByView;
+  const listsEverything = !openedWith.filter && !Object.keys(currentFilter()).length && !listedByView;
   if (structured && Array.isArray(structured.variables) && typeof structured.capacity === "number" && listsEverything) {
     showVariables(structured, true);
   }
