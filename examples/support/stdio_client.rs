@@ -4,7 +4,9 @@
 //! Also the bare echo loop (`serve_echo`), the floor that pipes and process switches set on a
 //! machine, the percentile summary, and the server's memory and CPU time read from `/proc`.
 //!
-//! Included by each example with `#[path = "support/stdio_client.rs"] mod stdio_client;`.
+//! Included by each example with `#[path = "support/stdio_client.rs"] mod stdio_client;`, and by
+//! the HTTP load benchmark (`benches/http_load.rs`) for its messages, answers, percentiles and
+//! `/proc` readings.
 
 use std::cell::RefCell;
 use std::io::{BufRead as _, Write as _};
@@ -18,11 +20,12 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// The handshake every server gets: an `initialize`-era client with no capabilities.
-const INITIALIZE: &str = concat!(
+pub(crate) const INITIALIZE: &str = concat!(
     r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"synapse-load-driver","version":"1"}}}"#,
     "\n"
 );
-const INITIALIZED: &str = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+pub(crate) const INITIALIZED: &str =
+    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
 
 /// What the client reads of each line: enough to match an answer to its request and to tell a
 /// failure from a success, without building the whole result as a `Value`.
@@ -233,28 +236,7 @@ impl Server {
     /// CPU time the server's live threads have used so far, in nanoseconds from the scheduler
     /// (`/proc/PID/task/*/schedstat`); falls back to the 10 ms ticks of `/proc/PID/stat`. Linux only.
     pub(crate) fn cpu_time(&self) -> Option<Duration> {
-        let process_id = self.process_id()?;
-        let from_scheduler = std::fs::read_dir(format!("/proc/{process_id}/task"))
-            .ok()
-            .and_then(|tasks| {
-                tasks
-                    .map(|task| {
-                        let path = task.ok()?.path().join("schedstat");
-                        let text = std::fs::read_to_string(path).ok()?;
-                        text.split_whitespace().next()?.parse::<u64>().ok()
-                    })
-                    .sum::<Option<u64>>()
-            });
-        if let Some(nanoseconds) = from_scheduler {
-            return Some(Duration::from_nanos(nanoseconds));
-        }
-        let stat = std::fs::read_to_string(format!("/proc/{process_id}/stat")).ok()?;
-        // The command name (field 2) may hold spaces; the fields after its `)` are plain.
-        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-        let ticks: u64 =
-            fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-        // Linux reports in USER_HZ, 100 per second on every architecture it supports.
-        Some(Duration::from_millis(ticks * 10))
+        process_cpu_time(self.process_id()?)
     }
 
     /// Closes stdin (a clean end of session) and ends the process if it has not exited.
@@ -285,25 +267,33 @@ impl Reader {
                 self.output.read_line(&mut self.line).await? > 0,
                 "the server closed stdout"
             );
-            let incoming: Incoming = serde_json::from_str(&self.line)
-                .with_context(|| format!("not JSON-RPC on stdout: {}", cut(&self.line)))?;
-            let Some(id) = incoming.id.filter(|_| incoming.method.is_none()) else {
-                continue;
-            };
-            let id = id.as_u64().context("an answer with an id never sent")?;
-            let failed = incoming.error.is_some()
-                || incoming
-                    .result
-                    .as_ref()
-                    .is_none_or(|result| result.is_error);
-            let outcome = if failed {
-                Outcome::Failure(cut(&self.line))
-            } else {
-                Outcome::Success
-            };
-            return Ok((id, outcome));
+            if let Some(answer) = answer(&self.line)? {
+                return Ok(answer);
+            }
         }
     }
+}
+
+/// The request id a JSON-RPC message answers and how, or `None` for a notification or a
+/// server's request.
+pub(crate) fn answer(message: &str) -> anyhow::Result<Option<(u64, Outcome)>> {
+    let incoming: Incoming = serde_json::from_str(message)
+        .with_context(|| format!("not a JSON-RPC message: {}", cut(message)))?;
+    let Some(id) = incoming.id.filter(|_| incoming.method.is_none()) else {
+        return Ok(None);
+    };
+    let id = id.as_u64().context("an answer with an id never sent")?;
+    let failed = incoming.error.is_some()
+        || incoming
+            .result
+            .as_ref()
+            .is_none_or(|result| result.is_error);
+    let outcome = if failed {
+        Outcome::Failure(cut(message))
+    } else {
+        Outcome::Success
+    };
+    Ok(Some((id, outcome)))
 }
 
 /// `tools/call` params for `tool` with `arguments` (JSON text).
@@ -323,10 +313,41 @@ fn cut(line: &str) -> String {
     line[..end].to_owned()
 }
 
-fn proc_status_kibibytes(process_id: u32, key: &str) -> Option<u64> {
+pub(crate) fn proc_status_kibibytes(process_id: u32, key: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{process_id}/status")).ok()?;
     let line = status.lines().find(|line| line.starts_with(key))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// CPU time a process's live threads have used so far, in nanoseconds from the scheduler
+/// (`/proc/PID/task/*/schedstat`); falls back to the 10 ms ticks of `/proc/PID/stat`. Linux only.
+pub(crate) fn process_cpu_time(process_id: u32) -> Option<Duration> {
+    let from_scheduler = std::fs::read_dir(format!("/proc/{process_id}/task"))
+        .ok()
+        .and_then(|tasks| {
+            tasks
+                .map(|task| {
+                    let path = task.ok()?.path().join("schedstat");
+                    let text = std::fs::read_to_string(path).ok()?;
+                    text.split_whitespace().next()?.parse::<u64>().ok()
+                })
+                .sum::<Option<u64>>()
+        });
+    if let Some(nanoseconds) = from_scheduler {
+        return Some(Duration::from_nanos(nanoseconds));
+    }
+    process_ticks_time(process_id)
+}
+
+/// CPU time a process has used so far, its ended threads' included, from the 10 ms ticks of
+/// `/proc/PID/stat`. Linux only.
+pub(crate) fn process_ticks_time(process_id: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{process_id}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; the fields after its `)` are plain.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // Linux reports in USER_HZ, 100 per second on every architecture it supports.
+    Some(Duration::from_millis(ticks * 10))
 }
 
 /// Percentiles of a set of round trips, in microseconds (nearest rank).
