@@ -8,12 +8,13 @@ use std::path::Path;
 
 use tokio_postgres::Row;
 
+use super::listen::Kind;
 use super::{Failure, PostgresStore, Session, column, ensure_workspace, text_of};
 use crate::json::nesting;
 use crate::store::rows::{
     VariableRow, count, kind_name, micros, pool_key, removals_pruned_below, stored_count, tags_text,
 };
-use crate::store::{Batch, Changes, Commit, Error, Loaded, Store, Visit, WorkspaceSummary};
+use crate::store::{Batch, Changes, Commit, Error, Heard, Loaded, Store, Visit, WorkspaceSummary};
 use crate::vars::{Record, wall_clock};
 
 const SELECT_VARIABLE: &str = "SELECT v.name, coalesce(v.value, p.value), v.kind, v.var_type, \
@@ -74,6 +75,41 @@ fn sequence_of(
         Some(row) => Ok((count(column(&row, 0)?), count(column(&row, 1)?))),
         None => Ok((0, 0)),
     }
+}
+
+/// Takes the workspace's next sequence (creating the workspace when it is new), locking its row
+/// until the transaction ends; with `expected`, only while the sequence is still that one
+/// (`None` otherwise). Under READ COMMITTED an update that waited for another writer's row
+/// lock re-reads the row, so a writer that came first is always seen.
+fn next_sequence(
+    session: &mut Session<'_>,
+    workspace: &str,
+    expected: Option<u64>,
+) -> Result<Option<i64>, Failure> {
+    let row = match expected {
+        None => session.query_opt(
+            "INSERT INTO workspaces (name, created, sequence) VALUES ($1, $2, 1) \
+             ON CONFLICT (name) DO UPDATE SET sequence = workspaces.sequence + 1 \
+             RETURNING sequence",
+            &[&workspace, &micros(wall_clock())],
+        )?,
+        Some(expected) => {
+            let updated = session.query_opt(
+                "UPDATE workspaces SET sequence = sequence + 1 \
+                 WHERE name = $1 AND sequence = $2 RETURNING sequence",
+                &[&workspace, &stored_count(expected)],
+            )?;
+            match updated {
+                None if expected == 0 => session.query_opt(
+                    "INSERT INTO workspaces (name, created, sequence) VALUES ($1, $2, 1) \
+                     ON CONFLICT (name) DO NOTHING RETURNING sequence",
+                    &[&workspace, &micros(wall_clock())],
+                )?,
+                other => other,
+            }
+        }
+    };
+    row.map(|row| column(&row, 0)).transpose()
 }
 
 fn pooled_hash(
@@ -241,43 +277,20 @@ impl Store for PostgresStore {
     }
 
     fn commit(&self, workspace: &str, batch: &Batch) -> Result<Commit, Error> {
-        let work = |session: &mut Session<'_>| {
-            // Creates the workspace or takes the next sequence, and holds its row until commit.
-            let row = session.query_opt(
-                "INSERT INTO workspaces (name, created, sequence) VALUES ($1, $2, 1) \
-                 ON CONFLICT (name) DO UPDATE SET sequence = workspaces.sequence + 1 \
-                 RETURNING sequence",
-                &[&workspace, &micros(wall_clock())],
-            )?;
-            let stamp: i64 = row.map_or(Ok(1), |row| column(&row, 0))?;
-            let after = count(stamp);
-            let before = after.saturating_sub(1);
-            let mut released = Vec::new();
-            for variable in &batch.written {
-                released.extend(pooled_hash(session, workspace, &variable.name)?);
-                write_variable(session, workspace, variable, stamp)?;
-            }
-            for name in &batch.removed {
-                released.extend(pooled_hash(session, workspace, name)?);
-                session.execute(
-                    "DELETE FROM variables WHERE workspace = $1 AND name = $2",
-                    &[&workspace, name],
-                )?;
-                session.execute(
-                    "INSERT INTO removals (workspace, name, sequence) VALUES ($1, $2, $3) \
-                     ON CONFLICT (workspace, name) DO UPDATE SET sequence = excluded.sequence",
-                    &[&workspace, name, &stamp],
-                )?;
-            }
-            release_pooled(session, &released)?;
-            prune_removals(session, workspace, after)?;
-            Ok(Commit { before, after })
-        };
-        if batch.written.is_empty() {
-            self.write(work)
-        } else {
-            self.grow(work)
-        }
+        let commit = self.commit_checked(workspace, None, batch)?;
+        Ok(commit.unwrap_or(Commit {
+            before: 0,
+            after: 0,
+        }))
+    }
+
+    fn commit_after(
+        &self,
+        workspace: &str,
+        expected: u64,
+        batch: &Batch,
+    ) -> Result<Option<Commit>, Error> {
+        self.commit_checked(workspace, Some(expected), batch)
     }
 
     fn record_visits(&self, workspace: &str, visits: &[Visit]) -> Result<(), Error> {
@@ -371,7 +384,8 @@ impl Store for PostgresStore {
                      ON CONFLICT (workspace, target) DO UPDATE SET enabled = excluded.enabled",
                     &[&workspace, &target, &enabled],
                 )
-                .map(drop)
+                .map(drop)?;
+            self.announce(session, workspace, Kind::Switches)
         })
     }
 
@@ -400,6 +414,7 @@ impl Store for PostgresStore {
                  ON CONFLICT (workspace) DO UPDATE SET document = excluded.document",
                 &[&workspace, &document.to_string()],
             )?;
+            self.announce(session, workspace, Kind::State)?;
             Ok(Ok(document))
         })
     }
@@ -427,6 +442,10 @@ impl Store for PostgresStore {
         })
     }
 
+    fn listen(&self) -> Option<tokio::sync::broadcast::Receiver<Heard>> {
+        self.heard()
+    }
+
     fn delete_workspace(&self, workspace: &str) -> Result<bool, Error> {
         self.write(|session| {
             let deleted =
@@ -439,5 +458,51 @@ impl Store for PostgresStore {
             super::snapshots::free_unreferenced(session)?;
             Ok(deleted > 0)
         })
+    }
+}
+
+impl PostgresStore {
+    /// A commit, only while the sequence is `expected` when there is one; announced to the
+    /// other processes when it commits.
+    fn commit_checked(
+        &self,
+        workspace: &str,
+        expected: Option<u64>,
+        batch: &Batch,
+    ) -> Result<Option<Commit>, Error> {
+        let work = |session: &mut Session<'_>| {
+            // Takes the next sequence and holds the workspace's row until commit.
+            let Some(stamp) = next_sequence(session, workspace, expected)? else {
+                return Ok(None);
+            };
+            let after = count(stamp);
+            let before = after.saturating_sub(1);
+            let mut released = Vec::new();
+            for variable in &batch.written {
+                released.extend(pooled_hash(session, workspace, &variable.name)?);
+                write_variable(session, workspace, variable, stamp)?;
+            }
+            for name in &batch.removed {
+                released.extend(pooled_hash(session, workspace, name)?);
+                session.execute(
+                    "DELETE FROM variables WHERE workspace = $1 AND name = $2",
+                    &[&workspace, name],
+                )?;
+                session.execute(
+                    "INSERT INTO removals (workspace, name, sequence) VALUES ($1, $2, $3) \
+                     ON CONFLICT (workspace, name) DO UPDATE SET sequence = excluded.sequence",
+                    &[&workspace, name, &stamp],
+                )?;
+            }
+            release_pooled(session, &released)?;
+            prune_removals(session, workspace, after)?;
+            self.announce(session, workspace, Kind::Variables)?;
+            Ok(Some(Commit { before, after }))
+        };
+        if batch.written.is_empty() {
+            self.write(work)
+        } else {
+            self.grow(work)
+        }
     }
 }
