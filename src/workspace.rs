@@ -173,8 +173,9 @@ impl Workspace {
             .iter()
             .map(|variable| Arc::<str>::from(variable.name.as_str()))
             .collect();
+        let written = names_of(&names);
         // A copy per attempt: another process committing first undoes the attempt.
-        let outcomes = self.commit_with(|state| {
+        let outcomes = self.commit_with(move |state| {
             if self.max_bytes.is_some() {
                 let system = &state.system;
                 let before = system.bytes() + self.state_bytes.load(Ordering::Relaxed);
@@ -195,7 +196,7 @@ impl Workspace {
                 .collect();
             Ok(Applied {
                 outcome: outcomes,
-                written: names_of(&names),
+                written: written.clone(),
                 removed: names_of(&removed),
             })
         })?;
@@ -239,7 +240,7 @@ impl Workspace {
 
     /// Changes fields of an existing variable, durably.
     pub fn update(&self, name: &str, patch: VariablePatch) -> Result<WriteOutcome, Error> {
-        let outcome = self.commit_with(|state| {
+        let outcome = self.commit_with(move |state| {
             if let Some((value, _)) = &patch.value
                 && self.max_bytes.is_some()
             {

@@ -191,7 +191,7 @@ impl Workspace {
         let Some(store) = &self.store else {
             return Ok(());
         };
-        let batch = self.batch(state, &[], &[]);
+        let batch = Self::batch(state, &[], &[]);
         if batch.is_empty() {
             return Ok(());
         }
@@ -204,7 +204,7 @@ impl Workspace {
     }
 
     /// What a commit of `written` and `removed` writes, with the lazy writes still waiting.
-    fn batch(&self, state: &State, written: &[String], removed: &[String]) -> Batch {
+    fn batch(state: &State, written: &[String], removed: &[String]) -> Batch {
         let mut batch = Batch {
             written: written
                 .iter()
@@ -238,7 +238,7 @@ impl Workspace {
         let Some(store) = &self.store else {
             return Ok(true);
         };
-        let batch = self.batch(state, written, removed);
+        let batch = Self::batch(state, written, removed);
         if batch.is_empty() {
             return Ok(true);
         }
