@@ -191,9 +191,8 @@ impl App {
         let (upstreams, reload) = start_upstreams(config, &executor)?;
         let tool_watch = serve_tool_folders(&executor, config);
         for tool in &config.disabled_tools {
-            executor.registry().set_tool_enabled(tool, false);
+            executor.registry().disable_by_default(tool);
         }
-        restore_switches(&executor)?;
         let default = Arc::new(Space {
             executor,
             snapshots,
@@ -202,11 +201,7 @@ impl App {
         let workspaces = HashMap::from([(config.workspace.clone(), workspace)]);
         let workspaces = Arc::new(Mutex::new(workspaces));
         if let Some(store) = &opener.store {
-            follow_other_instances(
-                store.as_ref(),
-                Arc::downgrade(&workspaces),
-                Arc::downgrade(&default),
-            );
+            follow_other_instances(store.as_ref(), Arc::downgrade(&workspaces));
         }
         Ok(Self {
             default,
@@ -338,35 +333,16 @@ fn start_upstreams(
     Ok((upstreams, reload))
 }
 
-/// Applies the groups and tools switched at runtime in earlier sessions (`ToolGroups`), or by
-/// another instance just now: they win over the configuration's defaults. Sessions hear of a
-/// switch that changes the enabled tools.
-fn restore_switches(executor: &Executor) -> Result<(), workspace::Error> {
-    let registry = executor.registry();
-    for (target, enabled) in executor.workspace().tool_switches()? {
-        if let Some(group) = target.strip_prefix("group:") {
-            if registry.set_group_enabled(group, enabled).is_none() {
-                // Not registered yet (an upstream server still starting): kept for it.
-                registry.restore_group_switch(group, enabled);
-            }
-        } else if let Some(tool) = target.strip_prefix("tool:") {
-            registry.set_tool_enabled(tool, enabled);
-        }
-    }
-    Ok(())
-}
-
 /// Follows the changes other instances commit to the shared store, as the store hears of them
 /// (`--store postgres://…`), on a thread of its own: a workspace open here catches up at once,
 /// so its subscribers hear of the change through the same path as of a change made here
 /// (`resources/updated`, `resources/list_changed`); the state document's subscribers hear it
-/// changed; a tool switch of the configured workspace applies here too (`tools/list_changed`).
+/// changed; a tool switch applies here too (`tools/list_changed`).
 /// Reads never rely on this: each catches up through the store's sequence first. The thread
 /// ends with the store, or with the application.
 fn follow_other_instances(
     store: &dyn DurableStore,
     workspaces: Weak<Mutex<HashMap<String, Arc<Workspace>>>>,
-    default: Weak<Space>,
 ) {
     let Some(mut heard) = store.listen() else {
         return;
@@ -378,8 +354,7 @@ fn follow_other_instances(
                 Err(RecvError::Lagged(_)) => Heard::Missed,
                 Err(RecvError::Closed) => return,
             };
-            let (Some(workspaces), Some(default)) = (workspaces.upgrade(), default.upgrade())
-            else {
+            let Some(workspaces) = workspaces.upgrade() else {
                 return;
             };
             let open: Vec<Arc<Workspace>> = {
@@ -393,7 +368,7 @@ fn follow_other_instances(
             };
             drop(workspaces);
             for workspace in open {
-                if let Err(error) = changed_elsewhere(&heard, &workspace, &default) {
+                if let Err(error) = changed_elsewhere(&heard, &workspace) {
                     tracing::warn!(%error, workspace = workspace.name(), "cannot catch up with another instance's change");
                 }
             }
@@ -410,20 +385,15 @@ fn follow_other_instances(
 }
 
 /// Brings `workspace` up to what another instance committed, as `heard` says.
-fn changed_elsewhere(
-    heard: &Heard,
-    workspace: &Workspace,
-    default: &Space,
-) -> Result<(), workspace::Error> {
+fn changed_elsewhere(heard: &Heard, workspace: &Workspace) -> Result<(), workspace::Error> {
     if matches!(heard, Heard::Variables(_) | Heard::Missed) {
         workspace.catch_up_now()?;
     }
     if matches!(heard, Heard::State(_) | Heard::Missed) {
         workspace.state_changed_elsewhere()?;
     }
-    let configured = default.executor.workspace().name() == workspace.name();
-    if configured && matches!(heard, Heard::Switches(_) | Heard::Missed) {
-        restore_switches(&default.executor)?;
+    if matches!(heard, Heard::Switches(_) | Heard::Missed) {
+        workspace.switches_changed_elsewhere()?;
     }
     Ok(())
 }

@@ -15,6 +15,7 @@
 
 mod durability;
 mod state_document;
+pub mod switches;
 
 use durability::Applied;
 
@@ -26,6 +27,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::json::compact_length;
+pub use switches::{Switches, Target};
 
 use crate::json::strings;
 use crate::refs;
@@ -93,6 +95,8 @@ pub struct Workspace {
     max_bytes: Option<usize>,
     /// The state document's JSON text length when it was last read or written here.
     state_bytes: AtomicUsize,
+    /// The tool groups and tools switched at runtime, for this workspace.
+    switches: Switches,
 }
 
 impl Workspace {
@@ -113,6 +117,7 @@ impl Workspace {
             changes,
             max_bytes: None,
             state_bytes: AtomicUsize::new(2),
+            switches: Switches::default(),
         }
     }
 
@@ -138,6 +143,7 @@ impl Workspace {
         }
         let state_bytes = compact_length(&store.state(&workspace.name)?);
         workspace.state_bytes = AtomicUsize::new(state_bytes);
+        workspace.switches = Switches::restored(store.tool_switches(&workspace.name)?);
         workspace.store = Some(store);
         let mut state = workspace.lock();
         let evicted = state.system.evict();
@@ -377,19 +383,43 @@ impl Workspace {
         self.approvals().insert(key);
     }
 
-    /// The tool groups and tools switched at runtime (`group:<name>` / `tool:<name>`), as stored;
-    /// none in memory.
-    pub fn tool_switches(&self) -> Result<Vec<(String, bool)>, Error> {
-        match &self.store {
-            Some(store) => Ok(store.tool_switches(&self.name)?),
-            None => Ok(Vec::new()),
-        }
+    /// The tool groups and tools switched at runtime in this workspace.
+    pub fn switches(&self) -> &Switches {
+        &self.switches
     }
 
-    /// Stores a runtime switch durably (in memory, the registry alone holds it).
-    pub fn set_tool_switch(&self, target: &str, enabled: bool) -> Result<(), Error> {
+    /// Switches a group or a tool on or off in this workspace, durably; the caller announces it
+    /// ([`Switches::announce`]) when that changed what is enabled.
+    pub fn set_tool_switch(&self, target: Target, enabled: bool) -> Result<(), Error> {
         if let Some(store) = &self.store {
-            store.set_tool_switch(&self.name, target, enabled)?;
+            store.set_tool_switch(&self.name, &target.to_string(), enabled)?;
+        }
+        self.switches.set(target, enabled);
+        Ok(())
+    }
+
+    /// Reads the switches again after another process changed them; subscribers hear of it
+    /// when a switch here changed.
+    pub fn switches_changed_elsewhere(&self) -> Result<(), Error> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let mut changed = false;
+        for (stored, enabled) in store.tool_switches(&self.name)? {
+            let Some(target) = Target::parse(&stored) else {
+                continue;
+            };
+            let current = match &target {
+                Target::Group(name) => self.switches.group(name),
+                Target::Tool(name) => self.switches.tool(name),
+            };
+            if current != Some(enabled) {
+                self.switches.set(target, enabled);
+                changed = true;
+            }
+        }
+        if changed {
+            self.switches.announce();
         }
         Ok(())
     }

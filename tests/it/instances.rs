@@ -128,6 +128,25 @@ async fn a_write_acknowledged_by_one_instance_is_read_by_the_other_at_once() {
         let (_, descriptions) = listed(&on_first).await;
         assert_eq!(descriptions["topic"], format!("round {round}"));
     }
+    // A write on the second right after one on the first, with no read between: the second
+    // decides create-or-update on what the store holds, so the value stays.
+    for round in 0..5 {
+        let name = format!("fresh-{round}");
+        succeed(
+            &on_first,
+            "WriteVar",
+            json!({"name": name, "value": "kept"}),
+        )
+        .await;
+        succeed(
+            &on_second,
+            "WriteVar",
+            json!({"name": name, "desc": "described"}),
+        )
+        .await;
+        let read = call(&on_first, "ReadVar", json!({"name": name})).await;
+        assert!(text(&read).contains("kept"), "{name}: {read:?}");
+    }
     succeed(&on_second, "RemoveVars", json!({"names": ["topic"]})).await;
     let gone = call(&on_first, "ReadVar", json!({"name": "topic"})).await;
     assert!(is_error(&gone), "{gone:?}");
@@ -194,6 +213,27 @@ async fn subscribers_on_one_instance_hear_of_changes_made_on_the_other() {
     )
     .await;
     wait_for(&watcher, "resources/updated state://plan").await;
+    // A tool group switched off on the first is switched off on the second, which says so.
+    let approving = pair
+        .client(
+            &pair.first,
+            TestClient::new(Elicitation::Accept(json!({"approve": true}))),
+        )
+        .await;
+    let before = watcher.count("tools/list_changed");
+    succeed(
+        &approving,
+        "ToolGroups",
+        json!({"action": "disable", "group": "snapshots"}),
+    )
+    .await;
+    watcher.wait_for_more("tools/list_changed", before).await;
+    let tools = watching.list_all_tools().await.unwrap();
+    assert!(
+        !tools.iter().any(|tool| tool.name == "SnapshotGet"),
+        "{tools:?}"
+    );
+    approving.cancel().await.unwrap();
     // The instance that made the changes does not hear them twice: its own subscriber gets
     // one update per write.
     let own = observer();
