@@ -25,7 +25,7 @@ use super::{Failure, PostgresStore, Session};
 use crate::store::Heard;
 
 /// The channel every process notifies and listens on.
-const CHANNEL: &str = "synapse_changes";
+pub(super) const CHANNEL: &str = "synapse_changes";
 
 /// The listening connection's `application_name`, as `pg_stat_activity` shows it.
 pub(crate) const APPLICATION_NAME: &str = "synapse-mcp listener";
@@ -55,19 +55,25 @@ impl Kind {
 }
 
 impl PostgresStore {
+    /// What tells the other processes that `workspace` changed.
+    pub(super) fn payload(&self, workspace: &str, kind: Kind) -> String {
+        json!({
+            "instance": self.instance,
+            "workspace": workspace,
+            "kind": kind.name(),
+        })
+        .to_string()
+    }
+
     /// Tells the other processes, when the transaction commits, that `workspace` changed.
+    /// (A commit of variables does it in the statement that takes the sequence.)
     pub(super) fn announce(
         &self,
         session: &mut Session<'_>,
         workspace: &str,
         kind: Kind,
     ) -> Result<(), Failure> {
-        let payload = json!({
-            "instance": self.instance,
-            "workspace": workspace,
-            "kind": kind.name(),
-        })
-        .to_string();
+        let payload = self.payload(workspace, kind);
         session
             .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])
             .map(drop)

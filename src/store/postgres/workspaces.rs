@@ -8,7 +8,7 @@ use std::path::Path;
 
 use tokio_postgres::Row;
 
-use super::listen::Kind;
+use super::listen::{CHANNEL, Kind};
 use super::{Failure, PostgresStore, Session, column, ensure_workspace, text_of};
 use crate::json::nesting;
 use crate::store::rows::{
@@ -80,30 +80,34 @@ fn sequence_of(
 /// Takes the workspace's next sequence (creating the workspace when it is new), locking its row
 /// until the transaction ends; with `expected`, only while the sequence is still that one
 /// (`None` otherwise). Under READ COMMITTED an update that waited for another writer's row
-/// lock re-reads the row, so a writer that came first is always seen.
+/// lock re-reads the row, so a writer that came first is always seen. The same statement
+/// queues `payload` for the other instances (`NOTIFY`, sent if the transaction commits), only
+/// when it took a sequence.
 fn next_sequence(
     session: &mut Session<'_>,
     workspace: &str,
     expected: Option<u64>,
+    payload: &str,
 ) -> Result<Option<i64>, Failure> {
+    let created = micros(wall_clock());
     let row = match expected {
         None => session.query_opt(
             "INSERT INTO workspaces (name, created, sequence) VALUES ($1, $2, 1) \
              ON CONFLICT (name) DO UPDATE SET sequence = workspaces.sequence + 1 \
-             RETURNING sequence",
-            &[&workspace, &micros(wall_clock())],
+             RETURNING sequence, pg_notify($3, $4)::text",
+            &[&workspace, &created, &CHANNEL, &payload],
         )?,
         Some(expected) => {
             let updated = session.query_opt(
                 "UPDATE workspaces SET sequence = sequence + 1 \
-                 WHERE name = $1 AND sequence = $2 RETURNING sequence",
-                &[&workspace, &stored_count(expected)],
+                 WHERE name = $1 AND sequence = $2 RETURNING sequence, pg_notify($3, $4)::text",
+                &[&workspace, &stored_count(expected), &CHANNEL, &payload],
             )?;
             match updated {
                 None if expected == 0 => session.query_opt(
                     "INSERT INTO workspaces (name, created, sequence) VALUES ($1, $2, 1) \
-                     ON CONFLICT (name) DO NOTHING RETURNING sequence",
-                    &[&workspace, &micros(wall_clock())],
+                     ON CONFLICT (name) DO NOTHING RETURNING sequence, pg_notify($3, $4)::text",
+                    &[&workspace, &created, &CHANNEL, &payload],
                 )?,
                 other => other,
             }
@@ -470,9 +474,10 @@ impl PostgresStore {
         expected: Option<u64>,
         batch: &Batch,
     ) -> Result<Option<Commit>, Error> {
+        let payload = self.payload(workspace, Kind::Variables);
         let work = |session: &mut Session<'_>| {
             // Takes the next sequence and holds the workspace's row until commit.
-            let Some(stamp) = next_sequence(session, workspace, expected)? else {
+            let Some(stamp) = next_sequence(session, workspace, expected, &payload)? else {
                 return Ok(None);
             };
             let after = count(stamp);
@@ -496,7 +501,6 @@ impl PostgresStore {
             }
             release_pooled(session, &released)?;
             prune_removals(session, workspace, after)?;
-            self.announce(session, workspace, Kind::Variables)?;
             Ok(Some(Commit { before, after }))
         };
         if batch.written.is_empty() {
