@@ -121,8 +121,23 @@ pub trait Store: Send + Sync {
     fn sequence(&self, workspace: &str) -> Result<u64, Error>;
     /// The rows written and removed after `since`.
     fn changes(&self, workspace: &str, since: u64) -> Result<Changes, Error>;
+    /// Writes a batch durably, as one transaction; with `expected`, only while the workspace's
+    /// sequence is still that one (`None`, and nothing written, when another writer committed
+    /// since). Without `expected` it always commits.
+    fn commit_checked(
+        &self,
+        workspace: &str,
+        expected: Option<u64>,
+        batch: &Batch,
+    ) -> Result<Option<Commit>, Error>;
     /// Writes a batch durably, as one transaction.
-    fn commit(&self, workspace: &str, batch: &Batch) -> Result<Commit, Error>;
+    fn commit(&self, workspace: &str, batch: &Batch) -> Result<Commit, Error> {
+        let commit = self.commit_checked(workspace, None, batch)?;
+        Ok(commit.unwrap_or(Commit {
+            before: 0,
+            after: 0,
+        }))
+    }
     /// Writes a batch durably, as one transaction, only while the workspace's sequence is still
     /// `expected`: `None`, and nothing written, when another writer committed since.
     fn commit_after(
@@ -130,7 +145,9 @@ pub trait Store: Send + Sync {
         workspace: &str,
         expected: u64,
         batch: &Batch,
-    ) -> Result<Option<Commit>, Error>;
+    ) -> Result<Option<Commit>, Error> {
+        self.commit_checked(workspace, Some(expected), batch)
+    }
     /// Records reads (best effort, not a change).
     fn record_visits(&self, workspace: &str, visits: &[Visit]) -> Result<(), Error>;
     /// One variable as stored, to undo an in-memory write whose commit failed.

@@ -97,6 +97,29 @@ async fn names(client: &Client) -> BTreeSet<String> {
     listed(client).await.1.into_keys().collect()
 }
 
+/// A client on the second instance subscribed to `var://topic` (written there first) with what
+/// it is notified of, and a client on the first.
+#[expect(
+    deprecated,
+    reason = "resources/subscribe is how initialize-era clients subscribe"
+)]
+async fn watching_topic(pair: &Pair) -> (TestClient, Client, Client) {
+    let watcher = observer();
+    let watching = pair.client(&pair.second, watcher.clone()).await;
+    succeed(
+        &watching,
+        "WriteVar",
+        json!({"name": "topic", "value": "ants"}),
+    )
+    .await;
+    watching
+        .subscribe(SubscribeRequestParams::new("var://topic"))
+        .await
+        .unwrap();
+    let writer = pair.client(&pair.first, observer()).await;
+    (watcher, watching, writer)
+}
+
 #[tokio::test]
 async fn a_write_acknowledged_by_one_instance_is_read_by_the_other_at_once() {
     let Some(pair) = Pair::start("").await else {
@@ -171,23 +194,11 @@ async fn subscribers_on_one_instance_hear_of_changes_made_on_the_other() {
     let Some(pair) = Pair::start("").await else {
         return;
     };
-    let watcher = observer();
-    let watching = pair.client(&pair.second, watcher.clone()).await;
-    succeed(
-        &watching,
-        "WriteVar",
-        json!({"name": "topic", "value": "ants"}),
-    )
-    .await;
-    watching
-        .subscribe(SubscribeRequestParams::new("var://topic"))
-        .await
-        .unwrap();
+    let (watcher, watching, writer) = watching_topic(&pair).await;
     watching
         .subscribe(SubscribeRequestParams::new("state://plan"))
         .await
         .unwrap();
-    let writer = pair.client(&pair.first, observer()).await;
     let before = watcher.count("resources/list_changed");
     succeed(
         &writer,
@@ -461,27 +472,11 @@ async fn post_in_session(
 }
 
 #[tokio::test]
-#[expect(
-    deprecated,
-    reason = "resources/subscribe is how initialize-era clients subscribe"
-)]
 async fn the_connection_listening_for_the_other_instance_comes_back_when_it_is_cut() {
     let Some(pair) = Pair::start("").await else {
         return;
     };
-    let watcher = observer();
-    let watching = pair.client(&pair.second, watcher.clone()).await;
-    succeed(
-        &watching,
-        "WriteVar",
-        json!({"name": "topic", "value": "ants"}),
-    )
-    .await;
-    watching
-        .subscribe(SubscribeRequestParams::new("var://topic"))
-        .await
-        .unwrap();
-    let writer = pair.client(&pair.first, observer()).await;
+    let (watcher, watching, writer) = watching_topic(&pair).await;
     succeed(
         &writer,
         "WriteVar",

@@ -280,21 +280,46 @@ impl Store for PostgresStore {
         })
     }
 
-    fn commit(&self, workspace: &str, batch: &Batch) -> Result<Commit, Error> {
-        let commit = self.commit_checked(workspace, None, batch)?;
-        Ok(commit.unwrap_or(Commit {
-            before: 0,
-            after: 0,
-        }))
-    }
-
-    fn commit_after(
+    fn commit_checked(
         &self,
         workspace: &str,
-        expected: u64,
+        expected: Option<u64>,
         batch: &Batch,
     ) -> Result<Option<Commit>, Error> {
-        self.commit_checked(workspace, Some(expected), batch)
+        let payload = self.payload(workspace, Kind::Variables);
+        let work = |session: &mut Session<'_>| {
+            // Takes the next sequence and holds the workspace's row until commit.
+            let Some(stamp) = next_sequence(session, workspace, expected, &payload)? else {
+                return Ok(None);
+            };
+            let after = count(stamp);
+            let before = after.saturating_sub(1);
+            let mut released = Vec::new();
+            for variable in &batch.written {
+                released.extend(pooled_hash(session, workspace, &variable.name)?);
+                write_variable(session, workspace, variable, stamp)?;
+            }
+            for name in &batch.removed {
+                released.extend(pooled_hash(session, workspace, name)?);
+                session.execute(
+                    "DELETE FROM variables WHERE workspace = $1 AND name = $2",
+                    &[&workspace, name],
+                )?;
+                session.execute(
+                    "INSERT INTO removals (workspace, name, sequence) VALUES ($1, $2, $3) \
+                     ON CONFLICT (workspace, name) DO UPDATE SET sequence = excluded.sequence",
+                    &[&workspace, name, &stamp],
+                )?;
+            }
+            release_pooled(session, &released)?;
+            prune_removals(session, workspace, after)?;
+            Ok(Some(Commit { before, after }))
+        };
+        if batch.written.is_empty() {
+            self.write(work)
+        } else {
+            self.grow(work)
+        }
     }
 
     fn record_visits(&self, workspace: &str, visits: &[Visit]) -> Result<(), Error> {
@@ -462,51 +487,5 @@ impl Store for PostgresStore {
             super::snapshots::free_unreferenced(session)?;
             Ok(deleted > 0)
         })
-    }
-}
-
-impl PostgresStore {
-    /// A commit, only while the sequence is `expected` when there is one; announced to the
-    /// other processes when it commits.
-    fn commit_checked(
-        &self,
-        workspace: &str,
-        expected: Option<u64>,
-        batch: &Batch,
-    ) -> Result<Option<Commit>, Error> {
-        let payload = self.payload(workspace, Kind::Variables);
-        let work = |session: &mut Session<'_>| {
-            // Takes the next sequence and holds the workspace's row until commit.
-            let Some(stamp) = next_sequence(session, workspace, expected, &payload)? else {
-                return Ok(None);
-            };
-            let after = count(stamp);
-            let before = after.saturating_sub(1);
-            let mut released = Vec::new();
-            for variable in &batch.written {
-                released.extend(pooled_hash(session, workspace, &variable.name)?);
-                write_variable(session, workspace, variable, stamp)?;
-            }
-            for name in &batch.removed {
-                released.extend(pooled_hash(session, workspace, name)?);
-                session.execute(
-                    "DELETE FROM variables WHERE workspace = $1 AND name = $2",
-                    &[&workspace, name],
-                )?;
-                session.execute(
-                    "INSERT INTO removals (workspace, name, sequence) VALUES ($1, $2, $3) \
-                     ON CONFLICT (workspace, name) DO UPDATE SET sequence = excluded.sequence",
-                    &[&workspace, name, &stamp],
-                )?;
-            }
-            release_pooled(session, &released)?;
-            prune_removals(session, workspace, after)?;
-            Ok(Some(Commit { before, after }))
-        };
-        if batch.written.is_empty() {
-            self.write(work)
-        } else {
-            self.grow(work)
-        }
     }
 }

@@ -240,21 +240,51 @@ impl Store for SqliteStore {
         })
     }
 
-    fn commit(&self, workspace: &str, batch: &Batch) -> Result<Commit, Error> {
-        let commit = self.commit_checked(workspace, None, batch)?;
-        Ok(commit.unwrap_or(Commit {
-            before: 0,
-            after: 0,
-        }))
-    }
-
-    fn commit_after(
+    fn commit_checked(
         &self,
         workspace: &str,
-        expected: u64,
+        expected: Option<u64>,
         batch: &Batch,
     ) -> Result<Option<Commit>, Error> {
-        self.commit_checked(workspace, Some(expected), batch)
+        let commit = self.write(|transaction| {
+            ensure_workspace(transaction, workspace)?;
+            let (before, _) = sequence_of(transaction, workspace)?;
+            if expected.is_some_and(|expected| expected != before) {
+                return Ok(None);
+            }
+            let after = before + 1;
+            let stamp = i64::try_from(after).unwrap_or(i64::MAX);
+            let mut released = Vec::new();
+            for variable in &batch.written {
+                released.extend(pooled_hash(transaction, workspace, &variable.name)?);
+                write_variable(transaction, workspace, variable, stamp)?;
+            }
+            for name in &batch.removed {
+                released.extend(pooled_hash(transaction, workspace, name)?);
+                transaction
+                    .prepare_cached("DELETE FROM variables WHERE workspace = ?1 AND name = ?2")?
+                    .execute(params![workspace, name])?;
+                transaction
+                    .prepare_cached("INSERT OR REPLACE INTO removals (workspace, name, sequence) VALUES (?1, ?2, ?3)")?
+                    .execute(params![workspace, name, stamp])?;
+            }
+            release_pooled(transaction, &released)?;
+            transaction
+                .prepare_cached("UPDATE workspaces SET sequence = ?2 WHERE name = ?1")?
+                .execute(params![workspace, stamp])?;
+            prune_removals(transaction, workspace, after)?;
+            Ok(Some(Commit { before, after }))
+        })?;
+        // This connection's own commits leave `data_version` alone, so the new sequence is
+        // recorded here; a commit by another connection clears the whole record.
+        if let Some(commit) = &commit {
+            self.known
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .sequences
+                .insert(workspace.to_owned(), commit.after);
+        }
+        Ok(commit)
     }
 
     fn record_visits(&self, workspace: &str, visits: &[Visit]) -> Result<(), Error> {
@@ -398,55 +428,5 @@ impl Store for SqliteStore {
             snapshots::free_unreferenced(transaction)?;
             Ok(deleted > 0)
         })
-    }
-}
-
-impl SqliteStore {
-    /// A commit, only while the sequence is `expected` when there is one.
-    fn commit_checked(
-        &self,
-        workspace: &str,
-        expected: Option<u64>,
-        batch: &Batch,
-    ) -> Result<Option<Commit>, Error> {
-        let commit = self.write(|transaction| {
-            ensure_workspace(transaction, workspace)?;
-            let (before, _) = sequence_of(transaction, workspace)?;
-            if expected.is_some_and(|expected| expected != before) {
-                return Ok(None);
-            }
-            let after = before + 1;
-            let stamp = i64::try_from(after).unwrap_or(i64::MAX);
-            let mut released = Vec::new();
-            for variable in &batch.written {
-                released.extend(pooled_hash(transaction, workspace, &variable.name)?);
-                write_variable(transaction, workspace, variable, stamp)?;
-            }
-            for name in &batch.removed {
-                released.extend(pooled_hash(transaction, workspace, name)?);
-                transaction
-                    .prepare_cached("DELETE FROM variables WHERE workspace = ?1 AND name = ?2")?
-                    .execute(params![workspace, name])?;
-                transaction
-                    .prepare_cached("INSERT OR REPLACE INTO removals (workspace, name, sequence) VALUES (?1, ?2, ?3)")?
-                    .execute(params![workspace, name, stamp])?;
-            }
-            release_pooled(transaction, &released)?;
-            transaction
-                .prepare_cached("UPDATE workspaces SET sequence = ?2 WHERE name = ?1")?
-                .execute(params![workspace, stamp])?;
-            prune_removals(transaction, workspace, after)?;
-            Ok(Some(Commit { before, after }))
-        })?;
-        // This connection's own commits leave `data_version` alone, so the new sequence is
-        // recorded here; a commit by another connection clears the whole record.
-        if let Some(commit) = &commit {
-            self.known
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .sequences
-                .insert(workspace.to_owned(), commit.after);
-        }
-        Ok(commit)
     }
 }
