@@ -431,15 +431,7 @@ async fn a_killed_instance_loses_nothing_acknowledged_and_its_clients_continue_o
 
 /// A new initialize-era session's id on `server`.
 async fn session_of(server: &HttpServer, token: &str) -> String {
-    let response = crate::http::http_client()
-        .post(server.url("/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .bearer_auth(token)
-        .body(initialize().to_string())
-        .send()
-        .await
-        .unwrap();
+    let response = raw_post(server, token, None, &initialize()).await;
     assert_eq!(response.status(), 200);
     response
         .headers()
@@ -450,25 +442,36 @@ async fn session_of(server: &HttpServer, token: &str) -> String {
         .to_owned()
 }
 
+/// A JSON-RPC POST to `/mcp`, in `session` if one is given; the status and the body.
 async fn post_in_session(
     server: &HttpServer,
     token: &str,
     session: &str,
     body: &Value,
 ) -> (u16, String) {
-    let response = crate::http::http_client()
+    let response = raw_post(server, token, Some(session), body).await;
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap())
+}
+
+async fn raw_post(
+    server: &HttpServer,
+    token: &str,
+    session: Option<&str>,
+    body: &Value,
+) -> reqwest::Response {
+    let mut request = crate::http::http_client()
         .post(server.url("/mcp"))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", session)
-        .header("mcp-protocol-version", "2025-06-18")
         .bearer_auth(token)
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.text().await.unwrap())
+        .body(body.to_string());
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-06-18");
+    }
+    request.send().await.unwrap()
 }
 
 #[tokio::test]
@@ -500,26 +503,18 @@ async fn the_connection_listening_for_the_other_instance_comes_back_when_it_is_c
     assert_eq!(cut.len(), 2, "one listening connection per instance");
     // A change made while nobody listens is caught up with once listening begins again, and
     // changes made after are heard as before.
-    let before = watcher.count("resources/updated var://topic");
-    succeed(
-        &writer,
-        "WriteVar",
-        json!({"name": "topic", "value": "wasps"}),
-    )
-    .await;
-    watcher
-        .wait_for_more("resources/updated var://topic", before)
+    for value in ["wasps", "moths"] {
+        let before = watcher.count("resources/updated var://topic");
+        succeed(
+            &writer,
+            "WriteVar",
+            json!({"name": "topic", "value": value}),
+        )
         .await;
-    let before = watcher.count("resources/updated var://topic");
-    succeed(
-        &writer,
-        "WriteVar",
-        json!({"name": "topic", "value": "moths"}),
-    )
-    .await;
-    watcher
-        .wait_for_more("resources/updated var://topic", before)
-        .await;
+        watcher
+            .wait_for_more("resources/updated var://topic", before)
+            .await;
+    }
     watching.cancel().await.unwrap();
     writer.cancel().await.unwrap();
 }
