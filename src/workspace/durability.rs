@@ -285,3 +285,59 @@ impl Workspace {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::store::{SqliteOptions, SqliteStore};
+    use crate::vars::{ListFilter, NewVariable, SystemClock, VarType};
+
+    /// Two processes' workspaces over one SQLite file, each with a connection of its own,
+    /// writing at once past the capacity: every overflow evicts one variable, once.
+    #[test]
+    fn concurrent_writers_in_two_processes_keep_the_capacity_and_evict_once() {
+        const CAPACITY: usize = 8;
+        const WRITES: usize = 40;
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("synapse.db");
+        let open = || {
+            let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+            Arc::new(Workspace::open("w", CAPACITY, Arc::new(SystemClock::new()), store).unwrap())
+        };
+        let workspaces = [open(), open()];
+        let writers: Vec<_> = workspaces
+            .iter()
+            .enumerate()
+            .map(|(process, workspace)| {
+                let workspace = Arc::clone(workspace);
+                std::thread::spawn(move || {
+                    let mut evicted = Vec::new();
+                    for write in 0..WRITES {
+                        let name = format!("p{process}-{write}");
+                        let variable = NewVariable::text(name, "value", VarType::LlmAdd);
+                        let outcome = workspace.insert(variable).unwrap();
+                        evicted.extend(outcome.evicted.iter().map(ToString::to_string));
+                    }
+                    evicted
+                })
+            })
+            .collect();
+        let evicted: Vec<String> = writers
+            .into_iter()
+            .flat_map(|writer| writer.join().unwrap())
+            .collect();
+        let once: BTreeSet<&String> = evicted.iter().collect();
+        assert_eq!(once.len(), evicted.len(), "evicted twice: {evicted:?}");
+        let survivors: BTreeSet<String> = workspaces[0]
+            .list(&ListFilter::default())
+            .unwrap()
+            .iter()
+            .map(|variable| variable.name.to_string())
+            .collect();
+        assert_eq!(survivors.len(), CAPACITY);
+        assert_eq!(evicted.len(), 2 * WRITES - CAPACITY);
+        assert!(once.iter().all(|name| !survivors.contains(*name)));
+    }
+}
