@@ -20,8 +20,8 @@ use tokio::process::{Child, Command};
 use crate::common::{Client, Elicitation, TestClient, binary, call, is_error, quiet_home, text};
 
 /// A `serve --http` process on a free loopback port, with its tokens file.
-struct HttpServer {
-    child: Child,
+pub(crate) struct HttpServer {
+    pub(crate) child: Child,
     address: String,
     folder: tempfile::TempDir,
 }
@@ -33,11 +33,22 @@ impl HttpServer {
         let folder = tempfile::tempdir().unwrap();
         let tokens = folder.path().join("tokens.toml");
         std::fs::write(&tokens, "").unwrap();
+        Self::start_with(folder, &tokens, "memory", args).await
+    }
+
+    /// The same, with a tokens file and a store of the caller's (several servers may share
+    /// them); `folder` lives as long as the server.
+    pub(crate) async fn start_with(
+        folder: tempfile::TempDir,
+        tokens: &Path,
+        store: &str,
+        args: &[&str],
+    ) -> Self {
         let mut child = Command::new(binary())
             .env("HOME", quiet_home())
             .args(["serve", "--http", "127.0.0.1:0", "--tokens"])
-            .arg(&tokens)
-            .args(["--store", "memory", "--log-level", "info"])
+            .arg(tokens)
+            .args(["--store", store, "--log-level", "info"])
             .args(args)
             .stderr(Stdio::piped())
             .kill_on_drop(true)
@@ -76,12 +87,12 @@ impl HttpServer {
         add_token(&self.tokens(), principal, workspaces, read_only)
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.address)
     }
 
     /// rmcp's Streamable HTTP client on `path` with `token`, in the initialize era.
-    async fn client(&self, path: &str, token: &str, client: TestClient) -> Client {
+    pub(crate) async fn client(&self, path: &str, token: &str, client: TestClient) -> Client {
         client
             .serve(self.transport(path, token))
             .await
@@ -89,7 +100,12 @@ impl HttpServer {
     }
 
     /// The same, in the 2026-07-28 era: no `initialize`, every request stateless.
-    async fn modern_client(&self, path: &str, token: &str, client: TestClient) -> Client {
+    pub(crate) async fn modern_client(
+        &self,
+        path: &str,
+        token: &str,
+        client: TestClient,
+    ) -> Client {
         let lifecycle = ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         };
@@ -105,7 +121,12 @@ impl HttpServer {
     }
 
     /// A raw JSON-RPC POST: the status, the `WWW-Authenticate` header, the body.
-    async fn post(&self, path: &str, token: Option<&str>, body: &Value) -> (u16, String, String) {
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        body: &Value,
+    ) -> (u16, String, String) {
         let mut request = http_client()
             .post(self.url(path))
             .header("content-type", "application/json")
@@ -127,7 +148,7 @@ impl HttpServer {
 
 /// An HTTP client. reqwest is built with rustls (for the server's `git+https` skill sources), so
 /// a process-wide crypto provider must be installed before a client is built, plain HTTP or not.
-fn http_client() -> reqwest::Client {
+pub(crate) fn http_client() -> reqwest::Client {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Two tests can race here: the loser is told one is installed already, which is all it
         // needs.
@@ -138,7 +159,12 @@ fn http_client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
-fn add_token(tokens: &Path, principal: &str, workspaces: &[&str], read_only: bool) -> String {
+pub(crate) fn add_token(
+    tokens: &Path,
+    principal: &str,
+    workspaces: &[&str],
+    read_only: bool,
+) -> String {
     let mut command = std::process::Command::new(binary());
     command
         .args(["token", "add", "--tokens"])
@@ -161,7 +187,7 @@ fn add_token(tokens: &Path, principal: &str, workspaces: &[&str], read_only: boo
     token.trim().to_owned()
 }
 
-fn initialize() -> Value {
+pub(crate) fn initialize() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "1"}}})
