@@ -489,7 +489,7 @@ async fn http_without_tokens_needs_no_auth_and_a_loopback_address() {
         String::from_utf8(output.stderr).unwrap()
     };
     let stderr = refused(&["--http", "127.0.0.1:0"]);
-    assert!(stderr.contains("needs bearer tokens"), "{stderr}");
+    assert!(stderr.contains("needs authentication"), "{stderr}");
     let stderr = refused(&["--http", "0.0.0.0:0", "--no-auth"]);
     assert!(stderr.contains("loopback address only"), "{stderr}");
 }
