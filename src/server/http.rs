@@ -229,7 +229,7 @@ fn router(gate: &Arc<Gate>, settings: &HttpSettings, stop: CancellationToken) ->
     let mcp = Router::new()
         .route_service("/mcp", service.clone())
         .route_service("/mcp/{workspace}", service)
-        .layer(axum::middleware::from_fn_with_state(
+        .route_layer(axum::middleware::from_fn_with_state(
             Arc::clone(gate),
             authorize,
         ));
@@ -454,10 +454,7 @@ impl Gate {
     fn forbidden(&self, path: &str, headers: &HeaderMap, scope: &str, message: &str) -> Response {
         let mut challenge = self.challenge(path, headers);
         challenge.push("error=\"insufficient_scope\"".to_owned());
-        // A scope is printable ASCII without quotes or backslashes (RFC 6749): a workspace
-        // whose name is not cannot be asked for by scope.
-        let token = |character: char| character.is_ascii_graphic() && !"\"\\".contains(character);
-        if self.issuer.is_some() && scope.chars().all(token) {
+        if self.issuer.is_some() && is_scope(scope) {
             challenge.push(format!("scope=\"{scope}\""));
         }
         challenge.push(format!("error_description={}", quoted(message)));
@@ -545,7 +542,12 @@ async fn metadata(State(gate): State<Arc<Gate>>, request: Request) -> Response {
         .unwrap_or_default();
     let mut scopes = vec![jwt::READ_SCOPE.to_owned(), jwt::WRITE_SCOPE.to_owned()];
     match workspace_in(resource_path) {
-        Ok(Some(workspace)) => scopes.push(format!("{}{workspace}", jwt::WORKSPACE_SCOPE_PREFIX)),
+        Ok(Some(workspace)) => {
+            let scope = format!("{}{workspace}", jwt::WORKSPACE_SCOPE_PREFIX);
+            if is_scope(&scope) {
+                scopes.push(scope);
+            }
+        }
         Ok(None) => {}
         Err(response) => return *response,
     }
@@ -561,6 +563,15 @@ async fn metadata(State(gate): State<Arc<Gate>>, request: Request) -> Response {
         document.to_string(),
     )
         .into_response()
+}
+
+/// Whether `scope` is one scope token: printable ASCII without spaces, quotes or backslashes
+/// (RFC 6749). A workspace whose name is not one can be granted by the workspaces claim only.
+fn is_scope(scope: &str) -> bool {
+    !scope.is_empty()
+        && scope
+            .chars()
+            .all(|character| character.is_ascii_graphic() && !"\"\\".contains(character))
 }
 
 /// A quoted-string of an auth-param: quotes and backslashes escaped, anything but printable

@@ -20,16 +20,16 @@ use tokio::process::{Child, Command};
 use crate::common::{Client, Elicitation, TestClient, binary, call, is_error, quiet_home, text};
 
 /// A `serve --http` process on a free loopback port, with its tokens file.
-struct HttpServer {
-    child: Child,
-    address: String,
+pub(crate) struct HttpServer {
+    pub(crate) child: Child,
+    pub(crate) address: String,
     folder: tempfile::TempDir,
 }
 
 impl HttpServer {
     /// Starts the binary with `args` after `serve --http 127.0.0.1:0 --tokens FILE`, and waits
     /// for the line that says where it listens.
-    async fn start(args: &[&str]) -> Self {
+    pub(crate) async fn start(args: &[&str]) -> Self {
         let folder = tempfile::tempdir().unwrap();
         let tokens = folder.path().join("tokens.toml");
         std::fs::write(&tokens, "").unwrap();
@@ -67,21 +67,21 @@ impl HttpServer {
         }
     }
 
-    fn tokens(&self) -> PathBuf {
+    pub(crate) fn tokens(&self) -> PathBuf {
         self.folder.path().join("tokens.toml")
     }
 
     /// A new token from `token add`, as a user makes one.
-    fn token(&self, principal: &str, workspaces: &[&str], read_only: bool) -> String {
+    pub(crate) fn token(&self, principal: &str, workspaces: &[&str], read_only: bool) -> String {
         add_token(&self.tokens(), principal, workspaces, read_only)
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.address)
     }
 
     /// rmcp's Streamable HTTP client on `path` with `token`, in the initialize era.
-    async fn client(&self, path: &str, token: &str, client: TestClient) -> Client {
+    pub(crate) async fn client(&self, path: &str, token: &str, client: TestClient) -> Client {
         client
             .serve(self.transport(path, token))
             .await
@@ -89,7 +89,12 @@ impl HttpServer {
     }
 
     /// The same, in the 2026-07-28 era: no `initialize`, every request stateless.
-    async fn modern_client(&self, path: &str, token: &str, client: TestClient) -> Client {
+    pub(crate) async fn modern_client(
+        &self,
+        path: &str,
+        token: &str,
+        client: TestClient,
+    ) -> Client {
         let lifecycle = ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         };
@@ -105,7 +110,12 @@ impl HttpServer {
     }
 
     /// A raw JSON-RPC POST: the status, the `WWW-Authenticate` header, the body.
-    async fn post(&self, path: &str, token: Option<&str>, body: &Value) -> (u16, String, String) {
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        body: &Value,
+    ) -> (u16, String, String) {
         let mut request = http_client()
             .post(self.url(path))
             .header("content-type", "application/json")
@@ -127,7 +137,7 @@ impl HttpServer {
 
 /// An HTTP client. reqwest is built with rustls (for the server's `git+https` skill sources), so
 /// a process-wide crypto provider must be installed before a client is built, plain HTTP or not.
-fn http_client() -> reqwest::Client {
+pub(crate) fn http_client() -> reqwest::Client {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Two tests can race here: the loser is told one is installed already, which is all it
         // needs.
@@ -161,7 +171,7 @@ fn add_token(tokens: &Path, principal: &str, workspaces: &[&str], read_only: boo
     token.trim().to_owned()
 }
 
-fn initialize() -> Value {
+pub(crate) fn initialize() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "1"}}})

@@ -24,6 +24,7 @@ mod http;
 mod layers;
 mod logging;
 mod notifications;
+mod oauth;
 mod plans;
 #[path = "../../src/store/postgres/testing.rs"]
 mod postgres_server;
