@@ -34,12 +34,15 @@ fn now() -> u64 {
         .as_secs()
 }
 
+/// Signs a JWT's signing input.
+type Sign = Box<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
+
 /// A signing key of the test's authorization server.
 struct Signer {
     kid: String,
     alg: &'static str,
     jwk: Value,
-    sign: Box<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>,
+    sign: Sign,
 }
 
 impl Signer {
@@ -256,6 +259,65 @@ async fn jwts_signed_with_es256_and_rs256_work_beside_the_tokens_file_in_both_er
     client.cancel().await.unwrap();
 }
 
+fn rpc(method: &str, params: &Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+}
+
+/// A request for every method, and for every tool, prompt, resource and resource template the
+/// workspace at `path` lists to a client with `token`.
+async fn everything_offered(server: &HttpServer, path: &str, token: &str) -> Vec<Value> {
+    let own = server.client(path, token, unsupported()).await;
+    let tools = own.list_all_tools().await.unwrap();
+    let prompts = own.list_all_prompts().await.unwrap();
+    let resources = own.list_all_resources().await.unwrap();
+    let templates = own.list_all_resource_templates().await.unwrap();
+    own.cancel().await.unwrap();
+    assert!(tools.len() > 10, "{tools:?}");
+    assert!(!prompts.is_empty() && !resources.is_empty());
+
+    let mut requests = vec![
+        initialize(),
+        rpc("ping", &json!({})),
+        rpc("tools/list", &json!({})),
+        rpc("prompts/list", &json!({})),
+        rpc("resources/list", &json!({})),
+        rpc("resources/templates/list", &json!({})),
+        rpc("logging/setLevel", &json!({"level": "info"})),
+        rpc(
+            "completion/complete",
+            &json!({"ref": {"type": "ref/prompt", "name": prompts[0].name},
+                   "argument": {"name": "x", "value": ""}}),
+        ),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    requests.extend(
+        tools
+            .iter()
+            .map(|tool| rpc("tools/call", &json!({"name": tool.name, "arguments": {}}))),
+    );
+    requests.extend(
+        prompts
+            .iter()
+            .map(|prompt| rpc("prompts/get", &json!({"name": prompt.name}))),
+    );
+    requests.extend(
+        resources
+            .iter()
+            .map(|resource| rpc("resources/read", &json!({"uri": resource.uri}))),
+    );
+    requests.extend(
+        templates
+            .iter()
+            .map(|template| rpc("resources/read", &json!({"uri": template.uri_template}))),
+    );
+    requests.extend(
+        resources
+            .iter()
+            .map(|resource| rpc("resources/subscribe", &json!({"uri": resource.uri}))),
+    );
+    requests
+}
+
 #[tokio::test]
 async fn another_principals_workspace_is_403_for_every_tool_prompt_resource_and_method() {
     let issuer = Issuer::start().await;
@@ -266,60 +328,7 @@ async fn another_principals_workspace_is_403_for_every_tool_prompt_resource_and_
         .es256
         .token(&claims("alice", &["research"], "synapse:write"));
 
-    // Everything alice's own workspace offers, as a client lists it.
-    let own = server
-        .client("/mcp/research", &from_file, unsupported())
-        .await;
-    let tools = own.list_all_tools().await.unwrap();
-    let prompts = own.list_all_prompts().await.unwrap();
-    let resources = own.list_all_resources().await.unwrap();
-    let templates = own.list_all_resource_templates().await.unwrap();
-    own.cancel().await.unwrap();
-    assert!(tools.len() > 10, "{tools:?}");
-    assert!(!prompts.is_empty() && !resources.is_empty());
-
-    let rpc = |method: &str, params: Value| json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let mut requests = vec![
-        initialize(),
-        rpc("ping", json!({})),
-        rpc("tools/list", json!({})),
-        rpc("prompts/list", json!({})),
-        rpc("resources/list", json!({})),
-        rpc("resources/templates/list", json!({})),
-        rpc("logging/setLevel", json!({"level": "info"})),
-        rpc(
-            "completion/complete",
-            json!({"ref": {"type": "ref/prompt", "name": prompts[0].name},
-                   "argument": {"name": "x", "value": ""}}),
-        ),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    ];
-    requests.extend(
-        tools
-            .iter()
-            .map(|tool| rpc("tools/call", json!({"name": tool.name, "arguments": {}}))),
-    );
-    requests.extend(
-        prompts
-            .iter()
-            .map(|prompt| rpc("prompts/get", json!({"name": prompt.name}))),
-    );
-    requests.extend(
-        resources
-            .iter()
-            .map(|resource| rpc("resources/read", json!({"uri": resource.uri}))),
-    );
-    requests.extend(
-        templates
-            .iter()
-            .map(|template| rpc("resources/read", json!({"uri": template.uri_template}))),
-    );
-    requests.extend(
-        resources
-            .iter()
-            .map(|resource| rpc("resources/subscribe", json!({"uri": resource.uri}))),
-    );
-
+    let requests = everything_offered(&server, "/mcp/research", &from_file).await;
     for (kind, token) in [("tokens file", &from_file), ("JWT", &jwt)] {
         for body in &requests {
             let (status, challenge, text) = request(
@@ -370,7 +379,7 @@ async fn another_principals_workspace_is_403_for_every_tool_prompt_resource_and_
             .header("accept", "application/json, text/event-stream")
             .header("mcp-session-id", &session)
             .bearer_auth(token)
-            .body(rpc("tools/list", json!({})).to_string())
+            .body(rpc("tools/list", &json!({})).to_string())
             .send()
             .await
             .unwrap();
@@ -378,10 +387,8 @@ async fn another_principals_workspace_is_403_for_every_tool_prompt_resource_and_
     }
 }
 
-#[tokio::test]
-async fn every_route_is_401_without_a_valid_token_and_the_challenge_names_the_metadata() {
-    let issuer = Issuer::start().await;
-    let server = issuer.serve(&[]).await;
+/// Tokens that must be refused, what each is, and what the refusal says.
+fn bad_tokens(issuer: &Issuer) -> Vec<(&'static str, Option<String>, &'static str)> {
     let es256 = &issuer.es256;
     let valid = claims("alice", &["research"], "synapse:write");
     let with = |change: &dyn Fn(&mut Value)| {
@@ -411,7 +418,7 @@ async fn every_route_is_401_without_a_valid_token_and_the_challenge_names_the_me
         base64url(json!({"alg": "none", "typ": "JWT"}).to_string()),
         base64url(valid.to_string())
     );
-    let cases: Vec<(&str, Option<String>, &str)> = vec![
+    vec![
         ("no token", None, "a bearer token is required"),
         ("not a JWT", Some("not-a-jwt".to_owned()), "not a valid JWT"),
         (
@@ -454,7 +461,7 @@ async fn every_route_is_401_without_a_valid_token_and_the_challenge_names_the_me
         (
             "wrong issuer",
             Some(with(&|claims| {
-                claims["iss"] = json!("https://evil.example")
+                claims["iss"] = json!("https://evil.example");
             })),
             "issuer",
         ),
@@ -465,7 +472,14 @@ async fn every_route_is_401_without_a_valid_token_and_the_challenge_names_the_me
         ),
         ("alg none", Some(unsigned), "not a valid JWT"),
         ("HMAC with the public key", Some(hmac), "algorithm"),
-    ];
+    ]
+}
+
+#[tokio::test]
+async fn every_route_is_401_without_a_valid_token_and_the_challenge_names_the_metadata() {
+    let issuer = Issuer::start().await;
+    let server = issuer.serve(&[]).await;
+    let cases = bad_tokens(&issuer);
     for route in ["/mcp", "/mcp/research"] {
         let metadata = format!(
             "resource_metadata=\"{}\"",
