@@ -683,21 +683,20 @@ async fn a_rotated_key_is_fetched_once_and_unknown_key_ids_do_not_refetch_every_
 }
 
 #[tokio::test]
-async fn a_jwks_file_is_read_again_when_it_changes() {
+async fn a_jwks_file_from_the_config_file_is_read_again_when_it_changes() {
     let folder = tempfile::tempdir().unwrap();
     let path = folder.path().join("jwks.json");
     let first = Signer::es256("one");
     let second = Signer::rs256("two");
     std::fs::write(&path, json!({"keys": [first.jwk]}).to_string()).unwrap();
-    let server = HttpServer::start(&[
-        "--oauth-issuer",
-        ISSUER,
-        "--oauth-audience",
-        AUDIENCE,
-        "--oauth-jwks",
-        path.to_str().unwrap(),
-    ])
-    .await;
+    // Configured in the file's `[http.oauth]` table this time.
+    let config = folder.path().join("config.toml");
+    let table = format!(
+        "[http.oauth]\nissuer = \"{ISSUER}\"\naudiences = [\"{AUDIENCE}\"]\njwks = {:?}\n",
+        path.to_str().unwrap()
+    );
+    std::fs::write(&config, table).unwrap();
+    let server = HttpServer::start(&["--config", config.to_str().unwrap()]).await;
     let token = second.token(&claims("alice", &["research"], "synapse:write"));
     let opening = initialize();
     let post = || {
