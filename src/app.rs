@@ -189,9 +189,8 @@ impl App {
         let (upstreams, reload) = start_upstreams(config, &executor)?;
         let tool_watch = serve_tool_folders(&executor, config);
         for tool in &config.disabled_tools {
-            executor.registry().set_tool_enabled(tool, false);
+            executor.registry().disable_by_default(tool);
         }
-        restore_switches(&executor)?;
         let default = Arc::new(Space {
             executor,
             snapshots,
@@ -326,20 +325,6 @@ fn start_upstreams(
         _ => None,
     };
     Ok((upstreams, reload))
-}
-
-/// Applies the groups and tools switched at runtime in earlier sessions (`ToolGroups`): they win
-/// over the configuration's defaults.
-fn restore_switches(executor: &Executor) -> Result<(), workspace::Error> {
-    let registry = executor.registry();
-    for (target, enabled) in executor.workspace().tool_switches()? {
-        if let Some(group) = target.strip_prefix("group:") {
-            registry.restore_group_switch(group, enabled);
-        } else if let Some(tool) = target.strip_prefix("tool:") {
-            registry.set_tool_enabled(tool, enabled);
-        }
-    }
-    Ok(())
 }
 
 /// Makes the user's tool root, `~/.synapse/tools`, when it is missing: the server makes it when

@@ -15,6 +15,7 @@
 
 mod durability;
 mod state_document;
+pub mod switches;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,6 +25,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::json::compact_length;
+pub use switches::{Switches, Target};
 
 use crate::json::strings;
 use crate::refs;
@@ -91,6 +93,8 @@ pub struct Workspace {
     max_bytes: Option<usize>,
     /// The state document's JSON text length when it was last read or written here.
     state_bytes: AtomicUsize,
+    /// The tool groups and tools switched at runtime, for this workspace.
+    switches: Switches,
 }
 
 impl Workspace {
@@ -111,6 +115,7 @@ impl Workspace {
             changes,
             max_bytes: None,
             state_bytes: AtomicUsize::new(2),
+            switches: Switches::default(),
         }
     }
 
@@ -136,6 +141,7 @@ impl Workspace {
         }
         let state_bytes = compact_length(&store.state(&workspace.name)?);
         workspace.state_bytes = AtomicUsize::new(state_bytes);
+        workspace.switches = Switches::restored(store.tool_switches(&workspace.name)?);
         workspace.store = Some(store);
         let mut state = workspace.lock();
         let evicted = state.system.evict();
@@ -357,20 +363,18 @@ impl Workspace {
         self.approvals().insert(key);
     }
 
-    /// The tool groups and tools switched at runtime (`group:<name>` / `tool:<name>`), as stored;
-    /// none in memory.
-    pub fn tool_switches(&self) -> Result<Vec<(String, bool)>, Error> {
-        match &self.store {
-            Some(store) => Ok(store.tool_switches(&self.name)?),
-            None => Ok(Vec::new()),
-        }
+    /// The tool groups and tools switched at runtime in this workspace.
+    pub fn switches(&self) -> &Switches {
+        &self.switches
     }
 
-    /// Stores a runtime switch durably (in memory, the registry alone holds it).
-    pub fn set_tool_switch(&self, target: &str, enabled: bool) -> Result<(), Error> {
+    /// Switches a group or a tool on or off in this workspace, durably; the caller announces it
+    /// ([`Switches::announce`]) when that changed what is enabled.
+    pub fn set_tool_switch(&self, target: Target, enabled: bool) -> Result<(), Error> {
         if let Some(store) = &self.store {
-            store.set_tool_switch(&self.name, target, enabled)?;
+            store.set_tool_switch(&self.name, &target.to_string(), enabled)?;
         }
+        self.switches.set(target, enabled);
         Ok(())
     }
 

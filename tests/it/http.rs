@@ -375,6 +375,50 @@ async fn ask_once_approvals_are_remembered_per_principal() {
 }
 
 #[tokio::test]
+async fn a_tool_switch_holds_in_its_own_workspace_only() {
+    let server = HttpServer::start(&[]).await;
+    let alice = server.token("alice", &["research", "shared"], false);
+    let approving = || TestClient::new(Elicitation::Accept(json!({"approve": true})));
+    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+        tools
+            .into_iter()
+            .map(|tool| tool.name.into_owned())
+            .collect()
+    };
+    let research = server.client("/mcp", &alice, approving()).await;
+    let switched = call(
+        &research,
+        "ToolGroups",
+        json!({"action": "disable", "group": "snapshots"}),
+    )
+    .await;
+    assert!(!is_error(&switched), "{switched:?}");
+    let in_research = names(research.list_all_tools().await.unwrap());
+    assert!(
+        !in_research.contains(&"SnapshotGet".to_owned()),
+        "{in_research:?}"
+    );
+    research.cancel().await.unwrap();
+
+    let shared = server.client("/mcp/shared", &alice, approving()).await;
+    let in_shared = names(shared.list_all_tools().await.unwrap());
+    assert!(
+        in_shared.contains(&"SnapshotGet".to_owned()),
+        "{in_shared:?}"
+    );
+    let listed = call(&shared, "ToolGroups", json!({})).await;
+    let groups = &listed.structured_content.unwrap()["groups"];
+    let snapshots = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|group| group["name"] == "snapshots")
+        .unwrap();
+    assert_eq!(snapshots["enabled"], true, "{groups}");
+    shared.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_body_past_the_limit_gets_413() {
     let server = HttpServer::start(&["--max-body-bytes", "2048"]).await;
     let token = server.token("alice", &["research"], false);
