@@ -607,8 +607,15 @@ fn with_challenge(mut response: Response, parameters: &[String]) -> Response {
     response
 }
 
+/// A refusal, sent before the request's body was read: the connection is closed after it, so
+/// that a client does not send its next request on a connection the server drops.
 fn refusal(status: StatusCode, message: &str) -> Response {
-    (status, format!("{message}\n")).into_response()
+    (
+        status,
+        [(header::CONNECTION, "close")],
+        format!("{message}\n"),
+    )
+        .into_response()
 }
 
 /// rmcp's local sessions, and the principal and workspace of each: an entry is made when a

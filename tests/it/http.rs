@@ -109,6 +109,44 @@ impl HttpServer {
         StreamableHttpClientTransport::with_client(http_client(), config)
     }
 
+    /// A session opened by a raw `initialize` at `path` with `token`: its id.
+    pub(crate) async fn open_session(&self, path: &str, token: &str) -> String {
+        let opened = http_client()
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .bearer_auth(token)
+            .body(initialize().to_string())
+            .send()
+            .await
+            .unwrap();
+        opened.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// A raw `tools/list` at `path` in `session` with `token`: the status and the body.
+    pub(crate) async fn list_in_session(
+        &self,
+        path: &str,
+        session: &str,
+        token: &str,
+    ) -> (u16, String) {
+        let response = http_client()
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .bearer_auth(token)
+            .body(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string())
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    }
+
     /// A raw JSON-RPC POST: the status, the `WWW-Authenticate` header, the body.
     pub(crate) async fn post(
         &self,
@@ -301,33 +339,10 @@ async fn a_session_is_not_found_with_another_principals_token() {
     let server = HttpServer::start(&[]).await;
     let alice = server.token("alice", &["team"], false);
     let bob = server.token("bob", &["team"], false);
-    let opened = http_client()
-        .post(server.url("/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .bearer_auth(&alice)
-        .body(initialize().to_string())
-        .send()
-        .await
-        .unwrap();
-    let session = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
-    let with_session = |token: &str| {
-        http_client()
-            .post(server.url("/mcp"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", "2025-06-18")
-            .bearer_auth(token)
-            .body(list.to_string())
-            .send()
-    };
-    assert_eq!(with_session(&bob).await.unwrap().status().as_u16(), 404);
-    assert_ne!(with_session(&alice).await.unwrap().status().as_u16(), 404);
+    let session = server.open_session("/mcp", &alice).await;
+    let list = |token| server.list_in_session("/mcp", &session, token);
+    assert_eq!(list(&bob).await.0, 404);
+    assert_ne!(list(&alice).await.0, 404);
 }
 
 #[tokio::test]

@@ -360,30 +360,9 @@ async fn another_principals_workspace_is_403_for_every_tool_prompt_resource_and_
             assert_eq!(status, 403, "{kind}: {method}: {text}");
         }
         // A session alice opened in her own workspace does not carry her into bob's.
-        let opened = http_client()
-            .post(server.url("/mcp/research"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .bearer_auth(token)
-            .body(initialize().to_string())
-            .send()
-            .await
-            .unwrap();
-        let session = opened.headers()["mcp-session-id"]
-            .to_str()
-            .unwrap()
-            .to_owned();
-        let listed = http_client()
-            .post(server.url("/mcp/bobs"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .bearer_auth(token)
-            .body(rpc("tools/list", &json!({})).to_string())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(listed.status().as_u16(), 403, "{kind}");
+        let session = server.open_session("/mcp/research", token).await;
+        let (status, text) = server.list_in_session("/mcp/bobs", &session, token).await;
+        assert_eq!(status, 403, "{kind}: {text}");
     }
 }
 
@@ -798,34 +777,8 @@ async fn a_session_that_idles_out_leaves_no_owner_behind() {
     let server = HttpServer::start(&["--session-idle-seconds", "1"]).await;
     let alice = server.token("alice", &["team"], false);
     let bob = server.token("bob", &["team"], false);
-    let opened = http_client()
-        .post(server.url("/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .bearer_auth(&alice)
-        .body(initialize().to_string())
-        .send()
-        .await
-        .unwrap();
-    let session = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    drop(opened);
-    let with_session = || async {
-        let response = http_client()
-            .post(server.url("/mcp"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", "2025-06-18")
-            .bearer_auth(&bob)
-            .body(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string())
-            .send()
-            .await
-            .unwrap();
-        (response.status().as_u16(), response.text().await.unwrap())
-    };
+    let session = server.open_session("/mcp", &alice).await;
+    let with_session = || server.list_in_session("/mcp", &session, &bob);
     // While the session lives, it is alice's: bob is told it is not his.
     let (status, text) = with_session().await;
     assert_eq!(status, 404);
