@@ -9,7 +9,7 @@
 //! token's first. The decision travels to the handlers as an [`Access`] in the request's
 //! extensions, so that the workspace comes from the principal and never from a session id
 //! (2026-07-28 requests have none), and an initialize-era session stays with the principal and
-//! workspace that opened it for as long as rmcp keeps the session ([`Sessions`]).
+//! workspace that opened it for as long as rmcp keeps the session (`Sessions`).
 //!
 //! Shutting down (SIGTERM, ctrl-c): new requests get 503, the requests in flight (their
 //! response streams included) finish, then the sessions' streams close and the process exits.
@@ -95,9 +95,8 @@ struct Gate {
 
 /// Serves `app` over Streamable HTTP until SIGTERM or ctrl-c.
 pub async fn serve(app: App, settings: &HttpSettings) -> Result<(), Error> {
-    let started = |error: String| Error::Start(error);
     let tokens = match &settings.tokens {
-        Some(path) => Some(Tokens::open(path).map_err(|error| started(error.to_string()))?),
+        Some(path) => Some(Tokens::open(path).map_err(|error| Error::Start(error.to_string()))?),
         None => None,
     };
     let jwt = match &settings.oauth {
@@ -106,7 +105,7 @@ pub async fn serve(app: App, settings: &HttpSettings) -> Result<(), Error> {
     };
     if tokens.is_none() && jwt.is_none() {
         if !settings.no_auth {
-            return Err(started(
+            return Err(Error::Start(
                 "serving HTTP needs authentication: give --tokens FILE (made by `synapse-mcp \
                  token add --tokens FILE --principal NAME --workspace W`), or OAuth \
                  (--oauth-issuer, --oauth-audience, --oauth-jwks), or --no-auth on a loopback \
@@ -115,7 +114,7 @@ pub async fn serve(app: App, settings: &HttpSettings) -> Result<(), Error> {
             ));
         }
         if !settings.listen.ip().is_loopback() {
-            return Err(started(format!(
+            return Err(Error::Start(format!(
                 "--no-auth serves without authentication, which is allowed on a loopback \
                  address only, and {} is not one; give --tokens FILE (see `synapse-mcp token \
                  add`) or OAuth (--oauth-issuer)",
