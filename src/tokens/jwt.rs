@@ -10,8 +10,8 @@
 //! skipped.
 //!
 //! The keys: a file is read again when it changes; a URL is fetched when first needed, again
-//! after [`CACHE_FOR`], and again when a token names a key id it does not have (a key
-//! rotation), at most once per [`REFETCH_EVERY`].
+//! after [`CACHE_FOR`] (a failed fetch is retried after [`RETRY_EVERY`]), and again when a token
+//! names a key id it does not have (a key rotation), at most once per [`REFETCH_EVERY`].
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
@@ -30,6 +30,10 @@ pub const CACHE_FOR: std::time::Duration = std::time::Duration::from_mins(10);
 
 /// The least time between two fetches caused by an unknown key id.
 pub const REFETCH_EVERY: std::time::Duration = std::time::Duration::from_mins(1);
+
+/// The least time between two attempts to fetch keys that are missing or out of date, so that an
+/// authorization server that does not answer is not asked again at every request.
+pub const RETRY_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The scope a read-only grant needs.
 pub const READ_SCOPE: &str = "synapse:read";
@@ -337,6 +341,8 @@ struct State {
     stamp: Option<(SystemTime, u64)>,
     /// When a URL was last fetched with success.
     fetched: Option<Instant>,
+    /// When a URL was last asked for, with success or not.
+    attempted: Option<Instant>,
     /// When an unknown key id last caused a fetch.
     refetched: Option<Instant>,
 }
@@ -414,7 +420,12 @@ impl Keys {
     fn stale(&self, state: &State) -> bool {
         match &self.source {
             Source::File(path) => stamp(path) != state.stamp,
-            Source::Url(_) => state.fetched.is_none_or(|last| last.elapsed() >= CACHE_FOR),
+            Source::Url(_) => {
+                state.fetched.is_none_or(|last| last.elapsed() >= CACHE_FOR)
+                    && state
+                        .attempted
+                        .is_none_or(|last| last.elapsed() >= RETRY_EVERY)
+            }
         }
     }
 
@@ -426,6 +437,7 @@ impl Keys {
                 state.stamp = now;
             }
             Source::Url(url) => {
+                state.attempted = Some(Instant::now());
                 state.keys = parse(&fetch(url).await?, url)?;
                 state.fetched = Some(Instant::now());
             }
