@@ -318,6 +318,10 @@ async def run(options: argparse.Namespace, checks: Checks, work: Path, transport
             url, token, access_token = await stack.enter_async_context(
                 http_server(options.binary, arguments, environment, work, errlog, checks)
             )
+            # First, while no other session is open: a new principal's first request stores the
+            # workspace's rules, whose notifications would otherwise reach the main session as
+            # it closes (which the SDK logs as a warning).
+            await oauth_checks(options, checks, url, access_token)
             http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
             await stack.enter_async_context(http)
             transport = streamable_http_client(url, http_client=http)
@@ -347,8 +351,6 @@ async def run(options: argparse.Namespace, checks: Checks, work: Path, transport
         session.questions = questions
         session.notifications = notifications
         await exercise(session, log_messages)
-        if options.transport == "http":
-            await oauth_checks(options, checks, url, access_token)
 
 
 def make_issuer(work: Path) -> tuple[list[str], str]:
@@ -402,12 +404,11 @@ async def oauth_checks(options: argparse.Namespace, checks: Checks, url: str, ac
                 read_timeout_seconds=60,
                 client_info=types.Implementation(name="synapse-interop-python-oauth", version="1.0.0"),
             )
+            # Reads only: a call would cache its result and notify.
             async with client:
                 tools = await client.list_tools()
-                read = await client.call_tool("ListVars", {})
-                if read.is_error:
-                    raise Fail(f"ListVars with a JWT: {result_text(read)[:200]}")
-        return f"connected with a JWT (ES256): {len(tools.tools)} tools, ListVars answered"
+                prompts = await client.list_prompts()
+        return f"connected with a JWT (ES256): {len(tools.tools)} tools, {len(prompts.prompts)} prompts"
 
     await checks.run("oauth: 401 + WWW-Authenticate → metadata", challenge)
     await checks.run("oauth: connect with a JWT", with_jwt)

@@ -81,10 +81,10 @@ async function oauthChecks(url, accessToken) {
       requestInit: { headers: { Authorization: `Bearer ${accessToken}` } },
     }));
     try {
+      // Reads only, as the Python client: a call would cache its result and notify.
       const { tools } = await client.listTools();
-      const listed = await client.callTool({ name: "ListVars", arguments: {} });
-      if (listed.isError) throw new Fail(`ListVars with a JWT: ${JSON.stringify(listed.content).slice(0, 200)}`);
-      return `connected with a JWT (ES256): ${tools.length} tools, ListVars answered`;
+      const { prompts } = await client.listPrompts();
+      return `connected with a JWT (ES256): ${tools.length} tools, ${prompts.length} prompts`;
     } finally {
       await client.close();
     }
@@ -282,6 +282,9 @@ async function run(binary, work) {
       server.on("exit", (code) => reject(new Error(`serve --http exited with ${code} before listening`)));
     });
     url = new URL(`http://${address}/mcp`);
+    // First, while no other session is open: a new principal's first request stores the
+    // workspace's rules, whose notifications would otherwise reach the main session as it closes.
+    await oauthChecks(url, oauth.token);
     transport = new StreamableHTTPClientTransport(url, {
       requestInit: { headers: { Authorization: `Bearer ${token}` } },
     });
@@ -469,8 +472,6 @@ async function run(binary, work) {
       return `${logged()} message(s)`;
     });
   }
-
-  if (oauth) await oauthChecks(url, oauth.token);
 
   closing = true;
   await client.close();
