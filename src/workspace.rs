@@ -17,6 +17,8 @@ mod durability;
 mod state_document;
 pub mod switches;
 
+use durability::Applied;
+
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -145,6 +147,7 @@ impl Workspace {
         workspace.store = Some(store);
         let mut state = workspace.lock();
         let evicted = state.system.evict();
+        // When another process wrote meanwhile, the next read catches up and evicts then.
         workspace.persist(&mut state, &[], &names_of(&evicted))?;
         drop(state);
         Ok(workspace)
@@ -172,30 +175,38 @@ impl Workspace {
     /// Creates or replaces several variables in one durable commit (a tool's cached result and
     /// arguments).
     pub fn insert_all(&self, variables: Vec<NewVariable>) -> Result<Vec<WriteOutcome>, Error> {
-        let mut state = self.synced()?;
-        if self.max_bytes.is_some() {
-            let system = &state.system;
-            let before = system.bytes() + self.state_bytes.load(Ordering::Relaxed);
-            let mut after = before;
-            for variable in &variables {
-                let replaced = system.peek(&variable.name).map_or(0, |old| old.value.len());
-                after = (after + variable.value.len()).saturating_sub(replaced);
-            }
-            self.check_bytes(before, after).map_err(Error::Full)?;
-        }
-        let mut written = Vec::with_capacity(variables.len());
-        let mut outcomes = Vec::with_capacity(variables.len());
-        for variable in variables {
-            written.push(Arc::<str>::from(variable.name.as_str()));
-            outcomes.push(state.system.insert(variable));
-        }
-        let removed: Vec<Arc<str>> = outcomes
+        let names: Vec<Arc<str>> = variables
             .iter()
-            .flat_map(|outcome| outcome.evicted.iter().cloned())
+            .map(|variable| Arc::<str>::from(variable.name.as_str()))
             .collect();
-        self.persist(&mut state, &names_of(&written), &names_of(&removed))?;
-        drop(state);
-        for (name, outcome) in written.into_iter().zip(&outcomes) {
+        let written = names_of(&names);
+        // A copy per attempt: another process committing first undoes the attempt.
+        let outcomes = self.commit_with(move |state| {
+            if self.max_bytes.is_some() {
+                let system = &state.system;
+                let before = system.bytes() + self.state_bytes.load(Ordering::Relaxed);
+                let mut after = before;
+                for variable in &variables {
+                    let replaced = system.peek(&variable.name).map_or(0, |old| old.value.len());
+                    after = (after + variable.value.len()).saturating_sub(replaced);
+                }
+                self.check_bytes(before, after).map_err(Error::Full)?;
+            }
+            let outcomes: Vec<WriteOutcome> = variables
+                .iter()
+                .map(|variable| state.system.insert(variable.clone()))
+                .collect();
+            let removed: Vec<Arc<str>> = outcomes
+                .iter()
+                .flat_map(|outcome| outcome.evicted.iter().cloned())
+                .collect();
+            Ok(Applied {
+                outcome: outcomes,
+                written: written.clone(),
+                removed: names_of(&removed),
+            })
+        })?;
+        for (name, outcome) in names.into_iter().zip(&outcomes) {
             self.announce_write(name, outcome);
         }
         Ok(outcomes)
@@ -224,7 +235,7 @@ impl Workspace {
         }
         state.unsaved.extend(names_of(&written));
         if state.unsaved.len() >= UNSAVED_BATCH {
-            self.persist(&mut state, &[], &[])?;
+            self.persist_lazy(&mut state)?;
         }
         drop(state);
         for (name, outcome) in written.into_iter().zip(&outcomes) {
@@ -235,29 +246,38 @@ impl Workspace {
 
     /// Changes fields of an existing variable, durably.
     pub fn update(&self, name: &str, patch: VariablePatch) -> Result<WriteOutcome, Error> {
-        let mut state = self.synced()?;
-        if let Some((value, _)) = &patch.value
-            && self.max_bytes.is_some()
-        {
-            let replaced = state.system.peek(name).map_or(0, |old| old.value.len());
-            let before = state.system.bytes() + self.state_bytes.load(Ordering::Relaxed);
-            let after = (before + value.len()).saturating_sub(replaced);
-            self.check_bytes(before, after).map_err(Error::Full)?;
-        }
-        let outcome = state.system.update(name, patch)?;
-        let name: Arc<str> = Arc::from(name);
-        self.persist_write(&mut state, &name, &outcome)?;
-        drop(state);
-        self.announce_write(name, &outcome);
+        let outcome = self.commit_with(move |state| {
+            if let Some((value, _)) = &patch.value
+                && self.max_bytes.is_some()
+            {
+                let replaced = state.system.peek(name).map_or(0, |old| old.value.len());
+                let before = state.system.bytes() + self.state_bytes.load(Ordering::Relaxed);
+                let after = (before + value.len()).saturating_sub(replaced);
+                self.check_bytes(before, after).map_err(Error::Full)?;
+            }
+            let outcome = state.system.update(name, patch.clone())?;
+            let removed = names_of(&outcome.evicted);
+            Ok(Applied {
+                outcome,
+                written: vec![name.to_owned()],
+                removed,
+            })
+        })?;
+        self.announce_write(Arc::from(name), &outcome);
         Ok(outcome)
     }
 
     /// Removes variables (never rules), durably.
     pub fn remove(&self, names: &[String]) -> Result<RemoveOutcome, Error> {
-        let mut state = self.synced()?;
-        let outcome = state.system.remove(names);
-        self.persist(&mut state, &[], &outcome.removed)?;
-        drop(state);
+        let outcome = self.commit_with(|state| {
+            let outcome = state.system.remove(names);
+            let removed = outcome.removed.clone();
+            Ok(Applied {
+                outcome,
+                written: Vec::new(),
+                removed,
+            })
+        })?;
         for name in &outcome.removed {
             self.announce(Arc::from(name.as_str()), VariableEvent::Removed);
         }
@@ -375,6 +395,32 @@ impl Workspace {
             store.set_tool_switch(&self.name, &target.to_string(), enabled)?;
         }
         self.switches.set(target, enabled);
+        Ok(())
+    }
+
+    /// Reads the switches again after another process changed them; subscribers hear of it
+    /// when a switch here changed.
+    pub fn switches_changed_elsewhere(&self) -> Result<(), Error> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let mut changed = false;
+        for (stored, enabled) in store.tool_switches(&self.name)? {
+            let Some(target) = Target::parse(&stored) else {
+                continue;
+            };
+            let current = match &target {
+                Target::Group(name) => self.switches.group(name),
+                Target::Tool(name) => self.switches.tool(name),
+            };
+            if current != Some(enabled) {
+                self.switches.set(target, enabled);
+                changed = true;
+            }
+        }
+        if changed {
+            self.switches.announce();
+        }
         Ok(())
     }
 

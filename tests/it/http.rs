@@ -33,11 +33,22 @@ impl HttpServer {
         let folder = tempfile::tempdir().unwrap();
         let tokens = folder.path().join("tokens.toml");
         std::fs::write(&tokens, "").unwrap();
+        Self::start_with(folder, &tokens, "memory", args).await
+    }
+
+    /// The same, with a tokens file and a store of the caller's (several servers may share
+    /// them); `folder` lives as long as the server.
+    pub(crate) async fn start_with(
+        folder: tempfile::TempDir,
+        tokens: &Path,
+        store: &str,
+        args: &[&str],
+    ) -> Self {
         let mut child = Command::new(binary())
             .env("HOME", quiet_home())
             .args(["serve", "--http", "127.0.0.1:0", "--tokens"])
-            .arg(&tokens)
-            .args(["--store", "memory", "--log-level", "info"])
+            .arg(tokens)
+            .args(["--store", store, "--log-level", "info"])
             .args(args)
             .stderr(Stdio::piped())
             .kill_on_drop(true)
@@ -186,7 +197,12 @@ pub(crate) fn http_client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
-fn add_token(tokens: &Path, principal: &str, workspaces: &[&str], read_only: bool) -> String {
+pub(crate) fn add_token(
+    tokens: &Path,
+    principal: &str,
+    workspaces: &[&str],
+    read_only: bool,
+) -> String {
     let mut command = std::process::Command::new(binary());
     command
         .args(["token", "add", "--tokens"])
