@@ -165,11 +165,27 @@ impl HttpServer {
         token: Option<&str>,
         body: &Value,
     ) -> (u16, String, String) {
+        self.send(reqwest::Method::POST, path, token, Some(body))
+            .await
+    }
+
+    /// A raw request with any method, with or without a token and a JSON body: the status, the
+    /// `WWW-Authenticate` header, the body.
+    pub(crate) async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> (u16, String, String) {
         let mut request = http_client()
-            .post(self.url(path))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string());
+            .request(method, self.url(path))
+            .header("accept", "application/json, text/event-stream");
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_string());
+        }
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }
@@ -180,7 +196,7 @@ impl HttpServer {
             .get("www-authenticate")
             .map(|value| value.to_str().unwrap().to_owned())
             .unwrap_or_default();
-        (status, challenge, response.text().await.unwrap())
+        (status, challenge, response.text().await.unwrap_or_default())
     }
 }
 

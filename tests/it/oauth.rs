@@ -187,36 +187,6 @@ impl Issuer {
     }
 }
 
-/// One raw request: its status, `WWW-Authenticate` and body.
-async fn request(
-    server: &HttpServer,
-    method: reqwest::Method,
-    path: &str,
-    token: Option<&str>,
-    body: Option<&Value>,
-) -> (u16, String, String) {
-    let mut request = http_client()
-        .request(method, server.url(path))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18");
-    if let Some(body) = body {
-        request = request
-            .header("content-type", "application/json")
-            .body(body.to_string());
-    }
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let challenge = response
-        .headers()
-        .get("www-authenticate")
-        .map(|value| value.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    (status, challenge, response.text().await.unwrap_or_default())
-}
-
 fn unsupported() -> TestClient {
     TestClient::new(Elicitation::Unsupported)
 }
@@ -331,14 +301,9 @@ async fn another_principals_workspace_is_403_for_every_tool_prompt_resource_and_
     let requests = everything_offered(&server, "/mcp/research", &from_file).await;
     for (kind, token) in [("tokens file", &from_file), ("JWT", &jwt)] {
         for body in &requests {
-            let (status, challenge, text) = request(
-                &server,
-                reqwest::Method::POST,
-                "/mcp/bobs",
-                Some(token),
-                Some(body),
-            )
-            .await;
+            let (status, challenge, text) = server
+                .send(reqwest::Method::POST, "/mcp/bobs", Some(token), Some(body))
+                .await;
             assert_eq!(status, 403, "{kind}: {body}: {text}");
             assert!(text.contains("may not use workspace `bobs`"), "{text}");
             assert!(
@@ -355,8 +320,9 @@ async fn another_principals_workspace_is_403_for_every_tool_prompt_resource_and_
         // Every other method of the route, whatever rmcp would make of it.
         for method in ["GET", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD"] {
             let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-            let (status, _, text) =
-                request(&server, method.clone(), "/mcp/bobs", Some(token), None).await;
+            let (status, _, text) = server
+                .send(method.clone(), "/mcp/bobs", Some(token), None)
+                .await;
             assert_eq!(status, 403, "{kind}: {method}: {text}");
         }
         // A session alice opened in her own workspace does not carry her into bob's.
@@ -471,14 +437,9 @@ async fn every_route_is_401_without_a_valid_token_and_the_challenge_names_the_me
                 reqwest::Method::DELETE,
             ] {
                 let body = (method == reqwest::Method::POST).then(initialize);
-                let (status, challenge, text) = request(
-                    &server,
-                    method.clone(),
-                    route,
-                    token.as_deref(),
-                    body.as_ref(),
-                )
-                .await;
+                let (status, challenge, text) = server
+                    .send(method.clone(), route, token.as_deref(), body.as_ref())
+                    .await;
                 let what = format!("{case}, {method} {route}");
                 assert_eq!(status, 401, "{what}: {text}");
                 assert!(text.contains(reason), "{what}: {text}");
@@ -498,14 +459,14 @@ async fn every_route_is_401_without_a_valid_token_and_the_challenge_names_the_me
 async fn the_protected_resource_metadata_is_found_from_the_challenge() {
     let issuer = Issuer::start().await;
     let server = issuer.serve(&[]).await;
-    let (_, challenge, _) = request(
-        &server,
-        reqwest::Method::POST,
-        "/mcp/research",
-        None,
-        Some(&initialize()),
-    )
-    .await;
+    let (_, challenge, _) = server
+        .send(
+            reqwest::Method::POST,
+            "/mcp/research",
+            None,
+            Some(&initialize()),
+        )
+        .await;
     let url = challenge
         .split("resource_metadata=\"")
         .nth(1)
@@ -559,14 +520,9 @@ async fn the_protected_resource_metadata_is_found_from_the_challenge() {
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 404);
-    let (status, challenge, _) = request(
-        &plain,
-        reqwest::Method::POST,
-        "/mcp",
-        None,
-        Some(&initialize()),
-    )
-    .await;
+    let (status, challenge, _) = plain
+        .send(reqwest::Method::POST, "/mcp", None, Some(&initialize()))
+        .await;
     assert_eq!(
         (status, challenge.as_str()),
         (401, "Bearer realm=\"synapse-mcp\"")
@@ -591,14 +547,14 @@ async fn a_token_without_a_read_scope_or_a_workspace_is_403_insufficient_scope()
     ];
     for (claims, expected, reason) in &cases {
         let token = issuer.es256.token(claims);
-        let (status, challenge, text) = request(
-            &server,
-            reqwest::Method::POST,
-            "/mcp",
-            Some(&token),
-            Some(&initialize()),
-        )
-        .await;
+        let (status, challenge, text) = server
+            .send(
+                reqwest::Method::POST,
+                "/mcp",
+                Some(&token),
+                Some(&initialize()),
+            )
+            .await;
         assert_eq!(status, 403, "{text}");
         assert!(text.contains(reason), "{text}");
         assert!(challenge.contains(expected), "{challenge}");
@@ -612,14 +568,14 @@ async fn a_token_without_a_read_scope_or_a_workspace_is_403_insufficient_scope()
     scoped["scp"] = json!(["synapse:workspace:more"]);
     let token = issuer.es256.token(&scoped);
     for path in ["/mcp/research", "/mcp/extra", "/mcp/more"] {
-        let (status, _, text) = request(
-            &server,
-            reqwest::Method::POST,
-            path,
-            Some(&token),
-            Some(&initialize()),
-        )
-        .await;
+        let (status, _, text) = server
+            .send(
+                reqwest::Method::POST,
+                path,
+                Some(&token),
+                Some(&initialize()),
+            )
+            .await;
         assert_eq!(status, 200, "{path}: {text}");
     }
 }
@@ -632,26 +588,26 @@ async fn a_rotated_key_is_fetched_once_and_unknown_key_ids_do_not_refetch_every_
     let rotated = Signer::es256("es-2");
     let token = rotated.token(&claims("alice", &["research"], "synapse:write"));
     issuer.jwks.keys.lock().unwrap().push(rotated.jwk.clone());
-    let (status, _, text) = request(
-        &server,
-        reqwest::Method::POST,
-        "/mcp",
-        Some(&token),
-        Some(&initialize()),
-    )
-    .await;
+    let (status, _, text) = server
+        .send(
+            reqwest::Method::POST,
+            "/mcp",
+            Some(&token),
+            Some(&initialize()),
+        )
+        .await;
     assert_eq!(status, 200, "{text}");
     assert_eq!(issuer.jwks.fetches.load(Ordering::SeqCst), 2, "the new key");
     let stranger = Signer::es256("es-3").token(&claims("alice", &["research"], "synapse:write"));
     for _ in 0..3 {
-        let (status, _, _) = request(
-            &server,
-            reqwest::Method::POST,
-            "/mcp",
-            Some(&stranger),
-            Some(&initialize()),
-        )
-        .await;
+        let (status, _, _) = server
+            .send(
+                reqwest::Method::POST,
+                "/mcp",
+                Some(&stranger),
+                Some(&initialize()),
+            )
+            .await;
         assert_eq!(status, 401);
     }
     assert_eq!(
@@ -678,15 +634,7 @@ async fn a_jwks_file_from_the_config_file_is_read_again_when_it_changes() {
     let server = HttpServer::start(&["--config", config.to_str().unwrap()]).await;
     let token = second.token(&claims("alice", &["research"], "synapse:write"));
     let opening = initialize();
-    let post = || {
-        request(
-            &server,
-            reqwest::Method::POST,
-            "/mcp",
-            Some(&token),
-            Some(&opening),
-        )
-    };
+    let post = || server.send(reqwest::Method::POST, "/mcp", Some(&token), Some(&opening));
     assert_eq!(post().await.0, 401);
     std::fs::write(&path, json!({"keys": [first.jwk, second.jwk]}).to_string()).unwrap();
     let (status, _, text) = post().await;
@@ -749,15 +697,8 @@ async fn a_workspace_path_is_percent_decoded_and_a_bad_encoding_is_400() {
     client.cancel().await.unwrap();
 
     let opening = initialize();
-    let post = |path: &'static str| {
-        request(
-            &server,
-            reqwest::Method::POST,
-            path,
-            Some(&token),
-            Some(&opening),
-        )
-    };
+    let post =
+        |path: &'static str| server.send(reqwest::Method::POST, path, Some(&token), Some(&opening));
     let (status, _, text) = post("/mcp/c%20d").await;
     assert_eq!(status, 403, "{text}");
     assert!(text.contains("workspace `c d`"), "{text}");
