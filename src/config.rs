@@ -109,6 +109,10 @@ pub struct Cli {
 }
 
 #[derive(Debug, Clone, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; `serve` has many options"
+)]
 pub enum Command {
     /// Serve MCP over stdio (the default), or over Streamable HTTP with `--http ADDR`.
     Serve(ServeArgs),
@@ -159,6 +163,31 @@ pub struct ServeArgs {
     /// Largest HTTP request body accepted, in bytes (default 4 MiB); larger ones get 413.
     #[arg(long, value_name = "BYTES")]
     pub max_body_bytes: Option<usize>,
+    /// Seconds an initialize-era session may stay idle before it is closed (default 300).
+    #[arg(long, value_name = "SECONDS")]
+    pub session_idle_seconds: Option<u64>,
+    /// The URL clients reach this server at (`https://mcp.example.org`), for the OAuth
+    /// metadata; default `http://` and the request's `Host`.
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Accept JWT access tokens from this OAuth 2.1 authorization server (its `iss`); needs
+    /// `--oauth-audience` and `--oauth-jwks` (docs/http.md).
+    #[arg(long, value_name = "URL")]
+    pub oauth_issuer: Option<String>,
+    /// An audience the tokens must name in `aud` (repeatable): this server's URL, such as
+    /// `https://mcp.example.org/mcp`; `aud` may also name a path below it.
+    #[arg(long = "oauth-audience", value_name = "AUD")]
+    pub oauth_audiences: Vec<String>,
+    /// The authorization server's signing keys, a JWKS: a file (read again when it changes) or
+    /// an `https://` (or `http://`) URL.
+    #[arg(long, value_name = "FILE|URL")]
+    pub oauth_jwks: Option<String>,
+    /// The claim naming the principal (default `sub`).
+    #[arg(long, value_name = "CLAIM")]
+    pub oauth_principal_claim: Option<String>,
+    /// The claim listing the workspaces the principal may use (default `workspaces`).
+    #[arg(long, value_name = "CLAIM")]
+    pub oauth_workspaces_claim: Option<String>,
 }
 
 /// `token`: the tokens file's entries.
@@ -366,6 +395,30 @@ pub struct HttpTable {
     pub allowed_origins: Vec<String>,
     /// Largest request body accepted, in bytes (default 4 MiB).
     pub max_body_bytes: Option<usize>,
+    /// Seconds an initialize-era session may stay idle before it is closed (default 300).
+    pub session_idle_seconds: Option<u64>,
+    /// The URL clients reach this server at, for the OAuth metadata.
+    pub public_url: Option<String>,
+    /// JWT access tokens from an OAuth 2.1 authorization server.
+    #[serde(default)]
+    pub oauth: OAuthTable,
+}
+
+/// `[http.oauth]`: OAuth 2.1 resource-server mode (docs/http.md).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthTable {
+    /// The authorization server whose tokens are accepted (their `iss`).
+    pub issuer: Option<String>,
+    /// The audiences a token may name in `aud` (one is enough).
+    #[serde(default)]
+    pub audiences: Vec<String>,
+    /// The signing keys: a JWKS file or an `https://` (or `http://`) URL.
+    pub jwks: Option<String>,
+    /// The claim naming the principal (default `sub`).
+    pub principal_claim: Option<String>,
+    /// The claim listing the workspaces the principal may use (default `workspaces`).
+    pub workspaces_claim: Option<String>,
 }
 
 /// How `serve --http` serves: the command line over the file's `[http]` table.
@@ -377,6 +430,23 @@ pub struct HttpSettings {
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
     pub max_body_bytes: usize,
+    /// `None`: rmcp's default (5 minutes).
+    pub session_idle: Option<std::time::Duration>,
+    pub public_url: Option<String>,
+    /// Given when an issuer is.
+    pub oauth: Option<OAuthSettings>,
+}
+
+/// OAuth 2.1 resource-server mode: which JWT access tokens are accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OAuthSettings {
+    pub issuer: String,
+    /// Empty: refused when serving (a token for any audience would do).
+    pub audiences: Vec<String>,
+    /// `None`: refused when serving.
+    pub jwks: Option<String>,
+    pub principal_claim: String,
+    pub workspaces_claim: String,
 }
 
 /// The request body limit when none is configured.
@@ -638,6 +708,45 @@ fn http_settings(serve: &ServeArgs, table: &HttpTable) -> Option<HttpSettings> {
             .max_body_bytes
             .or(table.max_body_bytes)
             .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+        session_idle: serve
+            .session_idle_seconds
+            .or(table.session_idle_seconds)
+            .map(std::time::Duration::from_secs),
+        public_url: serve
+            .public_url
+            .clone()
+            .or_else(|| table.public_url.clone()),
+        oauth: oauth_settings(serve, &table.oauth),
+    })
+}
+
+/// The OAuth settings when an issuer is given, on the command line or in the file.
+fn oauth_settings(serve: &ServeArgs, table: &OAuthTable) -> Option<OAuthSettings> {
+    let issuer = serve
+        .oauth_issuer
+        .clone()
+        .or_else(|| table.issuer.clone())?;
+    let audiences = if serve.oauth_audiences.is_empty() {
+        table.audiences.clone()
+    } else {
+        serve.oauth_audiences.clone()
+    };
+    let claim = |given: &Option<String>, file: &Option<String>, default: &str| {
+        given
+            .clone()
+            .or_else(|| file.clone())
+            .unwrap_or_else(|| default.to_owned())
+    };
+    Some(OAuthSettings {
+        issuer,
+        audiences,
+        jwks: serve.oauth_jwks.clone().or_else(|| table.jwks.clone()),
+        principal_claim: claim(&serve.oauth_principal_claim, &table.principal_claim, "sub"),
+        workspaces_claim: claim(
+            &serve.oauth_workspaces_claim,
+            &table.workspaces_claim,
+            "workspaces",
+        ),
     })
 }
 

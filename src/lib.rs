@@ -12,7 +12,7 @@
 //! 3. [`upstreams`]: other MCP servers as tool groups — the client side of MCP: starting,
 //!    supervising and calling them, and reloading their configuration.
 //! 4. [`config`]: the command line and the TOML file; and [`tokens`]: the bearer tokens file of
-//!    `serve --http`.
+//!    `serve --http`, and the JWT access tokens of its OAuth mode (`tokens::jwt`).
 //! 5. [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, `snapshots`, the opt-in
 //!    `scripts`, `tools`, and one per script tool folder): one struct per tool, a thin adapter
 //!    over a domain module.

@@ -7,6 +7,11 @@
 //!
 //! The serving process reads the file again when it changes, so `token revoke` takes effect at
 //! the next request without a restart.
+//!
+//! [`jwt`] checks the other kind of bearer token: JWT access tokens from an OAuth 2.1
+//! authorization server.
+
+pub mod jwt;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -18,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// What is written before the tokens begin.
-const PREFIX: &str = "syn_";
+pub const PREFIX: &str = "syn_";
 
 /// Why the tokens file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +59,26 @@ pub struct Entry {
     pub read_only: bool,
     /// The SHA-256 digest of the token, in lowercase hex.
     pub sha256: String,
+}
+
+impl Entry {
+    /// What the token grants.
+    pub fn grant(self) -> Grant {
+        Grant {
+            principal: self.principal,
+            workspaces: self.workspaces,
+            read_only: self.read_only,
+        }
+    }
+}
+
+/// What a valid bearer token grants, whichever kind it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub principal: String,
+    /// The workspaces it may use; the first is the one used when a request names none.
+    pub workspaces: Vec<String>,
+    pub read_only: bool,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

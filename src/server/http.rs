@@ -1,12 +1,15 @@
 //! `serve --http ADDR` (`docs/http.md`): rmcp's Streamable HTTP service mounted in axum at
-//! `/mcp` and `/mcp/{workspace}`, behind the bearer-token check, beside `/healthz` and
-//! `/readyz`.
+//! `/mcp` and `/mcp/{workspace}`, behind the bearer-token check, beside `/healthz`, `/readyz`
+//! and, in OAuth mode, the protected-resource metadata (RFC 9728) under
+//! `/.well-known/oauth-protected-resource`.
 //!
-//! Each request is authorized here, before rmcp sees it: its token names a principal and the
-//! workspaces it may use; the workspace is the one the path names, else the token's first. The
-//! decision travels to the handlers as an [`Access`] in the request's extensions, so that the
-//! workspace comes from the principal and never from a session id (2026-07-28 requests have
-//! none), and an initialize-era session stays with the principal and workspace that opened it.
+//! Each request is authorized here, before rmcp sees it: its token — one of the tokens file's,
+//! else a JWT access token from the configured authorization server — names a principal and the
+//! workspaces it may use; the workspace is the one the path names (percent-decoded), else the
+//! token's first. The decision travels to the handlers as an [`Access`] in the request's
+//! extensions, so that the workspace comes from the principal and never from a session id
+//! (2026-07-28 requests have none), and an initialize-era session stays with the principal and
+//! workspace that opened it for as long as rmcp keeps the session (`Sessions`).
 //!
 //! Shutting down (SIGTERM, ctrl-c): new requests get 503, the requests in flight (their
 //! response streams included) finish, then the sessions' streams close and the process exits.
@@ -18,21 +21,29 @@ use std::sync::{Arc, Mutex, PoisonError};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::serve::ListenerExt as _;
-use futures::StreamExt as _;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use futures::{Stream, StreamExt as _};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::common::server_side_http::{ServerSseMessage, SessionId};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError,
+};
+use rmcp::transport::streamable_http_server::session::{
+    EventStore, RestoreOutcome, SessionManager,
+};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::{Error, Server};
 use crate::app::App;
-use crate::config::HttpSettings;
-use crate::tokens::Tokens;
+use crate::config::{HttpSettings, OAuthSettings};
+use crate::tokens::jwt::{self, Rejection, Verifier};
+use crate::tokens::{Grant, Tokens};
 use crate::tools::Caller;
 
 /// How long a shutdown waits for the requests in flight.
@@ -57,16 +68,27 @@ pub(super) fn access(extensions: &rmcp::model::Extensions) -> Option<&Access> {
         .get::<Access>()
 }
 
+/// The path of the protected-resource metadata (RFC 9728); the resource's path follows it.
+const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
 /// What the middleware shares.
 struct Gate {
     app: Arc<App>,
-    /// `None`: `--no-auth` on a loopback address.
+    /// Neither: `--no-auth` on a loopback address.
     tokens: Option<Tokens>,
+    jwt: Option<Verifier>,
+    /// Given in OAuth mode: the authorization server named in the metadata.
+    issuer: Option<String>,
+    /// The URL clients reach the server at, when configured.
+    public_url: Option<String>,
+    /// The `Host` values answered (the loopback names and the configured ones), and the
+    /// address listened on, for the URLs of the metadata.
+    allowed_hosts: Vec<String>,
+    listen: std::net::SocketAddr,
     /// The workspace of requests that name none, without tokens.
     default_workspace: String,
-    /// Each initialize-era session's principal and workspace: a session id presented with
-    /// another token, or for another workspace, is not found.
-    sessions: Mutex<HashMap<String, Access>>,
+    /// rmcp's sessions, with each initialize-era session's principal and workspace.
+    sessions: Arc<Sessions>,
     draining: AtomicBool,
     in_flight: AtomicUsize,
     idle: Notify,
@@ -74,35 +96,55 @@ struct Gate {
 
 /// Serves `app` over Streamable HTTP until SIGTERM or ctrl-c.
 pub async fn serve(app: App, settings: &HttpSettings) -> Result<(), Error> {
-    let tokens = match (&settings.tokens, settings.no_auth) {
-        (Some(path), _) => {
-            Some(Tokens::open(path).map_err(|error| Error::Start(error.to_string()))?)
-        }
-        (None, true) if settings.listen.ip().is_loopback() => None,
-        (None, true) => {
-            return Err(Error::Start(format!(
-                "--no-auth serves without authentication, which is allowed on a loopback \
-                 address only, and {} is not one; give --tokens FILE (see `synapse-mcp token \
-                 add`)",
-                settings.listen
-            )));
-        }
-        (None, false) => {
+    let tokens = match &settings.tokens {
+        Some(path) => Some(Tokens::open(path).map_err(|error| Error::Start(error.to_string()))?),
+        None => None,
+    };
+    let jwt = match &settings.oauth {
+        Some(oauth) => Some(verifier(oauth).await?),
+        None => None,
+    };
+    if tokens.is_none() && jwt.is_none() {
+        if !settings.no_auth {
             return Err(Error::Start(
-                "serving HTTP needs bearer tokens: give --tokens FILE (made by `synapse-mcp \
-                 token add --tokens FILE --principal NAME --workspace W`), or --no-auth on a \
-                 loopback address for local development"
+                "serving HTTP needs authentication: give --tokens FILE (made by `synapse-mcp \
+                 token add --tokens FILE --principal NAME --workspace W`), or OAuth \
+                 (--oauth-issuer, --oauth-audience, --oauth-jwks), or --no-auth on a loopback \
+                 address for local development"
                     .to_owned(),
             ));
         }
-    };
+        if !settings.listen.ip().is_loopback() {
+            return Err(Error::Start(format!(
+                "--no-auth serves without authentication, which is allowed on a loopback \
+                 address only, and {} is not one; give --tokens FILE (see `synapse-mcp token \
+                 add`) or OAuth (--oauth-issuer)",
+                settings.listen
+            )));
+        }
+    }
+    let mut sessions = LocalSessionManager::default();
+    if let Some(idle) = settings.session_idle {
+        sessions.session_config.keep_alive = Some(idle);
+    }
     let app = Arc::new(app);
     let stop = CancellationToken::new();
     let gate = Arc::new(Gate {
         default_workspace: app.executor().workspace().name().to_owned(),
         app: Arc::clone(&app),
         tokens,
-        sessions: Mutex::default(),
+        jwt,
+        issuer: settings.oauth.as_ref().map(|oauth| oauth.issuer.clone()),
+        public_url: settings
+            .public_url
+            .as_ref()
+            .map(|url| url.trim_end_matches('/').to_owned()),
+        allowed_hosts: allowed_hosts(settings),
+        listen: settings.listen,
+        sessions: Arc::new(Sessions {
+            inner: sessions,
+            owners: Mutex::default(),
+        }),
         draining: AtomicBool::new(false),
         in_flight: AtomicUsize::new(0),
         idle: Notify::new(),
@@ -118,10 +160,11 @@ pub async fn serve(app: App, settings: &HttpSettings) -> Result<(), Error> {
         "synapse-mcp {} ready on http://{local}/mcp: workspace `{}`, {}",
         env!("CARGO_PKG_VERSION"),
         gate.default_workspace,
-        if gate.tokens.is_some() {
-            "bearer tokens required"
-        } else {
-            "no authentication (loopback)"
+        match (&gate.tokens, &gate.jwt) {
+            (Some(_), Some(_)) => "bearer tokens or OAuth access tokens required",
+            (Some(_), None) => "bearer tokens required",
+            (None, Some(_)) => "OAuth access tokens required",
+            (None, None) => "no authentication (loopback)",
         }
     );
     let shutdown = drain(Arc::clone(&gate), stop);
@@ -142,12 +185,37 @@ fn send_at_once(stream: &mut tokio::net::TcpStream) {
     }
 }
 
-fn router(gate: &Arc<Gate>, settings: &HttpSettings, stop: CancellationToken) -> Router {
-    let loopback = ["localhost", "127.0.0.1", "::1"].map(str::to_owned);
-    let hosts: Vec<String> = loopback
+/// The JWT verifier of the OAuth settings.
+async fn verifier(oauth: &OAuthSettings) -> Result<Verifier, Error> {
+    let Some(jwks) = &oauth.jwks else {
+        return Err(Error::Start(
+            "OAuth needs the authorization server's signing keys: give --oauth-jwks FILE|URL \
+             (or `jwks` in [http.oauth])"
+                .to_owned(),
+        ));
+    };
+    let expectations = jwt::Expectations {
+        issuer: oauth.issuer.clone(),
+        audiences: oauth.audiences.clone(),
+        principal_claim: oauth.principal_claim.clone(),
+        workspaces_claim: oauth.workspaces_claim.clone(),
+    };
+    Verifier::open(jwks, expectations)
+        .await
+        .map_err(|error| Error::Start(error.to_string()))
+}
+
+/// The `Host` values answered: the loopback names and the configured ones.
+fn allowed_hosts(settings: &HttpSettings) -> Vec<String> {
+    ["localhost", "127.0.0.1", "::1"]
+        .map(str::to_owned)
         .into_iter()
         .chain(settings.allowed_hosts.iter().cloned())
-        .collect();
+        .collect()
+}
+
+fn router(gate: &Arc<Gate>, settings: &HttpSettings, stop: CancellationToken) -> Router {
+    let hosts = gate.allowed_hosts.clone();
     // Browsers send an Origin: only pages served from loopback may call, unless configured.
     let origins = if settings.allowed_origins.is_empty() {
         ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
@@ -164,20 +232,28 @@ fn router(gate: &Arc<Gate>, settings: &HttpSettings, stop: CancellationToken) ->
     let app = Arc::clone(&gate.app);
     let service = StreamableHttpService::new(
         move || Ok(Server::shared(Arc::clone(&app))),
-        Arc::new(LocalSessionManager::default()),
+        Arc::clone(&gate.sessions),
         config,
     );
     let mcp = Router::new()
         .route_service("/mcp", service.clone())
         .route_service("/mcp/{workspace}", service)
-        .layer(axum::middleware::from_fn_with_state(
+        .route_layer(axum::middleware::from_fn_with_state(
             Arc::clone(gate),
             authorize,
         ));
-    Router::new()
+    let router = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready).with_state(Arc::clone(gate)))
-        .merge(mcp)
+        .merge(mcp);
+    if gate.issuer.is_none() {
+        return router;
+    }
+    let metadata = get(metadata).with_state(Arc::clone(gate));
+    router
+        .route(METADATA_PATH, metadata.clone())
+        .route(&format!("{METADATA_PATH}/mcp"), metadata.clone())
+        .route(&format!("{METADATA_PATH}/mcp/{{workspace}}"), metadata)
 }
 
 /// `/readyz`: 200 when the store answers, 503 when it does not.
@@ -207,7 +283,7 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
             }
         }
     }
-    let access = match gate.access(&request) {
+    let access = match gate.access(request.uri().path(), request.headers()).await {
         Ok(access) => access,
         Err(response) => return *response,
     };
@@ -217,8 +293,11 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
     if let Some(id) = &session {
-        let sessions = gate.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        if sessions.get(id).is_some_and(|owner| *owner != access) {
+        let owners = gate.sessions.owners();
+        if owners
+            .get(id.as_str())
+            .is_some_and(|owner| *owner != access)
+        {
             // Not found rather than forbidden: a client told 404 starts a new session.
             return refusal(
                 StatusCode::NOT_FOUND,
@@ -227,6 +306,7 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
         }
     }
     let closing = request.method() == Method::DELETE;
+    let first = session.is_none() && request.method() == Method::POST;
     // Only POSTs carry calls: a session's GET stream, or a `subscriptions/listen` stream (its
     // method is in the `Mcp-Method` header), waits for the server and is not waited for.
     let listens = request
@@ -240,19 +320,12 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
         // A session closed by DELETE: 204, as the Python SDK expects (rmcp answers 202).
         *response.status_mut() = StatusCode::NO_CONTENT;
     }
-    let mut sessions = gate.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-    match (&session, response.headers().get(SESSION_HEADER)) {
-        (Some(id), _) if closing && response.status().is_success() => {
-            sessions.remove(id);
-        }
-        (None, Some(id)) => {
-            if let Ok(id) = id.to_str() {
-                sessions.insert(id.to_owned(), access);
-            }
-        }
-        _ => {}
+    if first
+        && let Some(id) = response.headers().get(SESSION_HEADER)
+        && let Ok(id) = id.to_str()
+    {
+        gate.sessions.own(id, access).await;
     }
-    drop(sessions);
     // The call is in flight until its response body (an SSE stream, often) is sent whole.
     let (parts, body) = response.into_parts();
     let stream = body.into_data_stream().map(move |chunk| {
@@ -285,23 +358,17 @@ async fn answers_only(request: Request) -> Option<Request> {
 }
 
 impl Gate {
-    /// Who is asking, and for which workspace: 401 without a known token, 403 for a workspace
-    /// the token does not allow.
-    fn access(&self, request: &Request) -> Result<Access, Box<Response>> {
-        let named = request
-            .uri()
-            .path()
-            .strip_prefix("/mcp/")
-            .filter(|name| !name.is_empty())
-            .map(str::to_owned);
-        let Some(tokens) = &self.tokens else {
+    /// Who is asking, and for which workspace: 400 for a path that does not decode, 401
+    /// without a valid token, 403 for a workspace the token does not allow.
+    async fn access(&self, path: &str, headers: &HeaderMap) -> Result<Access, Box<Response>> {
+        let named = workspace_in(path)?;
+        if self.tokens.is_none() && self.jwt.is_none() {
             return Ok(Access {
                 workspace: named.unwrap_or_else(|| self.default_workspace.clone()),
                 caller: Caller::default(),
             });
-        };
-        let presented = request
-            .headers()
+        }
+        let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| {
@@ -311,52 +378,347 @@ impl Gate {
             })
             .map(str::trim);
         let Some(presented) = presented else {
-            return Err(Box::new(unauthorized(
-                "Bearer realm=\"synapse-mcp\"",
+            return Err(Box::new(self.unauthorized(
+                path,
+                headers,
+                None,
                 "a bearer token is required: send `Authorization: Bearer <token>`",
             )));
         };
-        let Some(entry) = tokens.find(presented) else {
-            return Err(Box::new(unauthorized(
-                "Bearer realm=\"synapse-mcp\", error=\"invalid_token\"",
-                "this bearer token is not known (or was revoked)",
-            )));
-        };
+        let grant = self.grant(path, headers, presented).await?;
         let workspace = match named {
             Some(name) => name,
-            None => entry.workspaces.first().cloned().unwrap_or_default(),
+            None => grant.workspaces.first().cloned().unwrap_or_default(),
         };
-        if !entry.workspaces.contains(&workspace) {
-            return Err(Box::new(refusal(
-                StatusCode::FORBIDDEN,
-                &format!(
-                    "principal `{}` may not use workspace `{workspace}`; its token allows: {}",
-                    entry.principal,
-                    entry.workspaces.join(", ")
-                ),
-            )));
+        if !grant.workspaces.contains(&workspace) {
+            let message = format!(
+                "principal `{}` may not use workspace `{workspace}`; its token allows: {}",
+                grant.principal,
+                grant.workspaces.join(", ")
+            );
+            let scope = format!("{}{workspace}", jwt::WORKSPACE_SCOPE_PREFIX);
+            return Err(Box::new(self.forbidden(path, headers, &scope, &message)));
         }
         Ok(Access {
             workspace,
             caller: Caller {
-                principal: Some(entry.principal),
-                read_only: entry.read_only,
+                principal: Some(grant.principal),
+                read_only: grant.read_only,
             },
         })
     }
+
+    /// What a presented token grants: the tokens file's entry for it, else what it grants as a
+    /// JWT access token.
+    async fn grant(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+        presented: &str,
+    ) -> Result<Grant, Box<Response>> {
+        if let Some(entry) = self
+            .tokens
+            .as_ref()
+            .and_then(|tokens| tokens.find(presented))
+        {
+            return Ok(entry.grant());
+        }
+        let from_file = self.tokens.is_some() && presented.starts_with(crate::tokens::PREFIX);
+        let refused = match &self.jwt {
+            Some(verifier) if !from_file => match verifier.verify(presented).await {
+                Ok(grant) => return Ok(grant),
+                Err(Rejection::InsufficientScope { scope, message }) => {
+                    return Err(Box::new(self.forbidden(path, headers, &scope, &message)));
+                }
+                Err(Rejection::Invalid(message)) => message,
+            },
+            _ => "this bearer token is not known (or was revoked)".to_owned(),
+        };
+        Err(Box::new(self.unauthorized(
+            path,
+            headers,
+            Some("invalid_token"),
+            &refused,
+        )))
+    }
+
+    /// 401 with a `Bearer` challenge: the metadata's URL in OAuth mode, and the error when a
+    /// token was given.
+    fn unauthorized(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+        error: Option<&str>,
+        message: &str,
+    ) -> Response {
+        let mut challenge = self.challenge(path, headers);
+        if let Some(error) = error {
+            challenge.push(format!("error=\"{error}\""));
+            challenge.push(format!("error_description={}", quoted(message)));
+        }
+        with_challenge(refusal(StatusCode::UNAUTHORIZED, message), &challenge)
+    }
+
+    /// 403 `insufficient_scope`, naming the scope that would do in OAuth mode.
+    fn forbidden(&self, path: &str, headers: &HeaderMap, scope: &str, message: &str) -> Response {
+        let mut challenge = self.challenge(path, headers);
+        challenge.push("error=\"insufficient_scope\"".to_owned());
+        if self.issuer.is_some() && is_scope(scope) {
+            challenge.push(format!("scope=\"{scope}\""));
+        }
+        challenge.push(format!("error_description={}", quoted(message)));
+        with_challenge(refusal(StatusCode::FORBIDDEN, message), &challenge)
+    }
+
+    /// The parameters of a `Bearer` challenge: the realm, and `resource_metadata` in OAuth
+    /// mode.
+    fn challenge(&self, path: &str, headers: &HeaderMap) -> Vec<String> {
+        let mut challenge = vec!["realm=\"synapse-mcp\"".to_owned()];
+        if self.issuer.is_some() {
+            let url = format!("{}{METADATA_PATH}{path}", self.base_url(headers));
+            challenge.push(format!("resource_metadata={}", quoted(&url)));
+        }
+        challenge
+    }
+
+    /// The URL clients reach the server at: the configured one, else `http://` and the
+    /// request's `Host` when it is one answered, else the address listened on.
+    fn base_url(&self, headers: &HeaderMap) -> String {
+        if let Some(url) = &self.public_url {
+            return url.clone();
+        }
+        let host = headers
+            .get(header::HOST)
+            .and_then(|value| value.to_str().ok())
+            .filter(|host| self.answers(host));
+        match host {
+            Some(host) => format!("http://{host}"),
+            None => format!("http://{}", self.listen),
+        }
+    }
+
+    /// Whether `host` (`name` or `name:port`) is one of the allowed hosts.
+    fn answers(&self, host: &str) -> bool {
+        let name = match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|byte| byte.is_ascii_digit()) => name,
+            _ => host,
+        };
+        let name = name.trim_start_matches('[').trim_end_matches(']');
+        self.allowed_hosts
+            .iter()
+            .any(|allowed| allowed.eq_ignore_ascii_case(host) || allowed.eq_ignore_ascii_case(name))
+    }
 }
 
-fn unauthorized(challenge: &'static str, message: &str) -> Response {
-    let mut response = refusal(StatusCode::UNAUTHORIZED, message);
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(challenge),
-    );
+/// The workspace a path names, percent-decoded: `/mcp/a%20b` is `a b`; `None` for `/mcp`.
+fn workspace_in(path: &str) -> Result<Option<String>, Box<Response>> {
+    let Some(raw) = path.strip_prefix("/mcp/").filter(|name| !name.is_empty()) else {
+        return Ok(None);
+    };
+    let bad = |why: &str| {
+        Box::new(refusal(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "the workspace in the path, `{raw}`, {why}; percent-encode its UTF-8 bytes, \
+                 as in /mcp/a%20b for `a b` or /mcp/%C3%BC for `ü`"
+            ),
+        ))
+    };
+    let bytes = raw.as_bytes();
+    let escapes_are_whole = bytes.iter().enumerate().all(|(index, byte)| {
+        *byte != b'%'
+            || bytes
+                .get(index + 1..index + 3)
+                .is_some_and(|digits| digits.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !escapes_are_whole {
+        return Err(bad("has a `%` not followed by two hex digits"));
+    }
+    match percent_encoding::percent_decode_str(raw).decode_utf8() {
+        Ok(name) if name.trim().is_empty() => Err(bad("is empty once decoded")),
+        Ok(name) => Ok(Some(name.into_owned())),
+        Err(_) => Err(bad("does not decode to UTF-8")),
+    }
+}
+
+/// `/.well-known/oauth-protected-resource[/mcp[/{workspace}]]`: the protected-resource
+/// metadata (RFC 9728) of the resource whose path follows the well-known prefix.
+async fn metadata(State(gate): State<Arc<Gate>>, request: Request) -> Response {
+    let resource_path = request
+        .uri()
+        .path()
+        .strip_prefix(METADATA_PATH)
+        .unwrap_or_default();
+    let mut scopes = vec![jwt::READ_SCOPE.to_owned(), jwt::WRITE_SCOPE.to_owned()];
+    match workspace_in(resource_path) {
+        Ok(Some(workspace)) => {
+            let scope = format!("{}{workspace}", jwt::WORKSPACE_SCOPE_PREFIX);
+            if is_scope(&scope) {
+                scopes.push(scope);
+            }
+        }
+        Ok(None) => {}
+        Err(response) => return *response,
+    }
+    let document = serde_json::json!({
+        "resource": format!("{}{resource_path}", gate.base_url(request.headers())),
+        "authorization_servers": gate.issuer.iter().collect::<Vec<_>>(),
+        "bearer_methods_supported": ["header"],
+        "scopes_supported": scopes,
+        "resource_name": "synapse-mcp",
+    });
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        document.to_string(),
+    )
+        .into_response()
+}
+
+/// Whether `scope` is one scope token: printable ASCII without spaces, quotes or backslashes
+/// (RFC 6749). A workspace whose name is not one can be granted by the workspaces claim only.
+fn is_scope(scope: &str) -> bool {
+    !scope.is_empty()
+        && scope
+            .chars()
+            .all(|character| character.is_ascii_graphic() && !"\"\\".contains(character))
+}
+
+/// A quoted-string of an auth-param: quotes and backslashes escaped, anything but printable
+/// ASCII replaced, so that it is a valid header value.
+fn quoted(text: &str) -> String {
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('"');
+    for character in text.chars() {
+        match character {
+            '"' | '\\' => {
+                quoted.push('\\');
+                quoted.push(character);
+            }
+            ' '..='~' => quoted.push(character),
+            _ => quoted.push('?'),
+        }
+    }
+    quoted.push('"');
+    quoted
+}
+
+/// `response` with a `WWW-Authenticate: Bearer` header of these parameters.
+fn with_challenge(mut response: Response, parameters: &[String]) -> Response {
+    let challenge = format!("Bearer {}", parameters.join(", "));
+    match HeaderValue::from_str(&challenge) {
+        Ok(value) => {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        Err(error) => tracing::warn!(%error, "cannot send the challenge {challenge}"),
+    }
     response
 }
 
+/// A refusal, sent before the request's body was read: the connection is closed after it, so
+/// that a client does not send its next request on a connection the server drops.
 fn refusal(status: StatusCode, message: &str) -> Response {
-    (status, format!("{message}\n")).into_response()
+    (
+        status,
+        [(header::CONNECTION, "close")],
+        format!("{message}\n"),
+    )
+        .into_response()
+}
+
+/// rmcp's local sessions, and the principal and workspace of each: an entry is made when a
+/// session is opened, and leaves when rmcp closes the session — by `DELETE`, when it has been
+/// idle too long, or when its service ends.
+struct Sessions {
+    inner: LocalSessionManager,
+    owners: Mutex<HashMap<String, Access>>,
+}
+
+impl Sessions {
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, Access>> {
+        self.owners.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records who opened session `id`, unless it has closed already.
+    async fn own(&self, id: &str, access: Access) {
+        self.owners().insert(id.to_owned(), access);
+        // A session that ended before it was recorded would stay: check after recording it
+        // (`close_session` removes the entry after rmcp's).
+        let id: SessionId = id.into();
+        if !self.inner.has_session(&id).await.unwrap_or(false) {
+            self.owners().remove(&*id);
+        }
+    }
+}
+
+impl SessionManager for Sessions {
+    type Error = LocalSessionManagerError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        self.inner.create_session().await
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.inner.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.inner.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        let closed = self.inner.close_session(id).await;
+        self.owners().remove(&**id);
+        closed
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.create_stream(id, message).await
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.inner.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.resume(id, last_event_id).await
+    }
+
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        self.inner.restore_session(id).await
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.inner.event_store()
+    }
 }
 
 /// One request in flight; dropped when its response has been sent (or abandoned).

@@ -22,14 +22,14 @@ use crate::common::{Client, Elicitation, TestClient, binary, call, is_error, qui
 /// A `serve --http` process on a free loopback port, with its tokens file.
 pub(crate) struct HttpServer {
     pub(crate) child: Child,
-    address: String,
+    pub(crate) address: String,
     folder: tempfile::TempDir,
 }
 
 impl HttpServer {
     /// Starts the binary with `args` after `serve --http 127.0.0.1:0 --tokens FILE`, and waits
     /// for the line that says where it listens.
-    async fn start(args: &[&str]) -> Self {
+    pub(crate) async fn start(args: &[&str]) -> Self {
         let folder = tempfile::tempdir().unwrap();
         let tokens = folder.path().join("tokens.toml");
         std::fs::write(&tokens, "").unwrap();
@@ -78,12 +78,12 @@ impl HttpServer {
         }
     }
 
-    fn tokens(&self) -> PathBuf {
+    pub(crate) fn tokens(&self) -> PathBuf {
         self.folder.path().join("tokens.toml")
     }
 
     /// A new token from `token add`, as a user makes one.
-    fn token(&self, principal: &str, workspaces: &[&str], read_only: bool) -> String {
+    pub(crate) fn token(&self, principal: &str, workspaces: &[&str], read_only: bool) -> String {
         add_token(&self.tokens(), principal, workspaces, read_only)
     }
 
@@ -120,6 +120,44 @@ impl HttpServer {
         StreamableHttpClientTransport::with_client(http_client(), config)
     }
 
+    /// A session opened by a raw `initialize` at `path` with `token`: its id.
+    pub(crate) async fn open_session(&self, path: &str, token: &str) -> String {
+        let opened = http_client()
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .bearer_auth(token)
+            .body(initialize().to_string())
+            .send()
+            .await
+            .unwrap();
+        opened.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// A raw `tools/list` at `path` in `session` with `token`: the status and the body.
+    pub(crate) async fn list_in_session(
+        &self,
+        path: &str,
+        session: &str,
+        token: &str,
+    ) -> (u16, String) {
+        let response = http_client()
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .bearer_auth(token)
+            .body(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string())
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    }
+
     /// A raw JSON-RPC POST: the status, the `WWW-Authenticate` header, the body.
     pub(crate) async fn post(
         &self,
@@ -127,11 +165,27 @@ impl HttpServer {
         token: Option<&str>,
         body: &Value,
     ) -> (u16, String, String) {
+        self.send(reqwest::Method::POST, path, token, Some(body))
+            .await
+    }
+
+    /// A raw request with any method, with or without a token and a JSON body: the status, the
+    /// `WWW-Authenticate` header, the body.
+    pub(crate) async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> (u16, String, String) {
         let mut request = http_client()
-            .post(self.url(path))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string());
+            .request(method, self.url(path))
+            .header("accept", "application/json, text/event-stream");
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_string());
+        }
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }
@@ -142,7 +196,7 @@ impl HttpServer {
             .get("www-authenticate")
             .map(|value| value.to_str().unwrap().to_owned())
             .unwrap_or_default();
-        (status, challenge, response.text().await.unwrap())
+        (status, challenge, response.text().await.unwrap_or_default())
     }
 }
 
@@ -317,33 +371,10 @@ async fn a_session_is_not_found_with_another_principals_token() {
     let server = HttpServer::start(&[]).await;
     let alice = server.token("alice", &["team"], false);
     let bob = server.token("bob", &["team"], false);
-    let opened = http_client()
-        .post(server.url("/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .bearer_auth(&alice)
-        .body(initialize().to_string())
-        .send()
-        .await
-        .unwrap();
-    let session = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
-    let with_session = |token: &str| {
-        http_client()
-            .post(server.url("/mcp"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", "2025-06-18")
-            .bearer_auth(token)
-            .body(list.to_string())
-            .send()
-    };
-    assert_eq!(with_session(&bob).await.unwrap().status().as_u16(), 404);
-    assert_ne!(with_session(&alice).await.unwrap().status().as_u16(), 404);
+    let session = server.open_session("/mcp", &alice).await;
+    let list = |token| server.list_in_session("/mcp", &session, token);
+    assert_eq!(list(&bob).await.0, 404);
+    assert_ne!(list(&alice).await.0, 404);
 }
 
 #[tokio::test]
@@ -559,7 +590,7 @@ async fn http_without_tokens_needs_no_auth_and_a_loopback_address() {
         String::from_utf8(output.stderr).unwrap()
     };
     let stderr = refused(&["--http", "127.0.0.1:0"]);
-    assert!(stderr.contains("needs bearer tokens"), "{stderr}");
+    assert!(stderr.contains("needs authentication"), "{stderr}");
     let stderr = refused(&["--http", "0.0.0.0:0", "--no-auth"]);
     assert!(stderr.contains("loopback address only"), "{stderr}");
 }

@@ -25,6 +25,7 @@ mod instances;
 mod layers;
 mod logging;
 mod notifications;
+mod oauth;
 mod plans;
 #[path = "../../src/store/postgres/testing.rs"]
 mod postgres_server;

@@ -7,6 +7,11 @@ approvals the server asks for, and subscribes to a variable and waits for its ch
     python check.py --binary target/debug/synapse-mcp --era legacy    # initialize, 2025-11-25
     python check.py --binary target/debug/synapse-mcp --era modern    # server/discover, 2026-07-28
 
+Over HTTP (`--transport http`) the server takes the tokens file's token and, as an OAuth 2.1
+resource server, JWT access tokens of a key made here: a second client connects with a JWT, and
+a request without a token must get 401 with a `WWW-Authenticate` the SDK's OAuth code finds the
+protected-resource metadata from.
+
 `legacy` forces the initialize handshake; `modern` is the SDK's default (`mode="auto"`), which
 probes `server/discover` and adopts 2026-07-28 when the server offers it. Each check prints one
 line; any client-side error, exception, validation failure or SDK warning fails the run (exit 1).
@@ -21,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 import warnings
 from collections.abc import Awaitable, Callable
@@ -31,8 +37,11 @@ from typing import Any
 from urllib.parse import quote
 
 import anyio
+import jwt
 import mcp_types as types
+from cryptography.hazmat.primitives.asymmetric import ec
 from mcp import Client
+from mcp.client.auth.utils import extract_resource_metadata_from_www_auth, handle_protected_resource_response
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -49,6 +58,9 @@ STAGE = HERE.parent
 REPOSITORY = STAGE.parent.parent
 NOTIFICATION_WAIT_SECONDS = 10
 APPROVAL = {"approve": True, "reason": "approved by the interop check"}
+# The OAuth authorization server the HTTP server trusts, played by a key made here.
+ISSUER = "https://auth.interop.synapse.test"
+AUDIENCE = "https://mcp.interop.synapse.test/mcp"
 
 
 class Checks:
@@ -303,9 +315,13 @@ async def run(options: argparse.Namespace, checks: Checks, work: Path, transport
     async with AsyncExitStack() as stack:
         errlog = stack.enter_context((work / "server.log").open("w", encoding="utf-8"))
         if options.transport == "http":
-            url, token = await stack.enter_async_context(
+            url, token, access_token = await stack.enter_async_context(
                 http_server(options.binary, arguments, environment, work, errlog, checks)
             )
+            # First, while no other session is open: a new principal's first request stores the
+            # workspace's rules, whose notifications would otherwise reach the main session as
+            # it closes (which the SDK logs as a warning).
+            await oauth_checks(options, checks, url, access_token)
             http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
             await stack.enter_async_context(http)
             transport = streamable_http_client(url, http_client=http)
@@ -337,10 +353,71 @@ async def run(options: argparse.Namespace, checks: Checks, work: Path, transport
         await exercise(session, log_messages)
 
 
+def make_issuer(work: Path) -> tuple[list[str], str]:
+    """A P-256 key standing for an authorization server: the server's OAuth options (the key's
+    JWKS in a file) and an access token it signed for the `default` workspace."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    public = jwt.algorithms.ECAlgorithm.to_jwk(key.public_key(), as_dict=True)
+    public.update(kid="interop-1", use="sig", alg="ES256")
+    jwks = work / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [public]}), encoding="utf-8")
+    now = int(time.time())
+    claims = {
+        "iss": ISSUER, "aud": AUDIENCE, "sub": "interop-oauth", "workspaces": ["default"],
+        "scope": "synapse:write", "iat": now, "nbf": now, "exp": now + 3600,
+    }
+    token = jwt.encode(claims, key, algorithm="ES256", headers={"kid": "interop-1", "typ": "at+jwt"})
+    options = ["--oauth-issuer", ISSUER, "--oauth-audience", AUDIENCE, "--oauth-jwks", str(jwks)]
+    return options, token
+
+
+async def oauth_checks(options: argparse.Namespace, checks: Checks, url: str, access_token: str) -> None:
+    """Without a token: 401, whose challenge the SDK's OAuth code follows to our metadata. With
+    the JWT: a second client connects and lists the tools."""
+
+    async def challenge() -> str:
+        opening = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "synapse-interop-python", "version": "1.0.0"}}}
+        async with create_mcp_http_client() as http:
+            refused = await http.post(url, json=opening, headers={"accept": "application/json, text/event-stream"})
+            if refused.status_code != 401:
+                raise Fail(f"without a token: {refused.status_code}, expected 401")
+            metadata_url = extract_resource_metadata_from_www_auth(refused)
+            if not metadata_url:
+                raise Fail(f"no resource_metadata in {refused.headers.get('www-authenticate')!r}")
+            metadata = await handle_protected_resource_response(await http.get(metadata_url))
+        if metadata is None:
+            raise Fail(f"the SDK could not read the metadata at {metadata_url}")
+        if [str(server).rstrip("/") for server in metadata.authorization_servers] != [ISSUER]:
+            raise Fail(f"authorization_servers {metadata.authorization_servers}, expected {ISSUER}")
+        if str(metadata.resource).rstrip("/") != url:
+            raise Fail(f"resource {metadata.resource}, expected {url}")
+        return f"401; metadata at {metadata_url} names {ISSUER}"
+
+    async def with_jwt() -> str:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {access_token}"})
+        async with http:
+            client = Client(
+                streamable_http_client(url, http_client=http),
+                mode="legacy" if options.era == "legacy" else "auto",
+                read_timeout_seconds=60,
+                client_info=types.Implementation(name="synapse-interop-python-oauth", version="1.0.0"),
+            )
+            # Reads only: a call would cache its result and notify.
+            async with client:
+                tools = await client.list_tools()
+                prompts = await client.list_prompts()
+        return f"connected with a JWT (ES256): {len(tools.tools)} tools, {len(prompts.prompts)} prompts"
+
+    await checks.run("oauth: 401 + WWW-Authenticate → metadata", challenge)
+    await checks.run("oauth: connect with a JWT", with_jwt)
+
+
 @contextlib.asynccontextmanager
 async def http_server(binary: str, arguments: list[str], environment: dict[str, str], work: Path, errlog: Any, checks: Checks):
-    """`serve --http` on a free loopback port with a new bearer token; yields its URL and the
-    token, and stops it with SIGTERM, which must end it cleanly."""
+    """`serve --http` on a free loopback port with a new bearer token and OAuth; yields its URL,
+    the token and a JWT access token, and stops it with SIGTERM, which must end it cleanly."""
     binary = str(Path(binary).resolve())
     tokens = work / "tokens.toml"
     added = subprocess.run(
@@ -348,8 +425,9 @@ async def http_server(binary: str, arguments: list[str], environment: dict[str, 
         capture_output=True, text=True, env=environment, check=True,
     )
     token = added.stdout.strip()
+    oauth, access_token = make_issuer(work)
     process = subprocess.Popen(
-        [binary, "serve", "--http", "127.0.0.1:0", "--tokens", str(tokens), *arguments],
+        [binary, "serve", "--http", "127.0.0.1:0", "--tokens", str(tokens), *oauth, *arguments],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog, env=environment, cwd=str(work),
     )
     try:
@@ -363,7 +441,7 @@ async def http_server(binary: str, arguments: list[str], environment: dict[str, 
                 await anyio.sleep(0.05)
         if url is None:
             raise Fail("serve --http did not say where it listens")
-        yield url, token
+        yield url, token, access_token
     finally:
         process.terminate()
         try:

@@ -10,7 +10,8 @@
 // One line per check; any exception, validation failure, transport error or validator warning
 // (Ajv prints one for every unknown `format`) fails the run (exit 1).
 
-import { mkdtempSync, cpSync, mkdirSync, readFileSync, rmSync, createWriteStream } from "node:fs";
+import { mkdtempSync, cpSync, mkdirSync, readFileSync, rmSync, createWriteStream, writeFileSync } from "node:fs";
+import { generateKeyPairSync, sign } from "node:crypto";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,6 +19,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { discoverOAuthProtectedResourceMetadata, extractResourceMetadataUrl } from "@modelcontextprotocol/sdk/client/auth.js";
 import { execFileSync, spawn } from "node:child_process";
 import { ElicitRequestSchema, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 
@@ -28,6 +30,66 @@ const HTTP = process.argv.includes("--transport") && process.argv[process.argv.i
 const LABEL = HTTP ? "typescript/2025-11-25/http" : "typescript/2025-11-25";
 const WAIT_MS = 10_000;
 const APPROVAL = { approve: true, reason: "approved by the interop check" };
+// Over HTTP the server is also an OAuth 2.1 resource server trusting a key made here.
+const ISSUER = "https://auth.interop.synapse.test";
+const AUDIENCE = "https://mcp.interop.synapse.test/mcp";
+
+/** A P-256 key standing for an authorization server: the server's OAuth options (its JWKS in a
+ * file) and an ES256 access token it signed for the `default` workspace. */
+function makeIssuer(work) {
+  const { publicKey, privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const jwk = { ...publicKey.export({ format: "jwk" }), kid: "interop-1", use: "sig", alg: "ES256" };
+  const jwks = join(work, "jwks.json");
+  writeFileSync(jwks, JSON.stringify({ keys: [jwk] }));
+  const part = (value) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  const now = Math.floor(Date.now() / 1000);
+  const input = `${part({ alg: "ES256", typ: "at+jwt", kid: "interop-1" })}.${part({
+    iss: ISSUER, aud: AUDIENCE, sub: "interop-oauth", workspaces: ["default"], scope: "synapse:write",
+    iat: now, nbf: now, exp: now + 3600,
+  })}`;
+  const signature = sign("sha256", Buffer.from(input), { key: privateKey, dsaEncoding: "ieee-p1363" });
+  return {
+    options: ["--oauth-issuer", ISSUER, "--oauth-audience", AUDIENCE, "--oauth-jwks", jwks],
+    token: `${input}.${signature.toString("base64url")}`,
+  };
+}
+
+/** Without a token: 401, whose challenge the SDK's OAuth code follows to our metadata. With the
+ * JWT: a second client connects and lists the tools. */
+async function oauthChecks(url, accessToken) {
+  await check("oauth: 401 + WWW-Authenticate → metadata", async () => {
+    const refused = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: {
+        protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "synapse-interop-typescript", version: "1.0.0" } } }),
+    });
+    await refused.body?.cancel();
+    if (refused.status !== 401) throw new Fail(`without a token: ${refused.status}, expected 401`);
+    const metadataUrl = extractResourceMetadataUrl(refused);
+    if (!metadataUrl) throw new Fail(`no resource_metadata in ${refused.headers.get("www-authenticate")}`);
+    const metadata = await discoverOAuthProtectedResourceMetadata(url, { resourceMetadataUrl: metadataUrl });
+    if (JSON.stringify(metadata.authorization_servers) !== JSON.stringify([ISSUER])) {
+      throw new Fail(`authorization_servers ${JSON.stringify(metadata.authorization_servers)}, expected ${ISSUER}`);
+    }
+    if (metadata.resource !== url.toString()) throw new Fail(`resource ${metadata.resource}, expected ${url}`);
+    return `401; metadata at ${metadataUrl} names ${ISSUER}`;
+  });
+  await check("oauth: connect with a JWT", async () => {
+    const client = new Client({ name: "synapse-interop-typescript-oauth", version: "1.0.0" }, { capabilities: {} });
+    await client.connect(new StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { Authorization: `Bearer ${accessToken}` } },
+    }));
+    try {
+      // Reads only, as the Python client: a call would cache its result and notify.
+      const { tools } = await client.listTools();
+      const { prompts } = await client.listPrompts();
+      return `connected with a JWT (ES256): ${tools.length} tools, ${prompts.length} prompts`;
+    } finally {
+      await client.close();
+    }
+  });
+}
 
 class Fail extends Error {}
 
@@ -197,12 +259,15 @@ async function run(binary, work) {
   const logFile = createWriteStream(join(work, "server.log"));
   let transport;
   let server;
+  let oauth;
+  let url;
   if (HTTP) {
     const tokens = join(work, "tokens.toml");
     const token = execFileSync(binary, ["token", "add", "--tokens", tokens, "--principal", "interop", "--workspace", "default"], { env, cwd: work, stdio: ["ignore", "pipe", "ignore"] })
       .toString()
       .trim();
-    server = spawn(binary, ["serve", "--http", "127.0.0.1:0", "--tokens", tokens, ...serverArgs], { env, cwd: work, stdio: ["ignore", "ignore", "pipe"] });
+    oauth = makeIssuer(work);
+    server = spawn(binary, ["serve", "--http", "127.0.0.1:0", "--tokens", tokens, ...oauth.options, ...serverArgs], { env, cwd: work, stdio: ["ignore", "ignore", "pipe"] });
     server.stderr.on("data", (chunk) => serverLog.push(chunk.toString()));
     server.stderr.pipe(logFile);
     const address = await new Promise((resolveAddress, reject) => {
@@ -216,7 +281,11 @@ async function run(binary, work) {
       server.stderr.on("data", seen);
       server.on("exit", (code) => reject(new Error(`serve --http exited with ${code} before listening`)));
     });
-    transport = new StreamableHTTPClientTransport(new URL(`http://${address}/mcp`), {
+    url = new URL(`http://${address}/mcp`);
+    // First, while no other session is open: a new principal's first request stores the
+    // workspace's rules, whose notifications would otherwise reach the main session as it closes.
+    await oauthChecks(url, oauth.token);
+    transport = new StreamableHTTPClientTransport(url, {
       requestInit: { headers: { Authorization: `Bearer ${token}` } },
     });
   } else {
