@@ -140,6 +140,21 @@ pub trait Store: Send + Sync {
     fn workspaces(&self) -> Result<Vec<WorkspaceSummary>, Error>;
     /// Deletes a workspace and everything in it; `false` when there was none.
     fn delete_workspace(&self, workspace: &str) -> Result<bool, Error>;
+    /// The database connections held now, for the metrics; `None` when there are none to tell.
+    fn connections(&self) -> Option<Connections> {
+        None
+    }
+}
+
+/// A store's database connections at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Connections {
+    /// Serving a call now.
+    pub in_use: usize,
+    /// Open and waiting for one.
+    pub idle: usize,
+    /// The most the store opens.
+    pub max: usize,
 }
 
 /// A chat state snapshot as stored, as `SnapshotGet` shows it and workspace exports carry it.

@@ -28,6 +28,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::metrics::Observed;
 use super::{Error, Server};
 use crate::app::App;
 use crate::config::HttpSettings;
@@ -72,7 +73,7 @@ struct Gate {
 }
 
 /// Serves `app` over Streamable HTTP until SIGTERM or ctrl-c.
-pub async fn serve(app: App, settings: &HttpSettings) -> Result<(), Error> {
+pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> {
     let tokens = match (&settings.tokens, settings.no_auth) {
         (Some(path), _) => {
             Some(Tokens::open(path).map_err(|error| Error::Start(error.to_string()))?)
@@ -95,7 +96,6 @@ pub async fn serve(app: App, settings: &HttpSettings) -> Result<(), Error> {
             ));
         }
     };
-    let app = Arc::new(app);
     let stop = CancellationToken::new();
     let gate = Arc::new(Gate {
         default_workspace: app.executor().workspace().name().to_owned(),
@@ -153,7 +153,7 @@ fn router(gate: &Arc<Gate>, settings: &HttpSettings, stop: CancellationToken) ->
         .with_cancellation_token(stop);
     let app = Arc::clone(&gate.app);
     let service = StreamableHttpService::new(
-        move || Ok(Server::shared(Arc::clone(&app))),
+        move || Ok(Observed::new(Server::shared(Arc::clone(&app)))),
         Arc::new(LocalSessionManager::default()),
         config,
     );
