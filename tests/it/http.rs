@@ -20,16 +20,20 @@ use tokio::process::{Child, Command};
 use crate::common::{Client, Elicitation, TestClient, binary, call, is_error, quiet_home, text};
 
 /// A `serve --http` process on a free loopback port, with its tokens file.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: Child,
     address: String,
     folder: tempfile::TempDir,
+    /// Where its `/metrics` are, when started with `--metrics`.
+    pub(crate) metrics: Option<String>,
+    /// Its log lines from the one that says where it listens on.
+    pub(crate) log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl HttpServer {
     /// Starts the binary with `args` after `serve --http 127.0.0.1:0 --tokens FILE`, and waits
     /// for the line that says where it listens.
-    async fn start(args: &[&str]) -> Self {
+    pub(crate) async fn start(args: &[&str]) -> Self {
         let folder = tempfile::tempdir().unwrap();
         let tokens = folder.path().join("tokens.toml");
         std::fs::write(&tokens, "").unwrap();
@@ -37,33 +41,47 @@ impl HttpServer {
             .env("HOME", quiet_home())
             .args(["serve", "--http", "127.0.0.1:0", "--tokens"])
             .arg(&tokens)
-            .args(["--store", "memory", "--log-level", "info"])
+            .args(["--store", "memory"])
+            .args(if args.contains(&"--log-level") {
+                &[][..]
+            } else {
+                &["--log-level", "info"][..]
+            })
             .args(args)
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let address = loop {
+        let mut metrics = None;
+        let (address, first) = loop {
             let line = lines
                 .next_line()
                 .await
                 .unwrap()
                 .expect("the server says where it listens");
+            if let Some((_, rest)) = line.split_once("metrics at http://") {
+                metrics = Some(rest.split('/').next().unwrap().to_owned());
+            }
             if let Some((_, rest)) = line.split_once("ready on http://") {
-                break rest.split('/').next().unwrap().to_owned();
+                break (rest.split('/').next().unwrap().to_owned(), line);
             }
         };
+        let log = std::sync::Arc::new(std::sync::Mutex::new(vec![first]));
+        let kept = std::sync::Arc::clone(&log);
         // The rest of its log goes to the test's stderr, shown when a test fails.
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
                 let _ = writeln!(std::io::stderr(), "{line}");
+                kept.lock().unwrap().push(line);
             }
         });
         Self {
             child,
             address,
             folder,
+            metrics,
+            log,
         }
     }
 
@@ -72,16 +90,16 @@ impl HttpServer {
     }
 
     /// A new token from `token add`, as a user makes one.
-    fn token(&self, principal: &str, workspaces: &[&str], read_only: bool) -> String {
+    pub(crate) fn token(&self, principal: &str, workspaces: &[&str], read_only: bool) -> String {
         add_token(&self.tokens(), principal, workspaces, read_only)
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.address)
     }
 
     /// rmcp's Streamable HTTP client on `path` with `token`, in the initialize era.
-    async fn client(&self, path: &str, token: &str, client: TestClient) -> Client {
+    pub(crate) async fn client(&self, path: &str, token: &str, client: TestClient) -> Client {
         client
             .serve(self.transport(path, token))
             .await
@@ -89,7 +107,12 @@ impl HttpServer {
     }
 
     /// The same, in the 2026-07-28 era: no `initialize`, every request stateless.
-    async fn modern_client(&self, path: &str, token: &str, client: TestClient) -> Client {
+    pub(crate) async fn modern_client(
+        &self,
+        path: &str,
+        token: &str,
+        client: TestClient,
+    ) -> Client {
         let lifecycle = ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         };
@@ -105,7 +128,12 @@ impl HttpServer {
     }
 
     /// A raw JSON-RPC POST: the status, the `WWW-Authenticate` header, the body.
-    async fn post(&self, path: &str, token: Option<&str>, body: &Value) -> (u16, String, String) {
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        body: &Value,
+    ) -> (u16, String, String) {
         let mut request = http_client()
             .post(self.url(path))
             .header("content-type", "application/json")
@@ -127,7 +155,7 @@ impl HttpServer {
 
 /// An HTTP client. reqwest is built with rustls (for the server's `git+https` skill sources), so
 /// a process-wide crypto provider must be installed before a client is built, plain HTTP or not.
-fn http_client() -> reqwest::Client {
+pub(crate) fn http_client() -> reqwest::Client {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Two tests can race here: the loser is told one is installed already, which is all it
         // needs.

@@ -24,6 +24,7 @@ mod http;
 mod layers;
 mod logging;
 mod notifications;
+mod operations;
 mod plans;
 #[path = "../../src/store/postgres/testing.rs"]
 mod postgres_server;
