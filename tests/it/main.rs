@@ -11,6 +11,7 @@ mod bad_input;
 mod caching;
 mod common;
 mod completion;
+mod deploy;
 mod depth;
 mod errors;
 mod examples;
@@ -28,6 +29,7 @@ mod operations;
 mod plans;
 #[path = "../../src/store/postgres/testing.rs"]
 mod postgres_server;
+mod readme_team;
 mod results;
 mod schemas;
 mod script_tools;
