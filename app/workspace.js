@@ -472,24 +472,29 @@ async function loadFloors(around) {
   if (jump !== "") args.fromIndex = Number(jump);
   try {
     const { structured } = await callTool("SnapshotList", args);
-    const floors = (structured && structured.floors) || [];
-    floorPage = { chatFile, previous: structured && structured.previous, next: structured && structured.next, earlier: structured ? structured.earlier : 0 };
-    document.getElementById("earlier-floors").disabled = !floorPage.previous;
-    document.getElementById("later-floors").disabled = !floorPage.next;
-    const total = structured ? structured.total : floors.length;
-    const shown = new Set(floors.map((floor) => floor.messageIndex)).size;
-    document.getElementById("floor-count").textContent = shown === total ? `${total} floors` : `floors ${floorPage.earlier + 1}–${floorPage.earlier + shown} of ${total}`;
-    floorList.selected = -1;
-    floorList.element.scrollTop = 0;
-    floorList.show(floors);
-    status("");
-    if (jump !== "") {
-      const index = floors.findIndex((floor) => floor.messageIndex === Number(jump));
-      if (index < 0) status(`No floor for message ${jump}`, "error");
-      else floorList.choose(index);
-    }
+    showFloors(chatFile, structured, jump);
   } catch (error) {
     status(error.message, "error");
+  }
+}
+
+// Draws a page of SnapshotList's result, and opens the floor of message `jump` when one is given.
+function showFloors(chatFile, structured, jump) {
+  const floors = (structured && structured.floors) || [];
+  floorPage = { chatFile, previous: structured && structured.previous, next: structured && structured.next, earlier: structured ? structured.earlier : 0 };
+  document.getElementById("earlier-floors").disabled = !floorPage.previous;
+  document.getElementById("later-floors").disabled = !floorPage.next;
+  const total = structured ? structured.total : floors.length;
+  const shown = new Set(floors.map((floor) => floor.messageIndex)).size;
+  document.getElementById("floor-count").textContent = shown === total ? `${total} floors` : `floors ${floorPage.earlier + 1}–${floorPage.earlier + shown} of ${total}`;
+  floorList.selected = -1;
+  floorList.element.scrollTop = 0;
+  floorList.show(floors);
+  status("");
+  if (jump !== "") {
+    const index = floors.findIndex((floor) => floor.messageIndex === Number(jump));
+    if (index < 0) status(`No floor for message ${jump}`, "error");
+    else floorList.choose(index);
   }
 }
 
@@ -734,10 +739,17 @@ function showToolResult(result) {
     showPlan(structured);
     selectTab("plan");
   }
+  // Opened by SnapshotList: its result is the page, drawn as it came; a page the output limit
+  // cut is asked for again, whole, with the same paging arguments.
   if (structured && Array.isArray(structured.floors) && structured.chatFile) {
     document.getElementById("chat").value = structured.chatFile;
     selectTab("floors");
-    loadFloors();
+    if (structured._truncated) {
+      const { chatFile, _outputLimit, ...paging } = openedWith;
+      loadFloors(paging);
+    } else {
+      showFloors(structured.chatFile, structured, "");
+    }
   }
 }
 

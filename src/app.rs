@@ -12,7 +12,9 @@
 //! read-only flag) and the snapshot service of that workspace.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use tokio::sync::broadcast::error::RecvError;
 
 use crate::config::Config;
 use crate::folders::watch::{self, Watch};
@@ -23,7 +25,7 @@ use crate::skills::Library;
 use crate::skills::shelf::Shelf;
 use crate::skills::sources::{Checkout, Outcome};
 use crate::snapshots::Snapshots;
-use crate::store::{DurableStore, SnapshotStore, SqliteStore};
+use crate::store::{DurableStore, Heard, SnapshotStore, SqliteStore};
 use crate::tools::{
     Caller, Executor, ExecutorSettings, Origin, RegisterError, Registry, ToolGroup,
 };
@@ -106,7 +108,7 @@ pub struct App {
     default: Arc<Space>,
     opener: Opener,
     /// Every workspace opened so far, by name (the default one too): one per process.
-    workspaces: Mutex<HashMap<String, Arc<Workspace>>>,
+    workspaces: Arc<Mutex<HashMap<String, Arc<Workspace>>>>,
     /// Every space built so far besides the default, by workspace and caller.
     spaces: Mutex<HashMap<(String, Caller), Arc<Space>>>,
     shelf: Arc<Shelf>,
@@ -189,19 +191,22 @@ impl App {
         let (upstreams, reload) = start_upstreams(config, &executor)?;
         let tool_watch = serve_tool_folders(&executor, config);
         for tool in &config.disabled_tools {
-            executor.registry().set_tool_enabled(tool, false);
+            executor.registry().disable_by_default(tool);
         }
-        restore_switches(&executor)?;
         let default = Arc::new(Space {
             executor,
             snapshots,
             shelf: Arc::clone(&shelf),
         });
         let workspaces = HashMap::from([(config.workspace.clone(), workspace)]);
+        let workspaces = Arc::new(Mutex::new(workspaces));
+        if let Some(store) = &opener.store {
+            follow_other_instances(store.as_ref(), Arc::downgrade(&workspaces));
+        }
         Ok(Self {
             default,
             opener,
-            workspaces: Mutex::new(workspaces),
+            workspaces,
             spaces: Mutex::default(),
             shelf,
             upstreams,
@@ -333,16 +338,67 @@ fn start_upstreams(
     Ok((upstreams, reload))
 }
 
-/// Applies the groups and tools switched at runtime in earlier sessions (`ToolGroups`): they win
-/// over the configuration's defaults.
-fn restore_switches(executor: &Executor) -> Result<(), workspace::Error> {
-    let registry = executor.registry();
-    for (target, enabled) in executor.workspace().tool_switches()? {
-        if let Some(group) = target.strip_prefix("group:") {
-            registry.restore_group_switch(group, enabled);
-        } else if let Some(tool) = target.strip_prefix("tool:") {
-            registry.set_tool_enabled(tool, enabled);
+/// Follows the changes other instances commit to the shared store, as the store hears of them
+/// (`--store postgres://…`), on a thread of its own: a workspace open here catches up at once,
+/// so its subscribers hear of the change through the same path as of a change made here
+/// (`resources/updated`, `resources/list_changed`); the state document's subscribers hear it
+/// changed; a tool switch applies here too (`tools/list_changed`).
+/// Reads never rely on this: each catches up through the store's sequence first. The thread
+/// ends with the store, or with the application.
+fn follow_other_instances(
+    store: &dyn DurableStore,
+    workspaces: Weak<Mutex<HashMap<String, Arc<Workspace>>>>,
+) {
+    let Some(mut heard) = store.listen() else {
+        return;
+    };
+    let following = move || {
+        loop {
+            let heard = match heard.blocking_recv() {
+                Ok(heard) => heard,
+                Err(RecvError::Lagged(_)) => Heard::Missed,
+                Err(RecvError::Closed) => return,
+            };
+            let Some(workspaces) = workspaces.upgrade() else {
+                return;
+            };
+            let open: Vec<Arc<Workspace>> = {
+                let open = workspaces.lock().unwrap_or_else(PoisonError::into_inner);
+                match &heard {
+                    Heard::Missed => open.values().cloned().collect(),
+                    Heard::Variables(name) | Heard::State(name) | Heard::Switches(name) => {
+                        open.get(name).cloned().into_iter().collect()
+                    }
+                }
+            };
+            drop(workspaces);
+            for workspace in open {
+                if let Err(error) = changed_elsewhere(&heard, &workspace) {
+                    tracing::warn!(%error, workspace = workspace.name(), "cannot catch up with another instance's change");
+                }
+            }
         }
+    };
+    let spawned = std::thread::Builder::new()
+        .name("other-instances".to_owned())
+        .spawn(following);
+    if let Err(error) = spawned {
+        tracing::warn!(
+            "cannot follow other instances' changes: {error}; each read still catches up"
+        );
+    }
+}
+
+/// Brings `workspace` up to what another instance committed, as `heard` says.
+fn changed_elsewhere(heard: &Heard, workspace: &Workspace) -> Result<(), workspace::Error> {
+    if matches!(heard, Heard::Variables(_) | Heard::Missed) {
+        workspace.catch_up_now()?;
+    }
+    if matches!(heard, Heard::State(_) | Heard::Missed) {
+        workspace.state_changed_elsewhere()?;
+    }
+    if matches!(heard, Heard::Switches(_) | Heard::Missed) {
+        workspace.switches_changed_elsewhere()?;
     }
     Ok(())
 }

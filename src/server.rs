@@ -127,8 +127,8 @@ impl Server {
 
     /// One line for the log: version, enabled groups, tool count.
     pub fn readiness_line(&self) -> String {
-        let registry = self.executor().registry();
-        let groups: Vec<String> = registry
+        let tools = self.executor().tools();
+        let groups: Vec<String> = tools
             .enabled_groups()
             .iter()
             .filter(|group| !group.tools.is_empty())
@@ -139,7 +139,7 @@ impl Server {
             env!("CARGO_PKG_VERSION"),
             self.executor().workspace().name(),
             groups.join(", "),
-            registry.enabled_tools().len(),
+            tools.enabled_tools().len(),
         )
     }
 }
@@ -246,7 +246,7 @@ impl ServerHandler for Server {
     }
 
     fn get_tool(&self, name: &str) -> Option<WireTool> {
-        let tool = self.executor().registry().find(name)?;
+        let tool = self.executor().tools().find(name)?;
         Some(tools::wire_tool(tool.as_ref()))
     }
 
@@ -258,7 +258,7 @@ impl ServerHandler for Server {
         let space = self.space(&context.extensions)?;
         // A tool of a server still starting is not known yet: wait for it as tools/list does.
         if !self.inner.app.upstreams_are_settled()
-            && self.executor().registry().find(&request.name).is_none()
+            && space.executor().tools().find(&request.name).is_none()
         {
             self.inner.app.upstreams_settled().await;
         }

@@ -9,7 +9,11 @@
 //! the stored one (one indexed point read) and, when they differ, applies the rows and removals
 //! stamped after it. Writes are transactions that begin `IMMEDIATE`, so two writers queue on the
 //! database lock instead of failing, and no acknowledged write is lost. Two writes to the same
-//! variable: the later one wins, whole.
+//! variable: the later one wins, whole. A write the workspace decided on what it had seen (an
+//! eviction, a patch of some fields) commits only while the sequence is still the one it saw
+//! ([`Store::commit_after`]); otherwise the process catches up and decides again, so capacity
+//! and eviction hold across processes. A store that can tell processes of each other's changes
+//! as they happen (PostgreSQL's `LISTEN`/`NOTIFY`) hands them out through [`Store::listen`].
 //!
 //! Long values (64 characters or more) are stored once, in a value pool keyed by their SHA-256,
 //! so caching the same large tool result twice costs one copy.
@@ -25,6 +29,8 @@ pub use sqlite::{DeepState, Diagnosis, SCHEMA_VERSION, SqliteOptions, SqliteStor
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use tokio::sync::broadcast;
 
 use crate::vars::{Record, Timestamp};
 
@@ -115,8 +121,33 @@ pub trait Store: Send + Sync {
     fn sequence(&self, workspace: &str) -> Result<u64, Error>;
     /// The rows written and removed after `since`.
     fn changes(&self, workspace: &str, since: u64) -> Result<Changes, Error>;
+    /// Writes a batch durably, as one transaction; with `expected`, only while the workspace's
+    /// sequence is still that one (`None`, and nothing written, when another writer committed
+    /// since). Without `expected` it always commits.
+    fn commit_checked(
+        &self,
+        workspace: &str,
+        expected: Option<u64>,
+        batch: &Batch,
+    ) -> Result<Option<Commit>, Error>;
     /// Writes a batch durably, as one transaction.
-    fn commit(&self, workspace: &str, batch: &Batch) -> Result<Commit, Error>;
+    fn commit(&self, workspace: &str, batch: &Batch) -> Result<Commit, Error> {
+        let commit = self.commit_checked(workspace, None, batch)?;
+        Ok(commit.unwrap_or(Commit {
+            before: 0,
+            after: 0,
+        }))
+    }
+    /// Writes a batch durably, as one transaction, only while the workspace's sequence is still
+    /// `expected`: `None`, and nothing written, when another writer committed since.
+    fn commit_after(
+        &self,
+        workspace: &str,
+        expected: u64,
+        batch: &Batch,
+    ) -> Result<Option<Commit>, Error> {
+        self.commit_checked(workspace, Some(expected), batch)
+    }
     /// Records reads (best effort, not a change).
     fn record_visits(&self, workspace: &str, visits: &[Visit]) -> Result<(), Error>;
     /// One variable as stored, to undo an in-memory write whose commit failed.
@@ -140,6 +171,11 @@ pub trait Store: Send + Sync {
     fn workspaces(&self) -> Result<Vec<WorkspaceSummary>, Error>;
     /// Deletes a workspace and everything in it; `false` when there was none.
     fn delete_workspace(&self, workspace: &str) -> Result<bool, Error>;
+    /// The changes other processes commit, as this store hears of them; `None` when it cannot
+    /// hear of them (each read still catches up through the sequence).
+    fn listen(&self) -> Option<broadcast::Receiver<Heard>> {
+        None
+    }
     /// The database connections held now, for the metrics; `None` when there are none to tell.
     fn connections(&self) -> Option<Connections> {
         None
@@ -155,6 +191,20 @@ pub struct Connections {
     pub idle: usize,
     /// The most the store opens.
     pub max: usize,
+}
+
+/// A change another process committed, as the store heard of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heard {
+    /// The variables of this workspace changed.
+    Variables(String),
+    /// The state document of this workspace changed.
+    State(String),
+    /// The tool switches of this workspace changed.
+    Switches(String),
+    /// Changes may have gone unheard (listening began, or began again after the connection
+    /// was lost): any workspace may have changed.
+    Missed,
 }
 
 /// A chat state snapshot as stored, as `SnapshotGet` shows it and workspace exports carry it.

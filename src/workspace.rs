@@ -15,6 +15,9 @@
 
 mod durability;
 mod state_document;
+pub mod switches;
+
+use durability::Applied;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,6 +27,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::json::compact_length;
+pub use switches::{Switches, Target};
 
 use crate::json::strings;
 use crate::refs;
@@ -91,6 +95,8 @@ pub struct Workspace {
     max_bytes: Option<usize>,
     /// The state document's JSON text length when it was last read or written here.
     state_bytes: AtomicUsize,
+    /// The tool groups and tools switched at runtime, for this workspace.
+    switches: Switches,
 }
 
 impl Workspace {
@@ -111,6 +117,7 @@ impl Workspace {
             changes,
             max_bytes: None,
             state_bytes: AtomicUsize::new(2),
+            switches: Switches::default(),
         }
     }
 
@@ -136,9 +143,11 @@ impl Workspace {
         }
         let state_bytes = compact_length(&store.state(&workspace.name)?);
         workspace.state_bytes = AtomicUsize::new(state_bytes);
+        workspace.switches = Switches::restored(store.tool_switches(&workspace.name)?);
         workspace.store = Some(store);
         let mut state = workspace.lock();
         let evicted = state.system.evict();
+        // When another process wrote meanwhile, the next read catches up and evicts then.
         workspace.persist(&mut state, &[], &names_of(&evicted))?;
         drop(state);
         Ok(workspace)
@@ -166,30 +175,38 @@ impl Workspace {
     /// Creates or replaces several variables in one durable commit (a tool's cached result and
     /// arguments).
     pub fn insert_all(&self, variables: Vec<NewVariable>) -> Result<Vec<WriteOutcome>, Error> {
-        let mut state = self.synced()?;
-        if self.max_bytes.is_some() {
-            let system = &state.system;
-            let before = system.bytes() + self.state_bytes.load(Ordering::Relaxed);
-            let mut after = before;
-            for variable in &variables {
-                let replaced = system.peek(&variable.name).map_or(0, |old| old.value.len());
-                after = (after + variable.value.len()).saturating_sub(replaced);
-            }
-            self.check_bytes(before, after).map_err(Error::Full)?;
-        }
-        let mut written = Vec::with_capacity(variables.len());
-        let mut outcomes = Vec::with_capacity(variables.len());
-        for variable in variables {
-            written.push(Arc::<str>::from(variable.name.as_str()));
-            outcomes.push(state.system.insert(variable));
-        }
-        let removed: Vec<Arc<str>> = outcomes
+        let names: Vec<Arc<str>> = variables
             .iter()
-            .flat_map(|outcome| outcome.evicted.iter().cloned())
+            .map(|variable| Arc::<str>::from(variable.name.as_str()))
             .collect();
-        self.persist(&mut state, &names_of(&written), &names_of(&removed))?;
-        drop(state);
-        for (name, outcome) in written.into_iter().zip(&outcomes) {
+        let written = names_of(&names);
+        // A copy per attempt: another process committing first undoes the attempt.
+        let outcomes = self.commit_with(move |state| {
+            if self.max_bytes.is_some() {
+                let system = &state.system;
+                let before = system.bytes() + self.state_bytes.load(Ordering::Relaxed);
+                let mut after = before;
+                for variable in &variables {
+                    let replaced = system.peek(&variable.name).map_or(0, |old| old.value.len());
+                    after = (after + variable.value.len()).saturating_sub(replaced);
+                }
+                self.check_bytes(before, after).map_err(Error::Full)?;
+            }
+            let outcomes: Vec<WriteOutcome> = variables
+                .iter()
+                .map(|variable| state.system.insert(variable.clone()))
+                .collect();
+            let removed: Vec<Arc<str>> = outcomes
+                .iter()
+                .flat_map(|outcome| outcome.evicted.iter().cloned())
+                .collect();
+            Ok(Applied {
+                outcome: outcomes,
+                written: written.clone(),
+                removed: names_of(&removed),
+            })
+        })?;
+        for (name, outcome) in names.into_iter().zip(&outcomes) {
             self.announce_write(name, outcome);
         }
         Ok(outcomes)
@@ -218,7 +235,7 @@ impl Workspace {
         }
         state.unsaved.extend(names_of(&written));
         if state.unsaved.len() >= UNSAVED_BATCH {
-            self.persist(&mut state, &[], &[])?;
+            self.persist_lazy(&mut state)?;
         }
         drop(state);
         for (name, outcome) in written.into_iter().zip(&outcomes) {
@@ -229,29 +246,38 @@ impl Workspace {
 
     /// Changes fields of an existing variable, durably.
     pub fn update(&self, name: &str, patch: VariablePatch) -> Result<WriteOutcome, Error> {
-        let mut state = self.synced()?;
-        if let Some((value, _)) = &patch.value
-            && self.max_bytes.is_some()
-        {
-            let replaced = state.system.peek(name).map_or(0, |old| old.value.len());
-            let before = state.system.bytes() + self.state_bytes.load(Ordering::Relaxed);
-            let after = (before + value.len()).saturating_sub(replaced);
-            self.check_bytes(before, after).map_err(Error::Full)?;
-        }
-        let outcome = state.system.update(name, patch)?;
-        let name: Arc<str> = Arc::from(name);
-        self.persist_write(&mut state, &name, &outcome)?;
-        drop(state);
-        self.announce_write(name, &outcome);
+        let outcome = self.commit_with(move |state| {
+            if let Some((value, _)) = &patch.value
+                && self.max_bytes.is_some()
+            {
+                let replaced = state.system.peek(name).map_or(0, |old| old.value.len());
+                let before = state.system.bytes() + self.state_bytes.load(Ordering::Relaxed);
+                let after = (before + value.len()).saturating_sub(replaced);
+                self.check_bytes(before, after).map_err(Error::Full)?;
+            }
+            let outcome = state.system.update(name, patch.clone())?;
+            let removed = names_of(&outcome.evicted);
+            Ok(Applied {
+                outcome,
+                written: vec![name.to_owned()],
+                removed,
+            })
+        })?;
+        self.announce_write(Arc::from(name), &outcome);
         Ok(outcome)
     }
 
     /// Removes variables (never rules), durably.
     pub fn remove(&self, names: &[String]) -> Result<RemoveOutcome, Error> {
-        let mut state = self.synced()?;
-        let outcome = state.system.remove(names);
-        self.persist(&mut state, &[], &outcome.removed)?;
-        drop(state);
+        let outcome = self.commit_with(|state| {
+            let outcome = state.system.remove(names);
+            let removed = outcome.removed.clone();
+            Ok(Applied {
+                outcome,
+                written: Vec::new(),
+                removed,
+            })
+        })?;
         for name in &outcome.removed {
             self.announce(Arc::from(name.as_str()), VariableEvent::Removed);
         }
@@ -357,19 +383,43 @@ impl Workspace {
         self.approvals().insert(key);
     }
 
-    /// The tool groups and tools switched at runtime (`group:<name>` / `tool:<name>`), as stored;
-    /// none in memory.
-    pub fn tool_switches(&self) -> Result<Vec<(String, bool)>, Error> {
-        match &self.store {
-            Some(store) => Ok(store.tool_switches(&self.name)?),
-            None => Ok(Vec::new()),
-        }
+    /// The tool groups and tools switched at runtime in this workspace.
+    pub fn switches(&self) -> &Switches {
+        &self.switches
     }
 
-    /// Stores a runtime switch durably (in memory, the registry alone holds it).
-    pub fn set_tool_switch(&self, target: &str, enabled: bool) -> Result<(), Error> {
+    /// Switches a group or a tool on or off in this workspace, durably; the caller announces it
+    /// ([`Switches::announce`]) when that changed what is enabled.
+    pub fn set_tool_switch(&self, target: Target, enabled: bool) -> Result<(), Error> {
         if let Some(store) = &self.store {
-            store.set_tool_switch(&self.name, target, enabled)?;
+            store.set_tool_switch(&self.name, &target.to_string(), enabled)?;
+        }
+        self.switches.set(target, enabled);
+        Ok(())
+    }
+
+    /// Reads the switches again after another process changed them; subscribers hear of it
+    /// when a switch here changed.
+    pub fn switches_changed_elsewhere(&self) -> Result<(), Error> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let mut changed = false;
+        for (stored, enabled) in store.tool_switches(&self.name)? {
+            let Some(target) = Target::parse(&stored) else {
+                continue;
+            };
+            let current = match &target {
+                Target::Group(name) => self.switches.group(name),
+                Target::Tool(name) => self.switches.tool(name),
+            };
+            if current != Some(enabled) {
+                self.switches.set(target, enabled);
+                changed = true;
+            }
+        }
+        if changed {
+            self.switches.announce();
         }
         Ok(())
     }

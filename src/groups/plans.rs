@@ -344,7 +344,7 @@ struct Catalog<'a> {
 
 impl World for Catalog<'_> {
     fn tool_schema(&self, name: &str) -> Option<Map<String, Value>> {
-        let tool = self.call.executor.registry().find(name)?;
+        let tool = self.call.executor.tools().find(name)?;
         Some(tool.definition().input_schema.as_ref().clone())
     }
 

@@ -18,9 +18,10 @@ use serde_json::Value;
 use super::structured;
 use crate::text::nearest;
 use crate::tools::{
-    Annotations, Consent, GroupOverview, Origin, Permission, Policy, Registry, Tool, ToolCall,
-    ToolDefinition, ToolError, ToolGroup, ToolOutput,
+    Annotations, Consent, GroupOverview, Origin, Permission, Policy, Tool, ToolCall,
+    ToolDefinition, ToolError, ToolGroup, ToolOutput, View,
 };
+use crate::workspace::Target;
 
 pub const GROUP: &str = "tools";
 
@@ -134,16 +135,16 @@ impl Tool for ToolGroups {
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let arguments: Arguments = self.definition.parse(call.arguments)?;
-            let registry = call.executor.registry();
+            let tools = call.executor.tools();
             let Some(switch) = Switch::of(&arguments)? else {
-                let groups = registry.overview().into_iter().map(entry).collect();
+                let groups = tools.overview().into_iter().map(entry).collect();
                 return structured(&Output {
                     groups,
                     changed: None,
                 });
             };
-            let group = switch.apply(registry, call.workspace)?;
-            let overview = registry
+            let group = switch.apply(&tools)?;
+            let overview = tools
                 .overview()
                 .into_iter()
                 .filter(|overview| overview.name == group)
@@ -169,24 +170,18 @@ impl Tool for ToolGroups {
 }
 
 /// One switch a call asks for.
-struct Switch<'a> {
-    target: Target<'a>,
+struct Switch {
+    target: Target,
     enabled: bool,
 }
 
-#[derive(Clone, Copy)]
-enum Target<'a> {
-    Group(&'a str),
-    Tool(&'a str),
-}
-
-impl<'a> Switch<'a> {
+impl Switch {
     /// The switch `arguments` ask for; `None` to list.
-    fn of(arguments: &'a Arguments) -> Result<Option<Self>, ToolError> {
+    fn of(arguments: &Arguments) -> Result<Option<Self>, ToolError> {
         let action = arguments.action.unwrap_or_default();
         let target = match (arguments.group.as_deref(), arguments.tool.as_deref()) {
-            (Some(group), None) => Some(Target::Group(group)),
-            (None, Some(tool)) => Some(Target::Tool(tool)),
+            (Some(group), None) => Some(Target::Group(group.to_owned())),
+            (None, Some(tool)) => Some(Target::Tool(tool.to_owned())),
             (Some(_), Some(_)) => {
                 return Err(ToolError::invalid(
                     "give either `group` or `tool`, not both: a switch changes one of them",
@@ -214,18 +209,14 @@ impl<'a> Switch<'a> {
         Ok(Some(Self { target, enabled }))
     }
 
-    /// Stores the switch, then applies it; returns the group it concerns.
-    fn apply(
-        &self,
-        registry: &Registry,
-        workspace: &crate::workspace::Workspace,
-    ) -> Result<String, ToolError> {
-        let group = match self.target {
+    /// Switches it in the workspace, durably; returns the group it concerns.
+    fn apply(&self, tools: &View<'_>) -> Result<String, ToolError> {
+        let group = match &self.target {
             Target::Group(group) => {
-                known_group(registry, group)?;
-                group.to_owned()
+                known_group(tools, group)?;
+                group.clone()
             }
-            Target::Tool(tool) => known_tool(registry, tool)?,
+            Target::Tool(tool) => known_tool(tools, tool)?,
         };
         if !self.enabled && (group == GROUP) {
             return Err(ToolError::invalid(format!(
@@ -233,28 +224,12 @@ impl<'a> Switch<'a> {
                  them back on"
             )));
         }
-        workspace.set_tool_switch(&self.stored_target(), self.enabled)?;
-        match self.target {
-            Target::Group(name) => {
-                registry.set_group_enabled(name, self.enabled);
-            }
-            Target::Tool(name) => {
-                registry.set_tool_enabled(name, self.enabled);
-            }
-        }
+        tools.switch(self.target.clone(), self.enabled)?;
         Ok(group)
     }
 
-    /// The target as the workspace stores it.
-    fn stored_target(&self) -> String {
-        match self.target {
-            Target::Group(name) => format!("group:{name}"),
-            Target::Tool(name) => format!("tool:{name}"),
-        }
-    }
-
     fn describe(&self) -> String {
-        let (kind, name) = match self.target {
+        let (kind, name) = match &self.target {
             Target::Group(name) => ("group", name),
             Target::Tool(name) => ("tool", name),
         };
@@ -264,8 +239,8 @@ impl<'a> Switch<'a> {
 }
 
 /// Refuses a group that is not registered, naming the nearest and the known ones.
-fn known_group(registry: &Registry, name: &str) -> Result<(), ToolError> {
-    let groups: Vec<String> = registry
+fn known_group(tools: &View<'_>, name: &str) -> Result<(), ToolError> {
+    let groups: Vec<String> = tools
         .overview()
         .into_iter()
         .map(|overview| overview.name)
@@ -277,12 +252,15 @@ fn known_group(registry: &Registry, name: &str) -> Result<(), ToolError> {
 }
 
 /// The group of a registered tool, or an error naming the nearest tool.
-fn known_tool(registry: &Registry, name: &str) -> Result<String, ToolError> {
-    if let Some(group) = registry.group_of(name) {
-        return Ok(group);
+fn known_tool(tools: &View<'_>, name: &str) -> Result<String, ToolError> {
+    let overview = tools.overview();
+    if let Some(group) = overview
+        .iter()
+        .find(|group| group.tools.iter().any(|tool| tool.name == name))
+    {
+        return Ok(group.name.clone());
     }
-    let tools: Vec<String> = registry
-        .overview()
+    let tools: Vec<String> = overview
         .into_iter()
         .flat_map(|overview| overview.tools.into_iter().map(|tool| tool.name))
         .collect();

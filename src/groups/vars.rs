@@ -330,8 +330,11 @@ fn write_variable(
 ) -> Result<WriteOutcome, ToolError> {
     let name = arguments.name;
     let value = arguments.value.map(vars::encode_value);
-    match workspace.peek(&name) {
-        Some(variable) if variable.var_type == VarType::Rule => Err(ToolError::invalid(format!(
+    // As the store holds it now: another instance may have written it since this one looked.
+    let existing =
+        workspace.with_variables(|system| system.peek(&name).map(|found| found.var_type))?;
+    match existing {
+        Some(VarType::Rule) => Err(ToolError::invalid(format!(
             "variable `{name}` is a rule (RULE) and cannot be changed; write to another name"
         ))),
         Some(_) => {

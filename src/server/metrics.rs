@@ -274,7 +274,7 @@ impl Observed {
         context: &RequestContext<RoleServer>,
     ) -> Handling {
         let tool = tool.map(|name| {
-            let known = self.server.executor().registry().find(name).is_some();
+            let known = self.server.executor().registry().group_of(name).is_some();
             if known { name } else { "unknown" }.to_owned()
         });
         let access = super::http::access(&context.extensions);

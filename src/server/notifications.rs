@@ -189,6 +189,7 @@ pub(super) async fn forward(
 ) {
     // Subscribed before the baseline is taken, so that no change falls between the two.
     let mut revisions = app.executor().registry().subscribe();
+    let mut switches = app.executor().workspace().switches().subscribe();
     let mut changes = app.executor().workspace().subscribe();
     let mut skills = app.shelf().subscribe();
     // The variables' baseline is taken before waiting for the skills scan: a write made while
@@ -207,6 +208,10 @@ pub(super) async fn forward(
         let delivered = tokio::select! {
             () = stop.cancelled() => break,
             revision = revisions.changed() => match revision {
+                Ok(()) => outlet.list_changed(Kind::Tools).await,
+                Err(_) => break,
+            },
+            revision = switches.changed() => match revision {
                 Ok(()) => outlet.list_changed(Kind::Tools).await,
                 Err(_) => break,
             },

@@ -23,7 +23,7 @@ use crate::tools::{
 /// Every enabled tool, as clients see it.
 pub(super) fn list(executor: &Executor) -> Vec<WireTool> {
     executor
-        .registry()
+        .tools()
         .enabled_tools()
         .iter()
         .map(|tool| wire_tool(tool.as_ref()))

@@ -19,26 +19,33 @@
 //! Values, descriptions and other free text that may hold a NUL character (which PostgreSQL's
 //! `text` refuses) are stored as `bytea`.
 //!
+//! A commit checks the sequence the committing process saw, when it asks (a conditional
+//! `UPDATE` of the workspace's row): two processes that decided an eviction on what they each
+//! had seen cannot both commit it; the second catches up and decides again.
+//!
 //! This file holds the connection pool, the transactions, the migrations and the size cap; its
-//! parts are `workspaces.rs` (the [`Store`](super::Store) trait) and `snapshots.rs` (the
-//! [`SnapshotStore`](super::SnapshotStore) trait).
+//! parts are `workspaces.rs` (the [`Store`](super::Store) trait), `snapshots.rs` (the
+//! [`SnapshotStore`](super::SnapshotStore) trait) and `listen.rs` (the change notifications
+//! between processes).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
+use tokio::sync::broadcast;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
+mod listen;
 mod snapshots;
 #[cfg(test)]
 pub(crate) mod testing;
 mod workspaces;
 
-use super::Error;
 use super::rows::micros;
+use super::{Error, Heard};
 use crate::vars::wall_clock;
 
 /// The migrations, by the schema version each brings the database to. Version 7 is the whole
@@ -70,6 +77,10 @@ pub struct PostgresStore {
     runtime: Option<tokio::runtime::Runtime>,
     pool: Mutex<Pool>,
     returned: Condvar,
+    /// This process's name in the change notifications it sends (`listen.rs`).
+    instance: Arc<str>,
+    /// The changes other processes committed, once something listens.
+    heard: OnceLock<broadcast::Sender<Heard>>,
 }
 
 #[derive(Default)]
@@ -220,6 +231,8 @@ impl PostgresStore {
             runtime: Some(runtime),
             pool: Mutex::new(Pool::default()),
             returned: Condvar::new(),
+            instance: Arc::from(uuid::Uuid::new_v4().to_string()),
+            heard: OnceLock::new(),
         });
         store.migrate()?;
         Ok(store)

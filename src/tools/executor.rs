@@ -24,7 +24,7 @@ use super::truncate::{
 };
 use super::{
     Answer, ApprovalQuestion, Asking, Caching, Consent, Fallback, Permission, Policy, Progress,
-    Registry, Relay, Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation,
+    Registry, Relay, Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation, View,
 };
 use crate::refs::dagger;
 use crate::vars::{NewVariable, ValueKind, VarType};
@@ -140,6 +140,11 @@ impl Executor {
         &self.registry
     }
 
+    /// The registry as this executor's workspace sees it, through its switches.
+    pub fn tools(&self) -> View<'_> {
+        self.registry.view(&self.workspace)
+    }
+
     pub fn workspace(&self) -> &Arc<Workspace> {
         &self.workspace
     }
@@ -150,7 +155,7 @@ impl Executor {
 
     /// Runs one call through the whole pipeline.
     pub async fn execute(&self, request: CallRequest<'_>) -> Outcome {
-        let Some(tool) = self.registry.find(request.tool) else {
+        let Some(tool) = self.tools().find(request.tool) else {
             let error = ToolError::invalid(format!(
                 "unknown tool `{}`; tools/list shows the available tools",
                 request.tool

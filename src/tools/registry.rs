@@ -1,17 +1,20 @@
-//! The registry of tool groups and what is enabled. A group is registered with a default (from
-//! the configuration); a switch set at runtime (`ToolGroups`), or restored from the workspace,
-//! wins over it, also for a group that appears later (a script folder, an upstream server).
-//! Groups may be replaced while the server runs (a tool folder edited, an upstream re-listing
-//! its tools). Every change to the enabled tool set bumps a revision that the server turns into
-//! `notifications/tools/list_changed`.
+//! The registry of tool groups, shared by every workspace the process serves, and what is
+//! enabled. A group is registered with a default (from the configuration); a workspace's
+//! switches (`ToolGroups`, see [`crate::workspace::Switches`]) win over it in that workspace, also
+//! for a group that appears later (a script folder, an upstream server): a [`View`] is the
+//! registry as one workspace sees it. Groups may be replaced while the server runs (a tool
+//! folder edited, an upstream re-listing its tools). Every change to the registered groups bumps
+//! a revision, and every switch that changes a workspace's tool set bumps that workspace's; the
+//! server turns both into `notifications/tools/list_changed`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tokio::sync::watch;
 
 use super::{Tool, ToolGroup};
+use crate::workspace::{self, Target, Workspace};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RegistryError {
@@ -34,8 +37,7 @@ struct Entry {
 #[derive(Default)]
 struct Inner {
     entries: Vec<Entry>,
-    /// Groups switched on or off at runtime, by name; they win over the defaults.
-    group_switches: HashMap<String, bool>,
+    /// Tools off unless a workspace switches them on (the configuration's `disabled_tools`).
     disabled_tools: HashSet<String>,
 }
 
@@ -130,82 +132,25 @@ impl Registry {
         true
     }
 
-    /// Switches a registered group on or off; returns whether the enabled tool set changed.
-    pub fn set_group_enabled(&self, name: &str, enabled: bool) -> Option<bool> {
-        let mut inner = self.write();
-        let position = inner.position(name)?;
-        let before = inner.is_enabled(&inner.entries[position]);
-        inner.group_switches.insert(name.to_owned(), enabled);
-        drop(inner);
-        let changed = before != enabled;
-        if changed {
-            self.bump();
-        }
-        Some(changed)
-    }
-
-    /// Restores a switch chosen earlier, for a group that may not be registered yet.
-    pub fn restore_group_switch(&self, name: &str, enabled: bool) {
-        self.write().group_switches.insert(name.to_owned(), enabled);
-        self.bump();
-    }
-
-    /// Every group with its tools and whether each is on, in registration order.
-    pub fn overview(&self) -> Vec<GroupOverview> {
-        let inner = self.read();
-        inner
-            .entries
-            .iter()
-            .map(|entry| GroupOverview {
-                name: entry.group.name.clone(),
-                origin: entry.group.origin.clone(),
-                enabled: inner.is_enabled(entry),
-                tools: entry
-                    .group
-                    .tools
-                    .iter()
-                    .map(|tool| {
-                        let definition = tool.definition();
-                        ToolOverview {
-                            enabled: !inner.disabled_tools.contains(&definition.name),
-                            name: definition.name.clone(),
-                            origin_name: definition.origin_name.clone(),
-                        }
-                    })
-                    .collect(),
-            })
-            .collect()
-    }
-
     /// The group a registered tool belongs to.
     pub fn group_of(&self, tool: &str) -> Option<String> {
         self.read().group_of(tool)
     }
 
-    /// Enables or disables one tool inside its group; returns whether anything changed.
-    pub fn set_tool_enabled(&self, name: &str, enabled: bool) -> bool {
-        let mut inner = self.write();
-        let changed = if enabled {
-            inner.disabled_tools.remove(name)
-        } else {
-            inner.disabled_tools.insert(name.to_owned())
-        };
-        drop(inner);
-        if changed {
+    /// Leaves a tool off unless a workspace switches it on (the configuration's
+    /// `disabled_tools`).
+    pub fn disable_by_default(&self, name: &str) {
+        if self.write().disabled_tools.insert(name.to_owned()) {
             self.bump();
         }
-        changed
     }
 
-    /// The groups that are enabled, in registration order.
-    pub fn enabled_groups(&self) -> Vec<Arc<ToolGroup>> {
-        let inner = self.read();
-        inner
-            .entries
-            .iter()
-            .filter(|entry| inner.is_enabled(entry))
-            .map(|entry| Arc::clone(&entry.group))
-            .collect()
+    /// The registry as `workspace` sees it, through its switches.
+    pub fn view<'a>(&'a self, workspace: &'a Workspace) -> View<'a> {
+        View {
+            registry: self,
+            workspace,
+        }
     }
 
     /// Every registered group, enabled or not.
@@ -218,48 +163,8 @@ impl Registry {
             .collect()
     }
 
-    /// The tools a client may see and call: those of enabled groups, plus the always-listed
-    /// tools (`ReadVar`, `ListVars`) whenever any group is enabled. Sorted by name.
-    pub fn enabled_tools(&self) -> Vec<Arc<dyn Tool>> {
-        let inner = self.read();
-        // A group without tools (the built-in `Agent` rules) does not count as "a group is on".
-        let any_enabled = inner.any_enabled();
-        let mut tools: Vec<Arc<dyn Tool>> =
-            inner
-                .entries
-                .iter()
-                .flat_map(|entry| {
-                    let enabled = inner.is_enabled(entry);
-                    entry.group.tools.iter().filter(move |tool| {
-                        enabled || (any_enabled && tool.definition().always_listed)
-                    })
-                })
-                .filter(|tool| !inner.disabled_tools.contains(&tool.definition().name))
-                .cloned()
-                .collect();
-        tools.sort_by(|a, b| a.definition().name.cmp(&b.definition().name));
-        tools
-    }
-
-    /// The enabled tool of that name.
-    pub fn find(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        let inner = self.read();
-        if inner.disabled_tools.contains(name) {
-            return None;
-        }
-        let any_enabled = inner.any_enabled();
-        inner.entries.iter().find_map(|entry| {
-            let tool = entry
-                .group
-                .tools
-                .iter()
-                .find(|t| t.definition().name == name)?;
-            (inner.is_enabled(entry) || (any_enabled && tool.definition().always_listed))
-                .then(|| Arc::clone(tool))
-        })
-    }
-
-    /// A receiver that sees the revision change whenever the enabled tool set may have changed.
+    /// A receiver that sees the revision change whenever the registered groups, or their
+    /// defaults, changed.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.revision.subscribe()
     }
@@ -289,18 +194,16 @@ impl Registry {
         }
     }
 
-    /// Sets the default of a registered group (the configuration's `enabled` changed); a switch
-    /// chosen at runtime still wins.
+    /// Sets the default of a registered group (the configuration's `enabled` changed); a
+    /// workspace's switch still wins there.
     pub fn set_default(&self, name: &str, enabled: bool) {
         let mut inner = self.write();
         let Some(position) = inner.position(name) else {
             return;
         };
-        let before = inner.is_enabled(&inner.entries[position]);
-        inner.entries[position].default = enabled;
-        let after = inner.is_enabled(&inner.entries[position]);
+        let before = std::mem::replace(&mut inner.entries[position].default, enabled);
         drop(inner);
-        if before != after {
+        if before != enabled {
             self.bump();
         }
     }
@@ -352,21 +255,6 @@ impl Inner {
             .position(|entry| entry.group.name == group)
     }
 
-    fn is_enabled(&self, entry: &Entry) -> bool {
-        self.group_switches
-            .get(&entry.group.name)
-            .copied()
-            .unwrap_or(entry.default)
-    }
-
-    /// Whether a group with tools is on (a group without tools, the built-in `Agent` rules,
-    /// does not count).
-    fn any_enabled(&self) -> bool {
-        self.entries
-            .iter()
-            .any(|entry| self.is_enabled(entry) && !entry.group.tools.is_empty())
-    }
-
     /// Refuses a group with a tool name another group has.
     fn check_tools(&self, group: &ToolGroup) -> Result<(), RegistryError> {
         for tool in &group.tools {
@@ -396,6 +284,134 @@ impl Inner {
     }
 }
 
+/// The registry as one workspace sees it: its switches win over the defaults.
+pub struct View<'a> {
+    registry: &'a Registry,
+    workspace: &'a Workspace,
+}
+
+impl View<'_> {
+    /// Every group with its tools and whether each is on, in registration order.
+    pub fn overview(&self) -> Vec<GroupOverview> {
+        let inner = self.registry.read();
+        inner
+            .entries
+            .iter()
+            .map(|entry| GroupOverview {
+                name: entry.group.name.clone(),
+                origin: entry.group.origin.clone(),
+                enabled: self.group_is_on(entry),
+                tools: entry
+                    .group
+                    .tools
+                    .iter()
+                    .map(|tool| {
+                        let definition = tool.definition();
+                        ToolOverview {
+                            enabled: self.tool_is_on(&inner, &definition.name),
+                            name: definition.name.clone(),
+                            origin_name: definition.origin_name.clone(),
+                        }
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// The groups that are enabled, in registration order.
+    pub fn enabled_groups(&self) -> Vec<Arc<ToolGroup>> {
+        let inner = self.registry.read();
+        inner
+            .entries
+            .iter()
+            .filter(|entry| self.group_is_on(entry))
+            .map(|entry| Arc::clone(&entry.group))
+            .collect()
+    }
+
+    /// The tools a client may see and call: those of enabled groups, plus the always-listed
+    /// tools (`ReadVar`, `ListVars`) whenever any group is enabled. Sorted by name.
+    pub fn enabled_tools(&self) -> Vec<Arc<dyn Tool>> {
+        let inner = self.registry.read();
+        let any_enabled = self.any_group_is_on(&inner);
+        let mut tools: Vec<Arc<dyn Tool>> =
+            inner
+                .entries
+                .iter()
+                .flat_map(|entry| {
+                    let enabled = self.group_is_on(entry);
+                    entry.group.tools.iter().filter(move |tool| {
+                        enabled || (any_enabled && tool.definition().always_listed)
+                    })
+                })
+                .filter(|tool| self.tool_is_on(&inner, &tool.definition().name))
+                .cloned()
+                .collect();
+        tools.sort_by(|a, b| a.definition().name.cmp(&b.definition().name));
+        tools
+    }
+
+    /// The enabled tool of that name.
+    pub fn find(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let inner = self.registry.read();
+        if !self.tool_is_on(&inner, name) {
+            return None;
+        }
+        let any_enabled = self.any_group_is_on(&inner);
+        inner.entries.iter().find_map(|entry| {
+            let tool = entry
+                .group
+                .tools
+                .iter()
+                .find(|t| t.definition().name == name)?;
+            (self.group_is_on(entry) || (any_enabled && tool.definition().always_listed))
+                .then(|| Arc::clone(tool))
+        })
+    }
+
+    /// Switches a group or a tool on or off in this workspace, durably; announces it to the
+    /// workspace's subscribers when the enabled tool set changed, and says whether it did.
+    pub fn switch(&self, target: Target, enabled: bool) -> Result<bool, workspace::Error> {
+        let before = self.enabled_names();
+        self.workspace.set_tool_switch(target, enabled)?;
+        let changed = self.enabled_names() != before;
+        if changed {
+            self.workspace.switches().announce();
+        }
+        Ok(changed)
+    }
+
+    fn enabled_names(&self) -> Vec<String> {
+        self.enabled_tools()
+            .iter()
+            .map(|tool| tool.definition().name.clone())
+            .collect()
+    }
+
+    fn group_is_on(&self, entry: &Entry) -> bool {
+        self.workspace
+            .switches()
+            .group(&entry.group.name)
+            .unwrap_or(entry.default)
+    }
+
+    fn tool_is_on(&self, inner: &Inner, name: &str) -> bool {
+        self.workspace
+            .switches()
+            .tool(name)
+            .unwrap_or_else(|| !inner.disabled_tools.contains(name))
+    }
+
+    /// Whether a group with tools is on (a group without tools, the built-in `Agent` rules,
+    /// does not count).
+    fn any_group_is_on(&self, inner: &Inner) -> bool {
+        inner
+            .entries
+            .iter()
+            .any(|entry| self.group_is_on(entry) && !entry.group.tools.is_empty())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use futures::future::BoxFuture;
@@ -403,6 +419,7 @@ mod tests {
 
     use super::*;
     use crate::tools::{Annotations, Origin, ToolCall, ToolDefinition, ToolError, ToolOutput};
+    use crate::vars::SystemClock;
 
     /// A tool that is only a name.
     struct Named(ToolDefinition);
@@ -434,28 +451,39 @@ mod tests {
         }
     }
 
-    fn listed(registry: &Registry) -> Vec<String> {
+    fn workspace() -> Workspace {
+        Workspace::in_memory("test", 10, Arc::new(SystemClock::new()))
+    }
+
+    fn listed(registry: &Registry, workspace: &Workspace) -> Vec<String> {
         registry
+            .view(workspace)
             .enabled_tools()
             .iter()
             .map(|tool| tool.definition().name.clone())
             .collect()
     }
 
+    fn group_switch(name: &str) -> Target {
+        Target::Group(name.to_owned())
+    }
+
     #[test]
     fn a_replaced_group_keeps_its_place_and_its_switch() {
         let registry = Registry::default();
+        let workspace = workspace();
         registry.register(group("a", &["A1"]), true).unwrap();
         registry.register(group("b", &["B1"]), true).unwrap();
-        registry.set_group_enabled("a", false);
+        let view = registry.view(&workspace);
+        view.switch(group_switch("a"), false).unwrap();
 
         registry.replace(group("a", &["A1", "A2"]), true).unwrap();
 
-        let names: Vec<String> = registry.overview().into_iter().map(|g| g.name).collect();
+        let names: Vec<String> = view.overview().into_iter().map(|g| g.name).collect();
         assert_eq!(names, ["a", "b"]);
-        assert_eq!(listed(&registry), ["B1"]);
-        registry.set_group_enabled("a", true);
-        assert_eq!(listed(&registry), ["A1", "A2", "B1"]);
+        assert_eq!(listed(&registry, &workspace), ["B1"]);
+        view.switch(group_switch("a"), true).unwrap();
+        assert_eq!(listed(&registry, &workspace), ["A1", "A2", "B1"]);
     }
 
     #[test]
@@ -470,19 +498,41 @@ mod tests {
             clash.to_string(),
             "tool `B1` is registered twice (groups `b` and `a`)"
         );
-        assert_eq!(listed(&registry), ["A1", "B1"]);
+        assert_eq!(listed(&registry, &workspace()), ["A1", "B1"]);
     }
 
     #[test]
-    fn a_restored_switch_waits_for_its_group() {
+    fn a_switch_waits_for_its_group() {
         let registry = Registry::default();
-        registry.restore_group_switch("later", false);
+        let workspace = workspace();
+        let view = registry.view(&workspace);
+        assert!(!view.switch(group_switch("later"), false).unwrap());
         registry.register(group("now", &["N"]), true).unwrap();
         registry.register(group("later", &["L"]), true).unwrap();
-        assert_eq!(listed(&registry), ["N"]);
+        assert_eq!(listed(&registry, &workspace), ["N"]);
         assert!(registry.remove("later"));
         assert!(!registry.remove("later"));
-        assert_eq!(registry.set_group_enabled("later", true), None);
+    }
+
+    #[test]
+    fn a_switch_holds_in_its_own_workspace_only() {
+        let registry = Registry::default();
+        registry.register(group("a", &["A1"]), true).unwrap();
+        registry.register(group("b", &["B1"]), true).unwrap();
+        registry.disable_by_default("B1");
+        let (one, other) = (workspace(), workspace());
+
+        registry
+            .view(&one)
+            .switch(group_switch("a"), false)
+            .unwrap();
+        registry
+            .view(&one)
+            .switch(Target::Tool("B1".to_owned()), true)
+            .unwrap();
+
+        assert_eq!(listed(&registry, &one), ["B1"]);
+        assert_eq!(listed(&registry, &other), ["A1"]);
     }
 
     #[test]
@@ -500,18 +550,20 @@ mod tests {
         assert_eq!(*revisions.borrow(), before + 1);
         registry.batch(|_| {});
         assert_eq!(*revisions.borrow(), before + 1);
-        assert_eq!(listed(&registry), ["A2"]);
+        assert_eq!(listed(&registry, &workspace()), ["A2"]);
     }
 
     #[test]
-    fn only_a_real_change_bumps_the_revision() {
+    fn only_a_switch_that_changes_the_tool_set_is_announced() {
         let registry = Registry::default();
+        let workspace = workspace();
         registry.register(group("a", &["A1"]), true).unwrap();
-        let revisions = registry.subscribe();
+        let revisions = workspace.switches().subscribe();
         let before = *revisions.borrow();
-        assert_eq!(registry.set_group_enabled("a", true), Some(false));
+        let view = registry.view(&workspace);
+        assert!(!view.switch(group_switch("a"), true).unwrap());
         assert_eq!(*revisions.borrow(), before);
-        assert_eq!(registry.set_group_enabled("a", false), Some(true));
+        assert!(view.switch(group_switch("a"), false).unwrap());
         assert_eq!(*revisions.borrow(), before + 1);
     }
 }

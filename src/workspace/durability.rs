@@ -1,16 +1,27 @@
 //! How the workspace keeps memory and the store in step: catching up with other processes
-//! before a read, committing a write (and undoing it in memory when the commit fails), and the
-//! batched writes of visits and lazily written variables.
+//! before a read, committing a write (and undoing it in memory when the commit fails or another
+//! process committed first, then deciding it again), and the batched writes of visits and
+//! lazily written variables.
 
 use std::collections::HashSet;
 use std::sync::{Arc, MutexGuard};
 
 use super::{Error, State, VariableEvent, Workspace, names_of};
-use crate::store::{Batch, Visit};
-use crate::vars::{Variable, WriteOutcome};
+use crate::store::{self, Batch, Visit};
+use crate::vars::Variable;
 
 /// Visits waiting to be written before a batch goes out.
 const VISIT_BATCH: usize = 512;
+
+/// How many times a write is decided again after other processes committed before it.
+const ATTEMPTS: usize = 32;
+
+/// What a change made in memory, for [`Workspace::commit_with`] to commit.
+pub(super) struct Applied<T> {
+    pub(super) outcome: T,
+    pub(super) written: Vec<String>,
+    pub(super) removed: Vec<String>,
+}
 
 impl Workspace {
     /// Writes pending visits (`last_visited`, reference counts).
@@ -22,7 +33,7 @@ impl Workspace {
     /// Writes the lazily written variables still waiting for their batch.
     pub fn flush_unsaved(&self) {
         let mut state = self.lock();
-        if let Err(error) = self.persist(&mut state, &[], &[]) {
+        if let Err(error) = self.persist_lazy(&mut state) {
             tracing::warn!(%error, "cannot write cached variables");
         }
     }
@@ -66,8 +77,23 @@ impl Workspace {
         if store.sequence(&self.name)? == state.seen {
             return Ok(state);
         }
+        // An eviction after catching up commits only if nothing came between; else again.
+        let mut attempt = 1;
+        while !self.catch_up(&mut state)? && attempt < ATTEMPTS {
+            attempt += 1;
+        }
+        Ok(state)
+    }
+
+    /// Applies what other processes committed since this one last caught up, announces it,
+    /// then evicts what a full workspace no longer holds; `false` when another process
+    /// committed before that eviction could (it is undone, and the caller catches up again).
+    fn catch_up(&self, state: &mut State) -> Result<bool, Error> {
+        let Some(store) = &self.store else {
+            return Ok(true);
+        };
         // Lazy writes go out first: catching up may reload the whole workspace from the store.
-        self.persist(&mut state, &[], &[])?;
+        self.persist_lazy(state)?;
         let changes = store.changes(&self.name, state.seen)?;
         let mut events = Vec::new();
         if changes.complete {
@@ -100,39 +126,85 @@ impl Workspace {
         }
         state.seen = changes.sequence;
         let evicted = state.system.evict();
-        self.persist(&mut state, &[], &names_of(&evicted))?;
-        events.extend(
-            evicted
-                .iter()
-                .map(|name| (name.to_string(), VariableEvent::Removed)),
-        );
+        let committed = self.persist(state, &[], &names_of(&evicted))?;
+        if committed {
+            events.extend(
+                evicted
+                    .iter()
+                    .map(|name| (name.to_string(), VariableEvent::Removed)),
+            );
+        }
         for (name, event) in events {
             self.announce(Arc::from(name.as_str()), event);
         }
-        Ok(state)
+        Ok(committed)
     }
 
-    pub(super) fn persist_write(
-        &self,
-        state: &mut State,
-        name: &Arc<str>,
-        outcome: &WriteOutcome,
-    ) -> Result<(), Error> {
-        self.persist(state, &[name.to_string()], &names_of(&outcome.evicted))
+    /// Catches up with other processes now, announcing what they changed to this process's
+    /// subscribers (a change heard of from another process).
+    pub fn catch_up_now(&self) -> Result<(), Error> {
+        drop(self.synced()?);
+        Ok(())
     }
 
-    /// Commits what changed in memory, with the lazy writes still waiting; on failure, puts
-    /// the stored rows of `written` and `removed` back in memory (lazy writes wait for the next
-    /// commit).
-    pub(super) fn persist(
+    /// Runs `apply` on the caught-up state and commits the variables it names as written and
+    /// removed, only if no other process committed since this one caught up; when one did, the
+    /// change is undone, and caught up and applied again. The caller announces the outcome
+    /// once it holds the state no more.
+    pub(super) fn commit_with<T>(
         &self,
-        state: &mut State,
-        written: &[String],
-        removed: &[String],
-    ) -> Result<(), Error> {
+        mut apply: impl FnMut(&mut State) -> Result<Applied<T>, Error>,
+    ) -> Result<T, Error> {
+        let mut attempt = 1;
+        loop {
+            let mut state = self.synced()?;
+            let applied = apply(&mut state)?;
+            if self.persist(&mut state, &applied.written, &applied.removed)? {
+                return Ok(applied.outcome);
+            }
+            if attempt >= ATTEMPTS {
+                return Err(self.contended());
+            }
+            attempt += 1;
+        }
+    }
+
+    /// Why a write gave up after other processes committed before it [`ATTEMPTS`] times.
+    fn contended(&self) -> Error {
+        let location = self.store.as_ref().map_or_else(
+            || std::path::PathBuf::from("memory"),
+            |store| store.location().to_owned(),
+        );
+        Error::Store(store::Error::Database {
+            path: location,
+            message: format!(
+                "other instances wrote to workspace `{}` before this write {ATTEMPTS} times in a \
+                 row, so it was not made; nothing was changed, try again",
+                self.name
+            ),
+        })
+    }
+
+    /// Commits the lazy writes still waiting, whatever other processes committed meanwhile
+    /// (their rows are whole, and catching up reads them back).
+    pub(super) fn persist_lazy(&self, state: &mut State) -> Result<(), Error> {
         let Some(store) = &self.store else {
             return Ok(());
         };
+        let batch = Self::batch(state, &[], &[]);
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let commit = store.commit(&self.name, &batch)?;
+        if commit.before == state.seen {
+            state.seen = commit.after;
+        }
+        state.unsaved.clear();
+        Ok(())
+    }
+
+    /// What a commit of `written` and `removed` writes, with the lazy writes still waiting.
+    fn batch(state: &State, written: &[String], removed: &[String]) -> Batch {
         let mut batch = Batch {
             written: written
                 .iter()
@@ -150,16 +222,45 @@ impl Workspace {
                 None => batch.removed.push(name.clone()),
             }
         }
+        batch
+    }
+
+    /// Commits what changed in memory, with the lazy writes still waiting, only if no other
+    /// process committed since this one caught up. When one did (`false`), or the commit
+    /// fails, puts the stored rows of `written` and `removed` back in memory and announces
+    /// them (lazy writes wait for the next commit).
+    pub(super) fn persist(
+        &self,
+        state: &mut State,
+        written: &[String],
+        removed: &[String],
+    ) -> Result<bool, Error> {
+        let Some(store) = &self.store else {
+            return Ok(true);
+        };
+        let batch = Self::batch(state, written, removed);
         if batch.is_empty() {
-            return Ok(());
+            return Ok(true);
         }
-        match store.commit(&self.name, &batch) {
-            Ok(commit) => {
-                if commit.before == state.seen {
-                    state.seen = commit.after;
-                }
+        match store.commit_after(&self.name, state.seen, &batch) {
+            Ok(Some(commit)) => {
+                state.seen = commit.after;
                 state.unsaved.clear();
-                Ok(())
+                Ok(true)
+            }
+            Ok(None) => {
+                // Another process came first: what it wrote replaces this change in memory,
+                // and this process's subscribers hear of it like of any other change.
+                self.undo(state, written.iter().chain(removed));
+                for name in written.iter().chain(removed) {
+                    let event = if state.system.peek(name).is_some() {
+                        VariableEvent::Updated
+                    } else {
+                        VariableEvent::Removed
+                    };
+                    self.announce(Arc::from(name.as_str()), event);
+                }
+                Ok(false)
             }
             Err(error) => {
                 self.undo(state, written.iter().chain(removed));
@@ -182,5 +283,61 @@ impl Workspace {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::store::{SqliteOptions, SqliteStore};
+    use crate::vars::{ListFilter, NewVariable, SystemClock, VarType};
+
+    /// Two processes' workspaces over one SQLite file, each with a connection of its own,
+    /// writing at once past the capacity: every overflow evicts one variable, once.
+    #[test]
+    fn concurrent_writers_in_two_processes_keep_the_capacity_and_evict_once() {
+        const CAPACITY: usize = 8;
+        const WRITES: usize = 40;
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("synapse.db");
+        let open = || {
+            let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+            Arc::new(Workspace::open("w", CAPACITY, Arc::new(SystemClock::new()), store).unwrap())
+        };
+        let workspaces = [open(), open()];
+        let writers: Vec<_> = workspaces
+            .iter()
+            .enumerate()
+            .map(|(process, workspace)| {
+                let workspace = Arc::clone(workspace);
+                std::thread::spawn(move || {
+                    let mut evicted = Vec::new();
+                    for write in 0..WRITES {
+                        let name = format!("p{process}-{write}");
+                        let variable = NewVariable::text(name, "value", VarType::LlmAdd);
+                        let outcome = workspace.insert(variable).unwrap();
+                        evicted.extend(outcome.evicted.iter().map(ToString::to_string));
+                    }
+                    evicted
+                })
+            })
+            .collect();
+        let evicted: Vec<String> = writers
+            .into_iter()
+            .flat_map(|writer| writer.join().unwrap())
+            .collect();
+        let once: BTreeSet<&String> = evicted.iter().collect();
+        assert_eq!(once.len(), evicted.len(), "evicted twice: {evicted:?}");
+        let survivors: BTreeSet<String> = workspaces[0]
+            .list(&ListFilter::default())
+            .unwrap()
+            .iter()
+            .map(|variable| variable.name.to_string())
+            .collect();
+        assert_eq!(survivors.len(), CAPACITY);
+        assert_eq!(evicted.len(), 2 * WRITES - CAPACITY);
+        assert!(once.iter().all(|name| !survivors.contains(*name)));
     }
 }

@@ -69,11 +69,29 @@ impl Workspace {
         };
         if outcome.is_ok() {
             self.state_bytes.store(state_bytes, Ordering::Relaxed);
-            if self.changes.receiver_count() > 0 {
-                self.changes.send(Change::State).ok();
-            }
+            self.announce_state();
         }
         Ok(outcome)
+    }
+
+    /// Tells subscribers the state document changed (here, or in another process: then its
+    /// size is read again too, for the byte cap).
+    pub fn announce_state(&self) {
+        // Sending fails only when nobody listens, which is normal.
+        if self.changes.receiver_count() > 0 {
+            self.changes.send(Change::State).ok();
+        }
+    }
+
+    /// What another process changed in the state document: its size is read again for the
+    /// byte cap, and subscribers hear of it.
+    pub fn state_changed_elsewhere(&self) -> Result<(), Error> {
+        if self.store.is_some() {
+            let length = compact_length(&self.state()?);
+            self.state_bytes.store(length, Ordering::Relaxed);
+        }
+        self.announce_state();
+        Ok(())
     }
 
     /// Caps the workspace's bytes (variable values and the state document's JSON text).

@@ -21,7 +21,7 @@ use crate::common::{Client, Elicitation, TestClient, binary, call, is_error, qui
 
 /// A `serve --http` process on a free loopback port, with its tokens file.
 pub(crate) struct HttpServer {
-    child: Child,
+    pub(crate) child: Child,
     address: String,
     folder: tempfile::TempDir,
     /// Where its `/metrics` are, when started with `--metrics`.
@@ -37,11 +37,22 @@ impl HttpServer {
         let folder = tempfile::tempdir().unwrap();
         let tokens = folder.path().join("tokens.toml");
         std::fs::write(&tokens, "").unwrap();
+        Self::start_with(folder, &tokens, "memory", args).await
+    }
+
+    /// The same, with a tokens file and a store of the caller's (several servers may share
+    /// them); `folder` lives as long as the server.
+    pub(crate) async fn start_with(
+        folder: tempfile::TempDir,
+        tokens: &Path,
+        store: &str,
+        args: &[&str],
+    ) -> Self {
         let mut child = Command::new(binary())
             .env("HOME", quiet_home())
             .args(["serve", "--http", "127.0.0.1:0", "--tokens"])
-            .arg(&tokens)
-            .args(["--store", "memory"])
+            .arg(tokens)
+            .args(["--store", store])
             .args(if args.contains(&"--log-level") {
                 &[][..]
             } else {
@@ -166,7 +177,12 @@ pub(crate) fn http_client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
-fn add_token(tokens: &Path, principal: &str, workspaces: &[&str], read_only: bool) -> String {
+pub(crate) fn add_token(
+    tokens: &Path,
+    principal: &str,
+    workspaces: &[&str],
+    read_only: bool,
+) -> String {
     let mut command = std::process::Command::new(binary());
     command
         .args(["token", "add", "--tokens"])
@@ -189,7 +205,7 @@ fn add_token(tokens: &Path, principal: &str, workspaces: &[&str], read_only: boo
     token.trim().to_owned()
 }
 
-fn initialize() -> Value {
+pub(crate) fn initialize() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "1"}}})
@@ -390,6 +406,50 @@ async fn ask_once_approvals_are_remembered_per_principal() {
     assert!(!is_error(&written), "{written:?}");
     assert_eq!(asker.asked().len(), 1, "bob answers for himself");
     client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_tool_switch_holds_in_its_own_workspace_only() {
+    let server = HttpServer::start(&[]).await;
+    let alice = server.token("alice", &["research", "shared"], false);
+    let approving = || TestClient::new(Elicitation::Accept(json!({"approve": true})));
+    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+        tools
+            .into_iter()
+            .map(|tool| tool.name.into_owned())
+            .collect()
+    };
+    let research = server.client("/mcp", &alice, approving()).await;
+    let switched = call(
+        &research,
+        "ToolGroups",
+        json!({"action": "disable", "group": "snapshots"}),
+    )
+    .await;
+    assert!(!is_error(&switched), "{switched:?}");
+    let in_research = names(research.list_all_tools().await.unwrap());
+    assert!(
+        !in_research.contains(&"SnapshotGet".to_owned()),
+        "{in_research:?}"
+    );
+    research.cancel().await.unwrap();
+
+    let shared = server.client("/mcp/shared", &alice, approving()).await;
+    let in_shared = names(shared.list_all_tools().await.unwrap());
+    assert!(
+        in_shared.contains(&"SnapshotGet".to_owned()),
+        "{in_shared:?}"
+    );
+    let listed = call(&shared, "ToolGroups", json!({})).await;
+    let groups = &listed.structured_content.unwrap()["groups"];
+    let snapshots = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|group| group["name"] == "snapshots")
+        .unwrap();
+    assert_eq!(snapshots["enabled"], true, "{groups}");
+    shared.cancel().await.unwrap();
 }
 
 #[tokio::test]

@@ -22,6 +22,7 @@ mod floors;
 mod function_tools;
 mod fuzz_regressions;
 mod http;
+mod instances;
 mod layers;
 mod logging;
 mod notifications;

@@ -8,12 +8,13 @@ use std::path::Path;
 
 use tokio_postgres::Row;
 
+use super::listen::{CHANNEL, Kind};
 use super::{Failure, PostgresStore, Session, column, ensure_workspace, text_of};
 use crate::json::nesting;
 use crate::store::rows::{
     VariableRow, count, kind_name, micros, pool_key, removals_pruned_below, stored_count, tags_text,
 };
-use crate::store::{Batch, Changes, Commit, Error, Loaded, Store, Visit, WorkspaceSummary};
+use crate::store::{Batch, Changes, Commit, Error, Heard, Loaded, Store, Visit, WorkspaceSummary};
 use crate::vars::{Record, wall_clock};
 
 const SELECT_VARIABLE: &str = "SELECT v.name, coalesce(v.value, p.value), v.kind, v.var_type, \
@@ -74,6 +75,45 @@ fn sequence_of(
         Some(row) => Ok((count(column(&row, 0)?), count(column(&row, 1)?))),
         None => Ok((0, 0)),
     }
+}
+
+/// Takes the workspace's next sequence (creating the workspace when it is new), locking its row
+/// until the transaction ends; with `expected`, only while the sequence is still that one
+/// (`None` otherwise). Under READ COMMITTED an update that waited for another writer's row
+/// lock re-reads the row, so a writer that came first is always seen. The same statement
+/// queues `payload` for the other instances (`NOTIFY`, sent if the transaction commits), only
+/// when it took a sequence.
+fn next_sequence(
+    session: &mut Session<'_>,
+    workspace: &str,
+    expected: Option<u64>,
+    payload: &str,
+) -> Result<Option<i64>, Failure> {
+    let created = micros(wall_clock());
+    let row = match expected {
+        None => session.query_opt(
+            "INSERT INTO workspaces (name, created, sequence) VALUES ($1, $2, 1) \
+             ON CONFLICT (name) DO UPDATE SET sequence = workspaces.sequence + 1 \
+             RETURNING sequence, pg_notify($3, $4)::text",
+            &[&workspace, &created, &CHANNEL, &payload],
+        )?,
+        Some(expected) => {
+            let updated = session.query_opt(
+                "UPDATE workspaces SET sequence = sequence + 1 \
+                 WHERE name = $1 AND sequence = $2 RETURNING sequence, pg_notify($3, $4)::text",
+                &[&workspace, &stored_count(expected), &CHANNEL, &payload],
+            )?;
+            match updated {
+                None if expected == 0 => session.query_opt(
+                    "INSERT INTO workspaces (name, created, sequence) VALUES ($1, $2, 1) \
+                     ON CONFLICT (name) DO NOTHING RETURNING sequence, pg_notify($3, $4)::text",
+                    &[&workspace, &created, &CHANNEL, &payload],
+                )?,
+                other => other,
+            }
+        }
+    };
+    row.map(|row| column(&row, 0)).transpose()
 }
 
 fn pooled_hash(
@@ -240,16 +280,18 @@ impl Store for PostgresStore {
         })
     }
 
-    fn commit(&self, workspace: &str, batch: &Batch) -> Result<Commit, Error> {
+    fn commit_checked(
+        &self,
+        workspace: &str,
+        expected: Option<u64>,
+        batch: &Batch,
+    ) -> Result<Option<Commit>, Error> {
+        let payload = self.payload(workspace, Kind::Variables);
         let work = |session: &mut Session<'_>| {
-            // Creates the workspace or takes the next sequence, and holds its row until commit.
-            let row = session.query_opt(
-                "INSERT INTO workspaces (name, created, sequence) VALUES ($1, $2, 1) \
-                 ON CONFLICT (name) DO UPDATE SET sequence = workspaces.sequence + 1 \
-                 RETURNING sequence",
-                &[&workspace, &micros(wall_clock())],
-            )?;
-            let stamp: i64 = row.map_or(Ok(1), |row| column(&row, 0))?;
+            // Takes the next sequence and holds the workspace's row until commit.
+            let Some(stamp) = next_sequence(session, workspace, expected, &payload)? else {
+                return Ok(None);
+            };
             let after = count(stamp);
             let before = after.saturating_sub(1);
             let mut released = Vec::new();
@@ -271,7 +313,7 @@ impl Store for PostgresStore {
             }
             release_pooled(session, &released)?;
             prune_removals(session, workspace, after)?;
-            Ok(Commit { before, after })
+            Ok(Some(Commit { before, after }))
         };
         if batch.written.is_empty() {
             self.write(work)
@@ -371,7 +413,8 @@ impl Store for PostgresStore {
                      ON CONFLICT (workspace, target) DO UPDATE SET enabled = excluded.enabled",
                     &[&workspace, &target, &enabled],
                 )
-                .map(drop)
+                .map(drop)?;
+            self.announce(session, workspace, Kind::Switches)
         })
     }
 
@@ -400,6 +443,7 @@ impl Store for PostgresStore {
                  ON CONFLICT (workspace) DO UPDATE SET document = excluded.document",
                 &[&workspace, &document.to_string()],
             )?;
+            self.announce(session, workspace, Kind::State)?;
             Ok(Ok(document))
         })
     }
@@ -425,6 +469,10 @@ impl Store for PostgresStore {
                 })
                 .collect()
         })
+    }
+
+    fn listen(&self) -> Option<tokio::sync::broadcast::Receiver<Heard>> {
+        self.heard()
     }
 
     fn delete_workspace(&self, workspace: &str) -> Result<bool, Error> {

@@ -240,10 +240,18 @@ impl Store for SqliteStore {
         })
     }
 
-    fn commit(&self, workspace: &str, batch: &Batch) -> Result<Commit, Error> {
+    fn commit_checked(
+        &self,
+        workspace: &str,
+        expected: Option<u64>,
+        batch: &Batch,
+    ) -> Result<Option<Commit>, Error> {
         let commit = self.write(|transaction| {
             ensure_workspace(transaction, workspace)?;
             let (before, _) = sequence_of(transaction, workspace)?;
+            if expected.is_some_and(|expected| expected != before) {
+                return Ok(None);
+            }
             let after = before + 1;
             let stamp = i64::try_from(after).unwrap_or(i64::MAX);
             let mut released = Vec::new();
@@ -265,15 +273,17 @@ impl Store for SqliteStore {
                 .prepare_cached("UPDATE workspaces SET sequence = ?2 WHERE name = ?1")?
                 .execute(params![workspace, stamp])?;
             prune_removals(transaction, workspace, after)?;
-            Ok(Commit { before, after })
+            Ok(Some(Commit { before, after }))
         })?;
         // This connection's own commits leave `data_version` alone, so the new sequence is
         // recorded here; a commit by another connection clears the whole record.
-        self.known
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .sequences
-            .insert(workspace.to_owned(), commit.after);
+        if let Some(commit) = &commit {
+            self.known
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .sequences
+                .insert(workspace.to_owned(), commit.after);
+        }
         Ok(commit)
     }
 

@@ -73,7 +73,7 @@ impl Executor {
     }
 
     fn with_sections(&self, render: impl FnOnce(&[rules::Section<'_>]) -> String) -> String {
-        let groups = self.registry.enabled_groups();
+        let groups = self.tools().enabled_groups();
         let sections: Vec<_> = groups
             .iter()
             .map(|group| Section {

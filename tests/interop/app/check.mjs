@@ -340,6 +340,22 @@ async function checks() {
       return `${summary}; ${changes.join("; ")}; its result variable opened`;
     });
 
+    await check(`${theme}: opened by SnapshotList, the page handed over is drawn; a cut page is asked for whole`, async () => {
+      const ownCalls = async (from) => (await page.evaluate(() => window.hostLog)).slice(from)
+        .filter((entry) => entry.method === "tools/call" && entry.params?.name === "SnapshotList").length;
+      const drawn = async (args) => {
+        const from = (await page.evaluate(() => window.hostLog)).length;
+        ({ frame } = await showView(page, html, "SnapshotList", args));
+        await frame.waitForFunction(() => document.getElementById("floor-count").textContent === "floors 51–80 of 80", null, { timeout: WAIT_MS });
+        return ownCalls(from);
+      };
+      const whole = await drawn({ chatFile: longChat.chatFile });
+      if (whole !== 0) throw new Fail(`the view called SnapshotList ${whole}x for a page it was handed whole`);
+      const cut = await drawn({ chatFile: longChat.chatFile, _outputLimit: 1500 });
+      if (cut !== 1) throw new Fail(`the view called SnapshotList ${cut}x for a page the output limit cut`);
+      return "the whole page drawn with no call of its own; the cut one asked for once";
+    });
+
     await check(`${theme}: host context changes and display modes`, async () => {
       const other = theme === "light" ? "dark" : "light";
       await page.evaluate((other) => window.setTheme(other), other);
