@@ -86,6 +86,12 @@ impl Server {
         }
     }
 
+    /// A server for one more connection to an app already served, observed (a span per request,
+    /// and metrics when they are on; `server/metrics.rs`): what rmcp is given over HTTP.
+    fn observed(app: Arc<App>) -> metrics::Observed {
+        metrics::Observed::new(Self::shared(app))
+    }
+
     /// The space a request works in: over HTTP, the workspace and caller the HTTP layer
     /// authorized for it (`server/http.rs` puts them in the request's extensions); on stdio,
     /// the configured workspace.

@@ -28,7 +28,6 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::metrics::Observed;
 use super::{Error, Server};
 use crate::app::App;
 use crate::config::HttpSettings;
@@ -153,7 +152,7 @@ fn router(gate: &Arc<Gate>, settings: &HttpSettings, stop: CancellationToken) ->
         .with_cancellation_token(stop);
     let app = Arc::clone(&gate.app);
     let service = StreamableHttpService::new(
-        move || Ok(Observed::new(Server::shared(Arc::clone(&app)))),
+        move || Ok(Server::observed(Arc::clone(&app))),
         Arc::new(LocalSessionManager::default()),
         config,
     );

@@ -14,7 +14,7 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 
-use crate::common::{Elicitation, TestClient, binary, call, is_error, quiet_home};
+use crate::common::{Client, Elicitation, TestClient, binary, call, is_error, quiet_home};
 use crate::http::{HttpServer, http_client};
 
 /// `GET http://ADDRESS/metrics`, checked to be Prometheus text.
@@ -53,18 +53,23 @@ fn assert_samples(page: &str, expected: &[(&str, f64)]) {
     }
 }
 
-#[tokio::test]
-async fn metrics_count_and_time_each_method_and_tool_by_outcome() {
-    let server = HttpServer::start(&["--metrics", "127.0.0.1:0"]).await;
-    let address = server.metrics.clone().expect("the server says where");
+/// Principal alice's initialize-era client in workspace `research`.
+async fn alice_in_research(server: &HttpServer) -> Client {
     let token = server.token("alice", &["research"], false);
-    let client = server
+    server
         .client(
             "/mcp/research",
             &token,
             TestClient::new(Elicitation::Unsupported),
         )
-        .await;
+        .await
+}
+
+#[tokio::test]
+async fn metrics_count_and_time_each_method_and_tool_by_outcome() {
+    let server = HttpServer::start(&["--metrics", "127.0.0.1:0"]).await;
+    let address = server.metrics.clone().expect("the server says where");
+    let client = alice_in_research(&server).await;
     client.list_all_tools().await.unwrap();
     let written = call(
         &client,
@@ -259,14 +264,7 @@ async fn json_logs_over_http_name_the_principal_and_workspace() {
         "synapse_mcp=debug,warn",
     ])
     .await;
-    let token = server.token("alice", &["research"], false);
-    let client = server
-        .client(
-            "/mcp/research",
-            &token,
-            TestClient::new(Elicitation::Unsupported),
-        )
-        .await;
+    let client = alice_in_research(&server).await;
     let written = call(
         &client,
         "WriteVar",
@@ -297,4 +295,33 @@ async fn json_logs_over_http_name_the_principal_and_workspace() {
     assert_eq!(handled["span"]["principal"], "alice");
     assert_eq!(handled["fields"]["outcome"], "ok");
     assert!(handled["fields"]["elapsed_us"].is_u64(), "{handled}");
+}
+
+/// The `fn` names of the `impl` block that starts with `header` in the source file `path`.
+fn methods_of(path: &str, header: &str) -> std::collections::BTreeSet<String> {
+    let source = std::fs::read_to_string(crate::common::manifest(path)).unwrap();
+    let start = source
+        .find(header)
+        .unwrap_or_else(|| panic!("no `{header}` in {path}"));
+    let block = &source[start..];
+    let block = &block[..block.find("\n}\n").unwrap()];
+    block
+        .split("fn ")
+        .skip(1)
+        .map(|rest| rest.split(['(', '<']).next().unwrap().to_owned())
+        .collect()
+}
+
+/// rmcp is given `Observed`, not `Server`: a method `Server` implements that `Observed` does
+/// not pass on would silently fall back to rmcp's default.
+#[test]
+fn the_observed_handler_passes_on_every_method_of_the_server() {
+    let server = methods_of("src/server.rs", "impl ServerHandler for Server {");
+    let observed = methods_of("src/server/metrics.rs", "impl ServerHandler for Observed {");
+    let missing: Vec<&String> = server.difference(&observed).collect();
+    assert!(missing.is_empty(), "Observed does not pass on {missing:?}");
+    assert!(
+        server.contains("call_tool") && server.len() > 10,
+        "{server:?}"
+    );
 }
