@@ -1,4 +1,4 @@
-//! Observing requests (docs/operations.md): [`Observed`] wraps the MCP service of every
+//! Observing requests (docs/operations.md): `Observed` is the MCP handler of every
 //! connection, stdio or HTTP, gives each request a tracing span (method, request id, tool,
 //! workspace, principal) that every log line emitted while it is handled carries, and — once
 //! [`start`] installed the Prometheus recorder — counts and times it. [`start`] serves the text
