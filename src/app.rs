@@ -288,6 +288,11 @@ impl App {
             .is_none_or(|store| store.sequence(workspace.name()).is_ok())
     }
 
+    /// The store's database connections now (`/metrics`); `None` for the memory store.
+    pub fn store_connections(&self) -> Option<crate::store::Connections> {
+        self.default.executor.workspace().store()?.connections()
+    }
+
     /// The current skill library, reloaded after a save or a change on disk.
     pub fn shelf(&self) -> &Shelf {
         &self.shelf

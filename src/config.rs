@@ -106,6 +106,24 @@ pub struct Cli {
     /// More logging on stderr (-v debug, -vv trace).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+    /// How log lines on stderr look: `text` (the default) or `json`, one object per line
+    /// (or `log_format` in the config file).
+    #[arg(long, value_name = "FORMAT", global = true)]
+    pub log_format: Option<LogFormat>,
+}
+
+/// How log lines on stderr look.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `target`, `fields` (the message and
+    /// the event's fields) and `span` (the request's method, id, tool, workspace, principal).
+    Json,
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -188,6 +206,11 @@ pub struct ServeArgs {
     /// The claim listing the workspaces the principal may use (default `workspaces`).
     #[arg(long, value_name = "CLAIM")]
     pub oauth_workspaces_claim: Option<String>,
+    /// Serve Prometheus metrics at `http://ADDR/metrics` (`127.0.0.1:9464`), over stdio or
+    /// HTTP alike; whoever reaches ADDR may read them, so keep it on loopback or an internal
+    /// network (docs/operations.md).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// `token`: the tokens file's entries.
@@ -374,6 +397,19 @@ pub struct FileConfig {
     /// Serving over Streamable HTTP (`serve --http` wins over these).
     #[serde(default)]
     pub http: HttpTable,
+    /// How log lines on stderr look: `text` (default) or `json`; `--log-format` wins.
+    pub log_format: Option<LogFormat>,
+    /// Prometheus metrics (`serve --metrics` wins).
+    #[serde(default)]
+    pub metrics: MetricsTable,
+}
+
+/// `[metrics]`: where Prometheus metrics are served.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsTable {
+    /// The address whose `/metrics` serves them (`127.0.0.1:9464`); without it, none are kept.
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// `[http]`: serving over Streamable HTTP instead of stdio.
@@ -514,6 +550,10 @@ pub struct Config {
     pub file: Option<PathBuf>,
     /// Serve over HTTP (`serve --http` or `[http] listen`); `None`: stdio.
     pub http: Option<HttpSettings>,
+    /// Serve Prometheus metrics on this address (`serve --metrics` or `[metrics] listen`).
+    pub metrics: Option<std::net::SocketAddr>,
+    /// How log lines look (`--log-format`, else the file's `log_format`).
+    pub log_format: LogFormat,
 }
 
 impl Default for Config {
@@ -571,9 +611,12 @@ impl Config {
         }
         if let Some(Command::Serve(serve)) = &cli.command {
             config.http = http_settings(serve, &file.http);
+            config.metrics = serve.metrics.or(file.metrics.listen);
         } else if cli.command.is_none() {
             config.http = http_settings(&ServeArgs::default(), &file.http);
+            config.metrics = file.metrics.listen;
         }
+        config.log_format = cli.log_format.or(file.log_format).unwrap_or_default();
         Ok(config)
     }
 
@@ -639,6 +682,8 @@ impl Config {
             upstreams: Vec::new(),
             file: None,
             http: None,
+            metrics: None,
+            log_format: LogFormat::default(),
         }
     }
 

@@ -107,11 +107,14 @@ pub async fn run(
         None | Some(config::Command::Serve(_)) => {
             drop(stdout);
             app::make_tool_home();
-            let app = app::App::open(config)?;
+            let app = std::sync::Arc::new(app::App::open(config)?);
+            if let Some(address) = config.metrics {
+                server::metrics::start(address, std::sync::Arc::clone(&app)).await?;
+            }
             if let Some(http) = &config.http {
                 server::http::serve(app, http).await?;
             } else {
-                let server = server::Server::new(app);
+                let server = server::Server::shared(app);
                 tracing::info!("{}", server.readiness_line());
                 server.serve_stdio().await?;
             }

@@ -2,7 +2,6 @@
 
 use clap::Parser;
 use synapse_mcp::config::{Cli, Config};
-use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -18,15 +17,15 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<std::process::ExitCode> {
     let cli = Cli::parse();
+    // Read first, so that the file's `log_format` applies; it logs nothing itself.
+    let config = Config::load(&cli)?;
     // Logs go to stderr, and to clients that set a level (`logging/setLevel`).
-    let stderr = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_filter(tracing_subscriber::EnvFilter::new(cli.log_filter()));
     tracing_subscriber::registry()
-        .with(stderr)
+        .with(synapse_mcp::server::stderr_layer(
+            config.log_format,
+            &cli.log_filter(),
+        ))
         .with(synapse_mcp::server::logging_layer())
         .init();
-    let config = Config::load(&cli)?;
     Ok(synapse_mcp::run(&cli, &config).await?)
 }

@@ -9,6 +9,7 @@ mod completion;
 mod errors;
 pub mod http;
 mod logging;
+pub mod metrics;
 mod notifications;
 mod pages;
 mod prompts;
@@ -21,7 +22,7 @@ pub mod transport;
 mod uri;
 mod view;
 
-pub use logging::layer as logging_layer;
+pub use logging::{layer as logging_layer, stderr_layer};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -85,6 +86,12 @@ impl Server {
         }
     }
 
+    /// A server for one more connection to an app already served, observed (a span per request,
+    /// and metrics when they are on; `server/metrics.rs`): what rmcp is given over HTTP.
+    fn observed(app: Arc<App>) -> metrics::Observed {
+        metrics::Observed::new(Self::shared(app))
+    }
+
     /// The space a request works in: over HTTP, the workspace and caller the HTTP layer
     /// authorized for it (`server/http.rs` puts them in the request's extensions); on stdio,
     /// the configured workspace.
@@ -111,8 +118,8 @@ impl Server {
     /// Serves one MCP session over stdin/stdout until the client closes it.
     pub async fn serve_stdio(self) -> Result<(), Error> {
         let (reader, writer) = rmcp::transport::io::stdio_pipes();
-        let serving =
-            logging::PerRequestLogging(self).serve(transport::LineTransport::new(reader, writer));
+        let service = logging::PerRequestLogging(metrics::Observed::new(self));
+        let serving = service.serve(transport::LineTransport::new(reader, writer));
         let running = Box::pin(serving)
             .await
             .map_err(|error| Error::Start(error.to_string()))?;

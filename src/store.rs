@@ -176,6 +176,21 @@ pub trait Store: Send + Sync {
     fn listen(&self) -> Option<broadcast::Receiver<Heard>> {
         None
     }
+    /// The database connections held now, for the metrics; `None` when there are none to tell.
+    fn connections(&self) -> Option<Connections> {
+        None
+    }
+}
+
+/// A store's database connections at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Connections {
+    /// Serving a call now.
+    pub in_use: usize,
+    /// Open and waiting for one.
+    pub idle: usize,
+    /// The most the store opens.
+    pub max: usize,
 }
 
 /// A change another process committed, as the store heard of it.

@@ -95,7 +95,7 @@ struct Gate {
 }
 
 /// Serves `app` over Streamable HTTP until SIGTERM or ctrl-c.
-pub async fn serve(app: App, settings: &HttpSettings) -> Result<(), Error> {
+pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> {
     let tokens = match &settings.tokens {
         Some(path) => Some(Tokens::open(path).map_err(|error| Error::Start(error.to_string()))?),
         None => None,
@@ -127,7 +127,6 @@ pub async fn serve(app: App, settings: &HttpSettings) -> Result<(), Error> {
     if let Some(idle) = settings.session_idle {
         sessions.session_config.keep_alive = Some(idle);
     }
-    let app = Arc::new(app);
     let stop = CancellationToken::new();
     let gate = Arc::new(Gate {
         default_workspace: app.executor().workspace().name().to_owned(),
@@ -231,7 +230,7 @@ fn router(gate: &Arc<Gate>, settings: &HttpSettings, stop: CancellationToken) ->
         .with_cancellation_token(stop);
     let app = Arc::clone(&gate.app);
     let service = StreamableHttpService::new(
-        move || Ok(Server::shared(Arc::clone(&app))),
+        move || Ok(Server::observed(Arc::clone(&app))),
         Arc::clone(&gate.sessions),
         config,
     );

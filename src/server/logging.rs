@@ -35,6 +35,8 @@ use tracing::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::{Context, Filter};
 
+use crate::config::LogFormat;
+
 /// Messages a client's queue holds before new ones are dropped.
 const QUEUE: usize = 256;
 /// The crate whose events are forwarded.
@@ -171,6 +173,28 @@ impl<S: Service<RoleServer>> Service<RoleServer> for PerRequestLogging<S> {
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         self.0.supported_protocol_versions()
+    }
+}
+
+/// The log on stderr, as `format` says, with the events `filter` lets through (a tracing
+/// filter: `info`, `synapse_mcp=debug,warn`). JSON lines carry the event's `fields` and, inside
+/// a request, its `span`: method, request id, tool, workspace and principal.
+pub fn stderr_layer<S>(format: LogFormat, filter: &str) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: Subscriber + for<'lookup> tracing_subscriber::registry::LookupSpan<'lookup>,
+{
+    let filter = tracing_subscriber::EnvFilter::new(filter);
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    match format {
+        LogFormat::Text => layer.with_filter(filter).boxed(),
+        LogFormat::Json => layer
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_filter(filter)
+            .boxed(),
     }
 }
 

@@ -24,6 +24,10 @@ pub(crate) struct HttpServer {
     pub(crate) child: Child,
     pub(crate) address: String,
     folder: tempfile::TempDir,
+    /// Where its `/metrics` are, when started with `--metrics`.
+    pub(crate) metrics: Option<String>,
+    /// Its log lines from the one that says where it listens on.
+    pub(crate) log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl HttpServer {
@@ -48,33 +52,47 @@ impl HttpServer {
             .env("HOME", quiet_home())
             .args(["serve", "--http", "127.0.0.1:0", "--tokens"])
             .arg(tokens)
-            .args(["--store", store, "--log-level", "info"])
+            .args(["--store", store])
+            .args(if args.contains(&"--log-level") {
+                &[][..]
+            } else {
+                &["--log-level", "info"][..]
+            })
             .args(args)
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let address = loop {
+        let mut metrics = None;
+        let (address, first) = loop {
             let line = lines
                 .next_line()
                 .await
                 .unwrap()
                 .expect("the server says where it listens");
+            if let Some((_, rest)) = line.split_once("metrics at http://") {
+                metrics = Some(rest.split('/').next().unwrap().to_owned());
+            }
             if let Some((_, rest)) = line.split_once("ready on http://") {
-                break rest.split('/').next().unwrap().to_owned();
+                break (rest.split('/').next().unwrap().to_owned(), line);
             }
         };
+        let log = std::sync::Arc::new(std::sync::Mutex::new(vec![first]));
+        let kept = std::sync::Arc::clone(&log);
         // The rest of its log goes to the test's stderr, shown when a test fails.
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
                 let _ = writeln!(std::io::stderr(), "{line}");
+                kept.lock().unwrap().push(line);
             }
         });
         Self {
             child,
             address,
             folder,
+            metrics,
+            log,
         }
     }
 

@@ -488,4 +488,13 @@ impl Store for PostgresStore {
             Ok(deleted > 0)
         })
     }
+
+    fn connections(&self) -> Option<crate::store::Connections> {
+        let pool = self.pool();
+        Some(crate::store::Connections {
+            in_use: pool.open.saturating_sub(pool.idle.len()),
+            idle: pool.idle.len(),
+            max: super::CONNECTIONS,
+        })
+    }
 }

@@ -429,4 +429,17 @@ impl Store for SqliteStore {
             Ok(deleted > 0)
         })
     }
+
+    /// The one connection, shared under a lock: in use while a call holds it.
+    fn connections(&self) -> Option<crate::store::Connections> {
+        let in_use = usize::from(matches!(
+            self.connection.try_lock(),
+            Err(std::sync::TryLockError::WouldBlock)
+        ));
+        Some(crate::store::Connections {
+            in_use,
+            idle: 1 - in_use,
+            max: 1,
+        })
+    }
 }

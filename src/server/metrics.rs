@@ -1,0 +1,633 @@
+//! Observing requests (docs/operations.md): `Observed` is the MCP handler of every
+//! connection, stdio or HTTP, gives each request a tracing span (method, request id, tool,
+//! workspace, principal) that every log line emitted while it is handled carries, and — once
+//! [`start`] installed the Prometheus recorder — counts and times it. [`start`] serves the text
+//! at `GET /metrics` on an address of its own.
+//!
+//! Labels carry method names and the names of tools the server has, nothing a client chose:
+//! a custom method counts as `custom`, an unknown tool as `unknown`, and no workspace, principal
+//! or variable name is ever a label, so what a scrape shows is bounded by the tool list.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use rmcp::model::{
+    CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
+    CompleteRequestMethod, CompleteRequestParams, CompleteResult, ConstString,
+    DiscoverRequestMethod, DiscoverResult, GetPromptRequestMethod, GetPromptRequestParams,
+    GetPromptResponse, GetSkillRequestMethod, GetSkillRequestParams, GetSkillResult,
+    InitializeRequestParams, InitializeResult, InitializeResultMethod, ListPromptsRequestMethod,
+    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
+    ListResourcesRequestMethod, ListResourcesResult, ListSkillsRequestMethod, ListSkillsResult,
+    ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams, PingRequestMethod,
+    ProgressNotificationParam, ProtocolVersion, ReadResourceDirectoryRequestMethod,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestMethod,
+    ReadResourceRequestParams, ReadResourceResponse, ServerConfig, SetLevelRequestMethod,
+    SubscribeRequestMethod, SubscribeRequestParams, SubscriptionFilter, Tool as WireTool,
+    UnsubscribeRequestMethod, UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use tracing::Instrument as _;
+
+use super::{Error, Server};
+use crate::app::App;
+
+/// Whether the recorder is installed: without it, requests are not measured at all.
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Latency buckets, in seconds: from a cached read to a long plan or a slow upstream.
+const BUCKETS: [f64; 14] = [
+    0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0,
+];
+
+/// How often histogram samples are folded in when nobody scrapes.
+const UPKEEP: Duration = Duration::from_secs(5);
+
+const REQUESTS: &str = "synapse_mcp_requests_total";
+const REQUEST_SECONDS: &str = "synapse_mcp_request_duration_seconds";
+const IN_FLIGHT: &str = "synapse_mcp_requests_in_flight";
+const TOOL_CALLS: &str = "synapse_mcp_tool_calls_total";
+const TOOL_SECONDS: &str = "synapse_mcp_tool_call_duration_seconds";
+const SESSIONS: &str = "synapse_mcp_sessions_active";
+const STORE_CONNECTIONS: &str = "synapse_mcp_store_connections";
+const STORE_CONNECTIONS_MAX: &str = "synapse_mcp_store_connections_max";
+const STORE_UP: &str = "synapse_mcp_store_up";
+const BUILD_INFO: &str = "synapse_mcp_build_info";
+
+/// Installs the Prometheus recorder and serves `/metrics` on `address` until the process ends.
+/// Returns the address bound (port 0 picks a free one).
+pub async fn start(address: SocketAddr, app: Arc<App>) -> Result<SocketAddr, Error> {
+    let handle = PrometheusBuilder::new()
+        .set_buckets(&BUCKETS)
+        .and_then(PrometheusBuilder::install_recorder)
+        .map_err(|error| Error::Start(format!("cannot keep metrics: {error}")))?;
+    describe();
+    ENABLED.store(true, Ordering::Relaxed);
+    metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| Error::Start(format!("cannot serve metrics on {address}: {error}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|error| Error::Start(error.to_string()))?;
+    let upkeep = handle.clone();
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(UPKEEP);
+        loop {
+            ticks.tick().await;
+            upkeep.run_upkeep();
+        }
+    });
+    let router = Router::new()
+        .route("/metrics", get(scrape))
+        .with_state(Arc::new(Scrape { handle, app }));
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, router).await {
+            tracing::warn!(%error, "the metrics listener stopped");
+        }
+    });
+    tracing::info!("metrics at http://{bound}/metrics");
+    Ok(bound)
+}
+
+/// What a scrape reads.
+struct Scrape {
+    handle: PrometheusHandle,
+    app: Arc<App>,
+}
+
+/// `GET /metrics`: the store's and the process's figures of this moment, then everything
+/// counted, in Prometheus' text format.
+async fn scrape(State(scrape): State<Arc<Scrape>>) -> impl IntoResponse {
+    let app = Arc::clone(&scrape.app);
+    // The store's checks may wait on a connection: off the request threads.
+    let store =
+        tokio::task::spawn_blocking(move || (app.store_is_reachable(), app.store_connections()))
+            .await
+            .unwrap_or((false, None));
+    let (reachable, connections) = store;
+    metrics::gauge!(STORE_UP).set(if reachable { 1.0 } else { 0.0 });
+    if let Some(connections) = connections {
+        metrics::gauge!(STORE_CONNECTIONS, "state" => "in_use").set(count(connections.in_use));
+        metrics::gauge!(STORE_CONNECTIONS, "state" => "idle").set(count(connections.idle));
+        metrics::gauge!(STORE_CONNECTIONS_MAX).set(count(connections.max));
+    }
+    let mut text = scrape.handle.render();
+    process(&mut text);
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+}
+
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "connection counts are far below 2^52"
+)]
+fn count(value: usize) -> f64 {
+    value as f64
+}
+
+fn describe() {
+    metrics::describe_counter!(
+        REQUESTS,
+        "MCP requests handled, by method and outcome (ok, or error: a JSON-RPC error)"
+    );
+    metrics::describe_histogram!(
+        REQUEST_SECONDS,
+        metrics::Unit::Seconds,
+        "Time to handle an MCP request, by method"
+    );
+    metrics::describe_gauge!(IN_FLIGHT, "MCP requests being handled now");
+    metrics::describe_counter!(
+        TOOL_CALLS,
+        "Tool calls, by tool and outcome: ok, tool_error (isError), protocol_error (a JSON-RPC \
+         error), input_required (the call asks the user first)"
+    );
+    metrics::describe_histogram!(
+        TOOL_SECONDS,
+        metrics::Unit::Seconds,
+        "Time to answer a tool call, by tool"
+    );
+    metrics::describe_gauge!(
+        SESSIONS,
+        "Initialized MCP sessions open now (stdio, or HTTP initialize-era sessions)"
+    );
+    metrics::describe_gauge!(
+        STORE_CONNECTIONS,
+        "The store's database connections, in_use or idle, at the scrape"
+    );
+    metrics::describe_gauge!(
+        STORE_CONNECTIONS_MAX,
+        "The most database connections the store opens"
+    );
+    metrics::describe_gauge!(
+        STORE_UP,
+        "1 when the store answered at the scrape (as /readyz), else 0"
+    );
+    metrics::describe_gauge!(BUILD_INFO, "Always 1; the version is a label");
+}
+
+/// The process's resident memory, CPU time, threads and open files, read from `/proc` at the
+/// scrape (Linux; elsewhere nothing is added).
+fn process(text: &mut String) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|number| number.parse::<u64>().ok())
+    };
+    // `/proc/self/schedstat` starts with the nanoseconds this process's threads ran.
+    let cpu = std::fs::read_to_string("/proc/self/schedstat")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse::<u64>().ok());
+    let open_files = std::fs::read_dir("/proc/self/fd").ok().map(Iterator::count);
+    let mut add = |name: &str, kind: &str, help: &str, value: String| {
+        // Writing to a String does not fail.
+        writeln!(
+            text,
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+        )
+        .ok();
+    };
+    if let Some(kilobytes) = field("VmRSS:") {
+        add(
+            "process_resident_memory_bytes",
+            "gauge",
+            "Resident memory size in bytes",
+            (kilobytes * 1024).to_string(),
+        );
+    }
+    if let Some(nanoseconds) = cpu {
+        add(
+            "process_cpu_seconds_total",
+            "counter",
+            "CPU time spent, in seconds",
+            Duration::from_nanos(nanoseconds).as_secs_f64().to_string(),
+        );
+    }
+    if let Some(threads) = field("Threads:") {
+        add(
+            "process_threads",
+            "gauge",
+            "Threads of the process",
+            threads.to_string(),
+        );
+    }
+    if let Some(open_files) = open_files {
+        add(
+            "process_open_fds",
+            "gauge",
+            "Open file descriptors",
+            open_files.to_string(),
+        );
+    }
+}
+
+/// The MCP server of one connection, its requests traced, and measured when metrics are on.
+/// It is the server rmcp is given, stdio or HTTP (rmcp's HTTP service takes a `ServerHandler`,
+/// not any service, hence a handler that passes every method on): each request method goes
+/// through [`Observed::observe`], and the methods `Server` leaves to rmcp's defaults
+/// (`ping`, `initialize`) are observed over those same defaults.
+pub(super) struct Observed {
+    server: Server,
+    /// Counted in [`SESSIONS`] from the client's `notifications/initialized` until this
+    /// connection's server is dropped.
+    session: Mutex<Option<OpenSession>>,
+}
+
+/// What a request is, for its span and its labels.
+struct Handling {
+    method: &'static str,
+    /// The tool of a `tools/call`: `unknown` unless the server has it.
+    tool: Option<String>,
+    span: tracing::Span,
+}
+
+impl Observed {
+    pub(super) fn new(server: Server) -> Self {
+        Self {
+            server,
+            session: Mutex::new(None),
+        }
+    }
+
+    fn handling<M: ConstString>(
+        &self,
+        tool: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> Handling {
+        let tool = tool.map(|name| {
+            let known = self.server.executor().registry().group_of(name).is_some();
+            if known { name } else { "unknown" }.to_owned()
+        });
+        let access = super::http::access(&context.extensions);
+        let workspace = access.map_or_else(
+            || self.server.executor().workspace().name(),
+            |access| access.workspace.as_str(),
+        );
+        let principal = access.and_then(|access| access.caller.principal.as_deref());
+        let span = tracing::info_span!(
+            "request",
+            method = M::VALUE,
+            id = %context.id,
+            tool = tool.as_deref(),
+            workspace = %workspace,
+            principal,
+        );
+        Handling {
+            method: M::VALUE,
+            tool,
+            span,
+        }
+    }
+
+    /// Runs a request's handler inside its span, times it and counts it by its outcome
+    /// (`classify` tells a tool error or an `input_required` answer from a plain success).
+    async fn observe<T>(
+        &self,
+        handling: Handling,
+        answering: impl Future<Output = Result<T, ErrorData>>,
+        classify: fn(&T) -> Option<&'static str>,
+    ) -> Result<T, ErrorData> {
+        let measuring = ENABLED.load(Ordering::Relaxed);
+        let _in_flight = measuring.then(InFlight::enter);
+        let started = Instant::now();
+        let answer = answering.instrument(handling.span.clone()).await;
+        let elapsed = started.elapsed();
+        let outcome = match &answer {
+            Err(_) => Some("error"),
+            Ok(result) => classify(result),
+        };
+        handling.span.in_scope(|| {
+            tracing::debug!(
+                outcome = outcome.unwrap_or("ok"),
+                elapsed_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+                "request handled"
+            );
+        });
+        if measuring {
+            record(handling.method, handling.tool, outcome, elapsed);
+        }
+        answer
+    }
+}
+
+/// Every answer but a tool call's is a plain success.
+fn plain<T>(_: &T) -> Option<&'static str> {
+    None
+}
+
+fn tool_outcome(response: &CallToolResponse) -> Option<&'static str> {
+    match response {
+        CallToolResponse::Complete(result) if result.is_error == Some(true) => Some("tool_error"),
+        CallToolResponse::Complete(_) => None,
+        CallToolResponse::InputRequired(_) => Some("input_required"),
+        _ => Some("task"),
+    }
+}
+
+impl ServerHandler for Observed {
+    fn get_info(&self) -> ServerConfig {
+        self.server.get_info()
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        ServerHandler::supported_protocol_versions(&self.server)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<WireTool> {
+        self.server.get_tool(name)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.server.accepted_subscription_filter(requested)
+    }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let handling = self.handling::<PingRequestMethod>(None, &context);
+        self.observe(handling, self.server.ping(context), plain)
+            .await
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let handling = self.handling::<InitializeResultMethod>(None, &context);
+        let answering = self.server.initialize(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let handling = self.handling::<DiscoverRequestMethod>(None, &context);
+        self.observe(handling, self.server.discover(context), plain)
+            .await
+    }
+
+    #[expect(
+        deprecated,
+        reason = "logging is deprecated by SEP-2577 but initialize-era clients use it"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let handling = self.handling::<SetLevelRequestMethod>(None, &context);
+        let answering = self.server.set_level(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let handling = self.handling::<CompleteRequestMethod>(None, &context);
+        let answering = self.server.complete(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let handling = self.handling::<ListToolsRequestMethod>(None, &context);
+        let answering = self.server.list_tools(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let handling = self.handling::<CallToolRequestMethod>(Some(&request.name), &context);
+        let answering = self.server.call_tool(request, context);
+        self.observe(handling, answering, tool_outcome).await
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let handling = self.handling::<ListResourcesRequestMethod>(None, &context);
+        let answering = self.server.list_resources(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let handling = self.handling::<ListResourceTemplatesRequestMethod>(None, &context);
+        let answering = self.server.list_resource_templates(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let handling = self.handling::<ReadResourceRequestMethod>(None, &context);
+        let answering = self.server.read_resource(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    #[expect(
+        deprecated,
+        reason = "resource subscriptions are deprecated by 2026-07-28 but initialize-era clients use them"
+    )]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let handling = self.handling::<SubscribeRequestMethod>(None, &context);
+        let answering = self.server.subscribe(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    #[expect(
+        deprecated,
+        reason = "resource subscriptions are deprecated by 2026-07-28 but initialize-era clients use them"
+    )]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let handling = self.handling::<UnsubscribeRequestMethod>(None, &context);
+        let answering = self.server.unsubscribe(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    /// A stream that lasts as long as the client listens: passed on, neither timed nor counted.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        self.server.listen(context).await
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let handling = self.handling::<ListPromptsRequestMethod>(None, &context);
+        let answering = self.server.list_prompts(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let handling = self.handling::<GetPromptRequestMethod>(None, &context);
+        let answering = self.server.get_prompt(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let handling = self.handling::<ListSkillsRequestMethod>(None, &context);
+        let answering = self.server.list_skills(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let handling = self.handling::<GetSkillRequestMethod>(None, &context);
+        let answering = self.server.get_skill(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        let handling = self.handling::<ReadResourceDirectoryRequestMethod>(None, &context);
+        let answering = self.server.read_resource_directory(request, context);
+        self.observe(handling, answering, plain).await
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if ENABLED.load(Ordering::Relaxed) {
+            let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+            session.get_or_insert_with(OpenSession::open);
+        }
+        self.server.on_initialized(context).await;
+    }
+
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        context: NotificationContext<RoleServer>,
+    ) {
+        self.server.on_cancelled(notification, context).await;
+    }
+
+    async fn on_progress(
+        &self,
+        notification: ProgressNotificationParam,
+        context: NotificationContext<RoleServer>,
+    ) {
+        self.server.on_progress(notification, context).await;
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.server.on_roots_list_changed(context).await;
+    }
+}
+
+fn record(
+    method: &'static str,
+    tool: Option<String>,
+    outcome: Option<&'static str>,
+    elapsed: Duration,
+) {
+    let seconds = elapsed.as_secs_f64();
+    let request_outcome = if outcome == Some("error") {
+        "error"
+    } else {
+        "ok"
+    };
+    metrics::counter!(REQUESTS, "method" => method, "outcome" => request_outcome).increment(1);
+    metrics::histogram!(REQUEST_SECONDS, "method" => method).record(seconds);
+    if let Some(tool) = tool {
+        let tool_outcome = match outcome {
+            None => "ok",
+            Some("error") => "protocol_error",
+            Some(other) => other,
+        };
+        metrics::counter!(TOOL_CALLS, "tool" => tool.clone(), "outcome" => tool_outcome)
+            .increment(1);
+        metrics::histogram!(TOOL_SECONDS, "tool" => tool).record(seconds);
+    }
+}
+
+/// One request in [`IN_FLIGHT`] until dropped (answered, or abandoned on cancellation).
+struct InFlight;
+
+impl InFlight {
+    fn enter() -> Self {
+        metrics::gauge!(IN_FLIGHT).increment(1.0);
+        Self
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        metrics::gauge!(IN_FLIGHT).decrement(1.0);
+    }
+}
+
+/// One session in [`SESSIONS`] until dropped.
+struct OpenSession;
+
+impl OpenSession {
+    fn open() -> Self {
+        metrics::gauge!(SESSIONS).increment(1.0);
+        Self
+    }
+}
+
+impl Drop for OpenSession {
+    fn drop(&mut self) {
+        metrics::gauge!(SESSIONS).decrement(1.0);
+    }
+}
