@@ -404,21 +404,7 @@ impl Workspace {
         let Some(store) = &self.store else {
             return Ok(());
         };
-        let mut changed = false;
-        for (stored, enabled) in store.tool_switches(&self.name)? {
-            let Some(target) = Target::parse(&stored) else {
-                continue;
-            };
-            let current = match &target {
-                Target::Group(name) => self.switches.group(name),
-                Target::Tool(name) => self.switches.tool(name),
-            };
-            if current != Some(enabled) {
-                self.switches.set(target, enabled);
-                changed = true;
-            }
-        }
-        if changed {
+        if self.switches.merge(store.tool_switches(&self.name)?) {
             self.switches.announce();
         }
         Ok(())

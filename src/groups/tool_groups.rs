@@ -253,14 +253,11 @@ fn known_group(tools: &View<'_>, name: &str) -> Result<(), ToolError> {
 
 /// The group of a registered tool, or an error naming the nearest tool.
 fn known_tool(tools: &View<'_>, name: &str) -> Result<String, ToolError> {
-    let overview = tools.overview();
-    if let Some(group) = overview
-        .iter()
-        .find(|group| group.tools.iter().any(|tool| tool.name == name))
-    {
-        return Ok(group.name.clone());
+    if let Some(group) = tools.group_of(name) {
+        return Ok(group);
     }
-    let tools: Vec<String> = overview
+    let tools: Vec<String> = tools
+        .overview()
         .into_iter()
         .flat_map(|overview| overview.tools.into_iter().map(|tool| tool.name))
         .collect();

@@ -369,6 +369,11 @@ impl View<'_> {
         })
     }
 
+    /// The group a registered tool belongs to, on or off.
+    pub fn group_of(&self, tool: &str) -> Option<String> {
+        self.registry.group_of(tool)
+    }
+
     /// Switches a group or a tool on or off in this workspace, durably; announces it to the
     /// workspace's subscribers when the enabled tool set changed, and says whether it did.
     pub fn switch(&self, target: Target, enabled: bool) -> Result<bool, workspace::Error> {

@@ -59,12 +59,20 @@ impl Switches {
     /// The switches as stored, in any order; texts that are no target are skipped.
     pub fn restored(stored: Vec<(String, bool)>) -> Self {
         let switches = Self::default();
+        switches.merge(stored);
+        switches
+    }
+
+    /// Records the switches as stored (texts that are no target are skipped); whether any of
+    /// them changed a choice held here.
+    pub(super) fn merge(&self, stored: Vec<(String, bool)>) -> bool {
+        let mut changed = false;
         for (target, enabled) in stored {
             if let Some(target) = Target::parse(&target) {
-                switches.set(target, enabled);
+                changed |= self.set(target, enabled);
             }
         }
-        switches
+        changed
     }
 
     /// Whether the group is switched on (`Some(true)`), off, or left to its default (`None`).
@@ -77,13 +85,15 @@ impl Switches {
         self.read().tools.get(name).copied()
     }
 
-    /// Records a switch; the caller announces it when it changed what is enabled.
-    pub(super) fn set(&self, target: Target, enabled: bool) {
+    /// Records a switch, and says whether it changed the choice held here; the caller announces
+    /// it when it changed what is enabled.
+    pub(super) fn set(&self, target: Target, enabled: bool) -> bool {
         let mut chosen = self.chosen.write().unwrap_or_else(PoisonError::into_inner);
-        match target {
+        let before = match target {
             Target::Group(name) => chosen.groups.insert(name, enabled),
             Target::Tool(name) => chosen.tools.insert(name, enabled),
         };
+        before != Some(enabled)
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Chosen> {
