@@ -308,14 +308,21 @@ pub enum SkillsCommand {
 }
 
 impl Cli {
-    /// The tracing filter: `--log-level`, else `-v`/`-vv`, else `RUST_LOG`, else our own `info`
-    /// with the SDK's chatter at `warn`.
-    pub fn log_filter(&self) -> String {
+    /// The stderr log's filter: `--log-level`, else `-v`/`-vv`, else `RUST_LOG`, else our own
+    /// `info` with the SDK's chatter at `warn`. The default carries the request span (method, id, tool, workspace, principal on every line inside a
+    /// request) when serving HTTP, where operators read logs by request, and leaves it out over
+    /// stdio, where it would cost every call more than a `ping` costs without it.
+    pub fn log_filter(&self, serves_http: bool) -> String {
         if let Some(level) = &self.log_level {
             return level.clone();
         }
+        let default = if serves_http {
+            "synapse_mcp=info,warn"
+        } else {
+            "synapse_mcp=info,synapse_mcp::request=off,warn"
+        };
         match self.verbose {
-            0 => std::env::var("RUST_LOG").unwrap_or_else(|_| "synapse_mcp=info,warn".to_owned()),
+            0 => std::env::var("RUST_LOG").unwrap_or_else(|_| default.to_owned()),
             1 => "debug".to_owned(),
             _ => "trace".to_owned(),
         }

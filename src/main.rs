@@ -23,7 +23,7 @@ async fn main() -> anyhow::Result<std::process::ExitCode> {
     tracing_subscriber::registry()
         .with(synapse_mcp::server::stderr_layer(
             config.log_format,
-            &cli.log_filter(),
+            &cli.log_filter(config.http.is_some()),
         ))
         .with(synapse_mcp::server::logging_layer())
         .init();

@@ -20,6 +20,14 @@ pub struct Chunk {
 
 /// The byte offset where character `count` of `text` starts (`text.len()` when there are fewer).
 fn byte_offset(text: &str, count: usize) -> usize {
+    // Every character takes one byte at least, and an ASCII one exactly one: most windows are
+    // answered without walking the characters.
+    if count >= text.len() {
+        return text.len();
+    }
+    if text.as_bytes()[..count].is_ascii() {
+        return count;
+    }
     text.char_indices()
         .nth(count)
         .map_or(text.len(), |(offset, _)| offset)

@@ -149,10 +149,12 @@ impl<S: Service<RoleServer>> Service<RoleServer> for PerRequestLogging<S> {
             .then(|| context.meta.log_level())
             .flatten();
         let peer = context.peer.clone();
-        let handling = async move {
+        // Boxed: rmcp moves this future into a task of its own for every request, several times
+        // over, and unboxed it carried the whole handler's state (11 KB, most of a `ping`'s cost).
+        let handling = Box::pin(async move {
             tracing::debug!(method = request.method(), id = %context.id, "handling a request");
             self.0.handle_request(request, context).await
-        };
+        });
         match level {
             Some(level) => with_request_level(peer, level, handling).await,
             None => handling.await,

@@ -20,6 +20,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
+use futures::future::BoxFuture;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use rmcp::model::{
     CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
@@ -255,10 +256,17 @@ pub(super) struct Observed {
 /// What a request is, for its span and its labels.
 struct Handling {
     method: &'static str,
-    /// The tool of a `tools/call`: `unknown` unless the server has it.
+    /// The tool of a `tools/call` for the metrics' labels (`unknown` unless the server has it),
+    /// when metrics are on.
     tool: Option<String>,
     span: tracing::Span,
 }
+
+/// The target of the request span: `synapse_mcp::request=info` in a log filter turns it on.
+/// It is on by default for `serve --http`, off over stdio, where its cost (about 10,000
+/// instructions a request, more than a `ping` costs without it) would be paid by every call
+/// for context on log lines few users read (`Cli::log_filter`).
+pub const REQUEST_SPAN_TARGET: &str = "synapse_mcp::request";
 
 impl Observed {
     pub(super) fn new(server: Server) -> Self {
@@ -268,42 +276,55 @@ impl Observed {
         }
     }
 
+    /// The span and labels of a request; each field is computed only when its span or the
+    /// metrics are on.
     fn handling<M: ConstString>(
         &self,
         tool: Option<&str>,
         context: &RequestContext<RoleServer>,
     ) -> Handling {
-        let tool = tool.map(|name| {
-            let known = self.server.executor().registry().group_of(name).is_some();
-            if known { name } else { "unknown" }.to_owned()
-        });
-        let access = super::http::access(&context.extensions);
-        let workspace = access.map_or_else(
-            || self.server.executor().workspace().name(),
-            |access| access.workspace.as_str(),
-        );
-        let principal = access.and_then(|access| access.caller.principal.as_deref());
+        let label = || {
+            tool.map(|name| {
+                let known = self.server.executor().registry().group_of(name).is_some();
+                if known { name } else { "unknown" }.to_owned()
+            })
+        };
+        let access = || super::http::access(&context.extensions);
         let span = tracing::info_span!(
+            target: REQUEST_SPAN_TARGET,
             "request",
             method = M::VALUE,
             id = %context.id,
-            tool = tool.as_deref(),
-            workspace = %workspace,
-            principal,
+            tool = label().as_deref(),
+            workspace = access().map_or_else(
+                || self.server.executor().workspace().name(),
+                |access| access.workspace.as_str(),
+            ),
+            principal = access().and_then(|access| access.caller.principal.as_deref()),
         );
         Handling {
             method: M::VALUE,
-            tool,
+            tool: if ENABLED.load(Ordering::Relaxed) {
+                label()
+            } else {
+                None
+            },
             span,
         }
     }
 
     /// Runs a request's handler inside its span, times it and counts it by its outcome
     /// (`classify` tells a tool error or an `input_required` answer from a plain success).
+    ///
+    /// The handler comes boxed, made inside `Box::pin(…)` and never held in a local: rmcp spawns
+    /// one task per request whose future is as large as the largest handler's state (a tool
+    /// call's), and moving that into the task was most of the cost of a `ping` (about 58,000
+    /// of its 103,000 instructions). A local that holds the handler's future before it is
+    /// boxed keeps its whole size in this future's state too.
     async fn observe<T>(
         &self,
         handling: Handling,
-        answering: impl Future<Output = Result<T, ErrorData>>,
+        answering: BoxFuture<'_, Result<T, ErrorData>>,
         classify: fn(&T) -> Option<&'static str>,
     ) -> Result<T, ErrorData> {
         let measuring = ENABLED.load(Ordering::Relaxed);
@@ -365,7 +386,7 @@ impl ServerHandler for Observed {
 
     async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
         let handling = self.handling::<PingRequestMethod>(None, &context);
-        self.observe(handling, self.server.ping(context), plain)
+        self.observe(handling, Box::pin(self.server.ping(context)), plain)
             .await
     }
 
@@ -375,8 +396,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         let handling = self.handling::<InitializeResultMethod>(None, &context);
-        let answering = self.server.initialize(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.initialize(request, context)),
+            plain,
+        )
+        .await
     }
 
     async fn discover(
@@ -384,7 +409,7 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
         let handling = self.handling::<DiscoverRequestMethod>(None, &context);
-        self.observe(handling, self.server.discover(context), plain)
+        self.observe(handling, Box::pin(self.server.discover(context)), plain)
             .await
     }
 
@@ -398,8 +423,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let handling = self.handling::<SetLevelRequestMethod>(None, &context);
-        let answering = self.server.set_level(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.set_level(request, context)),
+            plain,
+        )
+        .await
     }
 
     async fn complete(
@@ -408,8 +437,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let handling = self.handling::<CompleteRequestMethod>(None, &context);
-        let answering = self.server.complete(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.complete(request, context)),
+            plain,
+        )
+        .await
     }
 
     async fn list_tools(
@@ -418,8 +451,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let handling = self.handling::<ListToolsRequestMethod>(None, &context);
-        let answering = self.server.list_tools(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.list_tools(request, context)),
+            plain,
+        )
+        .await
     }
 
     async fn call_tool(
@@ -428,8 +465,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let handling = self.handling::<CallToolRequestMethod>(Some(&request.name), &context);
-        let answering = self.server.call_tool(request, context);
-        self.observe(handling, answering, tool_outcome).await
+        self.observe(
+            handling,
+            Box::pin(self.server.call_tool(request, context)),
+            tool_outcome,
+        )
+        .await
     }
 
     async fn list_resources(
@@ -438,8 +479,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let handling = self.handling::<ListResourcesRequestMethod>(None, &context);
-        let answering = self.server.list_resources(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.list_resources(request, context)),
+            plain,
+        )
+        .await
     }
 
     async fn list_resource_templates(
@@ -448,8 +493,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let handling = self.handling::<ListResourceTemplatesRequestMethod>(None, &context);
-        let answering = self.server.list_resource_templates(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.list_resource_templates(request, context)),
+            plain,
+        )
+        .await
     }
 
     async fn read_resource(
@@ -458,8 +507,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let handling = self.handling::<ReadResourceRequestMethod>(None, &context);
-        let answering = self.server.read_resource(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.read_resource(request, context)),
+            plain,
+        )
+        .await
     }
 
     #[expect(
@@ -472,8 +525,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let handling = self.handling::<SubscribeRequestMethod>(None, &context);
-        let answering = self.server.subscribe(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.subscribe(request, context)),
+            plain,
+        )
+        .await
     }
 
     #[expect(
@@ -486,13 +543,18 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let handling = self.handling::<UnsubscribeRequestMethod>(None, &context);
-        let answering = self.server.unsubscribe(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.unsubscribe(request, context)),
+            plain,
+        )
+        .await
     }
 
     /// A stream that lasts as long as the client listens: passed on, neither timed nor counted.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        self.server.listen(context).await
+        // Boxed like every handler (see `observe`): a listening stream's state is large.
+        Box::pin(self.server.listen(context)).await
     }
 
     async fn list_prompts(
@@ -501,8 +563,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let handling = self.handling::<ListPromptsRequestMethod>(None, &context);
-        let answering = self.server.list_prompts(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.list_prompts(request, context)),
+            plain,
+        )
+        .await
     }
 
     async fn get_prompt(
@@ -511,8 +577,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let handling = self.handling::<GetPromptRequestMethod>(None, &context);
-        let answering = self.server.get_prompt(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.get_prompt(request, context)),
+            plain,
+        )
+        .await
     }
 
     async fn list_skills(
@@ -521,8 +591,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
         let handling = self.handling::<ListSkillsRequestMethod>(None, &context);
-        let answering = self.server.list_skills(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.list_skills(request, context)),
+            plain,
+        )
+        .await
     }
 
     async fn get_skill(
@@ -531,8 +605,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, ErrorData> {
         let handling = self.handling::<GetSkillRequestMethod>(None, &context);
-        let answering = self.server.get_skill(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.get_skill(request, context)),
+            plain,
+        )
+        .await
     }
 
     async fn read_resource_directory(
@@ -541,8 +619,12 @@ impl ServerHandler for Observed {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, ErrorData> {
         let handling = self.handling::<ReadResourceDirectoryRequestMethod>(None, &context);
-        let answering = self.server.read_resource_directory(request, context);
-        self.observe(handling, answering, plain).await
+        self.observe(
+            handling,
+            Box::pin(self.server.read_resource_directory(request, context)),
+            plain,
+        )
+        .await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
