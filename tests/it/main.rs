@@ -31,6 +31,7 @@ mod operations;
 mod plans;
 #[path = "../../src/store/postgres/testing.rs"]
 mod postgres_server;
+mod principals;
 mod readme_team;
 mod results;
 mod schemas;
