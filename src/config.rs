@@ -231,8 +231,13 @@ pub enum TokenCommand {
         /// Only tools annotated read-only may run.
         #[arg(long)]
         read_only: bool,
+        /// May change the skills every workspace of the server shares (`SkillSave`,
+        /// `SkillRunScript`); without it a token changes its own workspaces only.
+        #[arg(long, conflicts_with = "read_only")]
+        write_skills: bool,
     },
-    /// List the tokens: id, principal, workspaces, read-only (never the tokens themselves).
+    /// List the tokens: id, principal, workspaces, what they may do (read-only, read-write, or
+    /// read-write+skills; never the tokens themselves).
     List {
         #[arg(long, value_name = "FILE")]
         tokens: PathBuf,

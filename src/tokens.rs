@@ -1,7 +1,7 @@
 //! Bearer tokens for `serve --http` (`docs/http.md`): the tokens file, a TOML list of entries,
-//! each a principal, the workspaces it may use (the first is its default) and whether it may
-//! only read. The file keeps the SHA-256 digest of each token, never the token: `token add`
-//! prints a new one once. A token is 32 random bytes from the operating system, so its digest
+//! each a principal, the workspaces it may use (the first is its default), whether it may only
+//! read, and whether it may change the skills every workspace shares. The file keeps the SHA-256
+//! digest of each token, never the token: `token add` prints a new one once. A token is 32 random bytes from the operating system, so its digest
 //! cannot be searched back to it, and a fast digest lets each request be checked in
 //! microseconds (a slow password hash protects guessable secrets, which these are not).
 //!
@@ -57,6 +57,10 @@ pub struct Entry {
     pub workspaces: Vec<String>,
     #[serde(default)]
     pub read_only: bool,
+    /// May change what every workspace of the process shares: the skills shelf (`SkillSave`,
+    /// `SkillRunScript`). Off unless `token add --write-skills` set it.
+    #[serde(default)]
+    pub write_skills: bool,
     /// The SHA-256 digest of the token, in lowercase hex.
     pub sha256: String,
 }
@@ -68,6 +72,7 @@ impl Entry {
             principal: self.principal,
             workspaces: self.workspaces,
             read_only: self.read_only,
+            write_skills: self.write_skills && !self.read_only,
         }
     }
 }
@@ -79,6 +84,8 @@ pub struct Grant {
     /// The workspaces it may use; the first is the one used when a request names none.
     pub workspaces: Vec<String>,
     pub read_only: bool,
+    /// May change the skills every workspace shares.
+    pub write_skills: bool,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -139,13 +146,26 @@ fn write(path: &Path, file: &File) -> Result<(), Error> {
     std::fs::rename(&temporary, path).map_err(failed)
 }
 
+/// What a new token may do: only read, or change the shared skills too.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rights {
+    pub read_only: bool,
+    pub write_skills: bool,
+}
+
 /// Adds a token for `principal` and returns it: the only time it is seen.
 pub fn add(
     path: &Path,
     principal: &str,
     workspaces: &[String],
-    read_only: bool,
+    rights: Rights,
 ) -> Result<(String, Entry), Error> {
+    if rights.read_only && rights.write_skills {
+        return Err(Error::Invalid(
+            "a read-only token cannot change the skills: give --read-only or --write-skills, not both"
+                .to_owned(),
+        ));
+    }
     if principal.trim().is_empty() {
         return Err(Error::Invalid(
             "the principal is empty; give a name with --principal".to_owned(),
@@ -168,7 +188,8 @@ pub fn add(
         id: sha256[..12].to_owned(),
         principal: principal.to_owned(),
         workspaces: workspaces.to_vec(),
-        read_only,
+        read_only: rights.read_only,
+        write_skills: rights.write_skills,
         sha256,
     };
     file.token.push(entry.clone());
@@ -272,7 +293,16 @@ mod tests {
     fn a_token_is_found_by_its_digest_until_it_is_revoked() {
         let folder = tempfile::tempdir().unwrap();
         let path = folder.path().join("tokens.toml");
-        let (token, entry) = add(&path, "alice", &["research".to_owned()], true).unwrap();
+        let (token, entry) = add(
+            &path,
+            "alice",
+            &["research".to_owned()],
+            Rights {
+                read_only: true,
+                write_skills: false,
+            },
+        )
+        .unwrap();
         assert!(token.starts_with(PREFIX));
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(&token), "{text}");
@@ -283,5 +313,33 @@ mod tests {
         assert_eq!(tokens.find(&token), None);
         let error = revoke(&path, Some("nope"), None).unwrap_err();
         assert!(error.to_string().contains("`nope`"), "{error}");
+    }
+
+    #[test]
+    fn a_token_of_a_file_written_before_the_skills_grant_may_not_change_skills() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("tokens.toml");
+        std::fs::write(
+            &path,
+            "[[token]]\nid = \"abc\"\nprincipal = \"alice\"\nworkspaces = [\"w\"]\n\
+             sha256 = \"00\"\n",
+        )
+        .unwrap();
+        let [entry] = list(&path).unwrap().try_into().unwrap();
+        assert_eq!(
+            entry.grant(),
+            Grant {
+                principal: "alice".to_owned(),
+                workspaces: vec!["w".to_owned()],
+                read_only: false,
+                write_skills: false,
+            }
+        );
+        let both = Rights {
+            read_only: true,
+            write_skills: true,
+        };
+        let error = add(&path, "bob", &["w".to_owned()], both).unwrap_err();
+        assert!(error.to_string().contains("not both"), "{error}");
     }
 }

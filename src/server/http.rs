@@ -403,6 +403,7 @@ impl Gate {
             caller: Caller {
                 principal: Some(grant.principal),
                 read_only: grant.read_only,
+                shared_read_only: !grant.write_skills,
             },
         })
     }
@@ -548,7 +549,11 @@ async fn metadata(State(gate): State<Arc<Gate>>, request: Request) -> Response {
         .path()
         .strip_prefix(METADATA_PATH)
         .unwrap_or_default();
-    let mut scopes = vec![jwt::READ_SCOPE.to_owned(), jwt::WRITE_SCOPE.to_owned()];
+    let mut scopes = vec![
+        jwt::READ_SCOPE.to_owned(),
+        jwt::WRITE_SCOPE.to_owned(),
+        jwt::SKILLS_SCOPE.to_owned(),
+    ];
     match workspace_in(resource_path) {
         Ok(Some(workspace)) => {
             let scope = format!("{}{workspace}", jwt::WORKSPACE_SCOPE_PREFIX);

@@ -41,6 +41,8 @@ pub const READ_SCOPE: &str = "synapse:read";
 pub const WRITE_SCOPE: &str = "synapse:write";
 /// The prefix of a scope that grants one workspace: `synapse:workspace:research`.
 pub const WORKSPACE_SCOPE_PREFIX: &str = "synapse:workspace:";
+/// The scope that lets a writing token change the skills every workspace shares.
+pub const SKILLS_SCOPE: &str = "synapse:skills";
 
 /// Why a token was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -197,6 +199,7 @@ impl Verifier {
             principal,
             workspaces,
             read_only,
+            write_skills: !read_only && scopes.contains(&SKILLS_SCOPE),
         })
     }
 }

@@ -99,6 +99,10 @@ pub struct Caller {
     pub principal: Option<String>,
     /// Only tools annotated `readOnlyHint: true` may run.
     pub read_only: bool,
+    /// The tools that change what every workspace of the process shares (the skills shelf:
+    /// [`ToolDefinition::changes_shared_state`](super::ToolDefinition)) may not run: a token
+    /// without the `skills` grant.
+    pub shared_read_only: bool,
 }
 
 /// Runs tool calls through the pipeline.
@@ -274,20 +278,33 @@ impl Executor {
             .await)
     }
 
-    /// The one place that decides what a read-only caller may run: a tool annotated
-    /// `readOnlyHint`, with no `_outputPath` (given, or pinned by the tool's schema), since
-    /// that writes the result, or a caught error, to the workspace. Its cached result is stored
-    /// only where it displaces nothing ([`Room::Free`], in [`Executor::cache`]).
+    /// The one place that decides what a caller may run (`docs/http.md` has the table). A
+    /// read-only caller: a tool annotated `readOnlyHint`, with no `_outputPath` (given, or
+    /// pinned by the tool's schema), since that writes the result, or a caught error, to the
+    /// workspace; its cached result is stored only where it displaces nothing ([`Room::Free`],
+    /// in [`Executor::cache`]). A caller without the skills grant: no tool that changes what
+    /// every workspace shares. Costs two flag tests for a caller that may do everything.
     fn authorize(
         &self,
         tool: &dyn Tool,
         output_path: Option<&OutputPath>,
     ) -> Result<(), ToolError> {
-        if !self.caller.read_only {
+        if !self.caller.read_only && !self.caller.shared_read_only {
             return Ok(());
         }
         let name = tool.definition().name.as_str();
         let principal = self.caller.principal.as_deref().unwrap_or("this client");
+        if !self.caller.read_only {
+            if tool.definition().changes_shared_state {
+                return Err(ToolError::invalid(format!(
+                    "`{name}` changes the skills that every workspace of this server shares, \
+                     and this token of `{principal}` may change its own workspaces only; ask \
+                     for a token with the skills grant (`token add --write-skills`, or the OAuth \
+                     scope `synapse:skills`)"
+                )));
+            }
+            return Ok(());
+        }
         if !tool.definition().annotations.read_only {
             return Err(ToolError::invalid(format!(
                 "`{name}` changes the workspace and this token of `{principal}` is read-only; \

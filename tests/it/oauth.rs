@@ -486,7 +486,7 @@ async fn the_protected_resource_metadata_is_found_from_the_challenge() {
             "resource": server.url("/mcp/research"),
             "authorization_servers": [ISSUER],
             "bearer_methods_supported": ["header"],
-            "scopes_supported": ["synapse:read", "synapse:write", "synapse:workspace:research"],
+            "scopes_supported": ["synapse:read", "synapse:write", "synapse:skills", "synapse:workspace:research"],
             "resource_name": "synapse-mcp",
         })
     );
@@ -508,7 +508,7 @@ async fn the_protected_resource_metadata_is_found_from_the_challenge() {
         assert_eq!(document["resource"], json!(resource), "{path}");
         assert_eq!(
             document["scopes_supported"],
-            json!(["synapse:read", "synapse:write"])
+            json!(["synapse:read", "synapse:write", "synapse:skills"])
         );
     }
 
@@ -740,4 +740,40 @@ async fn a_session_that_idles_out_leaves_no_owner_behind() {
         "the owner of a closed session is still kept: {}",
         answer.1
     );
+}
+
+/// The skills every workspace shares change only with the scope `synapse:skills` beside
+/// `synapse:write`: a writing JWT for another workspace is refused `SkillSave`.
+#[tokio::test]
+async fn a_jwt_changes_the_shared_skills_only_with_the_skills_scope() {
+    let folder = tempfile::tempdir().unwrap();
+    let root = folder.path().join("skills");
+    std::fs::create_dir_all(&root).unwrap();
+    let config = folder.path().join("config.toml");
+    std::fs::write(&config, "[tools.SkillSave]\nexecution = \"auto\"\n").unwrap();
+    let (root, config) = (root.display().to_string(), config.display().to_string());
+    let issuer = Issuer::start().await;
+    let server = issuer
+        .serve(&["--skills", &root, "--config", &config])
+        .await;
+    let skill = json!({"name": "team-style", "description": "How the team writes. Use when writing.",
+                       "body": "# Style\nInjected."});
+    let writer = issuer
+        .es256
+        .token(&claims("mallory", &["wb"], "synapse:write"));
+    let client = server.client("/mcp/wb", &writer, unsupported()).await;
+    let refused = call(&client, "SkillSave", skill.clone()).await;
+    assert!(is_error(&refused), "{refused:?}");
+    assert!(
+        text(&refused).contains("the OAuth scope `synapse:skills`"),
+        "{refused:?}"
+    );
+    client.cancel().await.unwrap();
+    let curator = issuer
+        .es256
+        .token(&claims("curator", &["wb"], "synapse:write synapse:skills"));
+    let client = server.client("/mcp/wb", &curator, unsupported()).await;
+    let saved = call(&client, "SkillSave", skill).await;
+    assert!(!is_error(&saved), "{saved:?}");
+    client.cancel().await.unwrap();
 }
