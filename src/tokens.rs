@@ -260,6 +260,24 @@ impl Tokens {
     /// The entry of a presented token, if it is one of the file's (as the file is now).
     pub fn find(&self, token: &str) -> Option<Entry> {
         let sha256 = digest(token);
+        self.current()
+            .entries
+            .iter()
+            .find(|entry| entry.sha256 == sha256)
+            .cloned()
+    }
+
+    /// Whether the token with this digest is still in the file (as the file is now): an open
+    /// stream of a revoked token is ended.
+    pub fn holds(&self, sha256: &str) -> bool {
+        self.current()
+            .entries
+            .iter()
+            .any(|entry| entry.sha256 == sha256)
+    }
+
+    /// The entries, read again first when the file changed.
+    fn current(&self) -> std::sync::MutexGuard<'_, Loaded> {
         let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
         let now = stamp(&self.path);
         if now != loaded.stamp {
@@ -273,10 +291,6 @@ impl Tokens {
             }
         }
         loaded
-            .entries
-            .iter()
-            .find(|entry| entry.sha256 == sha256)
-            .cloned()
     }
 }
 

@@ -46,6 +46,9 @@ use crate::tokens::jwt::{self, Rejection, Verifier};
 use crate::tokens::{Grant, Tokens};
 use crate::tools::Caller;
 
+/// How often an open stream of a tokens-file token checks that the token was not revoked.
+const REVOCATION_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// How long a shutdown waits for the requests in flight.
 const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -282,8 +285,8 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
             }
         }
     }
-    let access = match gate.access(request.uri().path(), request.headers()).await {
-        Ok(access) => access,
+    let (access, digest) = match gate.access(request.uri().path(), request.headers()).await {
+        Ok(granted) => granted,
         Err(response) => return *response,
     };
     let session = request
@@ -313,6 +316,9 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
         .get("mcp-method")
         .is_some_and(|method| method.as_bytes() == b"subscriptions/listen");
     let guard = (request.method() == Method::POST && !listens).then(|| InFlight::enter(&gate));
+    // A stream that stays open (a session's GET stream, a listen stream) ends when its
+    // tokens-file token is revoked; a call's answer ends with the call.
+    let revocable = digest.filter(|_| guard.is_none());
     request.extensions_mut().insert(access.clone());
     let mut response = next.run(request).await;
     if closing && response.status() == StatusCode::ACCEPTED {
@@ -331,7 +337,13 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
         let _in_flight = &guard;
         chunk
     });
-    Response::from_parts(parts, Body::from_stream(stream))
+    match revocable {
+        None => Response::from_parts(parts, Body::from_stream(stream)),
+        Some(digest) => {
+            let revoked = Arc::clone(&gate).revoked(digest);
+            Response::from_parts(parts, Body::from_stream(stream.take_until(revoked)))
+        }
+    }
 }
 
 /// While draining, a POST that only answers the server (a client's response to an elicitation
@@ -357,15 +369,36 @@ async fn answers_only(request: Request) -> Option<Request> {
 }
 
 impl Gate {
-    /// Who is asking, and for which workspace: 400 for a path that does not decode, 401
-    /// without a valid token, 403 for a workspace the token does not allow.
-    async fn access(&self, path: &str, headers: &HeaderMap) -> Result<Access, Box<Response>> {
+    /// Resolves once the tokens-file token with this digest is no longer in the file, checked
+    /// every [`REVOCATION_CHECK`].
+    async fn revoked(self: Arc<Self>, digest: String) {
+        let Some(tokens) = &self.tokens else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::time::sleep(REVOCATION_CHECK).await;
+            if !tokens.holds(&digest) {
+                tracing::info!("a token was revoked: its open stream ends");
+                return;
+            }
+        }
+    }
+
+    /// Who is asking, and for which workspace, with the digest of its token when it is one of
+    /// the tokens file's: 400 for a path that does not decode, 401 without a valid token, 403
+    /// for a workspace the token does not allow.
+    async fn access(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+    ) -> Result<(Access, Option<String>), Box<Response>> {
         let named = workspace_in(path)?;
         if self.tokens.is_none() && self.jwt.is_none() {
-            return Ok(Access {
+            let access = Access {
                 workspace: named.unwrap_or_else(|| self.default_workspace.clone()),
                 caller: Caller::default(),
-            });
+            };
+            return Ok((access, None));
         }
         let presented = headers
             .get(header::AUTHORIZATION)
@@ -384,7 +417,7 @@ impl Gate {
                 "a bearer token is required: send `Authorization: Bearer <token>`",
             )));
         };
-        let grant = self.grant(path, headers, presented).await?;
+        let (grant, digest) = self.grant(path, headers, presented).await?;
         let workspace = match named {
             Some(name) => name,
             None => grant.workspaces.first().cloned().unwrap_or_default(),
@@ -398,35 +431,37 @@ impl Gate {
             let scope = format!("{}{workspace}", jwt::WORKSPACE_SCOPE_PREFIX);
             return Err(Box::new(self.forbidden(path, headers, &scope, &message)));
         }
-        Ok(Access {
+        let access = Access {
             workspace,
             caller: Caller {
                 principal: Some(grant.principal),
                 read_only: grant.read_only,
                 shared_read_only: !grant.write_skills,
             },
-        })
+        };
+        Ok((access, digest))
     }
 
-    /// What a presented token grants: the tokens file's entry for it, else what it grants as a
-    /// JWT access token.
+    /// What a presented token grants: the tokens file's entry for it (with its digest), else
+    /// what it grants as a JWT access token.
     async fn grant(
         &self,
         path: &str,
         headers: &HeaderMap,
         presented: &str,
-    ) -> Result<Grant, Box<Response>> {
+    ) -> Result<(Grant, Option<String>), Box<Response>> {
         if let Some(entry) = self
             .tokens
             .as_ref()
             .and_then(|tokens| tokens.find(presented))
         {
-            return Ok(entry.grant());
+            let digest = entry.sha256.clone();
+            return Ok((entry.grant(), Some(digest)));
         }
         let from_file = self.tokens.is_some() && presented.starts_with(crate::tokens::PREFIX);
         let refused = match &self.jwt {
             Some(verifier) if !from_file => match verifier.verify(presented).await {
-                Ok(grant) => return Ok(grant),
+                Ok(grant) => return Ok((grant, None)),
                 Err(Rejection::InsufficientScope { scope, message }) => {
                     return Err(Box::new(self.forbidden(path, headers, &scope, &message)));
                 }

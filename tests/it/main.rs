@@ -22,6 +22,7 @@ mod floors;
 mod function_tools;
 mod fuzz_regressions;
 mod http;
+mod http_edges;
 mod instances;
 mod layers;
 mod logging;

@@ -1,0 +1,80 @@
+//! The edges of `serve --http` a hostile or careless client reaches: a revoked token's open
+//! stream ends within a second, a call waiting for the user's approval keeps its session past
+//! the idle timer, and connections that trickle their headers or body are closed.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use serde_json::json;
+
+use crate::common::binary;
+use crate::http::{HttpServer, http_client};
+
+/// Revokes every token of `principal`, as an operator does.
+fn revoke(server: &HttpServer, principal: &str) {
+    let output = std::process::Command::new(binary())
+        .args(["token", "revoke", "--principal", principal, "--tokens"])
+        .arg(server.tokens())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+}
+
+/// Opens an initialize-era session at `/mcp` and says it is initialized: its id.
+async fn initialized_session(server: &HttpServer, token: &str) -> String {
+    let session = server.open_session("/mcp", token).await;
+    let initialized = http_client()
+        .post(server.url("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .bearer_auth(token)
+        .body(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(initialized.status().as_u16(), 202);
+    session
+}
+
+/// A revoked token keeps no stream: the session's GET stream, open when the token is revoked,
+/// ends within a second, and the next request is refused.
+#[tokio::test]
+async fn a_revoked_tokens_open_stream_ends_within_a_second() {
+    let server = HttpServer::start(&[]).await;
+    let token = server.token("alice", &["research"], false);
+    let session = initialized_session(&server, &token).await;
+    let stream = http_client()
+        .get(server.url("/mcp"))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status().as_u16(), 200);
+    let mut body = stream.bytes_stream();
+    revoke(&server, "alice");
+    let revoked = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(chunk) = body.next().await {
+            if chunk.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the stream of a revoked token is still open after 5 s"
+    );
+    assert!(
+        revoked.elapsed() < Duration::from_secs(1),
+        "ended {:?} after the revocation",
+        revoked.elapsed()
+    );
+    let (status, _) = server.list_in_session("/mcp", &session, &token).await;
+    assert_eq!(status, 401);
+}
