@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
@@ -126,10 +127,14 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
             )));
         }
     }
+    // Sessions idle out here (`Sessions::close_idle`), not in rmcp: its timer knows nothing of
+    // a call waiting for the client's answer to an approval or a sampling request.
     let mut sessions = LocalSessionManager::default();
-    if let Some(idle) = settings.session_idle {
-        sessions.session_config.keep_alive = Some(idle);
-    }
+    let idle = sessions
+        .session_config
+        .keep_alive
+        .take()
+        .map(|default| settings.session_idle.unwrap_or(default));
     let stop = CancellationToken::new();
     let gate = Arc::new(Gate {
         default_workspace: app.executor().workspace().name().to_owned(),
@@ -151,6 +156,9 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
         in_flight: AtomicUsize::new(0),
         idle: Notify::new(),
     });
+    if let Some(idle) = idle {
+        tokio::spawn(Arc::clone(&gate.sessions).close_idle(idle, stop.clone()));
+    }
     let router = router(&gate, settings, stop.clone());
     let listener = tokio::net::TcpListener::bind(settings.listen)
         .await
@@ -294,28 +302,37 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
         .get(SESSION_HEADER)
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    if let Some(id) = &session {
-        let owners = gate.sessions.owners();
-        if owners
-            .get(id.as_str())
-            .is_some_and(|owner| *owner != access)
-        {
-            // Not found rather than forbidden: a client told 404 starts a new session.
-            return refusal(
-                StatusCode::NOT_FOUND,
-                "no such session for this token and workspace; initialize a new one",
-            );
-        }
-    }
-    let closing = request.method() == Method::DELETE;
-    let first = session.is_none() && request.method() == Method::POST;
     // Only POSTs carry calls: a session's GET stream, or a `subscriptions/listen` stream (its
     // method is in the `Mcp-Method` header), waits for the server and is not waited for.
     let listens = request
         .headers()
         .get("mcp-method")
         .is_some_and(|method| method.as_bytes() == b"subscriptions/listen");
-    let guard = (request.method() == Method::POST && !listens).then(|| InFlight::enter(&gate));
+    let calls = request.method() == Method::POST && !listens;
+    let mut busy = None;
+    if let Some(id) = &session {
+        let mut owners = gate.sessions.owners();
+        if let Some(owner) = owners.get_mut(id.as_str()) {
+            if owner.access != access {
+                // Not found rather than forbidden: a client told 404 starts a new session.
+                return refusal(
+                    StatusCode::NOT_FOUND,
+                    "no such session for this token and workspace; initialize a new one",
+                );
+            }
+            owner.last = Instant::now();
+            if calls {
+                owner.calls += 1;
+                busy = Some(Busy {
+                    sessions: Arc::clone(&gate.sessions),
+                    id: id.clone(),
+                });
+            }
+        }
+    }
+    let closing = request.method() == Method::DELETE;
+    let first = session.is_none() && request.method() == Method::POST;
+    let guard = calls.then(|| InFlight::enter(&gate));
     // A stream that stays open (a session's GET stream, a listen stream) ends when its
     // tokens-file token is revoked; a call's answer ends with the call.
     let revocable = digest.filter(|_| guard.is_none());
@@ -334,7 +351,7 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
     // The call is in flight until its response body (an SSE stream, often) is sent whole.
     let (parts, body) = response.into_parts();
     let stream = body.into_data_stream().map(move |chunk| {
-        let _in_flight = &guard;
+        let _in_flight = (&guard, &busy);
         chunk
     });
     match revocable {
@@ -667,21 +684,78 @@ fn refusal(status: StatusCode, message: &str) -> Response {
 }
 
 /// rmcp's local sessions, and the principal and workspace of each: an entry is made when a
-/// session is opened, and leaves when rmcp closes the session — by `DELETE`, when it has been
-/// idle too long, or when its service ends.
+/// session is opened, and leaves when the session is closed — by `DELETE`, when it has been
+/// idle too long ([`Sessions::close_idle`]), or when its service ends.
 struct Sessions {
     inner: LocalSessionManager,
-    owners: Mutex<HashMap<String, Access>>,
+    owners: Mutex<HashMap<String, Owner>>,
+}
+
+/// Who opened a session, and how busy it is.
+struct Owner {
+    access: Access,
+    /// When a request of the session last began or ended.
+    last: Instant,
+    /// Its calls in flight: a call waiting for the client's answer to an approval or a
+    /// sampling request keeps the session open however long the user takes.
+    calls: usize,
+}
+
+/// One call of a session in flight; dropped when its response has been sent (or abandoned).
+struct Busy {
+    sessions: Arc<Sessions>,
+    id: String,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if let Some(owner) = self.sessions.owners().get_mut(&self.id) {
+            owner.calls = owner.calls.saturating_sub(1);
+            owner.last = Instant::now();
+        }
+    }
 }
 
 impl Sessions {
-    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, Access>> {
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, Owner>> {
         self.owners.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Closes, for as long as the server runs, every session with no call in flight and no
+    /// request for `idle`.
+    async fn close_idle(self: Arc<Self>, idle: std::time::Duration, stop: CancellationToken) {
+        let every = (idle / 4).clamp(
+            std::time::Duration::from_millis(10),
+            std::time::Duration::from_secs(5),
+        );
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(every) => {}
+            }
+            let idle_ones: Vec<String> = self
+                .owners()
+                .iter()
+                .filter(|(_, owner)| owner.calls == 0 && owner.last.elapsed() >= idle)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in idle_ones {
+                tracing::debug!(session = %id, "closing a session idle for {} s", idle.as_secs());
+                if let Err(error) = self.close_session(&SessionId::from(id.as_str())).await {
+                    tracing::debug!(%error, "the idle session had closed already");
+                }
+            }
+        }
     }
 
     /// Records who opened session `id`, unless it has closed already.
     async fn own(&self, id: &str, access: Access) {
-        self.owners().insert(id.to_owned(), access);
+        let owner = Owner {
+            access,
+            last: Instant::now(),
+            calls: 0,
+        };
+        self.owners().insert(id.to_owned(), owner);
         // A session that ended before it was recorded would stay: check after recording it
         // (`close_session` removes the entry after rmcp's).
         let id: SessionId = id.into();

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt as _;
 use serde_json::json;
 
-use crate::common::binary;
+use crate::common::{Elicitation, TestClient, binary, call, is_error, text};
 use crate::http::{HttpServer, http_client};
 
 /// Revokes every token of `principal`, as an operator does.
@@ -77,4 +77,51 @@ async fn a_revoked_tokens_open_stream_ends_within_a_second() {
     );
     let (status, _) = server.list_in_session("/mcp", &session, &token).await;
     assert_eq!(status, 401);
+}
+
+/// A call waiting for the user's approval is activity: with a 1 s idle timer, an approval
+/// answered after 3 s still lets the call run and answer, and the session stays usable.
+#[tokio::test]
+async fn a_call_waiting_for_approval_keeps_its_session_past_the_idle_timer() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = folder.path().join("config.toml");
+    std::fs::write(&config, "[tools.WriteVar]\nexecution = \"ask-always\"\n").unwrap();
+    let config = config.display().to_string();
+    let server = HttpServer::start(&["--config", &config, "--session-idle-seconds", "1"]).await;
+    let token = server.token("alice", &["research"], false);
+    let slow_user = TestClient::new(Elicitation::Accept(json!({"approve": true})))
+        .while_asking(|| std::thread::sleep(Duration::from_secs(3)));
+    let client = server.client("/mcp", &token, slow_user.clone()).await;
+    let answered = tokio::time::timeout(
+        Duration::from_secs(10),
+        call(
+            &client,
+            "WriteVar",
+            json!({"name": "topic", "value": "bees"}),
+        ),
+    )
+    .await;
+    let written = answered.expect("no answer: the session was closed while the user was asked");
+    assert!(!is_error(&written), "{written:?}");
+    assert_eq!(slow_user.asked().len(), 1);
+    let read = call(&client, "ReadVar", json!({"name": "topic"})).await;
+    assert!(text(&read).ends_with("\nbees"), "{read:?}");
+    client.cancel().await.unwrap();
+}
+
+/// The idle timer still closes a session with nothing in flight.
+#[tokio::test]
+async fn an_idle_session_is_closed() {
+    let server = HttpServer::start(&["--session-idle-seconds", "1"]).await;
+    let token = server.token("alice", &["research"], false);
+    let session = initialized_session(&server, &token).await;
+    assert_eq!(
+        server.list_in_session("/mcp", &session, &token).await.0,
+        200
+    );
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(
+        server.list_in_session("/mcp", &session, &token).await.0,
+        404
+    );
 }
