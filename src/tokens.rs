@@ -247,6 +247,7 @@ impl Tokens {
                 "no such file; make one with `synapse-mcp token add --tokens FILE …`",
             ),
         })?;
+        refuse_writable_by_others(path)?;
         let entries = read(path)?.token;
         Ok(Self {
             path: path.to_owned(),
@@ -281,17 +282,48 @@ impl Tokens {
         let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
         let now = stamp(&self.path);
         if now != loaded.stamp {
-            match read(&self.path) {
-                Ok(file) => {
-                    loaded.entries = file.token;
-                    loaded.stamp = now;
-                }
+            // Read once per change, valid or not: a broken file is not read (and logged) again
+            // at every request, only when it changes again.
+            loaded.stamp = now;
+            match refuse_writable_by_others(&self.path).and_then(|()| read(&self.path)) {
+                Ok(file) => loaded.entries = file.token,
                 // A file being rewritten, or broken by hand: keep serving what was read last.
                 Err(error) => tracing::warn!(%error, "keeping the tokens read before"),
             }
         }
         loaded
     }
+}
+
+/// A tokens file that group or others may write is refused: whoever can write it can grant
+/// themselves any workspace.
+fn refuse_writable_by_others(path: &Path) -> Result<(), Error> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = match std::fs::metadata(path) {
+            Ok(metadata) => metadata.permissions().mode(),
+            // No file: no tokens (`read` says so), and nothing anyone could write into.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(source) => {
+                return Err(Error::Read {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        };
+        if mode & 0o022 != 0 {
+            return Err(Error::Invalid(format!(
+                "the tokens file {} may be written by its group or by others (mode {:o}), so \
+                 anyone who can write it could grant themselves any workspace; make it writable \
+                 by its owner only: chmod 600 {}",
+                path.display(),
+                mode & 0o777,
+                path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn stamp(path: &Path) -> Option<(SystemTime, u64)> {

@@ -83,6 +83,8 @@ struct Gate {
     jwt: Option<Verifier>,
     /// Given in OAuth mode: the authorization server named in the metadata.
     issuer: Option<String>,
+    /// Given in OAuth mode: the audiences tokens are issued for, the first naming the resource.
+    audiences: Vec<String>,
     /// The URL clients reach the server at, when configured.
     public_url: Option<String>,
     /// The `Host` values answered (the loopback names and the configured ones), and the
@@ -142,6 +144,11 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
         tokens,
         jwt,
         issuer: settings.oauth.as_ref().map(|oauth| oauth.issuer.clone()),
+        audiences: settings
+            .oauth
+            .as_ref()
+            .map(|oauth| oauth.audiences.clone())
+            .unwrap_or_default(),
         public_url: settings
             .public_url
             .as_ref()
@@ -420,12 +427,10 @@ impl Gate {
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
-            .and_then(|value| {
-                value
-                    .strip_prefix("Bearer ")
-                    .or_else(|| value.strip_prefix("bearer "))
-            })
-            .map(str::trim);
+            .and_then(|value| value.split_once(' '))
+            // The scheme is case-insensitive (RFC 7235): `Bearer`, `bearer`, `BEARER`.
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
         let Some(presented) = presented else {
             return Err(Box::new(self.unauthorized(
                 path,
@@ -533,6 +538,21 @@ impl Gate {
         challenge
     }
 
+    /// The resource at `path` as the protected-resource metadata names it (RFC 9728): under the
+    /// configured public URL, else under the configured audience when it is the URL of `/mcp`
+    /// (what tokens are issued for), else under [`Gate::base_url`].
+    fn resource(&self, path: &str, headers: &HeaderMap) -> String {
+        if self.public_url.is_none()
+            && let Some(base) = self
+                .audiences
+                .first()
+                .and_then(|audience| audience.trim_end_matches('/').strip_suffix("/mcp"))
+        {
+            return format!("{base}{path}");
+        }
+        format!("{}{path}", self.base_url(headers))
+    }
+
     /// The URL clients reach the server at: the configured one, else `http://` and the
     /// request's `Host` when it is one answered, else the address listened on.
     fn base_url(&self, headers: &HeaderMap) -> String {
@@ -617,7 +637,7 @@ async fn metadata(State(gate): State<Arc<Gate>>, request: Request) -> Response {
         Err(response) => return *response,
     }
     let document = serde_json::json!({
-        "resource": format!("{}{resource_path}", gate.base_url(request.headers())),
+        "resource": gate.resource(resource_path, request.headers()),
         "authorization_servers": gate.issuer.iter().collect::<Vec<_>>(),
         "bearer_methods_supported": ["header"],
         "scopes_supported": scopes,

@@ -224,15 +224,23 @@ fn scopes(claims: &Map<String, Value>) -> Vec<&str> {
         .collect()
 }
 
-/// Whether `aud` (a string or an array) names one of `audiences`, or a path below one.
+/// Whether `aud` (a string or an array) names one of `audiences`, or a path below one: more
+/// path segments after it, none of them empty, `.` or `..` (percent-encoded or not), and no
+/// query or fragment, so that `…/mcp/../admin` is not below `…/mcp`.
 fn audience_matches(aud: Option<&Value>, audiences: &[String]) -> bool {
+    let below = |rest: &str| {
+        rest.strip_prefix('/').is_some_and(|segments| {
+            !segments.contains(['?', '#'])
+                && segments.split('/').all(|segment| {
+                    let decoded = percent_encoding::percent_decode_str(segment).decode_utf8_lossy();
+                    !matches!(&*decoded, "" | "." | "..")
+                })
+        })
+    };
     let matches = |given: &str| {
         audiences.iter().any(|expected| {
             let expected = expected.trim_end_matches('/');
-            given == expected
-                || given
-                    .strip_prefix(expected)
-                    .is_some_and(|rest| rest.starts_with('/'))
+            given == expected || given.strip_prefix(expected).is_some_and(below)
         })
     };
     match aud {
@@ -597,6 +605,11 @@ mod tests {
         assert!(matches(json!("https://mcp.example.org/mcp/research")));
         assert!(matches(json!(["other", "https://mcp.example.org/mcp"])));
         assert!(!matches(json!("https://mcp.example.org/mcpx")));
+        assert!(!matches(json!("https://mcp.example.org/mcp/../admin")));
+        assert!(!matches(json!("https://mcp.example.org/mcp/%2e%2E/admin")));
+        assert!(!matches(json!("https://mcp.example.org/mcp/./x")));
+        assert!(!matches(json!("https://mcp.example.org/mcp//x")));
+        assert!(!matches(json!("https://mcp.example.org/mcp/x?y")));
         assert!(!matches(json!("https://mcp.example.org")));
         assert!(!matches(json!(["other"])));
         assert!(!audience_matches(None, &expected));

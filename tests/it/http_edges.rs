@@ -125,3 +125,92 @@ async fn an_idle_session_is_closed() {
         404
     );
 }
+
+/// The `Bearer` scheme is case-insensitive (RFC 7235).
+#[tokio::test]
+async fn the_bearer_scheme_is_matched_without_regard_to_case() {
+    let server = HttpServer::start(&[]).await;
+    let token = server.token("alice", &["research"], false);
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        let response = http_client()
+            .post(server.url("/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("{scheme} {token}"))
+            .body(crate::http::initialize().to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{scheme}");
+    }
+}
+
+/// A tokens file its group or others may write is refused at start, naming the fix.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_tokens_file_others_may_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let folder = tempfile::tempdir().unwrap();
+    let tokens = folder.path().join("tokens.toml");
+    crate::http::add_token(&tokens, "alice", &["research"], false);
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let mut child = tokio::process::Command::new(binary())
+        .env("HOME", crate::common::quiet_home())
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--store",
+            "memory",
+            "--tokens",
+        ])
+        .arg(&tokens)
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let exited = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
+    let status = exited.expect("the server started on a tokens file anyone may write");
+    assert!(!status.unwrap().success());
+    let mut stderr = String::new();
+    tokio::io::AsyncReadExt::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr)
+        .await
+        .unwrap();
+    assert!(
+        stderr.contains("may be written by its group or by others (mode 666)")
+            && stderr.contains("chmod 600"),
+        "{stderr}"
+    );
+}
+
+/// A tokens file broken while the server runs is logged once, not at every request; the tokens
+/// read before keep working.
+#[tokio::test]
+async fn a_broken_tokens_file_is_logged_once_per_change() {
+    let server = HttpServer::start(&[]).await;
+    let token = server.token("alice", &["research"], false);
+    assert_eq!(server.list_in_session("/mcp", "none", &token).await.0, 404);
+    std::fs::write(server.tokens(), "[[token]\nbroken").unwrap();
+    for _ in 0..5 {
+        let response = http_client()
+            .post(server.url("/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .bearer_auth(&token)
+            .body(crate::http::initialize().to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+    }
+    // The log lines are read by a task of the test: let it catch up.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let warned = server
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|line| line.contains("keeping the tokens read before"))
+        .count();
+    assert_eq!(warned, 1);
+}

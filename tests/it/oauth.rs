@@ -501,7 +501,7 @@ async fn the_protected_resource_metadata_is_found_from_the_challenge() {
     assert_eq!(
         document,
         json!({
-            "resource": server.url("/mcp/research"),
+            "resource": format!("{AUDIENCE}/research"),
             "authorization_servers": [ISSUER],
             "bearer_methods_supported": ["header"],
             "scopes_supported": ["synapse:read", "synapse:write", "synapse:skills", "synapse:workspace:research"],
@@ -511,9 +511,12 @@ async fn the_protected_resource_metadata_is_found_from_the_challenge() {
     for (path, resource) in [
         (
             "/.well-known/oauth-protected-resource/mcp",
-            server.url("/mcp"),
+            AUDIENCE.to_owned(),
         ),
-        ("/.well-known/oauth-protected-resource", server.url("")),
+        (
+            "/.well-known/oauth-protected-resource",
+            "https://mcp.synapse.test".to_owned(),
+        ),
     ] {
         let document: Value = http_client()
             .get(server.url(path))
@@ -847,4 +850,30 @@ async fn a_hanging_jwks_url_stalls_no_token_whose_key_is_known() {
         "the forged token still waits for its fetch"
     );
     forging.abort();
+}
+
+/// The audience is matched by path segments: a path below it that climbs out (`/../`, encoded
+/// or not) is not below it.
+#[tokio::test]
+async fn an_audience_that_climbs_out_of_the_resource_is_refused() {
+    let issuer = Issuer::start().await;
+    let server = issuer.serve(&[]).await;
+    for (audience, expected) in [
+        (format!("{AUDIENCE}/research"), 200),
+        (format!("{AUDIENCE}/../admin"), 401),
+        (format!("{AUDIENCE}/%2e%2e/admin"), 401),
+    ] {
+        let mut claims = claims("alice", &["research"], "synapse:write");
+        claims["aud"] = json!(audience);
+        let token = issuer.es256.token(&claims);
+        let (status, _, text) = server
+            .send(
+                reqwest::Method::POST,
+                "/mcp",
+                Some(&token),
+                Some(&initialize()),
+            )
+            .await;
+        assert_eq!(status, expected, "{audience}: {text}");
+    }
 }
