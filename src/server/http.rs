@@ -26,7 +26,6 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::serve::ListenerExt as _;
 use futures::{Stream, StreamExt as _};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::common::server_side_http::{ServerSseMessage, SessionId};
@@ -98,6 +97,8 @@ struct Gate {
     draining: AtomicBool,
     in_flight: AtomicUsize,
     idle: Notify,
+    /// How long a request's body may take to arrive.
+    read_timeout: std::time::Duration,
 }
 
 /// Serves `app` over Streamable HTTP until SIGTERM or ctrl-c.
@@ -162,6 +163,7 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
         draining: AtomicBool::new(false),
         in_flight: AtomicUsize::new(0),
         idle: Notify::new(),
+        read_timeout: settings.read_timeout,
     });
     if let Some(idle) = idle {
         tokio::spawn(Arc::clone(&gate.sessions).close_idle(idle, stop.clone()));
@@ -185,12 +187,69 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
         }
     );
     let shutdown = drain(Arc::clone(&gate), stop);
-    axum::serve(listener.tap_io(send_at_once), router)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|error| Error::Session(error.to_string()))?;
+    serve_connections(listener, router, settings.read_timeout, shutdown).await;
     tracing::info!("HTTP server stopped");
     Ok(())
+}
+
+/// Accepts connections and serves `router` on each until `shutdown` resolves, then lets each
+/// connection finish the request it is in and waits for them all. A connection that takes longer
+/// than `read_timeout` to send a request's headers is closed (hyper's header read timeout); the
+/// body has as long again ([`authorize`]).
+async fn serve_connections(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    read_timeout: std::time::Duration,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let (closing, closed) = tokio::sync::watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        let mut stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                // Out of file descriptors, mostly: wait a little rather than spin.
+                tracing::warn!(%error, "cannot accept a connection");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        send_at_once(&mut stream);
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let mut closed = closed.clone();
+        connections.spawn(async move {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(read_timeout);
+            let connection = builder
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .with_upgrades();
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                served = connection.as_mut() => {
+                    if let Err(error) = served {
+                        tracing::debug!(%error, "connection ended");
+                    }
+                    return;
+                }
+                _ = closed.wait_for(|closed| *closed) => connection.as_mut().graceful_shutdown(),
+            }
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection ended");
+            }
+        });
+        // Finished connections leave the set as new ones come.
+        while connections.try_join_next().is_some() {}
+    }
+    drop(listener);
+    closing.send_replace(true);
+    while connections.join_next().await.is_some() {}
 }
 
 /// Sets `TCP_NODELAY` on each connection (axum leaves it off): an answer on an SSE stream goes
@@ -336,6 +395,17 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
                 });
             }
         }
+    }
+    if request.method() == Method::POST {
+        // The body has `read_timeout` to arrive, as the headers had.
+        request = request.map(|body| {
+            let timed = Deadline {
+                inner: body.into_data_stream(),
+                limit: gate.read_timeout,
+                deadline: None,
+            };
+            Body::from_stream(timed)
+        });
     }
     let closing = request.method() == Method::DELETE;
     let first = session.is_none() && request.method() == Method::POST;
@@ -851,6 +921,43 @@ impl SessionManager for Sessions {
 
     fn event_store(&self) -> Option<Arc<dyn EventStore>> {
         self.inner.event_store()
+    }
+}
+
+/// A request body that fails when it has not arrived whole within `limit`. The clock starts at
+/// the first wait: a body that came with its headers (most) costs no timer.
+struct Deadline<S> {
+    inner: S,
+    limit: std::time::Duration,
+    deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> Stream for Deadline<S>
+where
+    S: Stream<Item = Result<axum::body::Bytes, axum::Error>> + Unpin,
+{
+    type Item = Result<axum::body::Bytes, axum::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::future::Future as _;
+        use std::task::Poll;
+        if let Poll::Ready(item) = std::pin::Pin::new(&mut self.inner).poll_next(context) {
+            return Poll::Ready(item);
+        }
+        let limit = self.limit;
+        let deadline = self
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match deadline.as_mut().poll(context) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(format!(
+                "the request body did not arrive within {} s",
+                limit.as_secs()
+            ))))),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 

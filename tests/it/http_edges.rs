@@ -214,3 +214,61 @@ async fn a_broken_tokens_file_is_logged_once_per_change() {
         .count();
     assert_eq!(warned, 1);
 }
+
+/// Writes `first`, then `trickle` a byte at a time every 200 ms, until the server closes the
+/// connection: how long it took, or `None` after 6 s.
+async fn closed_after(server: &HttpServer, first: &[u8], trickle: &[u8]) -> Option<Duration> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut connection = tokio::net::TcpStream::connect(&server.address)
+        .await
+        .unwrap();
+    connection.write_all(first).await.unwrap();
+    let started = Instant::now();
+    let (mut reading, mut writing) = connection.into_split();
+    let trickle = trickle.to_vec();
+    let writer = tokio::spawn(async move {
+        for byte in trickle {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if writing.write_all(&[byte]).await.is_err() {
+                return;
+            }
+        }
+        std::future::pending::<()>().await;
+    });
+    let mut answer = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(6), reading.read_to_end(&mut answer));
+    let outcome = closed.await.ok().map(|_| started.elapsed());
+    writer.abort();
+    outcome
+}
+
+/// Headers or a body trickled in slower than `--read-timeout-seconds` allows close the
+/// connection; the server goes on serving.
+#[tokio::test]
+async fn connections_that_trickle_their_headers_or_body_are_closed() {
+    let server = HttpServer::start(&["--read-timeout-seconds", "1"]).await;
+    let token = server.token("alice", &["research"], false);
+    let headers = closed_after(
+        &server,
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+        &[b'X'; 30],
+    )
+    .await;
+    let took = headers.expect("a connection trickling its headers was open after 6 s");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: 200\r\n\r\n{{"
+    );
+    let body = closed_after(&server, head.as_bytes(), &[b' '; 30]).await;
+    let took = body.expect("a connection trickling its body was open after 6 s");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert_eq!(
+        server
+            .post("/mcp", Some(&token), &crate::http::initialize())
+            .await
+            .0,
+        200
+    );
+}
