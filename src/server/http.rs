@@ -402,7 +402,7 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
             let timed = Deadline {
                 inner: body.into_data_stream(),
                 limit: gate.read_timeout,
-                deadline: None,
+                timer: None,
             };
             Body::from_stream(timed)
         });
@@ -929,7 +929,8 @@ impl SessionManager for Sessions {
 struct Deadline<S> {
     inner: S,
     limit: std::time::Duration,
-    deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    /// Set at the first wait.
+    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl<S> Stream for Deadline<S>
@@ -948,10 +949,10 @@ where
             return Poll::Ready(item);
         }
         let limit = self.limit;
-        let deadline = self
-            .deadline
+        let timer = self
+            .timer
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
-        match deadline.as_mut().poll(context) {
+        match timer.as_mut().poll(context) {
             Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(format!(
                 "the request body did not arrive within {} s",
                 limit.as_secs()

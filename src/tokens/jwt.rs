@@ -430,7 +430,7 @@ impl Keys {
                 (None, None) => None,
                 (Some(url), Some(key)) => {
                     // Out of date: fetched again in the background, the cached key served now.
-                    if self.due(&state) {
+                    if Self::due(&state) {
                         // Runs as a task of its own; nobody waits for it.
                         drop(self.start_fetch(url, &mut state));
                     }
@@ -460,7 +460,7 @@ impl Keys {
         if let Some(running) = &state.fetching {
             return Some(running.clone());
         }
-        if self.due(state) {
+        if Self::due(state) {
             return Some(self.start_fetch(url, state));
         }
         let may_refetch =
@@ -474,7 +474,7 @@ impl Keys {
 
     /// Whether the keys of a URL are missing or out of date, no fetch is running, and the last
     /// failed one ended at least [`RETRY_EVERY`] ago.
-    fn due(&self, state: &State) -> bool {
+    fn due(state: &State) -> bool {
         state.fetching.is_none()
             && !recently(state.fetched, CACHE_FOR)
             && !recently(state.failed, RETRY_EVERY)
