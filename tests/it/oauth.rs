@@ -745,8 +745,8 @@ async fn a_session_that_idles_out_leaves_no_owner_behind() {
     let (status, text) = with_session().await;
     assert_eq!(status, 404);
     assert!(text.contains("for this token and workspace"), "{text}");
-    // Once rmcp has closed it for idling, its owner is gone too: bob's request reaches rmcp,
-    // which knows no such session. (Bob's refused requests do not keep it alive.)
+    // Once the server has closed it for idling, its owner is gone too: bob's request reaches
+    // rmcp, which knows no such session. (Bob's refused requests do not keep it alive.)
     let mut answer = (status, text);
     for _ in 0..150 {
         if !answer.1.contains("for this token and workspace") {
