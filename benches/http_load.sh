@@ -99,8 +99,10 @@ if wants everything; then
   fi
 fi
 
-python=$work/venv/bin/python
-if [[ "$(cat "$work/venv/.pins" 2>/dev/null)" != "$(sha256sum <"$interop/requirements.txt")" || ! -x "$python" ]]; then
+# The Python SDK is installed for the `python` target only; the helpers need the standard library.
+python=python3
+wants python && python=$work/venv/bin/python
+if wants python && [[ "$(cat "$work/venv/.pins" 2>/dev/null)" != "$(sha256sum <"$interop/requirements.txt")" || ! -x "$python" ]]; then
   say "installing the Python SDK (PyPI mcp, tests/interop/requirements.txt) into $work/venv"
   rm -rf "$work/venv"
   python3 -m venv "$work/venv"
@@ -290,7 +292,7 @@ say "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 {
   printf 'synapse-mcp %s (%s)' "$("$synapse" --version | awk '{print $2}')" "$(git -C "$repository" rev-parse --short HEAD 2>/dev/null || echo '?')"
   wants everything && printf ', server-everything %s on node %s' "$everything_version" "$("$node" --version)"
-  printf ', Python mcp %s on %s' "$("$python" -c 'import importlib.metadata as m; print(m.version("mcp"))')" "$("$python" --version)"
+  wants python && printf ', Python mcp %s on %s' "$("$python" -c 'import importlib.metadata as m; print(m.version("mcp"))')" "$("$python" --version)"
   [[ -n "$postgres_port" ]] && printf ', PostgreSQL %s (fsync %s)' "$("$postgres_bin/postgres" --version | awk '{print $3}')" "$pg_fsync"
   printf '\n%s clients, one request in flight each; %s s warm-up, %s s measured per target; %s-byte payload; synapse-mcp: %s %% WriteVar, the rest ReadVar; peers: echo\n\n' \
     "$clients" "$warmup" "$duration" "$payload" "$writes"

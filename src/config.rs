@@ -184,6 +184,10 @@ pub struct ServeArgs {
     /// Seconds an initialize-era session may stay idle before it is closed (default 300).
     #[arg(long, value_name = "SECONDS")]
     pub session_idle_seconds: Option<u64>,
+    /// Seconds a client may take to send a request's headers, and again its body, before the
+    /// connection is closed (default 30).
+    #[arg(long, value_name = "SECONDS")]
+    pub read_timeout_seconds: Option<u64>,
     /// The URL clients reach this server at (`https://mcp.example.org`), for the OAuth
     /// metadata; default `http://` and the request's `Host`.
     #[arg(long, value_name = "URL")]
@@ -231,8 +235,13 @@ pub enum TokenCommand {
         /// Only tools annotated read-only may run.
         #[arg(long)]
         read_only: bool,
+        /// May change the skills every workspace of the server shares (`SkillSave`,
+        /// `SkillRunScript`); without it a token changes its own workspaces only.
+        #[arg(long, conflicts_with = "read_only")]
+        write_skills: bool,
     },
-    /// List the tokens: id, principal, workspaces, read-only (never the tokens themselves).
+    /// List the tokens: id, principal, workspaces, what they may do (read-only, read-write, or
+    /// read-write+skills; never the tokens themselves).
     List {
         #[arg(long, value_name = "FILE")]
         tokens: PathBuf,
@@ -440,6 +449,8 @@ pub struct HttpTable {
     pub max_body_bytes: Option<usize>,
     /// Seconds an initialize-era session may stay idle before it is closed (default 300).
     pub session_idle_seconds: Option<u64>,
+    /// Seconds a client may take to send a request's headers, and again its body (default 30).
+    pub read_timeout_seconds: Option<u64>,
     /// The URL clients reach this server at, for the OAuth metadata.
     pub public_url: Option<String>,
     /// JWT access tokens from an OAuth 2.1 authorization server.
@@ -475,6 +486,8 @@ pub struct HttpSettings {
     pub max_body_bytes: usize,
     /// `None`: rmcp's default (5 minutes).
     pub session_idle: Option<std::time::Duration>,
+    /// How long a client may take to send a request's headers, and again its body.
+    pub read_timeout: std::time::Duration,
     pub public_url: Option<String>,
     /// Given when an issuer is.
     pub oauth: Option<OAuthSettings>,
@@ -494,6 +507,8 @@ pub struct OAuthSettings {
 
 /// The request body limit when none is configured.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 << 20;
+/// Seconds a client may take to send a request's headers, and again its body.
+pub const DEFAULT_READ_TIMEOUT_SECONDS: u64 = 30;
 
 /// `[snapshots]`: bounds on each user function call (JavaScript in QuickJS).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
@@ -764,6 +779,12 @@ fn http_settings(serve: &ServeArgs, table: &HttpTable) -> Option<HttpSettings> {
             .session_idle_seconds
             .or(table.session_idle_seconds)
             .map(std::time::Duration::from_secs),
+        read_timeout: std::time::Duration::from_secs(
+            serve
+                .read_timeout_seconds
+                .or(table.read_timeout_seconds)
+                .unwrap_or(DEFAULT_READ_TIMEOUT_SECONDS),
+        ),
         public_url: serve
             .public_url
             .clone()

@@ -162,6 +162,7 @@ fn token(
             principal,
             also,
             read_only,
+            write_skills,
         } => {
             let Some(workspace) = workspace else {
                 return Err(Error::Tokens(tokens::Error::Invalid(
@@ -173,7 +174,11 @@ fn token(
             let workspaces: Vec<String> = std::iter::once(workspace.to_owned())
                 .chain(also.iter().cloned())
                 .collect();
-            let (token, entry) = tokens::add(path, principal, &workspaces, *read_only)?;
+            let rights = tokens::Rights {
+                read_only: *read_only,
+                write_skills: *write_skills,
+            };
+            let (token, entry) = tokens::add(path, principal, &workspaces, rights)?;
             writeln!(out, "{token}").map_err(wrote)?;
             tracing::info!(
                 "added token {} for `{}` in {}",
@@ -184,10 +189,10 @@ fn token(
         }
         config::TokenCommand::List { tokens: path } => {
             for entry in tokens::list(path)? {
-                let access = if entry.read_only {
-                    "read-only"
-                } else {
-                    "read-write"
+                let access = match (entry.read_only, entry.write_skills) {
+                    (true, _) => "read-only",
+                    (false, false) => "read-write",
+                    (false, true) => "read-write+skills",
                 };
                 writeln!(
                     out,

@@ -1,7 +1,7 @@
 //! Bearer tokens for `serve --http` (`docs/http.md`): the tokens file, a TOML list of entries,
-//! each a principal, the workspaces it may use (the first is its default) and whether it may
-//! only read. The file keeps the SHA-256 digest of each token, never the token: `token add`
-//! prints a new one once. A token is 32 random bytes from the operating system, so its digest
+//! each a principal, the workspaces it may use (the first is its default), whether it may only
+//! read, and whether it may change the skills every workspace shares. The file keeps the SHA-256
+//! digest of each token, never the token: `token add` prints a new one once. A token is 32 random bytes from the operating system, so its digest
 //! cannot be searched back to it, and a fast digest lets each request be checked in
 //! microseconds (a slow password hash protects guessable secrets, which these are not).
 //!
@@ -57,6 +57,10 @@ pub struct Entry {
     pub workspaces: Vec<String>,
     #[serde(default)]
     pub read_only: bool,
+    /// May change what every workspace of the process shares: the skills shelf (`SkillSave`,
+    /// `SkillRunScript`). Off unless `token add --write-skills` set it.
+    #[serde(default)]
+    pub write_skills: bool,
     /// The SHA-256 digest of the token, in lowercase hex.
     pub sha256: String,
 }
@@ -68,6 +72,7 @@ impl Entry {
             principal: self.principal,
             workspaces: self.workspaces,
             read_only: self.read_only,
+            write_skills: self.write_skills && !self.read_only,
         }
     }
 }
@@ -79,6 +84,8 @@ pub struct Grant {
     /// The workspaces it may use; the first is the one used when a request names none.
     pub workspaces: Vec<String>,
     pub read_only: bool,
+    /// May change the skills every workspace shares.
+    pub write_skills: bool,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -139,13 +146,26 @@ fn write(path: &Path, file: &File) -> Result<(), Error> {
     std::fs::rename(&temporary, path).map_err(failed)
 }
 
+/// What a new token may do: only read, or change the shared skills too.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rights {
+    pub read_only: bool,
+    pub write_skills: bool,
+}
+
 /// Adds a token for `principal` and returns it: the only time it is seen.
 pub fn add(
     path: &Path,
     principal: &str,
     workspaces: &[String],
-    read_only: bool,
+    rights: Rights,
 ) -> Result<(String, Entry), Error> {
+    if rights.read_only && rights.write_skills {
+        return Err(Error::Invalid(
+            "a read-only token cannot change the skills: give --read-only or --write-skills, not both"
+                .to_owned(),
+        ));
+    }
     if principal.trim().is_empty() {
         return Err(Error::Invalid(
             "the principal is empty; give a name with --principal".to_owned(),
@@ -168,7 +188,8 @@ pub fn add(
         id: sha256[..12].to_owned(),
         principal: principal.to_owned(),
         workspaces: workspaces.to_vec(),
-        read_only,
+        read_only: rights.read_only,
+        write_skills: rights.write_skills,
         sha256,
     };
     file.token.push(entry.clone());
@@ -226,6 +247,7 @@ impl Tokens {
                 "no such file; make one with `synapse-mcp token add --tokens FILE …`",
             ),
         })?;
+        refuse_writable_by_others(path)?;
         let entries = read(path)?.token;
         Ok(Self {
             path: path.to_owned(),
@@ -239,24 +261,69 @@ impl Tokens {
     /// The entry of a presented token, if it is one of the file's (as the file is now).
     pub fn find(&self, token: &str) -> Option<Entry> {
         let sha256 = digest(token);
-        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = stamp(&self.path);
-        if now != loaded.stamp {
-            match read(&self.path) {
-                Ok(file) => {
-                    loaded.entries = file.token;
-                    loaded.stamp = now;
-                }
-                // A file being rewritten, or broken by hand: keep serving what was read last.
-                Err(error) => tracing::warn!(%error, "keeping the tokens read before"),
-            }
-        }
-        loaded
+        self.current()
             .entries
             .iter()
             .find(|entry| entry.sha256 == sha256)
             .cloned()
     }
+
+    /// Whether the token with this digest is still in the file (as the file is now): an open
+    /// stream of a revoked token is ended.
+    pub fn holds(&self, sha256: &str) -> bool {
+        self.current()
+            .entries
+            .iter()
+            .any(|entry| entry.sha256 == sha256)
+    }
+
+    /// The entries, read again first when the file changed.
+    fn current(&self) -> std::sync::MutexGuard<'_, Loaded> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = stamp(&self.path);
+        if now != loaded.stamp {
+            // Read once per change, valid or not: a broken file is not read (and logged) again
+            // at every request, only when it changes again.
+            loaded.stamp = now;
+            match refuse_writable_by_others(&self.path).and_then(|()| read(&self.path)) {
+                Ok(file) => loaded.entries = file.token,
+                // A file being rewritten, or broken by hand: keep serving what was read last.
+                Err(error) => tracing::warn!(%error, "keeping the tokens read before"),
+            }
+        }
+        loaded
+    }
+}
+
+/// A tokens file that group or others may write is refused: whoever can write it can grant
+/// themselves any workspace.
+fn refuse_writable_by_others(path: &Path) -> Result<(), Error> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = match std::fs::metadata(path) {
+            Ok(metadata) => metadata.permissions().mode(),
+            // No file: no tokens (`read` says so), and nothing anyone could write into.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(source) => {
+                return Err(Error::Read {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        };
+        if mode & 0o022 != 0 {
+            return Err(Error::Invalid(format!(
+                "the tokens file {} may be written by its group or by others (mode {:o}), so \
+                 anyone who can write it could grant themselves any workspace; make it writable \
+                 by its owner only: chmod 600 {}",
+                path.display(),
+                mode & 0o777,
+                path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
@@ -272,7 +339,16 @@ mod tests {
     fn a_token_is_found_by_its_digest_until_it_is_revoked() {
         let folder = tempfile::tempdir().unwrap();
         let path = folder.path().join("tokens.toml");
-        let (token, entry) = add(&path, "alice", &["research".to_owned()], true).unwrap();
+        let (token, entry) = add(
+            &path,
+            "alice",
+            &["research".to_owned()],
+            Rights {
+                read_only: true,
+                write_skills: false,
+            },
+        )
+        .unwrap();
         assert!(token.starts_with(PREFIX));
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(&token), "{text}");
@@ -283,5 +359,33 @@ mod tests {
         assert_eq!(tokens.find(&token), None);
         let error = revoke(&path, Some("nope"), None).unwrap_err();
         assert!(error.to_string().contains("`nope`"), "{error}");
+    }
+
+    #[test]
+    fn a_token_of_a_file_written_before_the_skills_grant_may_not_change_skills() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("tokens.toml");
+        std::fs::write(
+            &path,
+            "[[token]]\nid = \"abc\"\nprincipal = \"alice\"\nworkspaces = [\"w\"]\n\
+             sha256 = \"00\"\n",
+        )
+        .unwrap();
+        let [entry] = list(&path).unwrap().try_into().unwrap();
+        assert_eq!(
+            entry.grant(),
+            Grant {
+                principal: "alice".to_owned(),
+                workspaces: vec!["w".to_owned()],
+                read_only: false,
+                write_skills: false,
+            }
+        );
+        let both = Rights {
+            read_only: true,
+            write_skills: true,
+        };
+        let error = add(&path, "bob", &["w".to_owned()], both).unwrap_err();
+        assert!(error.to_string().contains("not both"), "{error}");
     }
 }

@@ -51,6 +51,20 @@ pub enum Error {
     Store(#[from] store::Error),
     #[error("{0}")]
     Full(String),
+    /// A write that may displace nothing ([`Room::Free`]) found no free room.
+    #[error("{0}")]
+    NoRoom(String),
+}
+
+/// What a write may displace to make room for itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Room {
+    /// Whatever eviction chooses, and a variable of the same name is replaced.
+    Evicting,
+    /// Nothing: the write is refused when one of its names is taken or the workspace is at its
+    /// capacity (a read-only principal's cached result, which must not displace what a writing
+    /// principal stored).
+    Free,
 }
 
 /// A change that subscribers may care about.
@@ -175,6 +189,15 @@ impl Workspace {
     /// Creates or replaces several variables in one durable commit (a tool's cached result and
     /// arguments).
     pub fn insert_all(&self, variables: Vec<NewVariable>) -> Result<Vec<WriteOutcome>, Error> {
+        self.insert_all_within(variables, Room::Evicting)
+    }
+
+    /// As [`Workspace::insert_all`], displacing only what `room` allows.
+    pub fn insert_all_within(
+        &self,
+        variables: Vec<NewVariable>,
+        room: Room,
+    ) -> Result<Vec<WriteOutcome>, Error> {
         let names: Vec<Arc<str>> = variables
             .iter()
             .map(|variable| Arc::<str>::from(variable.name.as_str()))
@@ -182,6 +205,9 @@ impl Workspace {
         let written = names_of(&names);
         // A copy per attempt: another process committing first undoes the attempt.
         let outcomes = self.commit_with(move |state| {
+            if room == Room::Free {
+                free_room(&state.system, &variables)?;
+            }
             if self.max_bytes.is_some() {
                 let system = &state.system;
                 let before = system.bytes() + self.state_bytes.load(Ordering::Relaxed);
@@ -215,14 +241,19 @@ impl Workspace {
     /// Creates or replaces variables that can be recomputed from files on disk (a skill tool's
     /// cached result and arguments): in memory at once, in the store lazily, in a batch. Nothing
     /// is lost but the cache when the process dies before the batch goes out.
+    /// `room` says what they may displace.
     pub fn insert_all_lazily(
         &self,
         variables: Vec<NewVariable>,
+        room: Room,
     ) -> Result<Vec<WriteOutcome>, Error> {
         if self.store.is_none() {
-            return self.insert_all(variables);
+            return self.insert_all_within(variables, room);
         }
         let mut state = self.synced()?;
+        if room == Room::Free {
+            free_room(&state.system, &variables)?;
+        }
         let mut written = Vec::with_capacity(variables.len());
         let mut outcomes = Vec::with_capacity(variables.len());
         for variable in variables {
@@ -445,6 +476,28 @@ impl Drop for Workspace {
         self.flush_unsaved();
         self.flush_visits();
     }
+}
+
+/// Refuses a [`Room::Free`] write that would replace a variable or evict one.
+fn free_room(system: &VariableSystem, variables: &[NewVariable]) -> Result<(), Error> {
+    if let Some(taken) = variables
+        .iter()
+        .find(|variable| system.peek(&variable.name).is_some())
+    {
+        return Err(Error::NoRoom(format!(
+            "a variable named `{}` exists and is not replaced",
+            taken.name
+        )));
+    }
+    if system.len() + variables.len() > system.capacity() {
+        return Err(Error::NoRoom(format!(
+            "the workspace holds {} variables of its capacity of {}, and a read-only \
+             principal's result displaces nothing a writing principal stored",
+            system.len(),
+            system.capacity()
+        )));
+    }
+    Ok(())
 }
 
 fn names_of(names: &[Arc<str>]) -> Vec<String> {

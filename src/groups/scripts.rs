@@ -99,6 +99,7 @@ impl SkillRunScript {
             },
         )
         .with_title("Run skill script")
+        .changing_shared_state()
         .with_output::<RunOutput>()
         .with_permission(Permission {
             execution: Policy::AskOnce,

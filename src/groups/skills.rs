@@ -48,11 +48,12 @@ pub fn group(shelf: Arc<Shelf>, body_limit: usize) -> ToolGroup {
     }
 }
 
-/// `SkillSearch` and `SkillLoad` change nothing on disk, but each call caches its result as a
-/// variable the user can list: not read-only, not destructive (a cached result only ever
-/// evicts other cached results).
+/// `SkillSearch` and `SkillLoad` change nothing on disk or in the user's data. Each call caches
+/// its result as a variable the user can list, which is not such a write: read-only, so a
+/// read-only principal may call them (its cached result displaces nothing a writing principal
+/// stored), and not idempotent, since each call caches a new result.
 const CACHES: Annotations = Annotations {
-    read_only: false,
+    read_only: true,
     destructive: false,
     idempotent: false,
     open_world: false,

@@ -19,10 +19,11 @@ use crate::tools::{Annotations, Consent, Origin, Permission, Policy, ToolGroup};
 
 pub const GROUP: &str = "snapshots";
 
-/// Reads that change no stored data but cache their result (and arguments) as variables the
-/// user can list: not read-only, and not destructive, since a cached result only ever evicts
-/// other cached results.
-const CACHED_READ: Annotations = annotations(false, false, false);
+/// Reads that change no stored data. Their result (and arguments) is cached as variables the
+/// user can list, which is not a write to the user's data: read-only, so a read-only principal
+/// may call them (its cached result displaces nothing a writing principal stored), and not
+/// idempotent, since each call caches a new result.
+const CACHED_READ: Annotations = annotations(true, false, false);
 /// Adds new records, replacing none.
 const WRITES: Annotations = annotations(false, false, false);
 /// Replaces what is stored under a name or id; the same call again changes nothing more.

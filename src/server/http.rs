@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
@@ -25,7 +26,6 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::serve::ListenerExt as _;
 use futures::{Stream, StreamExt as _};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::common::server_side_http::{ServerSseMessage, SessionId};
@@ -45,6 +45,9 @@ use crate::config::{HttpSettings, OAuthSettings};
 use crate::tokens::jwt::{self, Rejection, Verifier};
 use crate::tokens::{Grant, Tokens};
 use crate::tools::Caller;
+
+/// How often an open stream of a tokens-file token checks that the token was not revoked.
+const REVOCATION_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// How long a shutdown waits for the requests in flight.
 const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -79,6 +82,8 @@ struct Gate {
     jwt: Option<Verifier>,
     /// Given in OAuth mode: the authorization server named in the metadata.
     issuer: Option<String>,
+    /// Given in OAuth mode: the audiences tokens are issued for, the first naming the resource.
+    audiences: Vec<String>,
     /// The URL clients reach the server at, when configured.
     public_url: Option<String>,
     /// The `Host` values answered (the loopback names and the configured ones), and the
@@ -92,6 +97,8 @@ struct Gate {
     draining: AtomicBool,
     in_flight: AtomicUsize,
     idle: Notify,
+    /// How long a request's body may take to arrive.
+    read_timeout: std::time::Duration,
 }
 
 /// Serves `app` over Streamable HTTP until SIGTERM or ctrl-c.
@@ -123,10 +130,14 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
             )));
         }
     }
+    // Sessions idle out here (`Sessions::close_idle`), not in rmcp: its timer knows nothing of
+    // a call waiting for the client's answer to an approval or a sampling request.
     let mut sessions = LocalSessionManager::default();
-    if let Some(idle) = settings.session_idle {
-        sessions.session_config.keep_alive = Some(idle);
-    }
+    let idle = sessions
+        .session_config
+        .keep_alive
+        .take()
+        .map(|default| settings.session_idle.unwrap_or(default));
     let stop = CancellationToken::new();
     let gate = Arc::new(Gate {
         default_workspace: app.executor().workspace().name().to_owned(),
@@ -134,6 +145,11 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
         tokens,
         jwt,
         issuer: settings.oauth.as_ref().map(|oauth| oauth.issuer.clone()),
+        audiences: settings
+            .oauth
+            .as_ref()
+            .map(|oauth| oauth.audiences.clone())
+            .unwrap_or_default(),
         public_url: settings
             .public_url
             .as_ref()
@@ -147,7 +163,11 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
         draining: AtomicBool::new(false),
         in_flight: AtomicUsize::new(0),
         idle: Notify::new(),
+        read_timeout: settings.read_timeout,
     });
+    if let Some(idle) = idle {
+        tokio::spawn(Arc::clone(&gate.sessions).close_idle(idle, stop.clone()));
+    }
     let router = router(&gate, settings, stop.clone());
     let listener = tokio::net::TcpListener::bind(settings.listen)
         .await
@@ -167,12 +187,69 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
         }
     );
     let shutdown = drain(Arc::clone(&gate), stop);
-    axum::serve(listener.tap_io(send_at_once), router)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|error| Error::Session(error.to_string()))?;
+    serve_connections(listener, router, settings.read_timeout, shutdown).await;
     tracing::info!("HTTP server stopped");
     Ok(())
+}
+
+/// Accepts connections and serves `router` on each until `shutdown` resolves, then lets each
+/// connection finish the request it is in and waits for them all. A connection that takes longer
+/// than `read_timeout` to send a request's headers is closed (hyper's header read timeout); the
+/// body has as long again ([`authorize`]).
+async fn serve_connections(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    read_timeout: std::time::Duration,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let (closing, closed) = tokio::sync::watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        let mut stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                // Out of file descriptors, mostly: wait a little rather than spin.
+                tracing::warn!(%error, "cannot accept a connection");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        send_at_once(&mut stream);
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let mut closed = closed.clone();
+        connections.spawn(async move {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(read_timeout);
+            let connection = builder
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .with_upgrades();
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                served = connection.as_mut() => {
+                    if let Err(error) = served {
+                        tracing::debug!(%error, "connection ended");
+                    }
+                    return;
+                }
+                _ = closed.wait_for(|closed| *closed) => connection.as_mut().graceful_shutdown(),
+            }
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection ended");
+            }
+        });
+        // Finished connections leave the set as new ones come.
+        while connections.try_join_next().is_some() {}
+    }
+    drop(listener);
+    closing.send_replace(true);
+    while connections.join_next().await.is_some() {}
 }
 
 /// Sets `TCP_NODELAY` on each connection (axum leaves it off): an answer on an SSE stream goes
@@ -282,8 +359,8 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
             }
         }
     }
-    let access = match gate.access(request.uri().path(), request.headers()).await {
-        Ok(access) => access,
+    let (access, digest) = match gate.access(request.uri().path(), request.headers()).await {
+        Ok(granted) => granted,
         Err(response) => return *response,
     };
     let session = request
@@ -291,28 +368,51 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
         .get(SESSION_HEADER)
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    if let Some(id) = &session {
-        let owners = gate.sessions.owners();
-        if owners
-            .get(id.as_str())
-            .is_some_and(|owner| *owner != access)
-        {
-            // Not found rather than forbidden: a client told 404 starts a new session.
-            return refusal(
-                StatusCode::NOT_FOUND,
-                "no such session for this token and workspace; initialize a new one",
-            );
-        }
-    }
-    let closing = request.method() == Method::DELETE;
-    let first = session.is_none() && request.method() == Method::POST;
     // Only POSTs carry calls: a session's GET stream, or a `subscriptions/listen` stream (its
     // method is in the `Mcp-Method` header), waits for the server and is not waited for.
     let listens = request
         .headers()
         .get("mcp-method")
         .is_some_and(|method| method.as_bytes() == b"subscriptions/listen");
-    let guard = (request.method() == Method::POST && !listens).then(|| InFlight::enter(&gate));
+    let calls = request.method() == Method::POST && !listens;
+    let mut busy = None;
+    if let Some(id) = &session {
+        let mut owners = gate.sessions.owners();
+        if let Some(owner) = owners.get_mut(id.as_str()) {
+            if owner.access != access {
+                // Not found rather than forbidden: a client told 404 starts a new session.
+                return refusal(
+                    StatusCode::NOT_FOUND,
+                    "no such session for this token and workspace; initialize a new one",
+                );
+            }
+            owner.last = Instant::now();
+            if calls {
+                owner.calls += 1;
+                busy = Some(Busy {
+                    sessions: Arc::clone(&gate.sessions),
+                    id: id.clone(),
+                });
+            }
+        }
+    }
+    if request.method() == Method::POST {
+        // The body has `read_timeout` to arrive, as the headers had.
+        request = request.map(|body| {
+            let timed = Deadline {
+                inner: body.into_data_stream(),
+                limit: gate.read_timeout,
+                timer: None,
+            };
+            Body::from_stream(timed)
+        });
+    }
+    let closing = request.method() == Method::DELETE;
+    let first = session.is_none() && request.method() == Method::POST;
+    let guard = calls.then(|| InFlight::enter(&gate));
+    // A stream that stays open (a session's GET stream, a listen stream) ends when its
+    // tokens-file token is revoked; a call's answer ends with the call.
+    let revocable = digest.filter(|_| guard.is_none());
     request.extensions_mut().insert(access.clone());
     let mut response = next.run(request).await;
     if closing && response.status() == StatusCode::ACCEPTED {
@@ -328,10 +428,16 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
     // The call is in flight until its response body (an SSE stream, often) is sent whole.
     let (parts, body) = response.into_parts();
     let stream = body.into_data_stream().map(move |chunk| {
-        let _in_flight = &guard;
+        let _in_flight = (&guard, &busy);
         chunk
     });
-    Response::from_parts(parts, Body::from_stream(stream))
+    match revocable {
+        None => Response::from_parts(parts, Body::from_stream(stream)),
+        Some(digest) => {
+            let revoked = Arc::clone(&gate).revoked(digest);
+            Response::from_parts(parts, Body::from_stream(stream.take_until(revoked)))
+        }
+    }
 }
 
 /// While draining, a POST that only answers the server (a client's response to an elicitation
@@ -357,25 +463,44 @@ async fn answers_only(request: Request) -> Option<Request> {
 }
 
 impl Gate {
-    /// Who is asking, and for which workspace: 400 for a path that does not decode, 401
-    /// without a valid token, 403 for a workspace the token does not allow.
-    async fn access(&self, path: &str, headers: &HeaderMap) -> Result<Access, Box<Response>> {
+    /// Resolves once the tokens-file token with this digest is no longer in the file, checked
+    /// every [`REVOCATION_CHECK`].
+    async fn revoked(self: Arc<Self>, digest: String) {
+        let Some(tokens) = &self.tokens else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::time::sleep(REVOCATION_CHECK).await;
+            if !tokens.holds(&digest) {
+                tracing::info!("a token was revoked: its open stream ends");
+                return;
+            }
+        }
+    }
+
+    /// Who is asking, and for which workspace, with the digest of its token when it is one of
+    /// the tokens file's: 400 for a path that does not decode, 401 without a valid token, 403
+    /// for a workspace the token does not allow.
+    async fn access(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+    ) -> Result<(Access, Option<String>), Box<Response>> {
         let named = workspace_in(path)?;
         if self.tokens.is_none() && self.jwt.is_none() {
-            return Ok(Access {
+            let access = Access {
                 workspace: named.unwrap_or_else(|| self.default_workspace.clone()),
                 caller: Caller::default(),
-            });
+            };
+            return Ok((access, None));
         }
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
-            .and_then(|value| {
-                value
-                    .strip_prefix("Bearer ")
-                    .or_else(|| value.strip_prefix("bearer "))
-            })
-            .map(str::trim);
+            .and_then(|value| value.split_once(' '))
+            // The scheme is case-insensitive (RFC 7235): `Bearer`, `bearer`, `BEARER`.
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
         let Some(presented) = presented else {
             return Err(Box::new(self.unauthorized(
                 path,
@@ -384,7 +509,7 @@ impl Gate {
                 "a bearer token is required: send `Authorization: Bearer <token>`",
             )));
         };
-        let grant = self.grant(path, headers, presented).await?;
+        let (grant, digest) = self.grant(path, headers, presented).await?;
         let workspace = match named {
             Some(name) => name,
             None => grant.workspaces.first().cloned().unwrap_or_default(),
@@ -398,34 +523,37 @@ impl Gate {
             let scope = format!("{}{workspace}", jwt::WORKSPACE_SCOPE_PREFIX);
             return Err(Box::new(self.forbidden(path, headers, &scope, &message)));
         }
-        Ok(Access {
+        let access = Access {
             workspace,
             caller: Caller {
                 principal: Some(grant.principal),
                 read_only: grant.read_only,
+                shared_read_only: !grant.write_skills,
             },
-        })
+        };
+        Ok((access, digest))
     }
 
-    /// What a presented token grants: the tokens file's entry for it, else what it grants as a
-    /// JWT access token.
+    /// What a presented token grants: the tokens file's entry for it (with its digest), else
+    /// what it grants as a JWT access token.
     async fn grant(
         &self,
         path: &str,
         headers: &HeaderMap,
         presented: &str,
-    ) -> Result<Grant, Box<Response>> {
+    ) -> Result<(Grant, Option<String>), Box<Response>> {
         if let Some(entry) = self
             .tokens
             .as_ref()
             .and_then(|tokens| tokens.find(presented))
         {
-            return Ok(entry.grant());
+            let digest = entry.sha256.clone();
+            return Ok((entry.grant(), Some(digest)));
         }
         let from_file = self.tokens.is_some() && presented.starts_with(crate::tokens::PREFIX);
         let refused = match &self.jwt {
             Some(verifier) if !from_file => match verifier.verify(presented).await {
-                Ok(grant) => return Ok(grant),
+                Ok(grant) => return Ok((grant, None)),
                 Err(Rejection::InsufficientScope { scope, message }) => {
                     return Err(Box::new(self.forbidden(path, headers, &scope, &message)));
                 }
@@ -478,6 +606,21 @@ impl Gate {
             challenge.push(format!("resource_metadata={}", quoted(&url)));
         }
         challenge
+    }
+
+    /// The resource at `path` as the protected-resource metadata names it (RFC 9728): under the
+    /// configured public URL, else under the configured audience when it is the URL of `/mcp`
+    /// (what tokens are issued for), else under [`Gate::base_url`].
+    fn resource(&self, path: &str, headers: &HeaderMap) -> String {
+        if self.public_url.is_none()
+            && let Some(base) = self
+                .audiences
+                .first()
+                .and_then(|audience| audience.trim_end_matches('/').strip_suffix("/mcp"))
+        {
+            return format!("{base}{path}");
+        }
+        format!("{}{path}", self.base_url(headers))
     }
 
     /// The URL clients reach the server at: the configured one, else `http://` and the
@@ -548,7 +691,11 @@ async fn metadata(State(gate): State<Arc<Gate>>, request: Request) -> Response {
         .path()
         .strip_prefix(METADATA_PATH)
         .unwrap_or_default();
-    let mut scopes = vec![jwt::READ_SCOPE.to_owned(), jwt::WRITE_SCOPE.to_owned()];
+    let mut scopes = vec![
+        jwt::READ_SCOPE.to_owned(),
+        jwt::WRITE_SCOPE.to_owned(),
+        jwt::SKILLS_SCOPE.to_owned(),
+    ];
     match workspace_in(resource_path) {
         Ok(Some(workspace)) => {
             let scope = format!("{}{workspace}", jwt::WORKSPACE_SCOPE_PREFIX);
@@ -560,7 +707,7 @@ async fn metadata(State(gate): State<Arc<Gate>>, request: Request) -> Response {
         Err(response) => return *response,
     }
     let document = serde_json::json!({
-        "resource": format!("{}{resource_path}", gate.base_url(request.headers())),
+        "resource": gate.resource(resource_path, request.headers()),
         "authorization_servers": gate.issuer.iter().collect::<Vec<_>>(),
         "bearer_methods_supported": ["header"],
         "scopes_supported": scopes,
@@ -627,21 +774,78 @@ fn refusal(status: StatusCode, message: &str) -> Response {
 }
 
 /// rmcp's local sessions, and the principal and workspace of each: an entry is made when a
-/// session is opened, and leaves when rmcp closes the session — by `DELETE`, when it has been
-/// idle too long, or when its service ends.
+/// session is opened, and leaves when the session is closed — by `DELETE`, when it has been
+/// idle too long ([`Sessions::close_idle`]), or when its service ends.
 struct Sessions {
     inner: LocalSessionManager,
-    owners: Mutex<HashMap<String, Access>>,
+    owners: Mutex<HashMap<String, Owner>>,
+}
+
+/// Who opened a session, and how busy it is.
+struct Owner {
+    access: Access,
+    /// When a request of the session last began or ended.
+    last: Instant,
+    /// Its calls in flight: a call waiting for the client's answer to an approval or a
+    /// sampling request keeps the session open however long the user takes.
+    calls: usize,
+}
+
+/// One call of a session in flight; dropped when its response has been sent (or abandoned).
+struct Busy {
+    sessions: Arc<Sessions>,
+    id: String,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if let Some(owner) = self.sessions.owners().get_mut(&self.id) {
+            owner.calls = owner.calls.saturating_sub(1);
+            owner.last = Instant::now();
+        }
+    }
 }
 
 impl Sessions {
-    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, Access>> {
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, Owner>> {
         self.owners.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Closes, for as long as the server runs, every session with no call in flight and no
+    /// request for `idle`.
+    async fn close_idle(self: Arc<Self>, idle: std::time::Duration, stop: CancellationToken) {
+        let every = (idle / 4).clamp(
+            std::time::Duration::from_millis(10),
+            std::time::Duration::from_secs(5),
+        );
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(every) => {}
+            }
+            let idle_ones: Vec<String> = self
+                .owners()
+                .iter()
+                .filter(|(_, owner)| owner.calls == 0 && owner.last.elapsed() >= idle)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in idle_ones {
+                tracing::debug!(session = %id, "closing a session idle for {} s", idle.as_secs());
+                if let Err(error) = self.close_session(&SessionId::from(id.as_str())).await {
+                    tracing::debug!(%error, "the idle session had closed already");
+                }
+            }
+        }
     }
 
     /// Records who opened session `id`, unless it has closed already.
     async fn own(&self, id: &str, access: Access) {
-        self.owners().insert(id.to_owned(), access);
+        let owner = Owner {
+            access,
+            last: Instant::now(),
+            calls: 0,
+        };
+        self.owners().insert(id.to_owned(), owner);
         // A session that ended before it was recorded would stay: check after recording it
         // (`close_session` removes the entry after rmcp's).
         let id: SessionId = id.into();
@@ -717,6 +921,44 @@ impl SessionManager for Sessions {
 
     fn event_store(&self) -> Option<Arc<dyn EventStore>> {
         self.inner.event_store()
+    }
+}
+
+/// A request body that fails when it has not arrived whole within `limit`. The clock starts at
+/// the first wait: a body that came with its headers (most) costs no timer.
+struct Deadline<S> {
+    inner: S,
+    limit: std::time::Duration,
+    /// Set at the first wait.
+    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> Stream for Deadline<S>
+where
+    S: Stream<Item = Result<axum::body::Bytes, axum::Error>> + Unpin,
+{
+    type Item = Result<axum::body::Bytes, axum::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::future::Future as _;
+        use std::task::Poll;
+        if let Poll::Ready(item) = std::pin::Pin::new(&mut self.inner).poll_next(context) {
+            return Poll::Ready(item);
+        }
+        let limit = self.limit;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match timer.as_mut().poll(context) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(format!(
+                "the request body did not arrive within {} s",
+                limit.as_secs()
+            ))))),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 

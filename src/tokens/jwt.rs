@@ -10,11 +10,17 @@
 //! skipped.
 //!
 //! The keys: a file is read again when it changes; a URL is fetched when first needed, again
-//! after [`CACHE_FOR`] (a failed fetch is retried after [`RETRY_EVERY`]), and again when a token
-//! names a key id it does not have (a key rotation), at most once per [`REFETCH_EVERY`].
+//! after [`CACHE_FOR`] (in the background, the cached keys served meanwhile; a failed fetch is
+//! tried again [`RETRY_EVERY`] after it ended), and again when a token names a key id it does
+//! not have (a key rotation), at most once per [`REFETCH_EVERY`]. No lock is held while a fetch
+//! runs, so a token with a made-up key id waits for its fetch alone.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Instant, SystemTime};
+
+use futures::FutureExt as _;
+use futures::future::{BoxFuture, Shared};
 
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -41,6 +47,8 @@ pub const READ_SCOPE: &str = "synapse:read";
 pub const WRITE_SCOPE: &str = "synapse:write";
 /// The prefix of a scope that grants one workspace: `synapse:workspace:research`.
 pub const WORKSPACE_SCOPE_PREFIX: &str = "synapse:workspace:";
+/// The scope that lets a writing token change the skills every workspace shares.
+pub const SKILLS_SCOPE: &str = "synapse:skills";
 
 /// Why a token was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -197,6 +205,7 @@ impl Verifier {
             principal,
             workspaces,
             read_only,
+            write_skills: !read_only && scopes.contains(&SKILLS_SCOPE),
         })
     }
 }
@@ -215,15 +224,23 @@ fn scopes(claims: &Map<String, Value>) -> Vec<&str> {
         .collect()
 }
 
-/// Whether `aud` (a string or an array) names one of `audiences`, or a path below one.
+/// Whether `aud` (a string or an array) names one of `audiences`, or a path below one: more
+/// path segments after it, none of them empty, `.` or `..` (percent-encoded or not), and no
+/// query or fragment, so that `…/mcp/../admin` is not below `…/mcp`.
 fn audience_matches(aud: Option<&Value>, audiences: &[String]) -> bool {
+    let below = |rest: &str| {
+        rest.strip_prefix('/').is_some_and(|segments| {
+            !segments.contains(['?', '#'])
+                && segments.split('/').all(|segment| {
+                    let decoded = percent_encoding::percent_decode_str(segment).decode_utf8_lossy();
+                    !matches!(&*decoded, "" | "." | "..")
+                })
+        })
+    };
     let matches = |given: &str| {
         audiences.iter().any(|expected| {
             let expected = expected.trim_end_matches('/');
-            given == expected
-                || given
-                    .strip_prefix(expected)
-                    .is_some_and(|rest| rest.starts_with('/'))
+            given == expected || given.strip_prefix(expected).is_some_and(below)
         })
     };
     match aud {
@@ -328,10 +345,16 @@ enum Source {
     Url(String),
 }
 
-/// The keys, as last read or fetched.
+/// A fetch of the keys in flight, which any number of requests may wait for.
+type Fetch = Shared<BoxFuture<'static, Result<(), String>>>;
+
+/// The keys, as last read or fetched. The lock is never held across a fetch: a fetch runs as a
+/// task of its own that stores what it got when it ends, requests whose key is known are served
+/// the cached keys meanwhile, and only a request that has no key to check (none fetched yet, or
+/// a key id the cached keys lack) waits for it.
 struct Keys {
     source: Source,
-    state: tokio::sync::Mutex<State>,
+    state: Arc<Mutex<State>>,
 }
 
 #[derive(Default)]
@@ -341,10 +364,13 @@ struct State {
     stamp: Option<(SystemTime, u64)>,
     /// When a URL was last fetched with success.
     fetched: Option<Instant>,
-    /// When a URL was last asked for, with success or not.
-    attempted: Option<Instant>,
+    /// When the last failed fetch of a URL ended: the next is not tried before
+    /// [`RETRY_EVERY`] after it.
+    failed: Option<Instant>,
     /// When an unknown key id last caused a fetch.
     refetched: Option<Instant>,
+    /// The fetch running now, if one is.
+    fetching: Option<Fetch>,
 }
 
 impl Keys {
@@ -355,18 +381,22 @@ impl Keys {
             let path = PathBuf::from(jwks);
             let keys = parse(&read(&path)?, &path.display().to_string())?;
             return Ok(Self {
-                state: tokio::sync::Mutex::new(State {
+                state: Arc::new(Mutex::new(State {
                     keys,
                     stamp: stamp(&path),
                     ..State::default()
-                }),
+                })),
                 source: Source::File(path),
             });
         };
         Ok(Self {
             source,
-            state: tokio::sync::Mutex::default(),
+            state: Arc::default(),
         })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The key a token's `kid` names (the only key, when it names none).
@@ -381,28 +411,40 @@ impl Keys {
             }
             .cloned()
         };
-        let mut state = self.state.lock().await;
-        if self.stale(&state)
-            && let Err(error) = self.reload(&mut state).await
-        {
-            tracing::warn!("{error}; keeping the keys read before");
-        }
-        if let Some(key) = pick(&state.keys) {
-            return Ok(key);
-        }
-        let may_refetch = matches!(self.source, Source::Url(_))
-            && state
-                .refetched
-                .is_none_or(|last| last.elapsed() >= REFETCH_EVERY);
-        if may_refetch {
-            state.refetched = Some(Instant::now());
-            match self.reload(&mut state).await {
-                Ok(()) => {
-                    if let Some(key) = pick(&state.keys) {
-                        return Ok(key);
+        let wait = {
+            let mut state = self.lock();
+            let url = match &self.source {
+                Source::File(path) => {
+                    if stamp(path) != state.stamp
+                        && let Err(error) = reload_file(path, &mut state)
+                    {
+                        tracing::warn!("{error}; keeping the keys read before");
                     }
+                    None
                 }
-                Err(error) => tracing::warn!("{error}"),
+                Source::Url(url) => Some(url),
+            };
+            let picked = pick(&state.keys);
+            match (url, picked) {
+                (None, Some(key)) => return Ok(key),
+                (None, None) => None,
+                (Some(url), Some(key)) => {
+                    // Out of date: fetched again in the background, the cached key served now.
+                    if Self::due(&state) {
+                        // Runs as a task of its own; nobody waits for it.
+                        drop(self.start_fetch(url, &mut state));
+                    }
+                    return Ok(key);
+                }
+                (Some(url), None) => self.fetch_to_wait_for(url, &mut state),
+            }
+        };
+        if let Some(fetch) = wait {
+            if let Err(error) = fetch.await {
+                tracing::warn!("{error}");
+            }
+            if let Some(key) = pick(&self.lock().keys) {
+                return Ok(key);
             }
         }
         Err(match kid {
@@ -411,39 +453,85 @@ impl Keys {
         })
     }
 
-    /// Fetches or reads the keys now.
+    /// The fetch a request without a key waits for: the one running, else a new one when the
+    /// keys are due or none were fetched yet, or, for a key id the keys lack (a rotation), at
+    /// most one per [`REFETCH_EVERY`]; never sooner than [`RETRY_EVERY`] after a failed one.
+    fn fetch_to_wait_for(&self, url: &str, state: &mut State) -> Option<Fetch> {
+        if let Some(running) = &state.fetching {
+            return Some(running.clone());
+        }
+        if Self::due(state) {
+            return Some(self.start_fetch(url, state));
+        }
+        let may_refetch =
+            !recently(state.failed, RETRY_EVERY) && !recently(state.refetched, REFETCH_EVERY);
+        if !may_refetch {
+            return None;
+        }
+        state.refetched = Some(Instant::now());
+        Some(self.start_fetch(url, state))
+    }
+
+    /// Whether the keys of a URL are missing or out of date, no fetch is running, and the last
+    /// failed one ended at least [`RETRY_EVERY`] ago.
+    fn due(state: &State) -> bool {
+        state.fetching.is_none()
+            && !recently(state.fetched, CACHE_FOR)
+            && !recently(state.failed, RETRY_EVERY)
+    }
+
+    /// Starts fetching the keys as a task of its own (it finishes even when nobody waits), and
+    /// records it as the fetch running.
+    fn start_fetch(&self, url: &str, state: &mut State) -> Fetch {
+        let url = url.to_owned();
+        let shared = Arc::clone(&self.state);
+        let fetch = async move {
+            let fetched = fetch(&url).await.and_then(|text| parse(&text, &url));
+            let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
+            state.fetching = None;
+            match fetched {
+                Ok(keys) => {
+                    state.keys = keys;
+                    state.fetched = Some(Instant::now());
+                    state.failed = None;
+                    Ok(())
+                }
+                Err(error) => {
+                    state.failed = Some(Instant::now());
+                    Err(error.to_string())
+                }
+            }
+        }
+        .boxed()
+        .shared();
+        state.fetching = Some(fetch.clone());
+        tokio::spawn(fetch.clone());
+        fetch
+    }
+
+    /// Reads or fetches the keys now (at start).
     async fn refresh(&self) -> Result<(), Error> {
-        let mut state = self.state.lock().await;
-        self.reload(&mut state).await
+        let fetch = {
+            let mut state = self.lock();
+            match &self.source {
+                Source::File(path) => return reload_file(path, &mut state),
+                Source::Url(url) => self.start_fetch(url, &mut state),
+            }
+        };
+        fetch.await.map_err(Error::Invalid)
     }
+}
 
-    fn stale(&self, state: &State) -> bool {
-        match &self.source {
-            Source::File(path) => stamp(path) != state.stamp,
-            Source::Url(_) => {
-                state.fetched.is_none_or(|last| last.elapsed() >= CACHE_FOR)
-                    && state
-                        .attempted
-                        .is_none_or(|last| last.elapsed() >= RETRY_EVERY)
-            }
-        }
-    }
+/// Whether `moment` is less than `span` ago.
+fn recently(moment: Option<Instant>, span: std::time::Duration) -> bool {
+    moment.is_some_and(|moment| moment.elapsed() < span)
+}
 
-    async fn reload(&self, state: &mut State) -> Result<(), Error> {
-        match &self.source {
-            Source::File(path) => {
-                let now = stamp(path);
-                state.keys = parse(&read(path)?, &path.display().to_string())?;
-                state.stamp = now;
-            }
-            Source::Url(url) => {
-                state.attempted = Some(Instant::now());
-                state.keys = parse(&fetch(url).await?, url)?;
-                state.fetched = Some(Instant::now());
-            }
-        }
-        Ok(())
-    }
+fn reload_file(path: &Path, state: &mut State) -> Result<(), Error> {
+    let now = stamp(path);
+    state.keys = parse(&read(path)?, &path.display().to_string())?;
+    state.stamp = now;
+    Ok(())
 }
 
 fn read(path: &Path) -> Result<String, Error> {
@@ -517,6 +605,11 @@ mod tests {
         assert!(matches(json!("https://mcp.example.org/mcp/research")));
         assert!(matches(json!(["other", "https://mcp.example.org/mcp"])));
         assert!(!matches(json!("https://mcp.example.org/mcpx")));
+        assert!(!matches(json!("https://mcp.example.org/mcp/../admin")));
+        assert!(!matches(json!("https://mcp.example.org/mcp/%2e%2E/admin")));
+        assert!(!matches(json!("https://mcp.example.org/mcp/./x")));
+        assert!(!matches(json!("https://mcp.example.org/mcp//x")));
+        assert!(!matches(json!("https://mcp.example.org/mcp/x?y")));
         assert!(!matches(json!("https://mcp.example.org")));
         assert!(!matches(json!(["other"])));
         assert!(!audience_matches(None, &expected));

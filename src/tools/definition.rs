@@ -60,6 +60,9 @@ pub struct ToolDefinition {
     /// The tool's own name where it comes from (an upstream server's name for it), when it is
     /// served under another.
     pub origin_name: Option<String>,
+    /// Changes what every workspace of the process shares (the skills shelf: `SkillSave`,
+    /// `SkillRunScript`): only a caller with the skills grant may run it.
+    pub changes_shared_state: bool,
 }
 
 /// The workspace view: the one MCP App resource the server serves, where a user browses
@@ -169,6 +172,7 @@ impl ToolDefinition {
             always_listed: false,
             origin_name: None,
             view: None,
+            changes_shared_state: false,
         }
     }
 
@@ -218,6 +222,13 @@ impl ToolDefinition {
     #[must_use]
     pub fn with_view(mut self, view: &'static str) -> Self {
         self.view = Some(view);
+        self
+    }
+
+    /// Marks the tool as changing what every workspace of the process shares.
+    #[must_use]
+    pub fn changing_shared_state(mut self) -> Self {
+        self.changes_shared_state = true;
         self
     }
 

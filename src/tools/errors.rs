@@ -28,7 +28,8 @@ impl From<workspace::Error> for ToolError {
             workspace::Error::Store(error) => error.into(),
             workspace::Error::Variable(_)
             | workspace::Error::Reference(_)
-            | workspace::Error::Full(_) => Self::Invalid(error.to_string()),
+            | workspace::Error::Full(_)
+            | workspace::Error::NoRoom(_) => Self::Invalid(error.to_string()),
         }
     }
 }

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::approval::{argument_shape, execution_question, policy_name, preview};
-use super::output_path::{self, OutputPath};
+use super::output_path::{self, OUTPUT_PATH_ARGUMENT, OutputPath};
 use super::result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 use super::scope::{PlanScope, ReferenceContext};
 use super::truncate::{
@@ -28,7 +28,7 @@ use super::{
 };
 use crate::refs::dagger;
 use crate::vars::{NewVariable, ValueKind, VarType};
-use crate::workspace::Workspace;
+use crate::workspace::{Room, Workspace};
 
 /// Pending MRTR questions kept at most; the oldest are dropped first.
 const PENDING_LIMIT: usize = 256;
@@ -99,6 +99,10 @@ pub struct Caller {
     pub principal: Option<String>,
     /// Only tools annotated `readOnlyHint: true` may run.
     pub read_only: bool,
+    /// The tools that change what every workspace of the process shares (the skills shelf:
+    /// [`ToolDefinition::changes_shared_state`](super::ToolDefinition)) may not run: a token
+    /// without the `skills` grant.
+    pub shared_read_only: bool,
 }
 
 /// Runs tool calls through the pipeline.
@@ -162,15 +166,6 @@ impl Executor {
             ));
             return Outcome::Finished(ExecuteResult::failed(ExecuteStatus::NotFound, error));
         };
-        if self.caller.read_only && !tool.definition().annotations.read_only {
-            let error = ToolError::invalid(format!(
-                "`{}` changes the workspace and this token of `{}` is read-only; only tools \
-                 annotated readOnlyHint may run (ask for a token that may write)",
-                request.tool,
-                self.caller.principal.as_deref().unwrap_or("this client"),
-            ));
-            return Outcome::Finished(ExecuteResult::failed(ExecuteStatus::Error, error));
-        }
         let pending = request
             .resume
             .as_deref()
@@ -192,6 +187,7 @@ impl Executor {
         let mut arguments = Value::Object(request.arguments.unwrap_or_default());
         let limit = self.output_limit(tool, &mut arguments)?;
         let output_path = output_path::take_output_path(&self.workspace, tool, &mut arguments)?;
+        self.authorize(tool, output_path.as_ref())?;
         // The cached `_args` keep the arguments as written, references and all: the expansion
         // may be far larger, and it is in the variables already.
         let as_written = (tool.definition().caching != Caching::Off
@@ -282,6 +278,55 @@ impl Executor {
             .await)
     }
 
+    /// The one place that decides what a caller may run (`docs/http.md` has the table). A
+    /// read-only caller: a tool annotated `readOnlyHint`, with no `_outputPath` (given, or
+    /// pinned by the tool's schema), since that writes the result, or a caught error, to the
+    /// workspace; its cached result is stored only where it displaces nothing ([`Room::Free`],
+    /// in [`Executor::cache`]). A caller without the skills grant: no tool that changes what
+    /// every workspace shares. Costs two flag tests for a caller that may do everything.
+    fn authorize(
+        &self,
+        tool: &dyn Tool,
+        output_path: Option<&OutputPath>,
+    ) -> Result<(), ToolError> {
+        if !self.caller.read_only && !self.caller.shared_read_only {
+            return Ok(());
+        }
+        let name = tool.definition().name.as_str();
+        let principal = self.caller.principal.as_deref().unwrap_or("this client");
+        if !self.caller.read_only {
+            if tool.definition().changes_shared_state {
+                return Err(ToolError::invalid(format!(
+                    "`{name}` changes the skills that every workspace of this server shares, \
+                     and this token of `{principal}` may change its own workspaces only; ask \
+                     for a token with the skills grant (`token add --write-skills`, or the OAuth \
+                     scope `synapse:skills`)"
+                )));
+            }
+            return Ok(());
+        }
+        if !tool.definition().annotations.read_only {
+            return Err(ToolError::invalid(format!(
+                "`{name}` changes the workspace and this token of `{principal}` is read-only; \
+                 only tools annotated readOnlyHint may run (ask for a token that may write)"
+            )));
+        }
+        if let Some(output_path) = output_path {
+            let targets: Vec<String> = output_path
+                .targets()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            return Err(ToolError::invalid(format!(
+                "{OUTPUT_PATH_ARGUMENT} writes to {} and this token \
+                 of `{principal}` is read-only; call `{name}` without {OUTPUT_PATH_ARGUMENT} \
+                 (ask for a token that may write to keep its result)",
+                targets.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
     /// Format → truncate → cache → hint.
     fn shape_result(
         &self,
@@ -299,7 +344,11 @@ impl Executor {
             match self.cache(tool, &formatted, as_written) {
                 Ok(result) => Some(result),
                 Err(error) => {
-                    tracing::error!(%error, "cannot cache a tool result");
+                    if matches!(error, crate::workspace::Error::NoRoom(_)) {
+                        tracing::debug!(%error, "a read-only caller's result is not cached");
+                    } else {
+                        tracing::error!(%error, "cannot cache a tool result");
+                    }
                     cache_failure = Some(error);
                     None
                 }
@@ -550,10 +599,15 @@ impl Executor {
         args.kind = ValueKind::Json;
         args.desc = Some(format!("Arguments of the {tool} call {node}"));
         args.tags = vec![tool.to_owned()];
-        if recomputable {
-            self.workspace.insert_all_lazily(vec![args, result])?;
+        let room = if self.caller.read_only {
+            Room::Free
         } else {
-            self.workspace.insert_all(vec![args, result])?;
+            Room::Evicting
+        };
+        if recomputable {
+            self.workspace.insert_all_lazily(vec![args, result], room)?;
+        } else {
+            self.workspace.insert_all_within(vec![args, result], room)?;
         }
         Ok(result_name)
     }

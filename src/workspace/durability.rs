@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, MutexGuard};
+use std::time::{Duration, Instant};
 
 use super::{Error, State, VariableEvent, Workspace, names_of};
 use crate::store::{self, Batch, Visit};
@@ -13,8 +14,19 @@ use crate::vars::Variable;
 /// Visits waiting to be written before a batch goes out.
 const VISIT_BATCH: usize = 512;
 
-/// How many times a write is decided again after other processes committed before it.
+/// How many times catching up is tried again when another process commits during it.
 const ATTEMPTS: usize = 32;
+
+/// How long a write keeps deciding itself again while other processes commit before it: a
+/// competing writer delays it, and never makes it fail, unless the workspace is written faster
+/// than one commit can be decided for this long.
+const CONTENTION_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The longest pause before a write is decided again; the pauses double from
+/// [`FIRST_PAUSE`] up to it, and a random part of each is taken (full jitter), so that two
+/// processes that lost to each other do not try again in lockstep.
+const LONGEST_PAUSE: Duration = Duration::from_millis(32);
+const FIRST_PAUSE: Duration = Duration::from_micros(500);
 
 /// What a change made in memory, for [`Workspace::commit_with`] to commit.
 pub(super) struct Applied<T> {
@@ -155,22 +167,28 @@ impl Workspace {
         &self,
         mut apply: impl FnMut(&mut State) -> Result<Applied<T>, Error>,
     ) -> Result<T, Error> {
-        let mut attempt = 1;
+        let mut lost = 0_u32;
+        let mut started = None;
         loop {
             let mut state = self.synced()?;
             let applied = apply(&mut state)?;
             if self.persist(&mut state, &applied.written, &applied.removed)? {
                 return Ok(applied.outcome);
             }
-            if attempt >= ATTEMPTS {
-                return Err(self.contended());
+            drop(state);
+            // Only a lost race pays for the clock and the pause.
+            let started = *started.get_or_insert_with(Instant::now);
+            lost += 1;
+            if started.elapsed() >= CONTENTION_DEADLINE {
+                return Err(self.contended(lost));
             }
-            attempt += 1;
+            std::thread::sleep(pause(lost));
         }
     }
 
-    /// Why a write gave up after other processes committed before it [`ATTEMPTS`] times.
-    fn contended(&self) -> Error {
+    /// Why a write gave up after other processes committed before it for
+    /// [`CONTENTION_DEADLINE`].
+    fn contended(&self, lost: u32) -> Error {
         let location = self.store.as_ref().map_or_else(
             || std::path::PathBuf::from("memory"),
             |store| store.location().to_owned(),
@@ -178,9 +196,10 @@ impl Workspace {
         Error::Store(store::Error::Database {
             path: location,
             message: format!(
-                "other instances wrote to workspace `{}` before this write {ATTEMPTS} times in a \
-                 row, so it was not made; nothing was changed, try again",
-                self.name
+                "other instances wrote to workspace `{}` before this write for {} s ({lost} \
+                 times in a row), so it was not made; nothing was changed, try again",
+                self.name,
+                CONTENTION_DEADLINE.as_secs()
             ),
         })
     }
@@ -286,6 +305,21 @@ impl Workspace {
     }
 }
 
+/// The pause after the `lost`-th lost race in a row: a random length up to
+/// `FIRST_PAUSE · 2^(lost - 1)`, at most [`LONGEST_PAUSE`].
+fn pause(lost: u32) -> Duration {
+    let ceiling = FIRST_PAUSE
+        .saturating_mul(1_u32 << lost.saturating_sub(1).min(16))
+        .min(LONGEST_PAUSE);
+    let mut random = [0_u8; 4];
+    // Without randomness, the whole ceiling: still a backoff, only not jittered.
+    if getrandom::fill(&mut random).is_err() {
+        return ceiling;
+    }
+    let fraction = f64::from(u32::from_le_bytes(random)) / f64::from(u32::MAX);
+    ceiling.mul_f64(fraction)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -293,6 +327,19 @@ mod tests {
     use super::*;
     use crate::store::{SqliteOptions, SqliteStore};
     use crate::vars::{ListFilter, NewVariable, SystemClock, VarType};
+
+    #[test]
+    fn pauses_grow_to_their_ceiling_and_stay_below_it() {
+        for lost in 1..40 {
+            let ceiling = (FIRST_PAUSE * 2_u32.pow((lost - 1).min(16))).min(LONGEST_PAUSE);
+            let paused = pause(lost);
+            assert!(paused <= ceiling, "{lost}: {paused:?} over {ceiling:?}");
+        }
+        assert_eq!(
+            (FIRST_PAUSE * 2_u32.pow(6)).min(LONGEST_PAUSE),
+            LONGEST_PAUSE
+        );
+    }
 
     /// Two processes' workspaces over one SQLite file, each with a connection of its own,
     /// writing at once past the capacity: every overflow evicts one variable, once.

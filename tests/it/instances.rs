@@ -518,3 +518,124 @@ async fn the_connection_listening_for_the_other_instance_comes_back_when_it_is_c
     watching.cancel().await.unwrap();
     writer.cancel().await.unwrap();
 }
+
+/// A write that loses the race to other commits many times in a row is decided again, after
+/// pauses, until it commits: the database makes the next 45 conditional commits of the
+/// workspace lose (a trigger bumps the sequence and skips the update, as another instance's
+/// commit in between would), more than the 32 tries a write once had.
+#[tokio::test]
+async fn a_write_that_keeps_losing_the_race_is_made_once_it_wins() {
+    let Some(pair) = Pair::start("").await else {
+        return;
+    };
+    let writer = pair.client(&pair.first, observer()).await;
+    // The workspace's row exists before the trigger is in place.
+    succeed(&writer, "WriteVar", json!({"name": "first", "value": "1"})).await;
+    let (database, connection) = tokio_postgres::connect(&pair.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    // A sequence, not a table: `nextval` is not undone when the losing transaction is.
+    database
+        .batch_execute(
+            "CREATE SEQUENCE lost_races; \
+             CREATE FUNCTION lose_the_race() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN \
+               IF pg_trigger_depth() = 1 AND nextval('lost_races') <= 45 THEN \
+                 UPDATE workspaces SET sequence = sequence + 1 WHERE name = NEW.name; \
+                 RETURN NULL; \
+               END IF; \
+               RETURN NEW; \
+             END $$; \
+             CREATE TRIGGER lose_the_race BEFORE UPDATE ON workspaces \
+               FOR EACH ROW EXECUTE FUNCTION lose_the_race();",
+        )
+        .await
+        .unwrap();
+    let written = call(
+        &writer,
+        "WriteVar",
+        json!({"name": "contended", "value": "made"}),
+    )
+    .await;
+    assert!(!is_error(&written), "{}", text(&written));
+    let lost: i64 = database
+        .query_one("SELECT last_value FROM lost_races", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(lost, 46, "45 lost races, then the one that won");
+    let reader = pair.client(&pair.second, observer()).await;
+    let read = call(&reader, "ReadVar", json!({"name": "contended"})).await;
+    assert!(text(&read).ends_with("\nmade"), "{read:?}");
+    writer.cancel().await.unwrap();
+    reader.cancel().await.unwrap();
+}
+
+/// A write that keeps losing for the whole deadline gives up with an error that says so, and
+/// changes nothing.
+#[tokio::test]
+async fn a_write_that_never_wins_gives_up_after_its_deadline_and_changes_nothing() {
+    let Some(pair) = Pair::start("").await else {
+        return;
+    };
+    let writer = pair.client(&pair.first, observer()).await;
+    succeed(&writer, "WriteVar", json!({"name": "first", "value": "1"})).await;
+    let (database, connection) = tokio_postgres::connect(&pair.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    database
+        .batch_execute(
+            "CREATE FUNCTION always_lose() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN \
+               IF pg_trigger_depth() = 1 THEN \
+                 UPDATE workspaces SET sequence = sequence + 1 WHERE name = NEW.name; \
+                 RETURN NULL; \
+               END IF; \
+               RETURN NEW; \
+             END $$; \
+             CREATE TRIGGER always_lose BEFORE UPDATE ON workspaces \
+               FOR EACH ROW EXECUTE FUNCTION always_lose();",
+        )
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let refused = writer
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("WriteVar").with_arguments(
+                json!({"name": "contended", "value": "never"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    let waited = started.elapsed();
+    assert!(
+        refused.contains("before this write for 5 s")
+            && refused.contains("nothing was changed, try again"),
+        "{refused}"
+    );
+    assert!(waited >= std::time::Duration::from_secs(5), "{waited:?}");
+    database
+        .batch_execute("DROP TRIGGER always_lose ON workspaces")
+        .await
+        .unwrap();
+    let reader = pair.client(&pair.second, observer()).await;
+    assert_eq!(
+        names(&reader).await,
+        [
+            "Rule/Agent/Plans",
+            "Rule/Agent/TODO",
+            "Rule/Agent/VarRef",
+            "first"
+        ]
+        .map(str::to_owned)
+        .into()
+    );
+    writer.cancel().await.unwrap();
+    reader.cancel().await.unwrap();
+}

@@ -22,6 +22,7 @@ mod floors;
 mod function_tools;
 mod fuzz_regressions;
 mod http;
+mod http_edges;
 mod instances;
 mod layers;
 mod logging;
@@ -31,6 +32,7 @@ mod operations;
 mod plans;
 #[path = "../../src/store/postgres/testing.rs"]
 mod postgres_server;
+mod principals;
 mod readme_team;
 mod results;
 mod schemas;

@@ -7,7 +7,7 @@
 //! the percent-decoding of `/mcp/{workspace}` and session owners leaving with their sessions.
 
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -132,28 +132,46 @@ fn claims(principal: &str, workspaces: &[&str], scope: &str) -> Value {
            "scope": scope, "iat": now(), "nbf": now() - 10, "exp": now() + 600})
 }
 
-/// A JWKS served over HTTP by the test, counting its fetches.
+/// A JWKS served over HTTP by the test, counting its fetches; while `hanging` is set, a fetch
+/// gets no answer for a minute.
 struct Jwks {
     url: String,
     keys: Arc<Mutex<Vec<Value>>>,
     fetches: Arc<AtomicUsize>,
+    hanging: Arc<AtomicBool>,
 }
 
 impl Jwks {
     async fn serve(keys: Vec<Value>) -> Self {
         let keys = Arc::new(Mutex::new(keys));
         let fetches = Arc::new(AtomicUsize::new(0));
-        let (served, counted) = (Arc::clone(&keys), Arc::clone(&fetches));
+        let hanging = Arc::new(AtomicBool::new(false));
+        let (served, counted, hangs) = (
+            Arc::clone(&keys),
+            Arc::clone(&fetches),
+            Arc::clone(&hanging),
+        );
         let route = axum::routing::get(move || {
             counted.fetch_add(1, Ordering::SeqCst);
             let document = json!({"keys": *served.lock().unwrap()}).to_string();
-            async move { ([("content-type", "application/json")], document) }
+            let hang = hangs.load(Ordering::SeqCst);
+            async move {
+                if hang {
+                    tokio::time::sleep(std::time::Duration::from_mins(1)).await;
+                }
+                ([("content-type", "application/json")], document)
+            }
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
         let router = axum::Router::new().route("/jwks.json", route);
         tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-        Self { url, keys, fetches }
+        Self {
+            url,
+            keys,
+            fetches,
+            hanging,
+        }
     }
 }
 
@@ -483,19 +501,22 @@ async fn the_protected_resource_metadata_is_found_from_the_challenge() {
     assert_eq!(
         document,
         json!({
-            "resource": server.url("/mcp/research"),
+            "resource": format!("{AUDIENCE}/research"),
             "authorization_servers": [ISSUER],
             "bearer_methods_supported": ["header"],
-            "scopes_supported": ["synapse:read", "synapse:write", "synapse:workspace:research"],
+            "scopes_supported": ["synapse:read", "synapse:write", "synapse:skills", "synapse:workspace:research"],
             "resource_name": "synapse-mcp",
         })
     );
     for (path, resource) in [
         (
             "/.well-known/oauth-protected-resource/mcp",
-            server.url("/mcp"),
+            AUDIENCE.to_owned(),
         ),
-        ("/.well-known/oauth-protected-resource", server.url("")),
+        (
+            "/.well-known/oauth-protected-resource",
+            "https://mcp.synapse.test".to_owned(),
+        ),
     ] {
         let document: Value = http_client()
             .get(server.url(path))
@@ -508,7 +529,7 @@ async fn the_protected_resource_metadata_is_found_from_the_challenge() {
         assert_eq!(document["resource"], json!(resource), "{path}");
         assert_eq!(
             document["scopes_supported"],
-            json!(["synapse:read", "synapse:write"])
+            json!(["synapse:read", "synapse:write", "synapse:skills"])
         );
     }
 
@@ -724,8 +745,8 @@ async fn a_session_that_idles_out_leaves_no_owner_behind() {
     let (status, text) = with_session().await;
     assert_eq!(status, 404);
     assert!(text.contains("for this token and workspace"), "{text}");
-    // Once rmcp has closed it for idling, its owner is gone too: bob's request reaches rmcp,
-    // which knows no such session. (Bob's refused requests do not keep it alive.)
+    // Once the server has closed it for idling, its owner is gone too: bob's request reaches
+    // rmcp, which knows no such session. (Bob's refused requests do not keep it alive.)
     let mut answer = (status, text);
     for _ in 0..150 {
         if !answer.1.contains("for this token and workspace") {
@@ -740,4 +761,119 @@ async fn a_session_that_idles_out_leaves_no_owner_behind() {
         "the owner of a closed session is still kept: {}",
         answer.1
     );
+}
+
+/// The skills every workspace shares change only with the scope `synapse:skills` beside
+/// `synapse:write`: a writing JWT for another workspace is refused `SkillSave`.
+#[tokio::test]
+async fn a_jwt_changes_the_shared_skills_only_with_the_skills_scope() {
+    let folder = tempfile::tempdir().unwrap();
+    let root = folder.path().join("skills");
+    std::fs::create_dir_all(&root).unwrap();
+    let config = folder.path().join("config.toml");
+    std::fs::write(&config, "[tools.SkillSave]\nexecution = \"auto\"\n").unwrap();
+    let (root, config) = (root.display().to_string(), config.display().to_string());
+    let issuer = Issuer::start().await;
+    let server = issuer
+        .serve(&["--skills", &root, "--config", &config])
+        .await;
+    let skill = json!({"name": "team-style", "description": "How the team writes. Use when writing.",
+                       "body": "# Style\nInjected."});
+    let writer = issuer
+        .es256
+        .token(&claims("mallory", &["wb"], "synapse:write"));
+    let client = server.client("/mcp/wb", &writer, unsupported()).await;
+    let refused = call(&client, "SkillSave", skill.clone()).await;
+    assert!(is_error(&refused), "{refused:?}");
+    assert!(
+        text(&refused).contains("the OAuth scope `synapse:skills`"),
+        "{refused:?}"
+    );
+    client.cancel().await.unwrap();
+    let curator = issuer
+        .es256
+        .token(&claims("curator", &["wb"], "synapse:write synapse:skills"));
+    let client = server.client("/mcp/wb", &curator, unsupported()).await;
+    let saved = call(&client, "SkillSave", skill).await;
+    assert!(!is_error(&saved), "{saved:?}");
+    client.cancel().await.unwrap();
+}
+
+/// A JWKS URL that hangs: a token with a made-up key id starts a fetch that gets no answer, and
+/// tokens whose key is cached are served meanwhile, each at once (the keys are not locked while
+/// the fetch runs).
+#[tokio::test]
+async fn a_hanging_jwks_url_stalls_no_token_whose_key_is_known() {
+    let issuer = Issuer::start().await;
+    let server = issuer.serve(&[]).await;
+    assert_eq!(issuer.jwks.fetches.load(Ordering::SeqCst), 1, "at start");
+    issuer.jwks.hanging.store(true, Ordering::SeqCst);
+    let forged = Signer::es256("forged").token(&claims("mallory", &["research"], "synapse:write"));
+    let url = server.url("/mcp");
+    let forging = tokio::spawn(async move {
+        http_client()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .bearer_auth(forged)
+            .body(initialize().to_string())
+            .send()
+            .await
+    });
+    // The forged key id's fetch has reached the JWKS server, and hangs there.
+    while issuer.jwks.fetches.load(Ordering::SeqCst) < 2 {
+        tokio::task::yield_now().await;
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let valid = issuer
+        .es256
+        .token(&claims("alice", &["research"], "synapse:write"));
+    for _ in 0..4 {
+        let started = std::time::Instant::now();
+        let (status, _, text) = server
+            .send(
+                reqwest::Method::POST,
+                "/mcp",
+                Some(&valid),
+                Some(&initialize()),
+            )
+            .await;
+        assert_eq!(status, 200, "{text}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "a known key waited {:?} for the hanging fetch",
+            started.elapsed()
+        );
+    }
+    assert!(
+        !forging.is_finished(),
+        "the forged token still waits for its fetch"
+    );
+    forging.abort();
+}
+
+/// The audience is matched by path segments: a path below it that climbs out (`/../`, encoded
+/// or not) is not below it.
+#[tokio::test]
+async fn an_audience_that_climbs_out_of_the_resource_is_refused() {
+    let issuer = Issuer::start().await;
+    let server = issuer.serve(&[]).await;
+    for (audience, expected) in [
+        (format!("{AUDIENCE}/research"), 200),
+        (format!("{AUDIENCE}/../admin"), 401),
+        (format!("{AUDIENCE}/%2e%2e/admin"), 401),
+    ] {
+        let mut claims = claims("alice", &["research"], "synapse:write");
+        claims["aud"] = json!(audience);
+        let token = issuer.es256.token(&claims);
+        let (status, _, text) = server
+            .send(
+                reqwest::Method::POST,
+                "/mcp",
+                Some(&token),
+                Some(&initialize()),
+            )
+            .await;
+        assert_eq!(status, expected, "{audience}: {text}");
+    }
 }

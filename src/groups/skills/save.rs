@@ -79,6 +79,7 @@ impl SkillSave {
             },
         )
         .with_title("Save skill")
+        .changing_shared_state()
         .with_output::<SaveOutput>()
         .with_permission(Permission {
             execution: Policy::AskOnce,
