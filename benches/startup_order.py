@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Writes link/startup-order.txt: the functions a fresh server runs from start to its first
+answers, which the release build places first in the binary (build.rs passes the file to the
+linker). An idle server then maps few pages of code: the kernel maps code 64 KB around each page
+first touched, and start-up code scattered over 25 MB of text kept 18 MB of it resident.
+
+    cargo build --release && benches/startup_order.py target/release/synapse-mcp
+
+Run it again after a dependency or toolchain change (symbol names carry hashes that move with
+them; names no longer in the binary are ignored, so a stale file only orders less).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def session(server: Path, output: Path, home: Path) -> None:
+    """Start-up, the lists a host reads first, one call of each common kind, then the end."""
+    environment = {"HOME": str(home), "XDG_DATA_HOME": str(home / "data"), "PATH": os.environ["PATH"]}
+    command = [
+        "valgrind", "--tool=callgrind", "--demangle=no", "--dump-instr=yes",
+        f"--callgrind-out-file={output}", str(server), "--store", "memory",
+    ]
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=environment,
+    )
+
+    def ask(number: int, method: str, params: dict) -> None:
+        line = {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
+        process.stdin.write(json.dumps(line).encode() + b"\n")
+        process.stdin.flush()
+        while json.loads(process.stdout.readline()).get("id") != number:
+            pass
+
+    ask(1, "initialize", {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "startup-order", "version": "1"},
+    })
+    process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    ask(2, "tools/list", {})
+    ask(3, "prompts/list", {})
+    ask(4, "resources/list", {})
+    call = lambda name, arguments: {"name": name, "arguments": arguments}  # noqa: E731
+    ask(5, "tools/call", call("WriteVar", {"name": "note", "value": "x" * 1024}))
+    ask(6, "tools/call", call("ReadVar", {"name": "note"}))
+    ask(7, "tools/call", call("SkillSearch", {"query": "write a skill"}))
+    process.stdin.close()
+    process.wait(timeout=600)
+
+
+def functions(profile: Path, binary_name: str) -> list[str]:
+    """The binary's functions that ran, in the order callgrind first lists them."""
+    objects: dict[str, str] = {}
+    names: dict[str, str] = {}
+    current_object = current_function = None
+    found: dict[str, None] = {}
+    for line in profile.read_text(errors="replace").splitlines():
+        if match := re.match(r"(c?)(ob|fn)=\((\d+)\)\s*(.*)", line):
+            calls, kind, number, name = match.groups()
+            if name:
+                (objects if kind == "ob" else names)[number] = name
+            if not calls:
+                if kind == "ob":
+                    current_object = number
+                else:
+                    current_function = number
+        elif line[:1] in "0123456789+-*" and objects.get(current_object, "").endswith(binary_name):
+            name = names.get(current_function, "").split("'")[0]
+            if name and not name.startswith("0x"):
+                found[name] = None
+    return list(found)
+
+
+def main() -> int:
+    server = Path(sys.argv[1]).resolve()
+    with tempfile.TemporaryDirectory() as folder:
+        output = Path(folder) / "callgrind.out"
+        session(server, output, Path(folder) / "home")
+        ordered = functions(output, server.name)
+    target = REPOSITORY / "link" / "startup-order.txt"
+    header = (
+        "# Written by benches/startup_order.py: the functions a fresh server runs first, which\n"
+        "# build.rs has the linker place first in release builds (idle memory: see the script).\n"
+    )
+    target.write_text(header + "\n".join(ordered) + "\n", encoding="utf-8")
+    print(f"{len(ordered)} functions in {target.relative_to(REPOSITORY)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
