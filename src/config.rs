@@ -649,6 +649,11 @@ impl Config {
                 .snapshots
                 .script_memory_mib
                 .map_or(script_defaults.memory_bytes, |mib| mib << 20),
+            // A function's error is cut to the output limit (when that is 0, to the default one).
+            error_characters: file
+                .output_limit
+                .filter(|&limit| limit > 0)
+                .unwrap_or(defaults.output_limit),
         };
         Self {
             workspace,

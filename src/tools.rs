@@ -81,6 +81,19 @@ impl ToolError {
     pub fn invalid(message: impl std::fmt::Display) -> Self {
         Self::Invalid(message.to_string())
     }
+
+    /// The error with its message cut to `limit` characters (`None`: whole): a tool's error may
+    /// carry another program's text (an upstream server's, a script's, a user function's).
+    #[must_use]
+    pub fn bounded(self, limit: Option<usize>) -> Self {
+        let Some(limit) = limit else {
+            return self;
+        };
+        match self {
+            Self::Invalid(message) => Self::Invalid(crate::text::bounded(message, limit)),
+            Self::Internal(message) => Self::Internal(crate::text::bounded(message, limit)),
+        }
+    }
 }
 
 /// What a running tool may use: its (resolved) arguments, the workspace and a cancellation token.

@@ -29,6 +29,9 @@ const PRELUDE: &str = include_str!("prelude.js");
 pub struct Limits {
     pub time: Duration,
     pub memory_bytes: usize,
+    /// Characters of a function's error kept (head and tail): what it threw is its own text,
+    /// and each failed call of a chat carries one into the answer.
+    pub error_characters: usize,
 }
 
 impl Default for Limits {
@@ -36,6 +39,7 @@ impl Default for Limits {
         Self {
             time: Duration::from_millis(250),
             memory_bytes: 64 << 20,
+            error_characters: 10_000,
         }
     }
 }
@@ -313,8 +317,14 @@ impl Worker {
                     false,
                 )
             }
-            Err(message) if message.contains("stack") => (Err(message), false),
-            Err(message) => (Err(message), true),
+            Err(message) if message.contains("stack") => (
+                Err(crate::text::bounded(message, self.limits.error_characters)),
+                false,
+            ),
+            Err(message) => (
+                Err(crate::text::bounded(message, self.limits.error_characters)),
+                true,
+            ),
         }
     }
 }
@@ -440,6 +450,7 @@ mod tests {
         let engine = Engine::new(Limits {
             time: Duration::from_millis(100),
             memory_bytes: 16 << 20,
+            ..Limits::default()
         });
         let error = engine
             .run(&invocation("while (true) {}", "{}", "[]"))

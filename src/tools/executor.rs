@@ -264,6 +264,9 @@ impl Executor {
         let output = match run_guarded(tool, call, &request.cancellation).await {
             Ok(output) => output,
             Err(error) => {
+                // The one place a failed call's text is cut, before the model, a caught
+                // `_outputPath` or the log sees it.
+                let error = error.bounded(limit);
                 let caught = output_path.filter(OutputPath::catches_failure);
                 let Some(output_path) = caught else {
                     return Err(error);

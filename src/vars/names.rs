@@ -19,7 +19,8 @@ pub fn validate_name(name: &str) -> Result<(), Error> {
     match name_problem(name) {
         None => Ok(()),
         Some(reason) => Err(Error::InvalidName {
-            name: name.to_owned(),
+            // A name too long to accept is quoted by its head.
+            name: crate::text::shorten(name, MAX_NAME_CHARS),
             reason,
         }),
     }

@@ -501,3 +501,81 @@ fn snapshots_laid_out_from_the_changed_paths_read_back() {
         }
     }
 }
+
+/// The longest error text a function may leave under an output limit of `limit`: the head and
+/// tail kept, and the marker saying how much was left out between them.
+fn cut_length(limit: usize) -> usize {
+    limit
+        + "\n\n[… 1000000 characters omitted (characters 150–1000150) …]\n\n"
+            .chars()
+            .count()
+}
+
+/// Second round, finding 2: what a user function throws was never cut. A dry run answered the
+/// thrown text four times whole (83 MB for a 20 MB message), and a passive function that throws
+/// put its whole message into every message's errors of `SnapshotProcess` (a 419 MB answer for
+/// 80 messages). Now each error is cut to the output limit where it leaves the engine.
+#[tokio::test]
+async fn a_function_error_is_cut_to_the_output_limit() {
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("config.toml");
+    std::fs::write(&config, "output_limit = 300\n").unwrap();
+    let client = crate::common::spawn_binary(
+        &["--config", config.to_str().unwrap()],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
+    let thrower = "throw new Error('E'.repeat(200000));";
+    let tested = call(
+        &client,
+        "FunctionTest",
+        json!({"text": "GO()", "_outputLimit": 200, "function": {
+            "name": "h", "type": "active", "pattern": "GO\\(\\)", "executor": thrower,
+            "enabled": true}}),
+    )
+    .await;
+    let tested = tested.structured_content.unwrap();
+    let message = tested["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.chars().count() <= cut_length(300) && message.contains("characters omitted"),
+        "{} characters: {}…",
+        message.len(),
+        message.get(..200).unwrap_or(message)
+    );
+    assert_eq!(tested["steps"][0]["errors"][0], json!(message));
+
+    ok(
+        &client,
+        "FunctionUpsert",
+        json!({"function": {
+        "name": "P", "type": "passive", "timing": "after_active", "executor": thrower}}),
+    )
+    .await;
+    let messages: Vec<Value> = (0..20).map(|index| ai(&format!("reply {index}"))).collect();
+    let processed = call(
+        &client,
+        "SnapshotProcess",
+        json!({"chatFile": "thrown", "messages": messages}),
+    )
+    .await;
+    let answer = serde_json::to_string(&processed).unwrap();
+    let errors = processed.structured_content.unwrap()["errors"].clone();
+    let errors = errors.as_array().unwrap();
+    assert_eq!(
+        errors.len(),
+        20,
+        "{}",
+        answer.get(..2000).unwrap_or(&answer)
+    );
+    for error in errors {
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.chars().count() <= cut_length(300),
+            "{} characters",
+            message.len()
+        );
+    }
+    // 20 messages × (text and structured) × a cut error, not 20 × 200,000 characters.
+    assert!(answer.len() < 64 * 1024, "{} bytes", answer.len());
+    client.cancel().await.unwrap();
+}
