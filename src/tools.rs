@@ -40,7 +40,7 @@ pub use definition::{
 };
 pub use executor::{CallRequest, Caller, Executor, ExecutorSettings, ToolOverride, panic_message};
 pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};
-pub use registry::{GroupOverview, Held, Registry, RegistryError, ToolOverview, View};
+pub use registry::{GroupOverview, GroupState, Held, Registry, RegistryError, ToolOverview, View};
 pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 pub use scope::{PlanScope, ReferenceContext};
 pub use truncate::OUTPUT_LIMIT_ARGUMENT;

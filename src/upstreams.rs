@@ -29,7 +29,7 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
 use crate::config::upstream::Upstream;
-use crate::tools::{Origin, Registry, RegistryError, ToolGroup};
+use crate::tools::{GroupState, Origin, Registry, RegistryError, ToolGroup};
 use supervisor::Supervised;
 
 /// How long the first listings of starting servers are waited for, together: `tools/list`
@@ -145,6 +145,8 @@ impl Upstreams {
                 let (first, tried) = oneshot::channel();
                 let name = upstream.name.clone();
                 let supervised = Supervised::start(upstream, Arc::clone(&self.registry), first);
+                self.registry
+                    .watch_state(&name, Arc::clone(&supervised.link) as Arc<dyn GroupState>);
                 running.insert(name, supervised);
                 tried
             })

@@ -156,10 +156,13 @@ impl Executor {
     /// Runs one call through the whole pipeline.
     pub async fn execute(&self, request: CallRequest<'_>) -> Outcome {
         let Some(tool) = self.tools().find(request.tool) else {
-            let error = ToolError::invalid(format!(
-                "unknown tool `{}`; tools/list shows the available tools",
-                request.tool
-            ));
+            let error = ToolError::invalid(match self.tools().unavailable_for(request.tool) {
+                Some(reason) => format!("`{}` cannot be called now: {reason}", request.tool),
+                None => format!(
+                    "unknown tool `{}`; tools/list shows the available tools",
+                    request.tool
+                ),
+            });
             return Outcome::Finished(ExecuteResult::failed(ExecuteStatus::NotFound, error));
         };
         if self.caller.read_only && !tool.definition().annotations.read_only {

@@ -232,7 +232,7 @@ async fn relaying(
     loop {
         tokio::select! {
             biased;
-            Some(update) = next(flight.progress.as_mut()) => {
+            update = next_progress(flight.progress.as_deref()) => {
                 if let Some(progress) = progress {
                     progress.report(update.progress, update.total, update.message).await;
                 }
@@ -242,9 +242,12 @@ async fn relaying(
                 // sent before its answer may still be on its way: let those tasks run, then
                 // pass on what they delivered, before the answer.
                 tokio::task::yield_now().await;
-                if let (Some(updates), Some(progress)) = (flight.progress.as_mut(), progress) {
-                    while let Ok(update) = updates.try_recv() {
+                if let Some(slot) = flight.progress.as_deref() {
+                    if let (Some(update), Some(progress)) = (slot.take(), progress) {
                         progress.report(update.progress, update.total, update.message).await;
+                    }
+                    if slot.replaced() > 0 {
+                        tracing::debug!(replaced = slot.replaced(), "progress updates of an upstream call were replaced by newer ones before the client read them");
                     }
                 }
                 return answer;
@@ -258,6 +261,16 @@ async fn relaying(
                 question.answer.send(answer).ok();
             }
         }
+    }
+}
+
+/// The next progress update of a call that may not want them (then never).
+async fn next_progress(
+    slot: Option<&super::link::ProgressSlot>,
+) -> rmcp::model::ProgressNotificationParam {
+    match slot {
+        Some(slot) => slot.next().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -103,15 +103,14 @@ async fn a_server_flooding_requests_is_disconnected_and_memory_stays_bounded() {
 /// was, and the next call is answered the same way.
 #[tokio::test]
 async fn an_answer_over_the_size_limit_fails_its_call_with_the_size() {
-    let (mut session, _directory) =
-        hostile(&["huge", "2000000"], "max_message_bytes = 1000000").await;
+    let (mut session, _directory) = hostile(&["huge", "17000000"], "").await;
     for id in [1, 2] {
         let answer = session.call(id, "h__act", json!({})).await;
         let said = tool_error(&answer);
         assert!(
             said.starts_with(
-                "the MCP server `h` answered the call of `act` with an error: its answer was 20000"
-            ) && said.contains("over the limit of 1000000 bytes (`max_message_bytes`)"),
+                "the MCP server `h` answered the call of `act` with an error: its answer was 170000"
+            ) && said.contains("over the limit of 16777216 bytes (`max_message_bytes`)"),
             "{said}"
         );
     }
@@ -175,5 +174,71 @@ async fn a_stderr_line_without_end_is_cut_and_memory_stays_bounded() {
     assert!(
         peak < idle + 64 * MIB,
         "peak {peak} KiB against {idle} KiB idle"
+    );
+}
+
+/// Finding 6: progress of an upstream call was queued without bound while the client did not
+/// read (2 M notifications: 108 → 537 MB). Now a call keeps only the newest update waiting, and
+/// the memory stays within 64 MiB of an idle server's; the answer still arrives.
+#[tokio::test]
+async fn progress_to_a_client_that_does_not_read_is_coalesced_and_memory_stays_bounded() {
+    let idle = idle_peak_kib().await;
+    let (mut session, _directory) = hostile(&["progress", "500000"], "").await;
+    session
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "h__act", "arguments": {}, "_meta": {"progressToken": "p"}}}),
+        )
+        .await;
+    // The client reads nothing while the server reports.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let peak = peak_kib(session.pid());
+    let answer = session.response(1).await;
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        json!("done"),
+        "{answer}"
+    );
+    eprintln!("progress flood: peak {peak} KiB, idle {idle} KiB");
+    assert!(
+        peak < idle + 64 * MIB,
+        "peak {peak} KiB against {idle} KiB idle"
+    );
+}
+
+/// Finding 12: a server that never comes up left an empty group, its tools answered "unknown
+/// tool", and the reason was only in our log. Now `ToolGroups` lists the group with why it is
+/// not running, and a call of one of its tools says so.
+#[tokio::test]
+async fn a_server_that_never_comes_up_says_why_in_the_listing_and_in_calls() {
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[[upstream]]\nname = \"gone\"\ncommand = \"/nonexistent/server\"\n",
+    )
+    .unwrap();
+    let mut session = RawSession::initialized(&["--config", config.to_str().unwrap()]).await;
+    let listed = session.call(1, "ToolGroups", json!({})).await;
+    let groups = listed["result"]["structuredContent"]["groups"]
+        .as_array()
+        .unwrap();
+    let gone = groups.iter().find(|group| group["name"] == "gone").unwrap();
+    let unavailable = gone["unavailable"].as_str().unwrap();
+    assert!(
+        unavailable.starts_with(
+            "the MCP server `gone` is not running (cannot start `/nonexistent/server`: "
+        ),
+        "{gone}"
+    );
+    // A tool name that cannot be routed is a JSON-RPC error (-32602), as for any unknown tool.
+    let called = session.call(2, "gone__anything", json!({})).await;
+    assert_eq!(called["error"]["code"], json!(-32602), "{called}");
+    let said = called["error"]["message"].as_str().unwrap();
+    assert!(
+        said.starts_with(
+            "`gone__anything` cannot be called now: the MCP server `gone` is not running (cannot start"
+        ),
+        "{said}"
     );
 }
