@@ -413,7 +413,7 @@ async fn children_that_clear_their_environment_die_when_the_script_exits() {
         "daemons.sh",
         "env -i /bin/sleep 3999 &\necho $! > \"$SKILL_DIR/../../child.pid\"\n\
          ( setsid env -i /bin/sleep 3998 & echo $! > \"$SKILL_DIR/../../orphan.pid\" )\n\
-         echo started\n",
+         sleep 0.5\necho started\n",
     );
     let (client, _) = scripts.client(ON_AUTO, Elicitation::Unsupported).await;
     let (error, output, message) = run(&client, "scripts/daemons.sh", json!({})).await;
