@@ -325,17 +325,27 @@ impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::builder().enable_elicitation().build();
         capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        // The newest version with an `initialize` handshake, which is how the session starts
+        // (rmcp's default is 2026-07-28, which has none, and servers would answer it with
+        // `input_required`, which synapse-mcp does not pass on).
         ClientConfig::new(
             capabilities,
             Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
     async fn create_elicitation(
         &self,
-        request: ElicitRequestParams,
+        mut request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
+        // The user is told who asks: the question is the other server's, not synapse-mcp's.
+        if let ElicitRequestParams::FormElicitationParams { message, .. }
+        | ElicitRequestParams::UrlElicitationParams { message, .. } = &mut request
+        {
+            *message = format!("The MCP server `{}` asks: {message}", self.link.name);
+        }
         let answer = self.relay(Relayed::Elicitation(encoded(&request)?)).await?;
         decoded(answer)
     }

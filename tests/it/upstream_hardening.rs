@@ -242,3 +242,42 @@ async fn a_server_that_never_comes_up_says_why_in_the_listing_and_in_calls() {
         "{said}"
     );
 }
+
+/// Finding 12: the docs said synapse-mcp talks to its servers on protocol 2025-11-25, and it
+/// offered 2026-07-28 (rmcp's default, a version without `initialize`) in its `initialize`. The
+/// server here writes what it was sent on stderr and exits; its last words show the version.
+#[tokio::test]
+async fn the_upstream_is_offered_the_protocol_the_docs_name() {
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[[upstream]]\nname = \"h\"\ncommand = \"sh\"\n\
+         args = [\"-c\", \"read line; echo \\\"$line\\\" >&2\"]\n",
+    )
+    .unwrap();
+    let mut session = RawSession::initialized(&["--config", config.to_str().unwrap()]).await;
+    let docs = std::fs::read_to_string(crate::common::manifest("docs/upstreams.md")).unwrap();
+    assert!(
+        docs.contains("protocol 2025-11-25"),
+        "docs/upstreams.md changed"
+    );
+    for id in 1..=100 {
+        let listed = session.call(id, "ToolGroups", json!({})).await;
+        let groups = listed["result"]["structuredContent"]["groups"].clone();
+        let said = groups
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|group| group["name"] == "h")
+            .and_then(|group| group["unavailable"].as_str())
+            .unwrap_or_default()
+            .to_owned();
+        if said.contains("protocolVersion") {
+            assert!(said.contains(r#""protocolVersion":"2025-11-25""#), "{said}");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the server's last words never showed its initialize");
+}
