@@ -29,7 +29,7 @@ fn send(out: &mut impl Write, message: &Value) -> std::io::Result<()> {
     out.flush()
 }
 
-fn answer(out: &mut impl Write, id: &Value, result: Value) -> std::io::Result<()> {
+fn answer(out: &mut impl Write, id: &Value, result: &Value) -> std::io::Result<()> {
     send(out, &json!({"jsonrpc": "2.0", "id": id, "result": result}))
 }
 
@@ -49,13 +49,13 @@ fn main() -> std::io::Result<()> {
             "initialize" => answer(
                 &mut out,
                 &id,
-                json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                &json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
                     "serverInfo": {"name": "hostile", "version": "1"}}),
             )?,
             "tools/list" => {
                 let tool = json!({"name": "act", "description": "Acts.",
                     "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}});
-                answer(&mut out, &id, json!({"tools": [tool]}))?;
+                answer(&mut out, &id, &json!({"tools": [tool]}))?;
                 if mode == "ping-flood" {
                     for number in 0u64.. {
                         let ping =
@@ -68,12 +68,12 @@ fn main() -> std::io::Result<()> {
                 "huge" => answer(
                     &mut out,
                     &id,
-                    json!({"content": [{"type": "text", "text": "h".repeat(size)}]}),
+                    &json!({"content": [{"type": "text", "text": "h".repeat(size)}]}),
                 )?,
                 "error" => answer(
                     &mut out,
                     &id,
-                    json!({"content": [{"type": "text", "text": "e".repeat(size)}], "isError": true}),
+                    &json!({"content": [{"type": "text", "text": "e".repeat(size)}], "isError": true}),
                 )?,
                 "progress" => {
                     // As fast as a pipe takes it: one line, written again and again.
@@ -91,7 +91,7 @@ fn main() -> std::io::Result<()> {
                     answer(
                         &mut out,
                         &id,
-                        json!({"content": [{"type": "text", "text": "done"}]}),
+                        &json!({"content": [{"type": "text", "text": "done"}]}),
                     )?;
                 }
                 "stderr" => {

@@ -233,7 +233,7 @@ pub fn use_reaper() {
             REAPER.set(binary).ok();
         }
         Err(error) => {
-            tracing::warn!(%error, "cannot find the running binary; scripts run without the reaper")
+            tracing::warn!(%error, "cannot find the running binary; scripts run without the reaper");
         }
     }
 }

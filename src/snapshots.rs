@@ -547,13 +547,8 @@ impl Snapshots {
                 send_date: message.send_millis(),
             };
             let before = scripted.then(|| state.clone());
-            let outcome = engine::apply(
-                &self.engine,
-                &active,
-                &mut state,
-                message.text(),
-                (&context, cancelled),
-            );
+            let (engine, text) = (&self.engine, message.text());
+            let outcome = engine::apply(engine, &active, &mut state, text, (&context, cancelled));
             let summary = diff::summary(before.as_ref(), &state, &outcome.changed);
             errors.extend(outcome.errors.into_iter().map(|error| MessageError {
                 message_index: Some(index),

@@ -65,7 +65,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            call_timeout: std::time::Duration::from_secs(120),
+            call_timeout: std::time::Duration::from_mins(2),
             message_bytes: 16 << 20,
             requests_per_second: 50,
         }

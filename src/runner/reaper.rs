@@ -34,6 +34,7 @@ pub fn asked() -> Option<(OsString, Vec<OsString>)> {
 /// Runs `program` with `arguments` as the reaper; gives the exit code to end with.
 pub async fn serve(program: OsString, arguments: Vec<OsString>) -> ExitCode {
     use rustix::process::{Signal, getpid, set_child_subreaper, set_parent_process_death_signal};
+    use std::os::unix::process::ExitStatusExt as _;
     // A session of our own: the script and what it starts are apart from the server's terminal
     // and group. Failing, the reaper still collects what it can.
     if let Err(error) = rustix::process::setsid() {
@@ -65,31 +66,20 @@ pub async fn serve(program: OsString, arguments: Vec<OsString>) -> ExitCode {
         _ = ended.recv() => None,
     };
     sweep(group);
-    match status {
-        Some(status) => {
-            use std::os::unix::process::ExitStatusExt as _;
-            if let Some(code) = status.code() {
-                return ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1));
-            }
-            // Die of the script's signal, so the server sees the script killed.
-            let signal = status
-                .signal()
-                .and_then(Signal::from_named_raw)
-                .unwrap_or(Signal::KILL);
-            if let Err(error) = rustix::process::kill_process(getpid(), signal) {
-                eprintln_reaper(&format!("cannot pass the script's signal on: {error}"));
-            }
-            std::thread::sleep(ROUND);
-            ExitCode::from(1)
-        }
-        // Asked to stop: everything is gone; the reaper ends as killed.
-        None => {
-            if let Err(error) = rustix::process::kill_process(getpid(), Signal::KILL) {
-                eprintln_reaper(&format!("cannot end: {error}"));
-            }
-            ExitCode::from(1)
-        }
+    if let Some(code) = status.and_then(|status| status.code()) {
+        return ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1));
     }
+    // Killed by a signal: die of the same one, so the server sees the script killed. Asked to
+    // stop: everything is gone, and the reaper ends as killed.
+    let signal = status
+        .and_then(|status| status.signal())
+        .and_then(Signal::from_named_raw)
+        .unwrap_or(Signal::KILL);
+    if let Err(error) = rustix::process::kill_process(getpid(), signal) {
+        eprintln_reaper(&format!("cannot pass the script's end on: {error}"));
+    }
+    std::thread::sleep(ROUND);
+    ExitCode::from(1)
 }
 
 /// Kills the script's group and every process left under the reaper, until none is left.
@@ -127,15 +117,15 @@ fn children_of(parent: i32) -> Vec<rustix::process::Pid> {
     entries
         .flatten()
         .filter_map(|entry| {
-            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            let id = entry.file_name().to_str()?.parse::<i32>().ok()?;
             let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
             // `pid (comm) state ppid …`; the name may hold spaces and parentheses.
             let after_name = &stat[stat.rfind(')')? + 1..];
             let mut fields = after_name.split_whitespace();
             let state = fields.next()?;
-            let ppid: i32 = fields.next()?.parse().ok()?;
-            (ppid == parent && state != "Z")
-                .then(|| rustix::process::Pid::from_raw(pid))
+            let parent_of: i32 = fields.next()?.parse().ok()?;
+            (parent_of == parent && state != "Z")
+                .then(|| rustix::process::Pid::from_raw(id))
                 .flatten()
         })
         .collect()

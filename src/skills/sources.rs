@@ -116,11 +116,7 @@ impl Source {
                     .rsplit_once('@')
                     .map_or(repository, |(url, _)| url)
                     .trim_end_matches('/');
-                let suffix = if written.ends_with(".git") {
-                    ".git"
-                } else {
-                    ""
-                };
+                let suffix = written.strip_suffix(".git").map_or("", |_| ".git");
                 format!("https://{location}{suffix}")
             }
             Transport::File => format!("file://{location}"),

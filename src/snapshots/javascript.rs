@@ -247,7 +247,7 @@ fn serve(receiver: &mpsc::Receiver<Job>, limits: Limits) {
         };
         let healthy = match job {
             Job::Run(invocation, halt, reply) => {
-                let (result, healthy) = current.run(&invocation, halt);
+                let (result, healthy) = current.run(&invocation, &halt);
                 reply.send(result).ok();
                 healthy
             }
@@ -322,7 +322,7 @@ impl Worker {
     }
 
     /// One function call, stopped by its own limit, its text's budget or its cancellation.
-    fn run(&self, invocation: &Invocation, halt: Halt) -> (Result<String, String>, bool) {
+    fn run(&self, invocation: &Invocation, halt: &Halt) -> (Result<String, String>, bool) {
         if halt.stopped.load(Ordering::Relaxed) {
             return (Err(CANCELLED.to_owned()), true);
         }
@@ -545,11 +545,9 @@ mod tests {
     impl Engine {
         /// A run with no text budget and no cancellation.
         fn run_now(&self, invocation: &Invocation) -> Result<String, String> {
-            self.run(
-                invocation,
-                Instant::now() + Duration::from_secs(60),
-                &|| false,
-            )
+            self.run(invocation, Instant::now() + Duration::from_mins(1), &|| {
+                false
+            })
         }
     }
 

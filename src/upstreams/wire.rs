@@ -394,6 +394,10 @@ impl Transport<RoleClient> for Wire {
 /// Finds the top-level `id` of a JSON object fed to it in pieces, keeping a few bytes whatever
 /// its length: the id of a message too long to read.
 #[derive(Debug, Default)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "a tokenizer's flags, each read at every byte"
+)]
 pub struct IdScanner {
     /// Bytes fed so far.
     pub bytes: usize,

@@ -12,7 +12,7 @@ use crate::common::{RawSession, example};
 
 /// A server whose one upstream, `h`, is the hostile server in `mode`, with more keys; the
 /// folder holding its config file lives as long as the session.
-async fn hostile(mode: &[&str], more: &str) -> (RawSession, tempfile::TempDir) {
+async fn hostile(mode: &[&str], extra: &str) -> (RawSession, tempfile::TempDir) {
     let directory = tempfile::tempdir().unwrap();
     let command = example("hostile_upstream").display().to_string();
     let config = directory.path().join("config.toml");
@@ -20,7 +20,7 @@ async fn hostile(mode: &[&str], more: &str) -> (RawSession, tempfile::TempDir) {
         &config,
         format!(
             "[[upstream]]\nname = \"h\"\ncommand = {command:?}\nargs = {mode:?}\n\
-             execution = \"auto\"\n{more}\n"
+             execution = \"auto\"\n{extra}\n"
         ),
     )
     .unwrap();
@@ -91,7 +91,6 @@ async fn a_server_flooding_requests_is_disconnected_and_memory_stays_bounded() {
     // Let it come back and flood a few more times.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let peak = peak_kib(session.pid());
-    eprintln!("ping flood: peak {peak} KiB, idle {idle} KiB");
     assert!(
         peak < idle + 64 * MIB,
         "peak {peak} KiB against {idle} KiB idle"
@@ -170,7 +169,6 @@ async fn a_stderr_line_without_end_is_cut_and_memory_stays_bounded() {
         &said[..said.len().min(300)]
     );
     let peak = peak_kib(session.pid());
-    eprintln!("stderr flood: peak {peak} KiB, idle {idle} KiB");
     assert!(
         peak < idle + 64 * MIB,
         "peak {peak} KiB against {idle} KiB idle"
@@ -193,7 +191,6 @@ async fn progress_to_a_client_that_does_not_read_is_coalesced_and_memory_stays_b
     // The client reads nothing while the server reports.
     tokio::time::sleep(Duration::from_secs(10)).await;
     let peak = peak_kib(session.pid());
-    eprintln!("progress flood: peak {peak} KiB, idle {idle} KiB");
     assert!(
         peak < idle + 64 * MIB,
         "peak {peak} KiB against {idle} KiB idle"
