@@ -518,6 +518,9 @@ pub struct SnapshotsConfig {
     pub script_time_limit_ms: Option<u64>,
     /// MiB the JavaScript runtime may allocate (default 64).
     pub script_memory_mib: Option<usize>,
+    /// Milliseconds all the function calls of one message (or one dry run's text) may run
+    /// together before the rest are not run (default 2000).
+    pub text_time_limit_ms: Option<u64>,
 }
 
 /// Settings of one tool.
@@ -671,6 +674,15 @@ impl Config {
                 .snapshots
                 .script_memory_mib
                 .map_or(script_defaults.memory_bytes, |mib| mib << 20),
+            // A function's error is cut to the output limit (when that is 0, to the default one).
+            error_characters: file
+                .output_limit
+                .filter(|&limit| limit > 0)
+                .unwrap_or(defaults.output_limit),
+            text_time: file
+                .snapshots
+                .text_time_limit_ms
+                .map_or(script_defaults.text_time, std::time::Duration::from_millis),
         };
         Self {
             workspace,

@@ -102,6 +102,7 @@ pub async fn run(
     cli: &config::Cli,
     config: &config::Config,
 ) -> Result<std::process::ExitCode, Error> {
+    runner::use_reaper();
     let mut stdout = std::io::stdout().lock();
     match &cli.command {
         None | Some(config::Command::Serve(_)) => {

@@ -16,6 +16,11 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 /// their own.
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<std::process::ExitCode> {
+    // `synapse-mcp __reap PROGRAM ARGS…`: the server re-executes itself to run one script.
+    #[cfg(target_os = "linux")]
+    if let Some((program, arguments)) = synapse_mcp::runner::reaper::asked() {
+        return Ok(synapse_mcp::runner::reaper::serve(program, arguments).await);
+    }
     let cli = Cli::parse();
     // Read first, so that the file's `log_format` applies; it logs nothing itself.
     let config = Config::load(&cli)?;

@@ -4,8 +4,12 @@
 //! executable. It runs in its folder with a scrubbed environment (only `PATH`, `HOME`, `LANG`,
 //! `TMPDIR` and what the caller adds), its output piped and capped (the server's stdout is the
 //! protocol, so it is never inherited), stdin given or closed, and a timeout; at the timeout, at
-//! the cancellation of the call, and when it exits, whatever it started — its process group,
-//! and anything that escaped it with `setsid` — is killed.
+//! the cancellation of the call, and when it exits, whatever it started is killed. On Linux the
+//! server runs each script under a reaper (`runner/reaper.rs`, the binary re-executed): a
+//! session of its own, the subreaper of its script, which kills the script's group and every
+//! descendant left (one that left the group or the session, or cleared its environment, too).
+//! Elsewhere, and when the library runs without the binary, the script's process group and the
+//! processes carrying the run's marker variable are killed.
 //!
 //! Where a script may be and what an approval to run it is bound to are the callers' business
 //! (`skills/scripts.rs`, `script_tools`); nothing here knows skills or tools.
@@ -15,6 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+#[cfg(target_os = "linux")]
+pub mod reaper;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -90,8 +97,18 @@ pub async fn run(
     cancellation: &CancellationToken,
 ) -> Result<Ran, Error> {
     let timeout = request.timeout.unwrap_or(DEFAULT_TIMEOUT).min(MAX_TIMEOUT);
-    let mut command = command(script)?;
+    let (program, leading) = program(script)?;
+    let reaper = REAPER.get();
+    let mut command = match reaper {
+        Some(reaper) => {
+            let mut command = Command::new(reaper);
+            command.arg(REAP_SUBCOMMAND).arg(&program);
+            command
+        }
+        None => Command::new(&program),
+    };
     command
+        .args(&leading)
         .args(&request.args)
         .current_dir(&script.folder)
         .stdin(if request.stdin.is_some() {
@@ -101,15 +118,19 @@ pub async fn run(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        // A dropped call stops the reaper with `SIGTERM` (it then kills the rest); a `SIGKILL`
+        // on top would leave the rest to init.
+        .kill_on_drop(reaper.is_none());
     scrub_environment(&mut command, &request.environment);
     let marker = uuid::Uuid::new_v4().simple().to_string();
     command.env(RUN_MARKER, &marker);
+    // The reaper makes a session of its own, which a group leader cannot.
     #[cfg(unix)]
-    command.process_group(0);
-    let program = command.as_std().get_program().display().to_string();
+    if reaper.is_none() {
+        command.process_group(0);
+    }
     let mut child = command.spawn().map_err(|source| Error::Spawn {
-        program,
+        program: program.display().to_string(),
         path: script.relative.clone(),
         source,
     })?;
@@ -123,7 +144,7 @@ pub async fn run(
     }
     // Armed until the script is reaped: a cancelled call drops this future at an await, and
     // `kill_on_drop` alone reaches only the script, not what it started in its group.
-    let mut group = ProcessGroup::of(&child, marker);
+    let mut group = ProcessGroup::of(&child, marker, reaper.is_some());
     let stdout = Captured::start(child.stdout.take());
     let stderr = Captured::start(child.stderr.take());
     let wait_error = |source| Error::Wait {
@@ -137,7 +158,12 @@ pub async fn run(
     };
     if status.is_none() {
         group.kill();
-        if let Err(error) = child.kill().await {
+        // The reaper, told to stop, kills what is left and ends; a reaper that does not is
+        // killed.
+        let stopped = tokio::time::timeout(REAPER_GRACE, child.wait()).await;
+        if !matches!(stopped, Ok(Ok(_)))
+            && let Err(error) = child.kill().await
+        {
             tracing::warn!(%error, script = %script.relative, "cannot kill a script");
         }
     }
@@ -171,19 +197,45 @@ fn interpreter(path: &Path) -> Option<&'static str> {
     }
 }
 
-/// The interpreter by extension, or the file itself when it is executable (a shebang).
-fn command(script: &Script) -> Result<Command, Error> {
+/// The program to run and its first arguments: the interpreter by extension with the file, or
+/// the file itself when it is executable (a shebang).
+fn program(script: &Script) -> Result<(OsString, Vec<OsString>), Error> {
     if let Some(interpreter) = interpreter(&script.path) {
-        let mut command = Command::new(interpreter);
-        command.arg(&script.path);
-        return Ok(command);
+        return Ok((
+            interpreter.into(),
+            vec![script.path.clone().into_os_string()],
+        ));
     }
     if is_executable(&script.path) {
-        return Ok(Command::new(&script.path));
+        return Ok((script.path.clone().into_os_string(), Vec::new()));
     }
     Err(Error::NotRunnable {
         path: script.relative.clone(),
     })
+}
+
+/// The binary that reaps scripts (`__reap`), once [`use_reaper`] set it.
+static REAPER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+#[cfg(target_os = "linux")]
+const REAP_SUBCOMMAND: &str = reaper::SUBCOMMAND;
+#[cfg(not(target_os = "linux"))]
+const REAP_SUBCOMMAND: &str = "__reap";
+/// How long a reaper told to stop may take to kill what is left and end.
+const REAPER_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs every script from now on under the reaper, the running binary re-executed (Linux; the
+/// binary's `main` answers `__reap`). A library user without that binary keeps the group and
+/// marker kills.
+pub fn use_reaper() {
+    #[cfg(target_os = "linux")]
+    match std::env::current_exe() {
+        Ok(binary) => {
+            REAPER.set(binary).ok();
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot find the running binary; scripts run without the reaper");
+        }
+    }
 }
 
 #[cfg(unix)]
@@ -221,30 +273,43 @@ const RUN_MARKER: &str = "SYNAPSE_SCRIPT_RUN";
 struct ProcessGroup {
     leader: Option<u32>,
     marker: Option<String>,
+    /// The leader is the reaper: it is told to stop (`SIGTERM`), and kills the rest itself.
+    reaper: bool,
 }
 
 impl ProcessGroup {
-    fn of(child: &tokio::process::Child, marker: String) -> Self {
+    fn of(child: &tokio::process::Child, marker: String, reaper: bool) -> Self {
         Self {
             leader: child.id(),
             marker: Some(marker),
+            reaper,
         }
     }
 
+    /// Under a reaper, tells it to stop (it kills the rest itself; the marker would kill the
+    /// reaper too); else kills the group and what carries the marker.
     fn kill(&mut self) {
         if let Some(leader) = self.leader.take() {
+            if self.reaper {
+                stop_reaper(leader);
+                return;
+            }
             kill_process_group(leader);
         }
+        self.kill_marked();
+    }
+
+    fn kill_marked(&mut self) {
         if let Some(marker) = self.marker.take() {
             kill_marked(&marker);
         }
     }
 
-    /// The script was reaped: its id may be reused, so its group is left alone from now on;
-    /// what carries the marker is killed.
+    /// The script (or its reaper) was reaped: its id may be reused, so its group is left alone
+    /// from now on; what carries the marker is killed.
     fn disarm(&mut self) {
         self.leader = None;
-        self.kill();
+        self.kill_marked();
     }
 }
 
@@ -271,6 +336,22 @@ pub fn kill_process_group(leader: u32) {
 
 #[cfg(not(unix))]
 pub fn kill_process_group(_leader: u32) {}
+
+/// Tells a reaper to kill its script and all it left, and end.
+#[cfg(unix)]
+fn stop_reaper(reaper: u32) {
+    let pid = i32::try_from(reaper)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(pid) = pid
+        && let Err(error) = rustix::process::kill_process(pid, rustix::process::Signal::TERM)
+    {
+        tracing::debug!(%error, "cannot stop a script's reaper");
+    }
+}
+
+#[cfg(not(unix))]
+fn stop_reaper(_reaper: u32) {}
 
 /// Kills every process whose environment carries this run's marker (found in `/proc`), a few
 /// rounds so that a process forked during a round is caught by the next.
@@ -376,7 +457,7 @@ mod tests {
     fn a_file_without_interpreter_or_execute_bit_is_refused() {
         let folder = tempfile::tempdir().unwrap();
         let data = script(folder.path(), "data.txt", "x");
-        let error = command(&data).unwrap_err();
+        let error = program(&data).unwrap_err();
         assert!(error.to_string().contains("no known extension"), "{error}");
     }
 

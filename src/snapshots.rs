@@ -547,8 +547,8 @@ impl Snapshots {
                 send_date: message.send_millis(),
             };
             let before = scripted.then(|| state.clone());
-            let outcome =
-                engine::apply(&self.engine, &active, &mut state, message.text(), &context);
+            let (engine, text) = (&self.engine, message.text());
+            let outcome = engine::apply(engine, &active, &mut state, text, (&context, cancelled));
             let summary = diff::summary(before.as_ref(), &state, &outcome.changed);
             errors.extend(outcome.errors.into_iter().map(|error| MessageError {
                 message_index: Some(index),
@@ -614,6 +614,7 @@ impl Snapshots {
         base_id: Option<&str>,
         character_id: Option<&str>,
         message_index: Option<usize>,
+        cancelled: &dyn Fn() -> bool,
     ) -> Result<Applied, Error> {
         let mut state = if let Some(reference) = base_id {
             self.resolve(reference)?.0
@@ -633,7 +634,13 @@ impl Snapshots {
             character_id: character_id.map(str::to_owned),
             send_date: None,
         };
-        let outcome = engine::apply(&self.engine, &active, &mut state, text, &context);
+        let outcome = engine::apply(
+            &self.engine,
+            &active,
+            &mut state,
+            text,
+            (&context, cancelled),
+        );
         let id = uuid::Uuid::new_v4().to_string();
         let mut new = Encoded::new();
         let key = SnapshotKey {

@@ -1,7 +1,8 @@
 //! The ground floor's text utilities. Character windows: the one place where positions counted
 //! in Unicode characters become byte offsets, so no reader ever splits a character. `ReadVar`
 //! and `ReadState` windows, `$VAR_REF{{name:start:length}}` slices, the executor's head-and-tail
-//! truncation ([`truncate_content`]) and long text quoted in messages all cut text here. And [`nearest`], the name an
+//! truncation ([`truncate_content`]), text from other processes ([`bounded`]) and long text
+//! quoted in messages all cut text here. And [`nearest`], the name an
 //! error suggests for a mistyped one.
 
 /// A window of a value, counted in Unicode characters.
@@ -99,6 +100,17 @@ pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, candidate)| candidate.to_owned())
 }
 
+/// A text from outside the server — a user function's error, an upstream server's answer or
+/// stderr, a script's output, a value a caller sent — cut to `limit` characters (its head and
+/// tail around a marker, [`truncate_content`]) before it reaches the model or a log; returned
+/// as it is when it fits.
+pub fn bounded(text: String, limit: usize) -> String {
+    match truncate_content(&text, limit) {
+        Some(cut) => cut.text,
+        None => text,
+    }
+}
+
 /// A text cut to at most `limit` characters of content plus a marker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Truncated {
@@ -187,6 +199,16 @@ mod tests {
                 total: 5,
                 has_more: false,
             }
+        );
+    }
+
+    #[test]
+    fn foreign_text_is_bounded_once_and_kept_when_it_fits() {
+        assert_eq!(bounded("short".to_owned(), 5), "short");
+        let cut = bounded("E".repeat(1000), 10);
+        assert_eq!(
+            cut,
+            "EEEEE\n\n[… 990 characters omitted (characters 5–995) …]\n\nEEEEE"
         );
     }
 

@@ -40,7 +40,7 @@ pub use definition::{
 };
 pub use executor::{CallRequest, Caller, Executor, ExecutorSettings, ToolOverride, panic_message};
 pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};
-pub use registry::{GroupOverview, Held, Registry, RegistryError, ToolOverview, View};
+pub use registry::{GroupOverview, GroupState, Held, Registry, RegistryError, ToolOverview, View};
 pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 pub use scope::{PlanScope, ReferenceContext};
 pub use truncate::OUTPUT_LIMIT_ARGUMENT;
@@ -80,6 +80,19 @@ pub enum ToolError {
 impl ToolError {
     pub fn invalid(message: impl std::fmt::Display) -> Self {
         Self::Invalid(message.to_string())
+    }
+
+    /// The error with its message cut to `limit` characters (`None`: whole): a tool's error may
+    /// carry another program's text (an upstream server's, a script's, a user function's).
+    #[must_use]
+    pub fn bounded(self, limit: Option<usize>) -> Self {
+        let Some(limit) = limit else {
+            return self;
+        };
+        match self {
+            Self::Invalid(message) => Self::Invalid(crate::text::bounded(message, limit)),
+            Self::Internal(message) => Self::Internal(crate::text::bounded(message, limit)),
+        }
     }
 }
 

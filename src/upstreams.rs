@@ -4,6 +4,8 @@
 //! are the two that know MCP: `server` is our server side, this is our client side.
 //!
 //! - `upstreams/supervisor.rs` keeps one server running: start, connect, list, restart;
+//! - `upstreams/wire.rs` reads and writes the server's stdio, bounding what it sends (message
+//!   size, requests per second and in flight);
 //! - `upstreams/link.rs` is one server as its tools see it (up or why not, the calls in flight)
 //!   and the client side of its connection, which routes what the server sends;
 //! - `upstreams/tool.rs` turns a listing into a tool group and a call into a `tools/call`;
@@ -18,6 +20,7 @@ mod names;
 pub mod reload;
 mod supervisor;
 mod tool;
+pub mod wire;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -26,7 +29,7 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
 use crate::config::upstream::Upstream;
-use crate::tools::{Origin, Registry, RegistryError, ToolGroup};
+use crate::tools::{GroupState, Origin, Registry, RegistryError, ToolGroup};
 use supervisor::Supervised;
 
 /// How long the first listings of starting servers are waited for, together: `tools/list`
@@ -142,6 +145,8 @@ impl Upstreams {
                 let (first, tried) = oneshot::channel();
                 let name = upstream.name.clone();
                 let supervised = Supervised::start(upstream, Arc::clone(&self.registry), first);
+                self.registry
+                    .watch_state(&name, Arc::clone(&supervised.link) as Arc<dyn GroupState>);
                 running.insert(name, supervised);
                 tried
             })

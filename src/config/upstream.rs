@@ -44,6 +44,32 @@ pub struct UpstreamTable {
     pub execution: Option<Policy>,
     /// Approval before their results reach the model (default `auto`).
     pub result: Option<Policy>,
+    /// Seconds one tool call may wait for the server's answer before it fails (default 120).
+    pub call_timeout_seconds: Option<u64>,
+    /// The largest message read from the server, in bytes (default 16 MiB): a longer answer
+    /// fails its call with an error saying so.
+    pub max_message_bytes: Option<usize>,
+    /// Requests of the server (a `ping`, a question for the user) answered per second (default
+    /// 50); more are refused, and four times as many refusals in one second disconnect it.
+    pub requests_per_second: Option<u32>,
+}
+
+/// What one upstream server may cost: time per call, bytes per message, requests per second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub call_timeout: std::time::Duration,
+    pub message_bytes: usize,
+    pub requests_per_second: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            call_timeout: std::time::Duration::from_mins(2),
+            message_bytes: 16 << 20,
+            requests_per_second: 50,
+        }
+    }
 }
 
 /// An upstream server, checked, as synapse-mcp starts it.
@@ -59,6 +85,7 @@ pub struct Upstream {
     pub enabled: bool,
     pub execution: Option<Policy>,
     pub result: Option<Policy>,
+    pub limits: Limits,
 }
 
 /// The names of the built-in tool groups, which no upstream may take.
@@ -116,9 +143,37 @@ pub fn check(tables: &[UpstreamTable], folder: &Path) -> Result<Vec<Upstream>, S
             enabled: table.enabled.unwrap_or(true),
             execution: table.execution,
             result: table.result,
+            limits: limits(table).map_err(|problem| format!("{which}: {problem}"))?,
         });
     }
     Ok(upstreams)
+}
+
+/// The table's limits, the defaults where it gives none; a limit of zero is refused.
+fn limits(table: &UpstreamTable) -> Result<Limits, String> {
+    let defaults = Limits::default();
+    let positive = |key: &str, value: Option<u64>| match value {
+        Some(0) => Err(format!("`{key}` must be at least 1")),
+        _ => Ok(()),
+    };
+    positive("call_timeout_seconds", table.call_timeout_seconds)?;
+    positive(
+        "max_message_bytes",
+        table.max_message_bytes.map(|bytes| bytes as u64),
+    )?;
+    positive(
+        "requests_per_second",
+        table.requests_per_second.map(u64::from),
+    )?;
+    Ok(Limits {
+        call_timeout: table
+            .call_timeout_seconds
+            .map_or(defaults.call_timeout, std::time::Duration::from_secs),
+        message_bytes: table.max_message_bytes.unwrap_or(defaults.message_bytes),
+        requests_per_second: table
+            .requests_per_second
+            .unwrap_or(defaults.requests_per_second),
+    })
 }
 
 /// Why `name` cannot name an upstream, if it cannot.

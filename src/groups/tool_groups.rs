@@ -77,6 +77,10 @@ pub struct GroupEntry {
     pub origin: String,
     pub enabled: bool,
     pub tools: Vec<ToolEntry>,
+    /// Why its tools cannot be served now (its MCP server is not running, with the reason and
+    /// the next try), when so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -287,5 +291,6 @@ fn entry(overview: GroupOverview) -> GroupEntry {
                 enabled: tool.enabled,
             })
             .collect(),
+        unavailable: overview.unavailable,
     }
 }

@@ -315,6 +315,10 @@ fn router(gate: &Arc<Gate>, settings: &HttpSettings, stop: CancellationToken) ->
         .route_service("/mcp", service.clone())
         .route_service("/mcp/{workspace}", service)
         .route_layer(axum::middleware::from_fn_with_state(
+            settings.max_body_bytes,
+            wire_errors,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
             Arc::clone(gate),
             authorize,
         ));
@@ -438,6 +442,42 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
             Response::from_parts(parts, Body::from_stream(stream.take_until(revoked)))
         }
     }
+}
+
+/// A POST whose message rmcp would misanswer gets the JSON-RPC error stdio gives
+/// ([`super::transport::http_refusal`]): 200 with the error for a request it can name, 400 for
+/// one it cannot (a null id, a batch, JSON that does not parse). Runs after `authorize`.
+async fn wire_errors(State(limit): State<usize>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+        return refusal(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("the request body is over {limit} bytes (`max_body_bytes`)"),
+        );
+    };
+    if let Some(answer) = super::transport::http_refusal(&bytes) {
+        let named = serde_json::from_slice::<serde_json::Value>(&answer)
+            .is_ok_and(|answer| answer.get("id").is_some_and(|id| !id.is_null()));
+        let status = if named {
+            StatusCode::OK
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        return (
+            status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            answer,
+        )
+            .into_response();
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
 }
 
 /// While draining, a POST that only answers the server (a client's response to an elicitation

@@ -2,6 +2,10 @@
 //! requests the SDK's own transport would drop or misanswer, request ids echoed exactly, and a
 //! bound on the requests a session works on at once.
 //!
+//! The same decisions answer a message posted over HTTP ([`http_refusal`]) before rmcp's
+//! HTTP transport sees it (it would answer wrong-typed params -32601 and a batch or a bad id
+//! with HTTP 415 and a text).
+//!
 //! **Answers for broken lines.** rmcp ignores lines that are not valid JSON, and answers
 //! well-formed JSON of the wrong shape with an id-less "Invalid Request". A client whose request
 //! is lost that way waits until its timeout. Here, when a broken line still shows a request id
@@ -44,11 +48,22 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
-use decode::{Decoded, decode};
+use decode::{Decoded, Wire, decode, decode_from};
 use encode::{Outgoing, encode};
 pub use framing::MAX_LINE_BYTES;
 use ids::Ids;
 pub use ids::MAX_IN_FLIGHT;
+
+/// The error a message posted over HTTP must be answered with instead of reaching rmcp, when
+/// it must: the same decisions as for a line of stdio (malformed JSON `-32700`; a batch, an
+/// empty array, an id that is null, an object or past 64 bits `-32600`; a known method's params
+/// of the wrong type `-32602`), as the JSON to send. `None`: rmcp takes the message.
+pub fn http_refusal(body: &[u8]) -> Option<Vec<u8>> {
+    match decode_from(body, 0, &Ids::default(), Wire::Http) {
+        Decoded::Answer(answer) => Some(answer),
+        Decoded::Message(_) | Decoded::Skip => None,
+    }
+}
 
 /// Newline-delimited JSON-RPC over any reader and writer (stdio pipes in the binary).
 pub struct LineTransport<R, W> {

@@ -109,13 +109,16 @@ impl Source {
             )));
         };
         check_reference(reference).map_err(invalid)?;
+        // What is fetched is what was checked: the decoded, normalised location.
         let url = match transport {
-            Transport::Https => format!(
-                "https://{}",
-                repository
+            Transport::Https => {
+                let written = repository
                     .rsplit_once('@')
                     .map_or(repository, |(url, _)| url)
-            ),
+                    .trim_end_matches('/');
+                let suffix = written.strip_suffix(".git").map_or("", |_| ".git");
+                format!("https://{location}{suffix}")
+            }
             Transport::File => format!("file://{location}"),
         };
         Ok(Self {
@@ -197,13 +200,16 @@ fn https_location(repository: &str) -> Result<(String, Option<&str>), String> {
                 .to_owned(),
         );
     }
-    if host.is_empty() || host.contains(['?', ' ']) {
+    if host.is_empty() || host.contains(['?', ' ', '%', '\\']) {
         return Err(format!("`{host}` is not a host name"));
     }
     let (path, reference) = match path.rsplit_once('@') {
         Some((path, reference)) => (path, Some(reference)),
         None => (path, None),
     };
+    let path = decoded(path).map_err(|problem| {
+        format!("`{path}` {problem}; write the repository path as it is, such as `git+https://{host}/ORG/REPO@REF`")
+    })?;
     let path = path.trim_end_matches('/');
     let path = path.strip_suffix(".git").unwrap_or(path);
     if path.is_empty()
@@ -216,6 +222,40 @@ fn https_location(repository: &str) -> Result<(String, Option<&str>), String> {
         ));
     }
     Ok((format!("{}/{path}", host.to_lowercase()), reference))
+}
+
+/// Rounds of percent-decoding a repository path goes through: servers that decode twice see
+/// `%252e` as `.`, so the check does too.
+const DECODING_ROUNDS: usize = 3;
+
+/// An https repository path percent-decoded (until no escape is left, as any server along the
+/// way might), so that the checks and the allowlist see the segments the server will see: an
+/// escaped `.` (`%2e`) is a dot, and an escaped `/` or `\\` (which would split or join segments
+/// differently on each side) is refused.
+fn decoded(path: &str) -> Result<String, String> {
+    let mut path = path.to_owned();
+    for _ in 0..DECODING_ROUNDS {
+        if !path.contains('%') {
+            break;
+        }
+        let bytes: Vec<u8> = percent_encoding::percent_decode_str(&path).collect();
+        let decoded = String::from_utf8(bytes)
+            .map_err(|_| "holds percent-escapes that are not UTF-8".to_owned())?;
+        let before = path.split('/').count();
+        if decoded.split('/').count() != before {
+            return Err("holds an escaped `/`".to_owned());
+        }
+        path = decoded;
+    }
+    if path.contains('%') {
+        return Err(format!(
+            "is still percent-escaped after {DECODING_ROUNDS} rounds of decoding"
+        ));
+    }
+    if path.contains(['\\', '\0']) || path.chars().any(char::is_control) {
+        return Err("holds a `\\` or a control character".to_owned());
+    }
+    Ok(path)
 }
 
 /// `/path/to/repo[@ref]` of a local source: the path and the ref.
@@ -475,7 +515,7 @@ mod tests {
             Source {
                 spec: "git+https://GitHub.com/org/repo.git@v1.2#skills/".to_owned(),
                 transport: Transport::Https,
-                url: "https://GitHub.com/org/repo.git".to_owned(),
+                url: "https://github.com/org/repo.git".to_owned(),
                 location: "github.com/org/repo".to_owned(),
                 reference: "v1.2".to_owned(),
                 subdir: Some("skills".to_owned()),
@@ -525,6 +565,77 @@ mod tests {
         assert!(refused.contains("`github.com/org`"), "{refused}");
         let local = Source::parse("git+file:///srv/repo@v1").unwrap();
         assert!(local.allowed(Some(&[])).is_ok());
+    }
+
+    /// Second round, finding 5: `host/org/%2e%2e/evil/repo` passed an allowlist of `host/org`
+    /// (the check compared `..` literally) and the HTTP client fetched `/evil/repo`. Every
+    /// escape of `.` and `/` (either case, doubly escaped, overlong) is now decoded before the
+    /// checks, or refused.
+    #[test]
+    fn escaped_dots_and_slashes_cannot_leave_an_allowed_prefix() {
+        let allow = vec!["host/org".to_owned()];
+        for path in [
+            "org/%2e%2e/evil/repo",
+            "org/%2E%2E/evil/repo",
+            "org/.%2E/evil/repo",
+            "org/%2e./evil/repo",
+            "org/%252e%252e/evil/repo",
+            "org/%25252e%25252e/evil/repo",
+            "org/..%2fevil/repo",
+            "org/..%2Fevil%2Frepo",
+            "org%2f..%2fevil/repo",
+            "org/%2e%2e%2fevil/repo",
+            "org/%2e%2e%5cevil/repo",
+            "org/..%5Cevil/repo",
+            "org/%c0%ae%c0%ae/evil/repo",
+            "org/%2e/../evil/repo",
+            "org/repo/%2e%2e/%2e%2e/evil/repo",
+            "org/x%00/../evil",
+        ] {
+            let spec = format!("git+https://host/{path}@v1");
+            let accepted = Source::parse(&spec)
+                .and_then(|source| source.allowed(Some(&allow)).map(|()| source));
+            assert!(accepted.is_err(), "{spec} was accepted: {accepted:?}");
+        }
+        // An escape of an ordinary character is decoded, and what is fetched is what was checked.
+        let escaped = Source::parse("git+https://host/org/re%70o.git@v1").unwrap();
+        assert_eq!(
+            (escaped.location.as_str(), escaped.url.as_str()),
+            ("host/org/repo", "https://host/org/repo.git")
+        );
+        assert!(escaped.allowed(Some(&allow)).is_ok());
+    }
+
+    proptest::proptest! {
+        /// Whatever escapes a path holds, an accepted source under `host/org` has a location
+        /// under it with no `.` or `..` segment, and fetches exactly that location.
+        #[test]
+        fn an_accepted_source_stays_under_its_allowed_prefix(
+            segments in proptest::collection::vec(
+                "(\\.|%2e|%2E|%25|%2f|%2F|%5c|2|e|E|/|a|%c0|%ae)*", 1..5),
+        ) {
+            let spec = format!("git+https://host/org/{}@v1", segments.join("/"));
+            let allow = vec!["host/org".to_owned()];
+            if let Ok(source) = Source::parse(&spec)
+                && source.allowed(Some(&allow)).is_ok()
+            {
+                proptest::prop_assert!(
+                    source.location == "host/org" || source.location.starts_with("host/org/"),
+                    "{:?}", source
+                );
+                proptest::prop_assert!(
+                    source.location.split('/').all(|segment| segment != "." && segment != ".."),
+                    "{:?}", source
+                );
+                proptest::prop_assert!(
+                    source.url.strip_prefix("https://").is_some_and(|rest| rest
+                        .strip_suffix(".git")
+                        .unwrap_or(rest)
+                        == source.location),
+                    "{:?}", source
+                );
+            }
+        }
     }
 
     #[test]

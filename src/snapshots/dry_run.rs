@@ -46,6 +46,7 @@ impl Snapshots {
         base: TestBase,
         character_id: Option<&str>,
         draft: Option<VarFunction>,
+        cancelled: &dyn Fn() -> bool,
     ) -> Result<Tested, Error> {
         let start = match base {
             TestBase::Snapshot(id) => self.snapshot(&id)?.value,
@@ -86,7 +87,7 @@ impl Snapshots {
             &active,
             &mut state,
             text,
-            &context,
+            (&context, cancelled),
             Some(&mut steps),
         );
         Ok(Tested {
@@ -138,6 +139,7 @@ mod tests {
                 TestBase::State(json!({"gold": 1})),
                 None,
                 Some(draft),
+                &|| false,
             )
             .unwrap();
         let kinds: Vec<(&str, StepKind, Option<usize>)> = tested

@@ -4,10 +4,13 @@
 //! enabled syntax that names no function ([`super::unknown`]), which is recorded too. The same
 //! snapshot, text and library always give the same result. A dry run ([`apply_traced`]) also
 //! records every step and the state after it. A user function's result may not nest deeper than
-//! [`nesting::MAX_DEPTH`], like any other write.
+//! [`nesting::MAX_DEPTH`], like any other write. The calls of one text share a time budget
+//! (`Limits::text_time`) and stop when the caller's call is cancelled, between two calls and
+//! inside one; what did not run is listed as one error.
 
 use std::cell::OnceCell;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -20,6 +23,9 @@ use super::literal::decode_capture;
 use super::unknown::{self, Unknown};
 use crate::json::nesting;
 use crate::store::tree::Changed;
+
+/// The `function` of the error that lists the calls a halted text did not run.
+const NOT_RUN: &str = "(not run)";
 
 /// A call that failed, as the result lists it (a client shows it as a warning).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -179,15 +185,16 @@ pub struct Outcome {
     pub changed: Changed,
 }
 
-/// Applies `text`'s calls and the passive functions to `snapshot`.
+/// Applies `text`'s calls and the passive functions to `snapshot`; `cancelled` says when the
+/// caller's call was cancelled.
 pub fn apply(
     engine: &Engine,
     active: &Active,
     snapshot: &mut Value,
     text: &str,
-    context: &MessageContext,
+    (context, cancelled): (&MessageContext, &dyn Fn() -> bool),
 ) -> Outcome {
-    apply_traced(engine, active, snapshot, text, context, None)
+    apply_traced(engine, active, snapshot, text, (context, cancelled), None)
 }
 
 /// [`apply`], recording each step and the state after it in `trace` when one is given.
@@ -196,13 +203,16 @@ pub fn apply_traced(
     active: &Active,
     snapshot: &mut Value,
     text: &str,
-    context: &MessageContext,
+    (context, cancelled): (&MessageContext, &dyn Fn() -> bool),
     mut trace: Option<&mut Vec<Step>>,
 ) -> Outcome {
     let mut outcome = Outcome::default();
     let context = ScriptContext {
         message: context,
         json: OnceCell::new(),
+        until: Instant::now() + engine.limits().text_time,
+        budget: engine.limits().text_time,
+        cancelled,
     };
     let characters = |position: usize| text[..position].chars().count();
     let run_passive = |functions: &[Arc<VarFunction>],
@@ -210,7 +220,10 @@ pub fn apply_traced(
                        snapshot: &mut Value,
                        outcome: &mut Outcome,
                        trace: &mut Option<&mut Vec<Step>>| {
-        for function in functions {
+        for (index, function) in functions.iter().enumerate() {
+            if context.halted(functions.len() - index, outcome) {
+                return;
+            }
             let failed_before = outcome.errors.len();
             run_script(engine, function, snapshot, &[], &context, None, outcome);
             if let Some(trace) = trace.as_deref_mut() {
@@ -247,7 +260,11 @@ pub fn apply_traced(
             .map(Planned::Unknown),
     );
     planned.sort_by_key(Planned::position);
-    for call in planned {
+    let count = planned.len();
+    for (index, call) in planned.into_iter().enumerate() {
+        if context.halted(count - index, &mut outcome) {
+            break;
+        }
         let failed_before = outcome.errors.len();
         let position = characters(call.position());
         let described = trace.is_some().then(|| call.describe());
@@ -429,13 +446,15 @@ fn run_script(
         ]),
         now_millis: context.message.send_date.unwrap_or(0.0),
     };
-    let result = engine.run(&invocation).and_then(|json| {
-        let changed: Value = serde_json::from_str(&json)
-            .map_err(|error| format!("returned a snapshot that is not JSON: {error}"))?;
-        nesting::check(&changed, 0)
-            .map_err(|too_deep| format!("returned a snapshot that {too_deep}"))?;
-        Ok(changed)
-    });
+    let result = engine
+        .run(&invocation, context.until, context.cancelled)
+        .and_then(|json| {
+            let changed: Value = serde_json::from_str(&json)
+                .map_err(|error| format!("returned a snapshot that is not JSON: {error}"))?;
+            nesting::check(&changed, 0)
+                .map_err(|too_deep| format!("returned a snapshot that {too_deep}"))?;
+            Ok(changed)
+        });
     match result {
         Ok(changed) => {
             *snapshot = changed;
@@ -450,13 +469,43 @@ fn run_script(
 }
 
 /// The message context with its JSON, made on first use: messages whose calls are all
-/// built-ins never serialize it.
+/// built-ins never serialize it; and when the text's calls must stop.
 struct ScriptContext<'a> {
     message: &'a MessageContext,
     json: OnceCell<String>,
+    /// The end of the text's time budget, and the budget.
+    until: Instant,
+    budget: std::time::Duration,
+    cancelled: &'a dyn Fn() -> bool,
 }
 
 impl ScriptContext<'_> {
+    /// Whether the text's calls must stop (its call was cancelled, or its budget is spent); if
+    /// so, the `left` calls not run are listed as one error, once.
+    fn halted(&self, left: usize, outcome: &mut Outcome) -> bool {
+        let reason = if (self.cancelled)() {
+            "the call was cancelled".to_owned()
+        } else if Instant::now() >= self.until {
+            format!(
+                "the calls of this text ran past their budget of {} ms together",
+                self.budget.as_millis()
+            )
+        } else {
+            return false;
+        };
+        let already = outcome
+            .errors
+            .last()
+            .is_some_and(|error| error.function == NOT_RUN);
+        if !already {
+            outcome.errors.push(CallError::new(
+                NOT_RUN,
+                None,
+                format!("{left} calls were not run: {reason}"),
+            ));
+        }
+        true
+    }
     fn json(&self) -> &str {
         self.json
             .get_or_init(|| serde_json::to_string(self.message).unwrap_or_else(|_| "{}".to_owned()))

@@ -14,8 +14,9 @@
 //! user's lookarounds, `\d` and `.` behave exactly as in the browser the pattern was written
 //! for.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -29,6 +30,12 @@ const PRELUDE: &str = include_str!("prelude.js");
 pub struct Limits {
     pub time: Duration,
     pub memory_bytes: usize,
+    /// Characters of a function's error kept (head and tail): what it threw is its own text,
+    /// and each failed call of a chat carries one into the answer.
+    pub error_characters: usize,
+    /// How long all the calls of one text (a message) may run together: a reply with many
+    /// slow calls stops here, not after each call's own limit times their number.
+    pub text_time: Duration,
 }
 
 impl Default for Limits {
@@ -36,6 +43,8 @@ impl Default for Limits {
         Self {
             time: Duration::from_millis(250),
             memory_bytes: 64 << 20,
+            error_characters: 10_000,
+            text_time: Duration::from_secs(2),
         }
     }
 }
@@ -61,8 +70,22 @@ pub struct Match {
     pub groups: Vec<Option<String>>,
 }
 
+/// When a run must stop besides its own time limit: the end of its text's budget, and a flag
+/// its caller sets when the call is cancelled (polled by the interpreter).
+#[derive(Clone)]
+struct Halt {
+    until: Instant,
+    stopped: Arc<AtomicBool>,
+}
+
+/// The error of a run stopped because its call was cancelled.
+const CANCELLED: &str = "not finished: the call was cancelled";
+
+/// How often a caller waiting for a run checks whether its call was cancelled.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
 enum Job {
-    Run(Invocation, mpsc::Sender<Result<String, String>>),
+    Run(Invocation, Halt, mpsc::Sender<Result<String, String>>),
     Check(String, mpsc::Sender<Result<(), String>>),
     Match {
         source: Arc<str>,
@@ -91,9 +114,23 @@ impl Engine {
     }
 
     /// Runs a function body with `snapshot`, `args`, `context` and `_`; returns the new
-    /// snapshot's JSON.
-    pub fn run(&self, invocation: &Invocation) -> Result<String, String> {
-        self.ask(|reply| Job::Run(invocation.clone(), reply))
+    /// snapshot's JSON. The run stops at its own time limit, at `until` (the end of its text's
+    /// budget), and as soon as `cancelled` says so (polled while it runs).
+    pub fn run(
+        &self,
+        invocation: &Invocation,
+        until: Instant,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<String, String> {
+        let halt = Halt {
+            until,
+            stopped: Arc::new(AtomicBool::new(false)),
+        };
+        let watch = (cancelled, &*halt.stopped);
+        self.ask_watching(
+            |reply| Job::Run(invocation.clone(), halt.clone(), reply),
+            Some(watch),
+        )
     }
 
     /// Whether a function body compiles.
@@ -124,6 +161,16 @@ impl Engine {
     /// Sends a job and waits for its answer; a thread that died (it never should) is started
     /// again once.
     fn ask<T>(&self, job: impl Fn(mpsc::Sender<Result<T, String>>) -> Job) -> Result<T, String> {
+        self.ask_watching(job, None)
+    }
+
+    /// [`Engine::ask`], raising `flag` as soon as `cancelled` says so while the answer is
+    /// awaited.
+    fn ask_watching<T>(
+        &self,
+        job: impl Fn(mpsc::Sender<Result<T, String>>) -> Job,
+        watch: Option<(&dyn Fn() -> bool, &AtomicBool)>,
+    ) -> Result<T, String> {
         for _ in 0..2 {
             let (reply, answer) = mpsc::channel();
             let sent = {
@@ -139,12 +186,34 @@ impl Engine {
                 }
                 sent
             };
-            if sent && let Ok(result) = answer.recv() {
+            if sent && let Some(result) = wait(&answer, watch) {
                 return result;
             }
             *self.sender.lock().unwrap_or_else(PoisonError::into_inner) = None;
         }
         Err("the JavaScript engine stopped unexpectedly; see the server log".to_owned())
+    }
+}
+
+/// The answer, raising the flag when the call is cancelled meanwhile; `None` when the engine's
+/// thread stopped.
+fn wait<T>(
+    answer: &mpsc::Receiver<T>,
+    watch: Option<(&dyn Fn() -> bool, &AtomicBool)>,
+) -> Option<T> {
+    let Some((cancelled, flag)) = watch else {
+        return answer.recv().ok();
+    };
+    loop {
+        match answer.recv_timeout(CANCEL_POLL) {
+            Ok(result) => return Some(result),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if cancelled() {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+        }
     }
 }
 
@@ -169,7 +238,7 @@ fn serve(receiver: &mpsc::Receiver<Job>, limits: Limits) {
             Err(message) => {
                 let message = format!("cannot start the JavaScript engine: {message}");
                 match job {
-                    Job::Run(_, reply) => drop(reply.send(Err(message))),
+                    Job::Run(_, _, reply) => drop(reply.send(Err(message))),
                     Job::Check(_, reply) => drop(reply.send(Err(message))),
                     Job::Match { reply, .. } => drop(reply.send(Err(message))),
                 }
@@ -177,8 +246,8 @@ fn serve(receiver: &mpsc::Receiver<Job>, limits: Limits) {
             }
         };
         let healthy = match job {
-            Job::Run(invocation, reply) => {
-                let (result, healthy) = current.run(&invocation);
+            Job::Run(invocation, halt, reply) => {
+                let (result, healthy) = current.run(&invocation, &halt);
                 reply.send(result).ok();
                 healthy
             }
@@ -216,6 +285,10 @@ struct Worker {
     patterns: Context,
     runtime: Runtime,
     deadline: Rc<Cell<Option<Instant>>>,
+    /// The running call's cancellation flag, when it has one.
+    stopped: Rc<RefCell<Option<Arc<AtomicBool>>>>,
+    /// A deadline earlier than the call's own limit (its text's budget), when there is one.
+    until: Cell<Option<Instant>>,
     limits: Limits,
 }
 
@@ -225,22 +298,66 @@ impl Worker {
         runtime.set_memory_limit(limits.memory_bytes);
         runtime.set_max_stack_size(1 << 20);
         let deadline: Rc<Cell<Option<Instant>>> = Rc::default();
+        let stopped: Rc<RefCell<Option<Arc<AtomicBool>>>> = Rc::default();
         let watched = Rc::clone(&deadline);
+        let flagged = Rc::clone(&stopped);
         runtime.set_interrupt_handler(Some(Box::new(move || {
             watched
                 .get()
                 .is_some_and(|deadline| Instant::now() >= deadline)
+                || flagged
+                    .borrow()
+                    .as_ref()
+                    .is_some_and(|flag| flag.load(Ordering::Relaxed))
         })));
         let patterns = context(&runtime)?;
         Ok(Self {
             patterns,
             runtime,
             deadline,
+            stopped,
+            until: Cell::new(None),
             limits,
         })
     }
 
-    fn run(&self, invocation: &Invocation) -> (Result<String, String>, bool) {
+    /// One function call, stopped by its own limit, its text's budget or its cancellation.
+    fn run(&self, invocation: &Invocation, halt: &Halt) -> (Result<String, String>, bool) {
+        if halt.stopped.load(Ordering::Relaxed) {
+            return (Err(CANCELLED.to_owned()), true);
+        }
+        if Instant::now() >= halt.until {
+            return (Err(self.over_budget()), true);
+        }
+        *self.stopped.borrow_mut() = Some(Arc::clone(&halt.stopped));
+        let result = self.calling(Some(halt.until), || self.run_isolated(invocation));
+        *self.stopped.borrow_mut() = None;
+        match result {
+            // Interrupted part way: the runtime is made anew, as after the time limit.
+            (Err(_), _) if halt.stopped.load(Ordering::Relaxed) => {
+                (Err(CANCELLED.to_owned()), false)
+            }
+            (Err(_), healthy) if Instant::now() >= halt.until => (Err(self.over_budget()), healthy),
+            answered => answered,
+        }
+    }
+
+    fn over_budget(&self) -> String {
+        format!(
+            "not finished: the calls of this text ran past their budget of {} ms together",
+            self.limits.text_time.as_millis()
+        )
+    }
+
+    /// Runs `call` with `until` as an earlier deadline than the call's own, when given.
+    fn calling<T>(&self, until: Option<Instant>, call: impl FnOnce() -> T) -> T {
+        let previous = self.until.replace(until);
+        let result = call();
+        self.until.set(previous);
+        result
+    }
+
+    fn run_isolated(&self, invocation: &Invocation) -> (Result<String, String>, bool) {
         self.isolated("run", |function| {
             function.call((
                 &*invocation.source,
@@ -275,7 +392,9 @@ impl Worker {
         name: &str,
         invoke: impl for<'js> FnOnce(Function<'js>) -> rquickjs::Result<T>,
     ) -> (Result<T, String>, bool) {
-        self.deadline.set(Some(Instant::now() + self.limits.time));
+        let own = Instant::now() + self.limits.time;
+        self.deadline
+            .set(Some(self.until.get().map_or(own, |until| until.min(own))));
         let result = context.with(|ctx| {
             let dispatcher: Object = ctx
                 .globals()
@@ -313,8 +432,14 @@ impl Worker {
                     false,
                 )
             }
-            Err(message) if message.contains("stack") => (Err(message), false),
-            Err(message) => (Err(message), true),
+            Err(message) if message.contains("stack") => (
+                Err(crate::text::bounded(message, self.limits.error_characters)),
+                false,
+            ),
+            Err(message) => (
+                Err(crate::text::bounded(message, self.limits.error_characters)),
+                true,
+            ),
         }
     }
 }
@@ -417,16 +542,25 @@ mod tests {
         }
     }
 
+    impl Engine {
+        /// A run with no text budget and no cancellation.
+        fn run_now(&self, invocation: &Invocation) -> Result<String, String> {
+            self.run(invocation, Instant::now() + Duration::from_mins(1), &|| {
+                false
+            })
+        }
+    }
+
     #[test]
     fn runs_a_function_with_lodash_and_returns_json() {
         let engine = Engine::new(Limits::default());
         let source = "const [path, value] = args; _.set(snapshot, path, value); return snapshot;";
         let result = engine
-            .run(&invocation(source, r#"{"a":1}"#, r#"["b.c[0]", "x"]"#))
+            .run_now(&invocation(source, r#"{"a":1}"#, r#"["b.c[0]", "x"]"#))
             .unwrap();
         assert_eq!(result, r#"{"a":1,"b":{"c":["x"]}}"#);
         let implicit = engine
-            .run(&invocation(
+            .run_now(&invocation(
                 "snapshot.now = Date.now(); snapshot.r = Math.random() < 1;",
                 "{}",
                 "[]",
@@ -440,13 +574,14 @@ mod tests {
         let engine = Engine::new(Limits {
             time: Duration::from_millis(100),
             memory_bytes: 16 << 20,
+            ..Limits::default()
         });
         let error = engine
-            .run(&invocation("while (true) {}", "{}", "[]"))
+            .run_now(&invocation("while (true) {}", "{}", "[]"))
             .unwrap_err();
         assert!(error.contains("stopped after 100 ms"), "{error}");
         let error = engine
-            .run(&invocation(
+            .run_now(&invocation(
                 "const a = []; while (true) a.push(new Array(1e5).fill(1));",
                 "{}",
                 "[]",
@@ -457,14 +592,16 @@ mod tests {
             "{error}"
         );
         let error = engine
-            .run(&invocation("throw new RangeError('bad gold')", "{}", "[]"))
+            .run_now(&invocation("throw new RangeError('bad gold')", "{}", "[]"))
             .unwrap_err();
         assert_eq!(error, "RangeError: bad gold");
-        let error = engine.run(&invocation("return 5", "{}", "[]")).unwrap_err();
+        let error = engine
+            .run_now(&invocation("return 5", "{}", "[]"))
+            .unwrap_err();
         assert!(error.contains("must return the snapshot object"), "{error}");
         assert_eq!(
             engine
-                .run(&invocation("snapshot.ok = true", "{}", "[]"))
+                .run_now(&invocation("snapshot.ok = true", "{}", "[]"))
                 .unwrap(),
             r#"{"ok":true}"#
         );

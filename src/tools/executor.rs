@@ -160,10 +160,13 @@ impl Executor {
     /// Runs one call through the whole pipeline.
     pub async fn execute(&self, request: CallRequest<'_>) -> Outcome {
         let Some(tool) = self.tools().find(request.tool) else {
-            let error = ToolError::invalid(format!(
-                "unknown tool `{}`; tools/list shows the available tools",
-                request.tool
-            ));
+            let error = ToolError::invalid(match self.tools().unavailable_for(request.tool) {
+                Some(reason) => format!("`{}` cannot be called now: {reason}", request.tool),
+                None => format!(
+                    "unknown tool `{}`; tools/list shows the available tools",
+                    request.tool
+                ),
+            });
             return Outcome::Finished(ExecuteResult::failed(ExecuteStatus::NotFound, error));
         };
         let pending = request
@@ -260,6 +263,9 @@ impl Executor {
         let output = match run_guarded(tool, call, &request.cancellation).await {
             Ok(output) => output,
             Err(error) => {
+                // The one place a failed call's text is cut, before the model, a caught
+                // `_outputPath` or the log sees it.
+                let error = error.bounded(limit);
                 let caught = output_path.filter(OutputPath::catches_failure);
                 let Some(output_path) = caught else {
                     return Err(error);

@@ -17,6 +17,9 @@ use crate::refs::dagger::DAGGER;
 use crate::vars::{NewVariable, VarType, encode_value};
 use crate::workspace::Workspace;
 
+/// Characters of a caller's `_outputPath` an error quotes: the rest is the caller's own text.
+const QUOTED_CHARS: usize = 80;
+
 /// The meta-argument naming where a call's result is written.
 pub const OUTPUT_PATH_ARGUMENT: &str = "_outputPath";
 
@@ -42,7 +45,8 @@ pub(super) fn take_output_path(
     };
     let Value::String(text) = text else {
         return Err(ToolError::invalid(format!(
-            "{OUTPUT_PATH_ARGUMENT} must be a string such as \"†state.result\", not {text}"
+            "{OUTPUT_PATH_ARGUMENT} must be a string such as \"†state.result\", not {}",
+            crate::text::shorten(&text.to_string(), QUOTED_CHARS)
         )));
     };
     let output_path = OutputPath::parse(&text).map_err(ToolError::Invalid)?;
@@ -164,18 +168,19 @@ pub enum OutputPath {
 
 impl OutputPath {
     pub fn parse(text: &str) -> Result<Self, String> {
+        let quoted = crate::text::shorten(text, QUOTED_CHARS);
         let has_or = text.contains("||");
         let has_and = text.contains("&&");
         if has_or && has_and {
             return Err(format!(
-                "_outputPath `{text}` mixes `||` and `&&`; use one of them"
+                "_outputPath `{quoted}` mixes `||` and `&&`; use one of them"
             ));
         }
         if has_or {
             let parts: Vec<&str> = text.split("||").collect();
             let [success, failure] = parts.as_slice() else {
                 return Err(format!(
-                    "_outputPath `{text}`: `||` takes exactly two paths, success then failure"
+                    "_outputPath `{quoted}`: `||` takes exactly two paths, success then failure"
                 ));
             };
             return Ok(Self::Branch {
@@ -215,21 +220,26 @@ impl OutputPath {
 
 fn target(text: &str) -> Result<Target, String> {
     let text = text.trim();
+    let quoted = || crate::text::shorten(text, QUOTED_CHARS);
     let body = text.strip_prefix(DAGGER).ok_or_else(|| {
-        format!("_outputPath target `{text}` must start with {DAGGER}, e.g. {DAGGER}state.result")
+        format!(
+            "_outputPath target `{}` must start with {DAGGER}, e.g. {DAGGER}state.result",
+            quoted()
+        )
     })?;
     if let Some(path) = body.strip_prefix("state.") {
         return Path::parse(path)
             .map(Target::State)
-            .map_err(|error| format!("_outputPath `{text}`: {error}"));
+            .map_err(|error| format!("_outputPath `{}`: {error}", quoted()));
     }
     if let Some(name) = body.strip_prefix("var.") {
         crate::vars::validate_name(name)
-            .map_err(|error| format!("_outputPath `{text}`: {error}"))?;
+            .map_err(|error| format!("_outputPath `{}`: {error}", quoted()))?;
         return Ok(Target::Variable(name.to_owned()));
     }
     Err(format!(
-        "_outputPath target `{text}` must be {DAGGER}state.<path> or {DAGGER}var.<name>"
+        "_outputPath target `{}` must be {DAGGER}state.<path> or {DAGGER}var.<name>",
+        quoted()
     ))
 }
 

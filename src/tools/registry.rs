@@ -7,7 +7,7 @@
 //! a revision, and every switch that changes a workspace's tool set bumps that workspace's; the
 //! server turns both into `notifications/tools/list_changed`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -28,6 +28,12 @@ pub enum RegistryError {
     DuplicateGroup(String),
 }
 
+/// Says whether the source of a group's tools can serve them now (an MCP server that is not
+/// running): `None` when it can, else why not, in words for the model.
+pub trait GroupState: Send + Sync {
+    fn unavailable(&self) -> Option<String>;
+}
+
 struct Entry {
     group: Arc<ToolGroup>,
     /// Whether the group is on when no switch says otherwise.
@@ -39,6 +45,8 @@ struct Inner {
     entries: Vec<Entry>,
     /// Tools off unless a workspace switches them on (the configuration's `disabled_tools`).
     disabled_tools: HashSet<String>,
+    /// What says, for a group whose source may be down, whether it is.
+    states: HashMap<String, Arc<dyn GroupState>>,
 }
 
 /// A group as `ToolGroups` lists it.
@@ -48,6 +56,8 @@ pub struct GroupOverview {
     pub origin: super::Origin,
     pub enabled: bool,
     pub tools: Vec<ToolOverview>,
+    /// Why its tools cannot be served now (its MCP server is not running), when so.
+    pub unavailable: Option<String>,
 }
 
 /// A tool as `ToolGroups` lists it.
@@ -120,9 +130,21 @@ impl Registry {
         Ok(())
     }
 
+    /// Tells the registry what says whether group `name`'s source is up (see [`GroupState`]).
+    pub fn watch_state(&self, name: &str, state: Arc<dyn GroupState>) {
+        self.write().states.insert(name.to_owned(), state);
+    }
+
+    /// Why group `name`'s tools cannot be served now, when they cannot.
+    pub fn unavailable(&self, name: &str) -> Option<String> {
+        let state = self.read().states.get(name).cloned()?;
+        state.unavailable()
+    }
+
     /// Removes a group; returns whether there was one of that name.
     pub fn remove(&self, name: &str) -> bool {
         let mut inner = self.write();
+        inner.states.remove(name);
         let Some(position) = inner.position(name) else {
             return false;
         };
@@ -314,8 +336,19 @@ impl View<'_> {
                         }
                     })
                     .collect(),
+                unavailable: inner
+                    .states
+                    .get(&entry.group.name)
+                    .and_then(|state| state.unavailable()),
             })
             .collect()
+    }
+
+    /// Why the group a tool name points to (`{group}__{tool}`) cannot serve it now, when the
+    /// tool is unknown because of that.
+    pub fn unavailable_for(&self, tool: &str) -> Option<String> {
+        let (group, _) = tool.split_once("__")?;
+        self.registry.unavailable(group)
     }
 
     /// The groups that are enabled, in registration order.

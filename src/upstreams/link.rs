@@ -56,8 +56,55 @@ pub(super) struct Link {
 struct Flight {
     id: u64,
     token: Option<ProgressToken>,
-    progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
+    progress: Option<Arc<ProgressSlot>>,
     questions: Option<mpsc::UnboundedSender<Question>>,
+}
+
+/// The newest progress of a call not passed on yet: a server reporting faster than the client
+/// reads replaces what waits (and the replaced ones are counted), so a slow client costs one
+/// update per call, not a queue.
+#[derive(Default)]
+pub(super) struct ProgressSlot {
+    waiting: Mutex<Option<ProgressNotificationParam>>,
+    replaced: AtomicU64,
+    arrived: Notify,
+}
+
+impl ProgressSlot {
+    fn put(&self, params: ProgressNotificationParam) {
+        let earlier = self
+            .waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(params);
+        if earlier.is_some() {
+            self.replaced.fetch_add(1, Ordering::Relaxed);
+        }
+        self.arrived.notify_one();
+    }
+
+    /// The update waiting, if one is.
+    pub(super) fn take(&self) -> Option<ProgressNotificationParam> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// The next update.
+    pub(super) async fn next(&self) -> ProgressNotificationParam {
+        loop {
+            if let Some(update) = self.take() {
+                return update;
+            }
+            self.arrived.notified().await;
+        }
+    }
+
+    /// How many updates were replaced by newer ones before they were passed on.
+    pub(super) fn replaced(&self) -> u64 {
+        self.replaced.load(Ordering::Relaxed)
+    }
 }
 
 /// A request of the server for the call's client, and where its answer goes.
@@ -112,12 +159,12 @@ impl Link {
     /// receivers of the [`Flight`] handle, for the parts the call can pass on.
     pub(super) fn begin(self: &Arc<Self>, progress: bool, questions: bool) -> InFlight {
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
-        let (progress_sender, progress) = channel_if(progress);
+        let progress = progress.then(Arc::<ProgressSlot>::default);
         let (question_sender, questions) = channel_if(questions);
         self.calls().push(Flight {
             id,
             token: None,
-            progress: progress_sender,
+            progress: progress.clone(),
             questions: question_sender,
         });
         InFlight {
@@ -135,9 +182,8 @@ impl Link {
         let flight = calls
             .iter()
             .find(|flight| flight.token.as_ref() == Some(&params.progress_token));
-        if let Some(sender) = flight.and_then(|flight| flight.progress.as_ref()) {
-            // The call may have ended in between; then nobody waits for its progress.
-            sender.send(params).ok();
+        if let Some(slot) = flight.and_then(|flight| flight.progress.as_ref()) {
+            slot.put(params);
         }
     }
 
@@ -194,7 +240,7 @@ fn channel_if<T>(wanted: bool) -> Channel<T> {
 pub(super) struct InFlight {
     link: Arc<Link>,
     id: u64,
-    pub(super) progress: Option<mpsc::UnboundedReceiver<ProgressNotificationParam>>,
+    pub(super) progress: Option<Arc<ProgressSlot>>,
     pub(super) questions: Option<mpsc::UnboundedReceiver<Question>>,
     /// The request's id and the peer it went to, until its answer arrives.
     sent: Option<(RequestId, Peer<RoleClient>)>,
@@ -241,6 +287,13 @@ impl Drop for InFlight {
     }
 }
 
+/// Whether the server is reachable, for `ToolGroups` and a call of a tool it has not listed.
+impl crate::tools::GroupState for Link {
+    fn unavailable(&self) -> Option<String> {
+        self.peer().err()
+    }
+}
+
 /// The client side of one connection to an upstream server.
 pub(super) struct Handler {
     pub(super) link: Arc<Link>,
@@ -272,17 +325,27 @@ impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::builder().enable_elicitation().build();
         capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        // The newest version with an `initialize` handshake, which is how the session starts
+        // (rmcp's default is 2026-07-28, which has none, and servers would answer it with
+        // `input_required`, which synapse-mcp does not pass on).
         ClientConfig::new(
             capabilities,
             Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
     async fn create_elicitation(
         &self,
-        request: ElicitRequestParams,
+        mut request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
+        // The user is told who asks: the question is the other server's, not synapse-mcp's.
+        if let ElicitRequestParams::FormElicitationParams { message, .. }
+        | ElicitRequestParams::UrlElicitationParams { message, .. } = &mut request
+        {
+            *message = format!("The MCP server `{}` asks: {message}", self.link.name);
+        }
         let answer = self.relay(Relayed::Elicitation(encoded(&request)?)).await?;
         decoded(answer)
     }

@@ -6,6 +6,7 @@
 //! they cannot run. Nothing an upstream does reaches past its task: synapse-mcp goes on serving.
 
 use std::collections::VecDeque;
+use std::fmt::Write as _;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -13,7 +14,6 @@ use std::time::{Duration, Instant};
 use rmcp::ServiceExt;
 use rmcp::model::Tool as WireTool;
 use rmcp::service::QuitReason;
-use rmcp::transport::TokioChildProcess;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
 use tokio::sync::oneshot;
@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::link::{Handler, Link, State};
 use super::tool;
+use super::wire::{self, Wire};
 use crate::config::upstream::Upstream;
 use crate::runner::kill_process_group;
 use crate::tools::{Registry, ToolGroup};
@@ -34,6 +35,10 @@ const LONGEST_PAUSE: Duration = Duration::from_secs(30);
 const HEALTHY: Duration = Duration::from_mins(1);
 /// Lines of the server's stderr kept to explain why it stopped.
 const LAST_WORDS: usize = 3;
+/// Bytes of one line of the server's stderr kept (in the log and its last words).
+const STDERR_LINE: usize = 4 * 1024;
+/// Bytes of the server's stderr logged per session; the rest is read and not logged.
+const STDERR_LOGGED: usize = 1 << 20;
 /// How long the rest of a stopped server's stderr may take to arrive.
 const STDERR_DRAIN: Duration = Duration::from_secs(1);
 
@@ -175,15 +180,25 @@ impl Supervisor {
         }
         #[cfg(unix)]
         command.process_group(0);
-        let spawned = TokioChildProcess::builder(command)
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .spawn();
-        let (transport, stderr) = match spawned {
-            Ok(spawned) => spawned,
+            .kill_on_drop(true);
+        let mut child = match command.spawn() {
+            Ok(child) => child,
             Err(error) => return format!("cannot start `{}`: {error}", upstream.command),
         };
-        self.process.set(transport.id());
-        if let Some(stderr) = stderr {
+        self.process.set(child.id());
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return format!(
+                "cannot start `{}`: its stdin or stdout is missing",
+                upstream.command
+            );
+        };
+        let shared = Arc::new(wire::Shared::default());
+        let transport = Wire::new(stdout, stdin, upstream.limits, Arc::clone(&shared));
+        if let Some(stderr) = child.stderr.take() {
             let last_words = LastWords::default();
             let task = tokio::spawn(forward_stderr(
                 upstream.name.clone(),
@@ -229,7 +244,13 @@ impl Supervisor {
         let mut waiting = std::pin::pin!(running.waiting());
         loop {
             tokio::select! {
+                // The wire ended the session (a flood, a server that stopped reading): the
+                // session stops at once, whatever rmcp still waits for.
+                reason = shared.until_ended() => return reason,
                 ended = &mut waiting => {
+                    if let Some(reason) = shared.ended() {
+                        return reason;
+                    }
                     return match ended {
                         Ok(QuitReason::Closed) => "its connection closed: the process exited".to_owned(),
                         Ok(reason) => format!("its session ended: {reason:?}"),
@@ -294,31 +315,118 @@ fn pause(attempt: u32) -> Duration {
     doubled.min(LONGEST_PAUSE)
 }
 
-/// Writes the server's stderr into our log, line by line, keeping the last few.
+/// Writes the server's stderr into our log, line by line, keeping the last few: each line cut
+/// to [`STDERR_LINE`] bytes (the rest skipped, and counted), and no more than [`STDERR_LOGGED`]
+/// bytes of a session logged.
 async fn forward_stderr(upstream: String, stderr: ChildStderr, last: LastWords) {
-    let mut lines = BufReader::new(stderr).lines();
+    let mut reader = BufReader::new(stderr);
+    let mut line = StderrLine::default();
+    let mut logged = 0usize;
     loop {
-        match lines.next_line().await {
-            Ok(Some(line)) => {
-                tracing::info!(%upstream, "stderr: {line}");
-                let mut kept = last.lock().unwrap_or_else(PoisonError::into_inner);
-                if kept.len() == LAST_WORDS {
-                    kept.pop_front();
-                }
-                kept.push_back(line);
+        let (consumed, ended) = match reader.fill_buf().await {
+            Ok([]) => (0, true),
+            Ok(available) => {
+                let newline = available.iter().position(|byte| *byte == b'\n');
+                let take = newline.map_or(available.len(), |index| index + 1);
+                line.push(&available[..take]);
+                (take, false)
             }
-            Ok(None) => return,
             Err(error) => {
                 tracing::debug!(%upstream, %error, "cannot read the server's stderr");
+                (0, true)
+            }
+        };
+        reader.consume(consumed);
+        let Some(said) = (if ended { line.flush() } else { line.complete() }) else {
+            if ended {
                 return;
             }
+            continue;
+        };
+        if logged < STDERR_LOGGED {
+            logged += said.len();
+            tracing::info!(%upstream, "stderr: {said}");
+            if logged >= STDERR_LOGGED {
+                tracing::info!(%upstream, "its stderr is not logged further this session ({STDERR_LOGGED} bytes were)");
+            }
         }
+        let mut kept = last.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() == LAST_WORDS {
+            kept.pop_front();
+        }
+        kept.push_back(said);
+        if ended {
+            return;
+        }
+    }
+}
+
+/// One line of stderr being read: its first [`STDERR_LINE`] bytes and how many more there were.
+#[derive(Default)]
+struct StderrLine {
+    kept: Vec<u8>,
+    skipped: usize,
+    complete: bool,
+}
+
+impl StderrLine {
+    fn push(&mut self, bytes: &[u8]) {
+        let (text, complete) = match bytes.strip_suffix(b"\n") {
+            Some(text) => (text.strip_suffix(b"\r").unwrap_or(text), true),
+            None => (bytes, false),
+        };
+        let room = STDERR_LINE.saturating_sub(self.kept.len());
+        let taken = text.len().min(room);
+        self.kept.extend_from_slice(&text[..taken]);
+        self.skipped += text.len() - taken;
+        self.complete = complete;
+    }
+
+    /// The line, when its newline was read.
+    fn complete(&mut self) -> Option<String> {
+        if self.complete { self.flush() } else { None }
+    }
+
+    /// The line so far (the stream ended), unless it is empty.
+    fn flush(&mut self) -> Option<String> {
+        self.complete = false;
+        let skipped = std::mem::take(&mut self.skipped);
+        let kept = std::mem::take(&mut self.kept);
+        if kept.is_empty() && skipped == 0 {
+            return None;
+        }
+        let mut said = String::from_utf8_lossy(&kept).into_owned();
+        if skipped > 0 {
+            write!(said, "… ({skipped} more bytes of this line skipped)").ok();
+        }
+        Some(said)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stderr_line_keeps_its_head_and_counts_the_rest() {
+        let mut line = StderrLine::default();
+        line.push(&vec![b'w'; STDERR_LINE + 10]);
+        assert_eq!(line.complete(), None);
+        line.push(b"www\r\n");
+        let said = line.complete().unwrap();
+        assert_eq!(
+            said,
+            format!(
+                "{}… (13 more bytes of this line skipped)",
+                "w".repeat(STDERR_LINE)
+            )
+        );
+        line.push(b"short\n");
+        assert_eq!(line.complete().as_deref(), Some("short"));
+        line.push(b"no newline");
+        assert_eq!(line.flush().as_deref(), Some("no newline"));
+        assert_eq!(line.flush(), None);
+    }
 
     #[test]
     fn pauses_double_up_to_the_longest() {

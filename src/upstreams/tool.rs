@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::link::{InFlight, Link};
 use super::names::namespaced;
-use crate::config::upstream::Upstream;
+use crate::config::upstream::{Limits, Upstream};
 use crate::tools::{
     Annotations, Origin, Permission, Policy, Progress, Relay, Tool, ToolCall, ToolDefinition,
     ToolError, ToolGroup, ToolOutput, make_foreign_schema_portable,
@@ -31,6 +31,7 @@ const INSTRUCTIONS_LIMIT: usize = 4_000;
 pub(super) struct UpstreamTool {
     definition: ToolDefinition,
     link: Arc<Link>,
+    limits: Limits,
 }
 
 /// The group for a listing of the server's tools; a tool whose input schema cannot be served is
@@ -50,6 +51,7 @@ pub(super) fn group(
             Ok(definition) => Some(Arc::new(UpstreamTool {
                 definition,
                 link: Arc::clone(link),
+                limits: upstream.limits,
             }) as Arc<dyn Tool>),
             Err(reason) => {
                 tracing::warn!(upstream = %upstream.name, tool = %tool.name, "tool not served: {reason}");
@@ -171,7 +173,18 @@ impl Tool for UpstreamTool {
                 .await
                 .map_err(|error| self.lost(&error))?;
             flight.sent(&peer, handle.id.clone(), handle.progress_token.clone());
-            let response = relaying(handle.await_response(), &mut flight, progress, relay).await;
+            let answer = relaying(handle.await_response(), &mut flight, progress, relay);
+            // Past the timeout, dropping the flight cancels the request on the server.
+            let timeout = self.limits.call_timeout;
+            let Ok(response) = tokio::time::timeout(timeout, answer).await else {
+                return Err(ToolError::invalid(format!(
+                    "the MCP server `{}` did not answer the call of `{}` within {} s \
+                     (`call_timeout_seconds`); the call was cancelled on the server",
+                    self.link.name,
+                    self.definition.origin_name.as_deref().unwrap_or_default(),
+                    timeout.as_secs()
+                )));
+            };
             flight.answered();
             match response.map_err(|error| self.lost(&error))? {
                 ServerResult::CallToolResult(result) => output(result, &self.definition),
@@ -190,6 +203,14 @@ impl Tool for UpstreamTool {
 impl UpstreamTool {
     /// The call's request could not be answered: the connection broke.
     fn lost(&self, error: &ServiceError) -> ToolError {
+        if let ServiceError::McpError(error) = error {
+            return ToolError::invalid(format!(
+                "the MCP server `{}` answered the call of `{}` with an error: {}",
+                self.link.name,
+                self.definition.origin_name.as_deref().unwrap_or_default(),
+                error.message
+            ));
+        }
         ToolError::invalid(format!(
             "the MCP server `{}` did not answer the call of `{}` ({error}); if it exited, \
              synapse-mcp restarts it: call again shortly",
@@ -211,7 +232,7 @@ async fn relaying(
     loop {
         tokio::select! {
             biased;
-            Some(update) = next(flight.progress.as_mut()) => {
+            update = next_progress(flight.progress.as_deref()) => {
                 if let Some(progress) = progress {
                     progress.report(update.progress, update.total, update.message).await;
                 }
@@ -221,9 +242,12 @@ async fn relaying(
                 // sent before its answer may still be on its way: let those tasks run, then
                 // pass on what they delivered, before the answer.
                 tokio::task::yield_now().await;
-                if let (Some(updates), Some(progress)) = (flight.progress.as_mut(), progress) {
-                    while let Ok(update) = updates.try_recv() {
+                if let Some(slot) = flight.progress.as_deref() {
+                    if let (Some(update), Some(progress)) = (slot.take(), progress) {
                         progress.report(update.progress, update.total, update.message).await;
+                    }
+                    if slot.replaced() > 0 {
+                        tracing::debug!(replaced = slot.replaced(), "progress updates of an upstream call were replaced by newer ones before the client read them");
                     }
                 }
                 return answer;
@@ -237,6 +261,16 @@ async fn relaying(
                 question.answer.send(answer).ok();
             }
         }
+    }
+}
+
+/// The next progress update of a call that may not want them (then never).
+async fn next_progress(
+    slot: Option<&super::link::ProgressSlot>,
+) -> rmcp::model::ProgressNotificationParam {
+    match slot {
+        Some(slot) => slot.next().await,
+        None => std::future::pending().await,
     }
 }
 

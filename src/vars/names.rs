@@ -19,7 +19,8 @@ pub fn validate_name(name: &str) -> Result<(), Error> {
     match name_problem(name) {
         None => Ok(()),
         Some(reason) => Err(Error::InvalidName {
-            name: name.to_owned(),
+            // A name too long to accept is quoted by its head.
+            name: crate::text::shorten(name, MAX_NAME_CHARS),
             reason,
         }),
     }
@@ -82,7 +83,8 @@ mod tests {
         let too_long = "n".repeat(257);
         for name in ["", "  ", " a", "a ", too_long.as_str()] {
             assert!(
-                matches!(validate_name(name), Err(Error::InvalidName { name: rejected, .. }) if rejected == name),
+                matches!(validate_name(name), Err(Error::InvalidName { name: rejected, .. })
+                    if rejected == crate::text::shorten(name, MAX_NAME_CHARS)),
                 "{name:?} should be rejected"
             );
         }

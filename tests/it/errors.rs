@@ -176,3 +176,28 @@ async fn a_store_failure_on_a_snapshots_tool_is_an_internal_error() {
         "the first of {index} templates is not whole"
     );
 }
+
+/// Second round, finding 12: a bad `_outputPath` or variable name was echoed whole in its error
+/// (40 KB for a 40,000-character path). Now an error quotes its head.
+#[tokio::test]
+async fn an_error_quotes_a_long_output_path_or_name_by_its_head() {
+    let mut session = RawSession::initialized(&[]).await;
+    let long = "x".repeat(40_000);
+    for (id, arguments) in [
+        (1, json!({"name": "a", "value": "v", "_outputPath": long})),
+        (
+            2,
+            json!({"name": "a", "value": "v", "_outputPath": format!("†var.{{{long}")}),
+        ),
+        (3, json!({"name": format!("{{{long}"), "value": "v"})),
+    ] {
+        let answer = session.call(id, "WriteVar", arguments).await;
+        let message = tool_error(&answer);
+        assert!(
+            message.len() < 1_000,
+            "{} bytes: {}",
+            message.len(),
+            &message[..200]
+        );
+    }
+}

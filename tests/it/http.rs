@@ -612,3 +612,86 @@ async fn http_without_tokens_needs_no_auth_and_a_loopback_address() {
     let stderr = refused(&["--http", "0.0.0.0:0", "--no-auth"]);
     assert!(stderr.contains("loopback address only"), "{stderr}");
 }
+
+/// Second round, finding 11: over HTTP, wrong-typed params of a known method answered -32601
+/// (stdio: -32602), and a batch, `[]`, a null or object id and an id past 64 bits got HTTP 415
+/// with a text. Now they get the JSON-RPC errors stdio gives, from the same decision.
+#[tokio::test]
+async fn broken_messages_get_json_rpc_errors_over_http_as_over_stdio() {
+    let server = HttpServer::start(&[]).await;
+    let token = server.token("alice", &["research"], false);
+    let session = server.open_session("/mcp/research", &token).await;
+    let raw = |body: &'static str| {
+        let request = http_client()
+            .post(server.url("/mcp/research"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .bearer_auth(&token)
+            .body(body);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let text = response.text().await.unwrap();
+            let answer: Value = serde_json::from_str(&text)
+                .unwrap_or_else(|_| panic!("{body}: not JSON ({status}): {text}"));
+            (status, answer)
+        }
+    };
+    for (body, status, id, code) in [
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":[1]}}"#,
+            200,
+            json!(1),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list""#,
+            200,
+            json!(2),
+            -32700,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#,
+            400,
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}"#,
+            400,
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/list"}"#,
+            400,
+            Value::Null,
+            -32600,
+        ),
+        ("[]", 400, Value::Null, -32600),
+    ] {
+        let (got_status, answer) = raw(body).await;
+        assert_eq!(
+            (got_status, &answer["id"], &answer["error"]["code"]),
+            (status, &id, &json!(code)),
+            "{body}: {answer}"
+        );
+    }
+    let (status, answer) = raw(
+        r#"[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":8,"method":"ping"}]"#,
+    )
+    .await;
+    assert_eq!(status, 400);
+    let codes: Vec<(Value, Value)> = answer
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|error| (error["id"].clone(), error["error"]["code"].clone()))
+        .collect();
+    assert_eq!(
+        codes,
+        [(json!(7), json!(-32600)), (json!(8), json!(-32600))]
+    );
+}

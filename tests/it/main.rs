@@ -44,4 +44,5 @@ mod soak;
 mod stdio;
 mod store;
 mod tool_groups;
+mod upstream_hardening;
 mod upstreams;

@@ -351,10 +351,11 @@ fn a_cancelled_process_lists_what_it_stored() {
     );
     let messages: Vec<ChatMessage> =
         serde_json::from_value(Value::Array(appending(600, 0))).unwrap();
+    // Asked twice a message: before it, and before its one call.
     let asked = Cell::new(0);
     let cancelled = || {
         asked.set(asked.get() + 1);
-        asked.get() > 300
+        asked.get() > 600
     };
     let processed = service
         .process("c", &messages, None, None, &cancelled)
@@ -500,4 +501,174 @@ fn snapshots_laid_out_from_the_changed_paths_read_back() {
             );
         }
     }
+}
+
+/// The longest error text a function may leave under an output limit of `limit`: the head and
+/// tail kept, and the marker saying how much was left out between them.
+fn cut_length(limit: usize) -> usize {
+    limit
+        + "\n\n[… 1000000 characters omitted (characters 150–1000150) …]\n\n"
+            .chars()
+            .count()
+}
+
+/// Second round, finding 2: what a user function throws was never cut. A dry run answered the
+/// thrown text four times whole (83 MB for a 20 MB message), and a passive function that throws
+/// put its whole message into every message's errors of `SnapshotProcess` (a 419 MB answer for
+/// 80 messages). Now each error is cut to the output limit where it leaves the engine.
+#[tokio::test]
+async fn a_function_error_is_cut_to_the_output_limit() {
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("config.toml");
+    std::fs::write(&config, "output_limit = 300\n").unwrap();
+    let client = crate::common::spawn_binary(
+        &["--config", config.to_str().unwrap()],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
+    let thrower = "throw new Error('E'.repeat(200000));";
+    let tested = call(
+        &client,
+        "FunctionTest",
+        json!({"text": "GO()", "_outputLimit": 200, "function": {
+            "name": "h", "type": "active", "pattern": "GO\\(\\)", "executor": thrower,
+            "enabled": true}}),
+    )
+    .await;
+    let tested = tested.structured_content.unwrap();
+    let message = tested["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.chars().count() <= cut_length(300) && message.contains("characters omitted"),
+        "{} characters: {}…",
+        message.len(),
+        message.get(..200).unwrap_or(message)
+    );
+    assert_eq!(tested["steps"][0]["errors"][0], json!(message));
+
+    ok(
+        &client,
+        "FunctionUpsert",
+        json!({"function": {
+        "name": "P", "type": "passive", "timing": "after_active", "executor": thrower}}),
+    )
+    .await;
+    let messages: Vec<Value> = (0..20).map(|index| ai(&format!("reply {index}"))).collect();
+    let processed = call(
+        &client,
+        "SnapshotProcess",
+        json!({"chatFile": "thrown", "messages": messages}),
+    )
+    .await;
+    let answer = serde_json::to_string(&processed).unwrap();
+    let errors = processed.structured_content.unwrap()["errors"].clone();
+    let errors = errors.as_array().unwrap();
+    assert_eq!(
+        errors.len(),
+        20,
+        "{}",
+        answer.get(..2000).unwrap_or(&answer)
+    );
+    for error in errors {
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.chars().count() <= cut_length(300),
+            "{} characters",
+            message.len()
+        );
+    }
+    // 20 messages × (text and structured) × a cut error, not 20 × 200,000 characters.
+    assert!(answer.len() < 64 * 1024, "{} bytes", answer.len());
+    client.cancel().await.unwrap();
+}
+
+/// A server whose function calls may each run a minute, and the texts' calls as long together:
+/// only cancellation can stop them.
+async fn patient_server() -> (RawSession, tempfile::TempDir) {
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[snapshots]\nscript_time_limit_ms = 60000\ntext_time_limit_ms = 60000\n",
+    )
+    .unwrap();
+    let session = RawSession::initialized(&["--config", config.to_str().unwrap()]).await;
+    (session, directory)
+}
+
+fn spinning_test(id: i64, calls: usize) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "FunctionTest", "arguments": {"text": "GO() ".repeat(calls), "function": {
+            "name": "h", "type": "active", "pattern": "GO\\(\\)", "executor": "while(true){}",
+            "enabled": true}}}})
+}
+
+/// Second round, finding 10: a text of many slow calls ran each to its own limit (200 calls of
+/// an endless loop: 50 s) whatever happened. Now the calls of one text share a budget (2 s by
+/// default), and what did not run is listed as one error.
+#[tokio::test]
+async fn the_calls_of_one_text_stop_at_the_texts_budget() {
+    let mut session = RawSession::initialized(&[]).await;
+    let started = std::time::Instant::now();
+    session.send(&spinning_test(1, 200)).await;
+    let answer = session.response(1).await;
+    let elapsed = started.elapsed();
+    let errors = answer["result"]["structuredContent"]["errors"]
+        .as_array()
+        .unwrap();
+    let not_run = errors.last().unwrap();
+    assert_eq!(not_run["function"], json!("(not run)"), "{not_run}");
+    let message = not_run["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(
+            "calls were not run: the calls of this text ran past their budget of 2000 ms together"
+        ),
+        "{message}"
+    );
+    assert!(elapsed < Duration::from_secs(6), "{elapsed:?}");
+}
+
+/// Finding 10: a cancelled dry run went on to its end (and kept the one JavaScript thread busy
+/// for everyone). Now a cancellation interrupts the call that runs: the next call is answered
+/// at once.
+#[tokio::test]
+async fn a_cancelled_dry_run_stops_inside_its_call() {
+    let (mut session, _directory) = patient_server().await;
+    session.send(&spinning_test(1, 3)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    session
+        .send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 1, "reason": "enough"}}),
+        )
+        .await;
+    let started = std::time::Instant::now();
+    let tested = session
+        .call(2, "FunctionTest", json!({"text": "@.SET(\"a\", 1);"}))
+        .await;
+    assert_eq!(
+        tested["result"]["structuredContent"]["snapshot"],
+        json!({"a": 1}),
+        "{tested}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// Finding 10: after the client left, 2,000 slow calls burned a core for minutes. Now the
+/// server exits at once.
+#[tokio::test]
+async fn a_dry_run_stops_when_the_client_leaves() {
+    let (mut session, _directory) = patient_server().await;
+    session.send(&spinning_test(1, 2_000)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (mut child, stdin, _stdout) = session.split();
+    drop(stdin);
+    let exited = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
+    assert!(
+        exited.is_ok(),
+        "the server was still running 10 s after its client left"
+    );
 }

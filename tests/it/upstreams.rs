@@ -294,7 +294,11 @@ async fn the_upstreams_elicitation_and_sampling_reach_the_client() {
     )
     .await;
     assert_eq!(ok(&answered), "the user answered: blue");
-    assert_eq!(asker.asked(), ["Favourite colour?"]);
+    // The user is told who asks (second round, finding 12: the question looked like ours).
+    assert_eq!(
+        asker.asked(),
+        ["The MCP server `test` asks: Favourite colour?"]
+    );
     let sampled = call(&client, "test__sample", json!({"prompt": "Say hi"})).await;
     assert_eq!(ok(&sampled), "the model said: echo of Say hi");
     assert_eq!(asker.sampled(), [(String::new(), "Say hi".to_owned())]);

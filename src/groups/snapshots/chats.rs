@@ -160,13 +160,14 @@ impl Tool for SnapshotApply {
         off_thread(
             &self.definition,
             call,
-            move |arguments: ApplyArguments, _| {
+            move |arguments: ApplyArguments, cancellation| {
                 structured(&service.apply(
                     &arguments.chat_file,
                     &arguments.text,
                     arguments.base_id.as_deref(),
                     arguments.character_id.as_deref(),
                     arguments.message_index,
+                    &|| cancellation.is_cancelled(),
                 )?)
             },
         )

@@ -254,7 +254,7 @@ impl Tool for FunctionTest {
         off_thread(
             &self.definition,
             call,
-            move |arguments: TestArguments, _| {
+            move |arguments: TestArguments, cancellation| {
                 let base = match arguments.snapshot {
                     None => TestBase::Template,
                     Some(Value::String(id)) => TestBase::Snapshot(id),
@@ -265,6 +265,7 @@ impl Tool for FunctionTest {
                     base,
                     arguments.character_id.as_deref(),
                     arguments.function,
+                    &|| cancellation.is_cancelled(),
                 )?;
                 structured(&tested)
             },

@@ -29,8 +29,21 @@ pub(super) enum Decoded {
 /// process: SipHash was a tenth of a `ping`'s cost here).
 type Members<'a> = HashMap<Cow<'a, str>, &'a RawValue, foldhash::fast::RandomState>;
 
+/// Where a message came from: the stdio transport gives rmcp ids of its own, so any id a client
+/// writes is carried; over HTTP rmcp sees the client's id, which must fit it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wire {
+    Stdio,
+    Http,
+}
+
 /// What `line` amounts to; `dropped` bytes of it were cut past [`MAX_LINE_BYTES`].
 pub(super) fn decode(line: &[u8], dropped: usize, ids: &Ids) -> Decoded {
+    decode_from(line, dropped, ids, Wire::Stdio)
+}
+
+/// [`decode`] for a message that came over `wire`.
+pub(super) fn decode_from(line: &[u8], dropped: usize, ids: &Ids, wire: Wire) -> Decoded {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
@@ -72,13 +85,13 @@ pub(super) fn decode(line: &[u8], dropped: usize, ids: &Ids) -> Decoded {
         return others(line, ids);
     }
     match members.get("id") {
-        Some(id) => request(line, &members, id, ids),
+        Some(id) => request(line, &members, id, ids, wire),
         None => notification(line, &members, ids),
     }
 }
 
 /// A request: checked, given an internal id, and delivered; or answered here.
-fn request(line: &[u8], members: &Members, id: &RawValue, ids: &Ids) -> Decoded {
+fn request(line: &[u8], members: &Members, id: &RawValue, ids: &Ids, wire: Wire) -> Decoded {
     let Some(key) = IdKey::of(id) else {
         let message = format!(
             "invalid request: the id must be a number or a string, not {}",
@@ -86,6 +99,13 @@ fn request(line: &[u8], members: &Members, id: &RawValue, ids: &Ids) -> Decoded 
         );
         return answer(Some(RawValue::NULL), ErrorCode::INVALID_REQUEST, &message);
     };
+    if wire == Wire::Http && !key.fits_rmcp() {
+        let message = format!(
+            "invalid request: over HTTP an id must be a string or an integer of 64 bits, not {}",
+            id.get()
+        );
+        return answer(Some(RawValue::NULL), ErrorCode::INVALID_REQUEST, &message);
+    }
     if ids.in_flight(&key) {
         let message = format!(
             "request id {} is already in flight: a request with this id is still being answered; give each request in flight an id of its own",

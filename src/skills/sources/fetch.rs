@@ -2,7 +2,8 @@
 //! https one as a bare mirror fetched into first), resolve the ref to a commit, and write that
 //! commit's tree as plain files. Only blobs and folders are written: symlinks and submodules
 //! are left out (a link could point out of the skill root), names that could escape the copy
-//! (`..`, `/`) are refused, and the copy is bounded in files and bytes. The new copy is built
+//! (`..`, `/`) are refused, and the copy is bounded in files and bytes, each object measured
+//! from its header (a delta's from the size of its result) before it is inflated. The new copy is built
 //! beside the old one and swapped in with renames, so a failure leaves the old copy whole.
 
 use std::path::Path;
@@ -118,6 +119,30 @@ struct Budget {
     bytes: u64,
 }
 
+impl Budget {
+    /// The size of object `id` from its header, refused when it (with `files` more files)
+    /// would take the copy past its bounds.
+    fn measure(
+        &self,
+        repository: &gix::Repository,
+        id: ObjectId,
+        files: usize,
+    ) -> Result<u64, String> {
+        let size = repository
+            .find_header(id)
+            .map_err(|error| format!("cannot read object {id}: {error}"))?
+            .size();
+        if self.files + files > MAX_FILES || self.bytes.saturating_add(size) > MAX_BYTES {
+            return Err(format!(
+                "the copy would hold more than {MAX_FILES} files or {} MiB (object {id} alone is \
+                 {size} bytes)",
+                MAX_BYTES >> 20
+            ));
+        }
+        Ok(size)
+    }
+}
+
 fn write_tree(
     repository: &gix::Repository,
     tree: ObjectId,
@@ -132,6 +157,7 @@ fn write_tree(
     }
     std::fs::create_dir_all(folder)
         .map_err(|error| format!("cannot make {}: {error}", folder.display()))?;
+    budget.measure(repository, tree, 0)?;
     let tree = repository
         .find_tree(tree)
         .map_err(|error| format!("cannot read tree {tree}: {error}"))?;
@@ -156,17 +182,14 @@ fn write_tree(
         match entry.mode.kind() {
             EntryKind::Tree => write_tree(repository, id, &path, depth + 1, budget)?,
             EntryKind::Blob | EntryKind::BlobExecutable => {
+                // Measured from the object's header (for a delta, the size of its result) before
+                // anything is inflated: a small repository may hold a blob of gigabytes of zeros.
+                let size = budget.measure(repository, id, 1)?;
                 let blob = repository
                     .find_blob(id)
                     .map_err(|error| format!("cannot read blob {id}: {error}"))?;
                 budget.files += 1;
-                budget.bytes += blob.data.len() as u64;
-                if budget.files > MAX_FILES || budget.bytes > MAX_BYTES {
-                    return Err(format!(
-                        "the copy would hold more than {MAX_FILES} files or {} MiB",
-                        MAX_BYTES >> 20
-                    ));
-                }
+                budget.bytes += size;
                 std::fs::write(&path, &blob.data)
                     .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
                 if entry.mode.kind() == EntryKind::BlobExecutable {

@@ -297,6 +297,22 @@ fn sources_the_allowlist_does_not_name_and_bad_values_are_refused() {
     assert!(stderr.contains("`skill_sources_allow`"), "{stderr}");
     assert!(stderr.contains("`evil.example/team`"), "{stderr}");
 
+    // Second round, finding 5: escaped dots passed the prefix and the fetch left it.
+    for escaped in [
+        "git+https://github.com/org/%2e%2e/evil/repo@v1",
+        "git+https://github.com/org/.%2E/evil/repo@v1",
+        "git+https://github.com/org/%252e%252e/evil/repo@v1",
+        "git+https://github.com/org/..%2fevil/repo@v1",
+    ] {
+        let (succeeded, _, stderr) =
+            run(&["--config", &config, "--skills", escaped, "skills", "check"]);
+        assert!(!succeeded, "{escaped} was accepted: {stderr}");
+        assert!(
+            stderr.contains("is not a repository path") || stderr.contains("escaped `/`"),
+            "{escaped}: {stderr}"
+        );
+    }
+
     let (succeeded, _, stderr) = run(&["--skills", "git+file:///srv/repo", "skills", "check"]);
     assert!(!succeeded);
     assert!(
@@ -342,4 +358,72 @@ async fn a_fetch_that_hangs_never_holds_up_the_session_or_the_other_roots() {
         .expect("the session waited on the hanging fetch");
     assert!(loaded.contains("Local body."), "{loaded}");
     drop(silent);
+}
+
+/// Second round, finding 4: a 2.2 MB repository holding a 2 GiB blob of zeros took the server to
+/// 2,072 MB before the copy's 256 MiB bound fired: the blob was inflated, then measured. Now
+/// each object is measured from its header first. Here a 300 MiB blob (300 KB in the
+/// repository) is refused with the bound's message, and `skills update` stays small.
+#[tokio::test]
+async fn a_blob_over_the_copy_limit_is_refused_before_it_is_inflated() {
+    let directory = tempfile::tempdir().unwrap();
+    let data = directory.path().join("data").display().to_string();
+    let mut repository = TestRepository::new(&directory.path().join("skills-repo.git"));
+    commit_skill(&mut repository, "first", "Version one body.");
+    let written = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "head -c 314572800 /dev/zero | git --git-dir '{}' hash-object -w --stdin",
+            repository.path.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(written.status.success(), "{written:?}");
+    let blob =
+        ObjectId::from_hex(String::from_utf8(written.stdout).unwrap().trim().as_bytes()).unwrap();
+    let head = repository.head.unwrap();
+    let tree = repository.git.find_commit(head).unwrap().tree_id().unwrap();
+    let mut editor = repository.git.edit_tree(tree).unwrap();
+    editor
+        .upsert("skills/release-notes/zeros.bin", EntryKind::Blob, blob)
+        .unwrap();
+    let tree = editor.write().unwrap().detach();
+    let commit = repository
+        .git
+        .commit_as(
+            signature(),
+            signature(),
+            "refs/heads/main",
+            "zeros",
+            tree,
+            [head],
+        )
+        .unwrap()
+        .detach();
+    repository.head = Some(commit);
+    let source = repository.source("main");
+    let output = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "peak %M KiB"])
+        .arg(crate::common::binary())
+        .args(["skills", "update", "--skills", &source, "--data-dir", &data])
+        .env("HOME", quiet_home())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("would hold more than 20000 files or 256 MiB"),
+        "{stdout}\n{stderr}"
+    );
+    let peak: u64 = stderr
+        .lines()
+        .rev()
+        .find_map(|line| {
+            line.strip_prefix("peak ")?
+                .strip_suffix(" KiB")?
+                .parse()
+                .ok()
+        })
+        .unwrap();
+    assert!(peak < 128 * 1024, "peak {peak} KiB\n{stderr}");
 }

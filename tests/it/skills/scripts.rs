@@ -401,3 +401,52 @@ async fn setsid_does_not_escape_the_timeout() {
     );
     client.cancel().await.unwrap();
 }
+
+/// Second round, finding 3: only processes still carrying the run's marker variable were
+/// killed, so a child started with `env -i` (outside the group with `setsid`, or orphaned by a
+/// subshell that exits) outlived the script. Now the script runs under a reaper, its subreaper,
+/// which kills every descendant left when the script ends.
+#[tokio::test]
+async fn children_that_clear_their_environment_die_when_the_script_exits() {
+    let scripts = Scripts::new();
+    scripts.script(
+        "daemons.sh",
+        "env -i /bin/sleep 3999 &\necho $! > \"$SKILL_DIR/../../child.pid\"\n\
+         ( setsid env -i /bin/sleep 3998 & echo $! > \"$SKILL_DIR/../../orphan.pid\" )\n\
+         sleep 0.5\necho started\n",
+    );
+    let (client, _) = scripts.client(ON_AUTO, Elicitation::Unsupported).await;
+    let (error, output, message) = run(&client, "scripts/daemons.sh", json!({})).await;
+    assert!(!error, "{message}");
+    assert_eq!(output["exitCode"], json!(0), "{output}");
+    for file in ["child.pid", "orphan.pid"] {
+        assert!(
+            super::hardening::ends(&scripts.directory.path().join(file)).await,
+            "the process in {file} outlived the script"
+        );
+    }
+    client.cancel().await.unwrap();
+}
+
+/// Finding 3 at the timeout: a Python child with an empty environment in a session of its own.
+#[tokio::test]
+async fn a_python_child_in_a_new_session_with_no_environment_dies_at_the_timeout() {
+    let scripts = Scripts::new();
+    scripts.script(
+        "escape.py",
+        "import os, subprocess, time\n\
+         child = subprocess.Popen(['/bin/sleep', '3997'], env={}, start_new_session=True)\n\
+         open(os.environ['SKILL_DIR'] + '/../../child.pid', 'w').write(str(child.pid))\n\
+         time.sleep(60)\n",
+    );
+    let (client, _) = scripts.client(ON_AUTO, Elicitation::Unsupported).await;
+    let (error, output, message) =
+        run(&client, "scripts/escape.py", json!({"timeoutSeconds": 1})).await;
+    assert!(!error, "{message}");
+    assert_eq!(output["timedOut"], json!(true), "{output}");
+    assert!(
+        super::hardening::ends(&scripts.pid_file()).await,
+        "the Python child outlived the timeout: {output}"
+    );
+    client.cancel().await.unwrap();
+}
