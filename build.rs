@@ -2,7 +2,7 @@
 //! with `include_dir!`, which tracks the files it read but not files added later. Also builds
 //! the workspace view (`app/`): its page with the stylesheet and the script it links inlined,
 //! one self-contained HTML document the server embeds (hosts load an MCP App without network).
-//! And has release builds for x86_64 Linux place the start-up code first in the binary
+//! And has release builds for `x86_64` Linux place the start-up code first in the binary
 //! (`link/startup-order.txt`, written by `benches/startup_order.py`).
 
 use std::path::Path;
@@ -40,7 +40,7 @@ fn main() {
 /// An idle server keeps only the code it ran in memory, but the kernel maps code 64 KB around
 /// each page first touched: start-up code scattered over 25 MB of text kept 18 MB resident, and
 /// 11 MB once it comes first. Only where the linker is known to be LLD (Rust's default for
-/// x86_64 Linux since 1.90) and nothing chose another: `--symbol-ordering-file` is LLD's (and
+/// `x86_64` Linux since 1.90) and nothing chose another: `--symbol-ordering-file` is LLD's (and
 /// mold's); GNU ld would refuse it. `SYNAPSE_STARTUP_ORDER=0` turns it off.
 fn order_startup_code() {
     println!("cargo::rerun-if-changed=link/startup-order.txt");
