@@ -26,7 +26,7 @@ pub(super) enum Decoded {
 }
 
 /// The members of a JSON object, each value as written (hashed with foldhash, seeded per
-/// process: SipHash was a tenth of a `ping`'s cost here).
+/// process: `SipHash` was a tenth of a `ping`'s cost here).
 type Members<'a> = HashMap<Cow<'a, str>, &'a RawValue, foldhash::fast::RandomState>;
 
 /// Where a message came from: the stdio transport gives rmcp ids of its own, so any id a client
