@@ -6,10 +6,10 @@
 //!   while [`IdScanner`] finds its top-level `id`, and the call it answers gets a JSON-RPC error
 //!   saying how large the answer was (rather than being dropped, leaving the call waiting).
 //! - Requests of the server (a `ping`, an elicitation) are passed on at most
-//!   `requests_per_second` a second and [`IN_FLIGHT`] at a time; more are refused with an error,
-//!   written one at a time (reading waits while a refusal waits to be written: a server that
-//!   never reads its stdin is not read either). More refusals in one second than
-//!   [`FLOOD_FACTOR`] times the rate, or any message it does not read for [`STALLED_WRITE`],
+//!   `requests_per_second` a second and 16 at a time (`IN_FLIGHT`); more are refused with an
+//!   error, written one at a time (reading waits while a refusal waits to be written: a server
+//!   that never reads its stdin is not read either). More refusals in one second than 4 times
+//!   the rate (`FLOOD_FACTOR`), or any message it does not read for 10 s (`STALLED_WRITE`),
 //!   end the session, with the reason kept for its tools' errors.
 
 use std::collections::HashSet;
