@@ -391,8 +391,10 @@ async def oauth_checks(options: argparse.Namespace, checks: Checks, url: str, ac
             raise Fail(f"the SDK could not read the metadata at {metadata_url}")
         if [str(server).rstrip("/") for server in metadata.authorization_servers] != [ISSUER]:
             raise Fail(f"authorization_servers {metadata.authorization_servers}, expected {ISSUER}")
-        if str(metadata.resource).rstrip("/") != url:
-            raise Fail(f"resource {metadata.resource}, expected {url}")
+        # Without --public-url the resource is the configured audience: the identifier the
+        # tokens are issued for, wherever the client reaches the server from.
+        if str(metadata.resource).rstrip("/") != AUDIENCE:
+            raise Fail(f"resource {metadata.resource}, expected {AUDIENCE}")
         return f"401; metadata at {metadata_url} names {ISSUER}"
 
     async def with_jwt() -> str:
@@ -421,7 +423,8 @@ async def http_server(binary: str, arguments: list[str], environment: dict[str, 
     binary = str(Path(binary).resolve())
     tokens = work / "tokens.toml"
     added = subprocess.run(
-        [binary, "token", "add", "--tokens", str(tokens), "--principal", "interop", "--workspace", "default"],
+        [binary, "token", "add", "--tokens", str(tokens), "--principal", "interop", "--workspace", "default",
+         "--write-skills"],
         capture_output=True, text=True, env=environment, check=True,
     )
     token = added.stdout.strip()

@@ -72,7 +72,9 @@ async function oauthChecks(url, accessToken) {
     if (JSON.stringify(metadata.authorization_servers) !== JSON.stringify([ISSUER])) {
       throw new Fail(`authorization_servers ${JSON.stringify(metadata.authorization_servers)}, expected ${ISSUER}`);
     }
-    if (metadata.resource !== url.toString()) throw new Fail(`resource ${metadata.resource}, expected ${url}`);
+    // Without --public-url the resource is the configured audience: the identifier the tokens
+    // are issued for, wherever the client reaches the server from.
+    if (metadata.resource !== AUDIENCE) throw new Fail(`resource ${metadata.resource}, expected ${AUDIENCE}`);
     return `401; metadata at ${metadataUrl} names ${ISSUER}`;
   });
   await check("oauth: connect with a JWT", async () => {
@@ -263,7 +265,7 @@ async function run(binary, work) {
   let url;
   if (HTTP) {
     const tokens = join(work, "tokens.toml");
-    const token = execFileSync(binary, ["token", "add", "--tokens", tokens, "--principal", "interop", "--workspace", "default"], { env, cwd: work, stdio: ["ignore", "pipe", "ignore"] })
+    const token = execFileSync(binary, ["token", "add", "--tokens", tokens, "--principal", "interop", "--workspace", "default", "--write-skills"], { env, cwd: work, stdio: ["ignore", "pipe", "ignore"] })
       .toString()
       .trim();
     oauth = makeIssuer(work);
