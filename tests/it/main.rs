@@ -33,7 +33,6 @@ mod plans;
 #[path = "../../src/store/postgres/testing.rs"]
 mod postgres_server;
 mod principals;
-mod readme_team;
 mod results;
 mod schemas;
 mod script_tools;
@@ -43,6 +42,7 @@ mod snapshots;
 mod soak;
 mod stdio;
 mod store;
+mod team_page;
 mod tool_groups;
 mod upstream_hardening;
 mod upstreams;

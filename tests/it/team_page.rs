@@ -1,4 +1,4 @@
-//! The README's "Run it for a team" cannot rot: its commands run here as written — `synapse-mcp`
+//! docs/http.md's "Run it for a team" cannot rot: its commands run here as written — `synapse-mcp`
 //! from the build, on a real PostgreSQL database, `https://mcp.example.com` replaced by the
 //! server's loopback address — and each answer is checked: the token, the server starting on
 //! PostgreSQL, `/readyz`, a `curl` initialize, and MCP clients connecting with the URL and the
@@ -16,19 +16,19 @@ use tokio::io::{AsyncBufReadExt as _, BufReader};
 use crate::common::{Elicitation, TestClient, binary, manifest, quiet_home};
 use crate::http::http_client;
 
-/// The public address the README uses, replaced by the test server's.
+/// The public address the page uses, replaced by the test server's.
 const PUBLIC: &str = "https://mcp.example.com";
 
-/// The README's team section: its `sh` commands (continuation lines joined) and its JSON blocks.
+/// The page's team section: its `sh` commands (continuation lines joined) and its JSON blocks.
 struct Section {
     commands: Vec<String>,
     json: Vec<Value>,
 }
 
 fn team_section() -> Section {
-    let readme = std::fs::read_to_string(manifest("README.md")).unwrap();
-    let start = readme.find("\n## Run it for a team\n").unwrap();
-    let rest = &readme[start + 1..];
+    let page = std::fs::read_to_string(manifest("docs/http.md")).unwrap();
+    let start = page.find("\n## Run it for a team\n").unwrap();
+    let rest = &page[start + 1..];
     let section = &rest[..rest[3..].find("\n## ").map_or(rest.len(), |end| end + 3)];
     let mut commands = Vec::new();
     let mut json = Vec::new();
@@ -63,7 +63,7 @@ fn command<'section>(section: &'section Section, start: &str) -> &'section str {
     command
 }
 
-/// Runs a README command under `sh` in `folder`, `synapse-mcp` being the binary under test.
+/// Runs a command of the page under `sh` in `folder`, `synapse-mcp` being the binary under test.
 fn shell(folder: &std::path::Path, line: &str, token: &str) -> std::process::Command {
     let bin = std::path::Path::new(binary()).parent().unwrap();
     let path = std::env::join_paths(
@@ -92,7 +92,7 @@ fn run(folder: &std::path::Path, line: &str, token: &str) -> String {
 }
 
 /// An MCP client on `url` sending `authorization` as its `Authorization` header, as the hosts
-/// configured by the README do; it lists the tools.
+/// configured by the page do; it lists the tools.
 async fn connect(url: &str, authorization: &str) -> usize {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     config.custom_headers = HashMap::from([(
@@ -110,7 +110,7 @@ async fn connect(url: &str, authorization: &str) -> usize {
 }
 
 #[tokio::test]
-async fn the_team_commands_of_the_readme_run() {
+async fn the_team_commands_of_the_page_run() {
     let section = team_section();
     let Some(database) = crate::postgres_server::database() else {
         return;
@@ -136,7 +136,10 @@ async fn the_team_commands_of_the_readme_run() {
         .replace(store, &database)
         .replace("0.0.0.0:8080", "127.0.0.1:0")
         .replace("127.0.0.1:9464", "127.0.0.1:0");
-    let mut server = tokio::process::Command::from(shell(folder.path(), &serve, ""));
+    // `exec`: the server replaces the shell, so dropping the child ends the server itself (a
+    // shell left the server running after every test run, holding the runner's output open).
+    let mut server =
+        tokio::process::Command::from(shell(folder.path(), &format!("exec {serve}"), ""));
     let mut server = server
         .stderr(Stdio::piped())
         .kill_on_drop(true)
