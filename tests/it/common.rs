@@ -548,6 +548,66 @@ pub(crate) fn assert_golden(relative: &str, actual: &Value) {
     );
 }
 
+/// Compares a whole text with a golden file (`tests/golden/<relative>`); `UPDATE_GOLDEN=1`
+/// rewrites the file instead. What changes from run to run is replaced first (see [`redact`]),
+/// so the file holds the text a client reads, whole, with placeholders where it must vary.
+pub(crate) fn assert_golden_text(relative: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(relative);
+    let mut rendered = redact(actual);
+    if !rendered.ends_with('\n') {
+        rendered.push('\n');
+    }
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, rendered).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_GOLDEN=1", path.display()));
+    pretty_assertions::assert_eq!(
+        expected,
+        rendered,
+        "{} drifted: run with UPDATE_GOLDEN=1 if intended",
+        path.display()
+    );
+}
+
+/// `text` with what differs between runs replaced by placeholders: temporary folders
+/// (`<tmp>`), loopback ports (`127.0.0.1:<port>`), timestamps (`<time>`), git commit ids (`<commit>`), SHA-256 digests (`<sha256>`) and the short ones in
+/// folder names (`-<digest>`); an error's backtrace is cut off.
+pub(crate) fn redact(text: &str) -> String {
+    use std::sync::LazyLock;
+
+    use regex::Regex;
+
+    static VOLATILE: LazyLock<[(Regex, &str); 7]> = LazyLock::new(|| {
+        [
+            (Regex::new(r"(?:/[A-Za-z0-9._-]+)*/\.tmp[A-Za-z0-9]{6}").unwrap(), "<tmp>"),
+            (Regex::new(r"127\.0\.0\.1:[0-9]+").unwrap(), "127.0.0.1:<port>"),
+            (
+                Regex::new(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:?[0-9]{2})?( UTC)?")
+                    .unwrap(),
+                "<time>",
+            ),
+            (Regex::new(r"\b[0-9a-f]{64}\b").unwrap(), "<sha256>"),
+            (Regex::new(r"\b[0-9a-f]{40}\b").unwrap(), "<commit>"),
+            (Regex::new(r"-[0-9a-f]{12}\b").unwrap(), "-<digest>"),
+            // Where `RUST_BACKTRACE` is set, an error's backtrace follows it, indented.
+            (
+                Regex::new(r"\n\nStack backtrace:\n(?:[ \t]+[^\n]*(?:\n|$))*").unwrap(),
+                "\n",
+            ),
+        ]
+    });
+    VOLATILE
+        .iter()
+        .fold(text.to_owned(), |text, (pattern, placeholder)| {
+            pattern.replace_all(&text, *placeholder).into_owned()
+        })
+}
+
 /// `target/<profile>/examples/<name>`, next to this test binary's `deps/` folder.
 pub(crate) fn example(name: &str) -> PathBuf {
     let test_binary = std::env::current_exe().unwrap();

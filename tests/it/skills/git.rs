@@ -15,7 +15,8 @@ use serde_json::json;
 
 use super::search;
 use crate::common::{
-    Client, Elicitation, TestClient, call, is_error, quiet_home, spawn_binary, text,
+    Client, Elicitation, TestClient, assert_golden_text, call, is_error, quiet_home, spawn_binary,
+    text,
 };
 
 /// A bare repository whose commits go to `main`.
@@ -163,8 +164,7 @@ async fn a_git_file_source_at_a_tag_is_served_then_updated_to_a_new_tag() {
     // Fetched when the server starts, without a `git` binary, and served like any skill.
     let client = serve(&repository.source("v1"), &data).await;
     let loaded = load_when_served(&client, "release-notes").await;
-    assert!(loaded.contains("Version one body."), "{loaded}");
-    assert!(loaded.contains("references/style.md"), "{loaded}");
+    assert_golden_text("skills/git/loaded-v1.txt", &loaded);
     assert_eq!(
         search(&client, json!({"query": "release notes"})).await,
         ["release-notes"]
@@ -192,7 +192,7 @@ async fn a_git_file_source_at_a_tag_is_served_then_updated_to_a_new_tag() {
     // Pointed at the new tag, the server serves its copy at once.
     let client = serve(&source, &data).await;
     let loaded = load_when_served(&client, "release-notes").await;
-    assert!(loaded.contains("Version two body."), "{loaded}");
+    assert_golden_text("skills/git/loaded-v2.txt", &loaded);
     client.cancel().await.unwrap();
 
     let (succeeded, report, _) = run(&[
@@ -204,21 +204,17 @@ async fn a_git_file_source_at_a_tag_is_served_then_updated_to_a_new_tag() {
         &data_argument,
     ]);
     assert!(succeeded, "{report}");
-    assert!(
-        report.contains(&format!("git source {source}\n")),
-        "{report}"
-    );
-    assert!(
-        report.contains(&format!("ref v2, commit {second}, fetched 20")),
-        "{report}"
-    );
     let skill_md = skill_files("Version two body.")[1].1.clone();
     let digest = super::surface::sha256(skill_md.as_bytes());
+    assert!(
+        report.contains(&format!("ref v2, commit {second}, fetched ")),
+        "{report}"
+    );
     assert!(
         report.contains(&format!("    {digest} SKILL.md\n")),
         "{report}"
     );
-    assert!(report.contains(" references/style.md\n"), "{report}");
+    assert_golden_text("skills/git/check-report.txt", &report);
     assert_ne!(first, second);
 }
 
@@ -266,18 +262,11 @@ async fn a_source_that_cannot_be_fetched_keeps_the_last_good_copy() {
 
     let client = serve(&source, &data).await;
     let loaded = load_when_served(&client, "release-notes").await;
-    assert!(loaded.contains("Version one body."), "{loaded}");
+    assert_golden_text("skills/git/loaded-v1.txt", &loaded);
     client.cancel().await.unwrap();
     let (_, report, _) = run(&[&["skills", "check"][..], &arguments].concat());
     assert!(report.contains(&format!("commit {first}")), "{report}");
-    assert!(
-        report.contains("  warning: the last update failed at 20"),
-        "{report}"
-    );
-    assert!(
-        report.contains("; the last good copy is served\n"),
-        "{report}"
-    );
+    assert_golden_text("skills/git/check-report-after-a-failed-update.txt", &report);
 }
 
 #[test]
@@ -290,14 +279,10 @@ fn sources_the_allowlist_does_not_name_and_bad_values_are_refused() {
     let (succeeded, _, stderr) =
         run(&["--config", &config, "--skills", refused, "skills", "check"]);
     assert!(!succeeded);
-    assert!(
-        stderr.contains(&format!("skill source `{refused}` is not allowed")),
-        "{stderr}"
-    );
-    assert!(stderr.contains("`skill_sources_allow`"), "{stderr}");
-    assert!(stderr.contains("`evil.example/team`"), "{stderr}");
+    assert_golden_text("skills/git/not-allowed.txt", &stderr);
 
     // Second round, finding 5: escaped dots passed the prefix and the fetch left it.
+    let mut refusals = String::new();
     for escaped in [
         "git+https://github.com/org/%2e%2e/evil/repo@v1",
         "git+https://github.com/org/.%2E/evil/repo@v1",
@@ -307,18 +292,13 @@ fn sources_the_allowlist_does_not_name_and_bad_values_are_refused() {
         let (succeeded, _, stderr) =
             run(&["--config", &config, "--skills", escaped, "skills", "check"]);
         assert!(!succeeded, "{escaped} was accepted: {stderr}");
-        assert!(
-            stderr.contains("is not a repository path") || stderr.contains("escaped `/`"),
-            "{escaped}: {stderr}"
-        );
+        refusals.push_str(&format!("{escaped}\n{stderr}\n"));
     }
+    assert_golden_text("skills/git/escaped-paths.txt", &refusals);
 
     let (succeeded, _, stderr) = run(&["--skills", "git+file:///srv/repo", "skills", "check"]);
     assert!(!succeeded);
-    assert!(
-        stderr.contains("names no ref; pin one with `@TAG`"),
-        "{stderr}"
-    );
+    assert_golden_text("skills/git/names-no-ref.txt", &stderr);
 }
 
 #[tokio::test]
