@@ -574,15 +574,31 @@ pub(crate) fn assert_golden_text(relative: &str, actual: &str) {
     );
 }
 
+/// The whole answers of one test, each under a heading, compared at once with one golden text
+/// file (see [`assert_golden_text`]).
+#[derive(Default)]
+pub(crate) struct Transcript(String);
+
+impl Transcript {
+    /// Appends one answer under its heading.
+    pub(crate) fn add(&mut self, heading: &str, answer: &str) {
+        self.0.push_str(&format!("## {heading}\n{answer}\n\n"));
+    }
+
+    pub(crate) fn assert_golden(&self, relative: &str) {
+        assert_golden_text(relative, self.0.trim_end());
+    }
+}
+
 /// `text` with what differs between runs replaced by placeholders: temporary folders
-/// (`<tmp>`), loopback ports (`127.0.0.1:<port>`), timestamps (`<time>`), git commit ids (`<commit>`), SHA-256 digests (`<sha256>`) and the short ones in
+/// (`<tmp>`), loopback ports (`127.0.0.1:<port>`), timestamps (`<time>`), git commit ids (`<commit>`), UUIDs (`<uuid>`), SHA-256 digests (`<sha256>`) and the short ones in
 /// folder names (`-<digest>`); an error's backtrace is cut off.
 pub(crate) fn redact(text: &str) -> String {
     use std::sync::LazyLock;
 
     use regex::Regex;
 
-    static VOLATILE: LazyLock<[(Regex, &str); 7]> = LazyLock::new(|| {
+    static VOLATILE: LazyLock<[(Regex, &str); 8]> = LazyLock::new(|| {
         [
             (Regex::new(r"(?:/[A-Za-z0-9._-]+)*/\.tmp[A-Za-z0-9]{6}").unwrap(), "<tmp>"),
             (Regex::new(r"127\.0\.0\.1:[0-9]+").unwrap(), "127.0.0.1:<port>"),
@@ -593,6 +609,10 @@ pub(crate) fn redact(text: &str) -> String {
             ),
             (Regex::new(r"\b[0-9a-f]{64}\b").unwrap(), "<sha256>"),
             (Regex::new(r"\b[0-9a-f]{40}\b").unwrap(), "<commit>"),
+            (
+                Regex::new(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b").unwrap(),
+                "<uuid>",
+            ),
             (Regex::new(r"-[0-9a-f]{12}\b").unwrap(), "-<digest>"),
             // Where `RUST_BACKTRACE` is set, an error's backtrace follows it, indented.
             (
