@@ -598,10 +598,12 @@ pub(crate) fn redact(text: &str) -> String {
 
     use regex::Regex;
 
-    static VOLATILE: LazyLock<[(Regex, &str); 8]> = LazyLock::new(|| {
+    static VOLATILE: LazyLock<[(Regex, &str); 9]> = LazyLock::new(|| {
         [
             (Regex::new(r"(?:/[A-Za-z0-9._-]+)*/\.tmp[A-Za-z0-9]{6}").unwrap(), "<tmp>"),
             (Regex::new(r"127\.0\.0\.1:[0-9]+").unwrap(), "127.0.0.1:<port>"),
+            // The tests' PostgreSQL databases (`postgres_server::database`).
+            (Regex::new(r"synapse_test_[0-9]+_[0-9]+").unwrap(), "synapse_test_<n>"),
             (
                 Regex::new(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:?[0-9]{2})?( UTC)?")
                     .unwrap(),
