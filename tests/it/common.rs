@@ -574,6 +574,14 @@ pub(crate) fn assert_golden_text(relative: &str, actual: &str) {
     );
 }
 
+/// What a command that failed printed from its `Error:` line on, without the log lines before it
+/// (whose order and timings vary).
+pub(crate) fn error_part(stderr: &str) -> &str {
+    stderr
+        .find("Error: ")
+        .map_or(stderr, |start| &stderr[start..])
+}
+
 /// The whole answers of one test, each under a heading, compared at once with one golden text
 /// file (see [`assert_golden_text`]).
 #[derive(Default)]

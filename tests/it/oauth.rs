@@ -17,7 +17,9 @@ use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, KeyPair as _, RsaKeyPair};
 use serde_json::{Value, json};
 
-use crate::common::{Elicitation, TestClient, call, is_error, text};
+use crate::common::{
+    Elicitation, TestClient, Transcript, assert_golden_text, call, is_error, text,
+};
 use crate::http::{HttpServer, http_client, initialize};
 
 const ISSUER: &str = "https://auth.synapse.test";
@@ -233,17 +235,20 @@ async fn jwts_signed_with_es256_and_rs256_work_beside_the_tokens_file_in_both_er
     let modern = server
         .modern_client("/mcp/research", &reader, unsupported())
         .await;
+    let mut answers = Transcript::default();
     let read = call(&modern, "ReadVar", json!({"name": "topic"})).await;
-    assert!(text(&read).contains("bees"), "{read:?}");
+    answers.add("ReadVar with a read scope", &text(&read));
     let refused = call(&modern, "WriteVar", json!({"name": "x", "value": "y"})).await;
-    assert!(text(&refused).contains("read-only"), "{}", text(&refused));
+    assert!(is_error(&refused));
+    answers.add("WriteVar with a read scope", &text(&refused));
     modern.cancel().await.unwrap();
 
     // A tokens-file token of the same server reaches the same workspace.
     let from_file = server.token("bob", &["research"], false);
     let client = server.client("/mcp", &from_file, unsupported()).await;
     let read = call(&client, "ReadVar", json!({"name": "topic"})).await;
-    assert!(text(&read).contains("bees"), "{read:?}");
+    answers.add("ReadVar with a tokens-file token", &text(&read));
+    answers.assert_golden("oauth/one-workspace-two-kinds-of-token.txt");
     client.cancel().await.unwrap();
 }
 
@@ -317,24 +322,19 @@ async fn another_principals_workspace_is_403_for_every_tool_prompt_resource_and_
         .token(&claims("alice", &["research"], "synapse:write"));
 
     let requests = everything_offered(&server, "/mcp/research", &from_file).await;
+    let mut refusals = Transcript::default();
     for (kind, token) in [("tokens file", &from_file), ("JWT", &jwt)] {
+        // Every request gets the same answer: the set of answers has one member.
+        let mut answers = std::collections::BTreeSet::new();
         for body in &requests {
             let (status, challenge, text) = server
                 .send(reqwest::Method::POST, "/mcp/bobs", Some(token), Some(body))
                 .await;
             assert_eq!(status, 403, "{kind}: {body}: {text}");
-            assert!(text.contains("may not use workspace `bobs`"), "{text}");
-            assert!(
-                challenge.contains("error=\"insufficient_scope\""),
-                "{challenge}"
-            );
-            if kind == "JWT" {
-                assert!(
-                    challenge.contains("scope=\"synapse:workspace:bobs\""),
-                    "{challenge}"
-                );
-            }
+            answers.insert(format!("{challenge}\n{text}"));
         }
+        let answers: Vec<String> = answers.into_iter().collect();
+        refusals.add(&format!("{kind}, every request"), &answers.join("\n--\n"));
         // Every other method of the route, whatever rmcp would make of it.
         for method in ["GET", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD"] {
             let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
@@ -348,6 +348,7 @@ async fn another_principals_workspace_is_403_for_every_tool_prompt_resource_and_
         let (status, text) = server.list_in_session("/mcp/bobs", &session, token).await;
         assert_eq!(status, 403, "{kind}: {text}");
     }
+    refusals.assert_golden("oauth/another-principals-workspace.txt");
 }
 
 /// Tokens that must be refused, what each is, and what the refusal says.
@@ -443,12 +444,14 @@ async fn every_route_is_401_without_a_valid_token_and_the_challenge_names_the_me
     let issuer = Issuer::start().await;
     let server = issuer.serve(&[]).await;
     let cases = bad_tokens(&issuer);
+    let mut refusals = Transcript::default();
     for route in ["/mcp", "/mcp/research"] {
         let metadata = format!(
             "resource_metadata=\"{}\"",
             server.url(&format!("/.well-known/oauth-protected-resource{route}"))
         );
         for (case, token, reason) in &cases {
+            let mut answers = std::collections::BTreeSet::new();
             for method in [
                 reqwest::Method::POST,
                 reqwest::Method::GET,
@@ -468,9 +471,14 @@ async fn every_route_is_401_without_a_valid_token_and_the_challenge_names_the_me
                     token.is_some(),
                     "{what}: {challenge}"
                 );
+                answers.insert(format!("{challenge}\n{text}"));
             }
+            // POST, GET and DELETE are answered alike.
+            let answers: Vec<String> = answers.into_iter().collect();
+            refusals.add(&format!("{case}, {route}"), &answers.join("\n--\n"));
         }
     }
+    refusals.assert_golden("oauth/bad-tokens.txt");
 }
 
 #[tokio::test]
@@ -566,6 +574,7 @@ async fn a_token_without_a_read_scope_or_a_workspace_is_403_insufficient_scope()
             "names no workspace",
         ),
     ];
+    let mut refusals = Transcript::default();
     for (claims, expected, reason) in &cases {
         let token = issuer.es256.token(claims);
         let (status, challenge, text) = server
@@ -579,7 +588,9 @@ async fn a_token_without_a_read_scope_or_a_workspace_is_403_insufficient_scope()
         assert_eq!(status, 403, "{text}");
         assert!(text.contains(reason), "{text}");
         assert!(challenge.contains(expected), "{challenge}");
+        refusals.add(reason, &format!("{challenge}\n{text}"));
     }
+    refusals.assert_golden("oauth/insufficient-scope.txt");
     // A workspace granted by scope alone, beside the claim's.
     let mut scoped = claims(
         "alice",
@@ -672,17 +683,19 @@ async fn oauth_without_keys_or_audience_is_refused_at_start() {
             .output()
             .unwrap();
         assert!(!output.status.success(), "{args:?} was served");
-        String::from_utf8(output.stderr).unwrap()
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        crate::common::error_part(&stderr).to_owned()
     };
+    let mut refusals = Transcript::default();
     let stderr = refused(&["--oauth-issuer", ISSUER, "--oauth-audience", AUDIENCE]);
-    assert!(stderr.contains("--oauth-jwks"), "{stderr}");
+    refusals.add("without --oauth-jwks", &stderr);
     let stderr = refused(&[
         "--oauth-issuer",
         ISSUER,
         "--oauth-jwks",
         "/nonexistent.json",
     ]);
-    assert!(stderr.contains("--oauth-audience"), "{stderr}");
+    refusals.add("without --oauth-audience", &stderr);
     let stderr = refused(&[
         "--oauth-issuer",
         ISSUER,
@@ -691,7 +704,8 @@ async fn oauth_without_keys_or_audience_is_refused_at_start() {
         "--oauth-jwks",
         "/nonexistent/jwks.json",
     ]);
-    assert!(stderr.contains("/nonexistent/jwks.json"), "{stderr}");
+    refusals.add("with a missing key file", &stderr);
+    refusals.assert_golden("oauth/refused-at-start.txt");
 }
 
 #[tokio::test]
@@ -710,7 +724,8 @@ async fn a_workspace_path_is_percent_decoded_and_a_bad_encoding_is_400() {
     // `/mcp` is the token's first workspace, `a b`: the same one.
     let client = server.client("/mcp", &token, unsupported()).await;
     let read = call(&client, "ReadVar", json!({"name": "where"})).await;
-    assert!(text(&read).contains("a b"), "{read:?}");
+    let mut answers = Transcript::default();
+    answers.add("ReadVar in `/mcp`", &text(&read));
     client.cancel().await.unwrap();
     let client = server.client("/mcp/%C3%BC", &token, unsupported()).await;
     let read = call(&client, "ReadVar", json!({"name": "where"})).await;
@@ -722,7 +737,7 @@ async fn a_workspace_path_is_percent_decoded_and_a_bad_encoding_is_400() {
         |path: &'static str| server.send(reqwest::Method::POST, path, Some(&token), Some(&opening));
     let (status, _, text) = post("/mcp/c%20d").await;
     assert_eq!(status, 403, "{text}");
-    assert!(text.contains("workspace `c d`"), "{text}");
+    answers.add("/mcp/c%20d", &text);
     for (path, reason) in [
         ("/mcp/a%zz", "`%` not followed by two hex digits"),
         ("/mcp/a%2", "`%` not followed by two hex digits"),
@@ -731,7 +746,9 @@ async fn a_workspace_path_is_percent_decoded_and_a_bad_encoding_is_400() {
         let (status, _, text) = post(path).await;
         assert_eq!(status, 400, "{path}: {text}");
         assert!(text.contains(reason), "{path}: {text}");
+        answers.add(path, &text);
     }
+    answers.assert_golden("oauth/workspace-paths.txt");
 }
 
 #[tokio::test]
@@ -785,10 +802,7 @@ async fn a_jwt_changes_the_shared_skills_only_with_the_skills_scope() {
     let client = server.client("/mcp/wb", &writer, unsupported()).await;
     let refused = call(&client, "SkillSave", skill.clone()).await;
     assert!(is_error(&refused), "{refused:?}");
-    assert!(
-        text(&refused).contains("the OAuth scope `synapse:skills`"),
-        "{refused:?}"
-    );
+    assert_golden_text("oauth/skills-scope-refused.txt", &text(&refused));
     client.cancel().await.unwrap();
     let curator = issuer
         .es256
