@@ -7,7 +7,8 @@ use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
 use serde_json::json;
 
 use crate::common::{
-    Elicitation, TestClient, call, is_error, spawn_binary, text, tool_names, wait_for,
+    Elicitation, TestClient, Transcript, assert_golden_text, call, is_error, spawn_binary, text,
+    tool_names, wait_for,
 };
 
 fn approving() -> TestClient {
@@ -75,12 +76,10 @@ async fn a_group_switched_off_leaves_the_tool_list_and_the_rules_and_stays_off_a
     let arguments: Vec<&str> = store.iter().map(String::as_str).collect();
     let asker = approving();
     let client = spawn_binary(&arguments, asker.clone()).await;
-    assert!(
-        tool_names(&client)
-            .await
-            .contains(&"SnapshotGet".to_owned())
-    );
-    assert!(tool_rules(&client).await.contains("## snapshots"));
+    let every_tool = tool_names(&client).await;
+    assert!(every_tool.contains(&"SnapshotGet".to_owned()));
+    let every_rule = tool_rules(&client).await;
+    assert!(every_rule.contains("## snapshots"));
 
     let result = call(
         &client,
@@ -94,15 +93,23 @@ async fn a_group_switched_off_leaves_the_tool_list_and_the_rules_and_stays_off_a
     assert_eq!(answer["changed"], "group `snapshots` switched off");
     assert_eq!(answer["groups"][0]["name"], "snapshots");
     assert_eq!(answer["groups"][0]["enabled"], false);
+    let switched_off: Vec<&str> = answer["groups"][0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    let remaining: Vec<String> = every_tool
+        .iter()
+        .filter(|name| !switched_off.contains(&name.as_str()))
+        .cloned()
+        .collect();
     assert_eq!(asker.asked().len(), 1, "the switch asks the user");
     wait_for(&asker, "tools/list_changed").await;
-    let names = tool_names(&client).await;
-    assert!(
-        !names.iter().any(|name| name.starts_with("Snapshot")),
-        "{names:?}"
-    );
-    assert!(names.contains(&"ReadVar".to_owned()));
-    assert!(!tool_rules(&client).await.contains("## snapshots"));
+    assert_eq!(tool_names(&client).await, remaining);
+    let rules = tool_rules(&client).await;
+    assert!(!rules.contains("## snapshots"), "{rules}");
+    assert_golden_text("tool_groups/rules-without-snapshots.txt", &rules);
     let gone = client
         .call_tool(
             CallToolRequestParams::new("SnapshotGet")
@@ -110,18 +117,14 @@ async fn a_group_switched_off_leaves_the_tool_list_and_the_rules_and_stays_off_a
         )
         .await
         .unwrap_err();
-    assert!(
-        gone.to_string().contains("unknown tool `SnapshotGet`"),
-        "{gone}"
+    assert_golden_text(
+        "tool_groups/switched-off-tool-called.txt",
+        &gone.to_string(),
     );
     client.cancel().await.unwrap();
 
     let restarted = spawn_binary(&arguments, approving()).await;
-    let names = tool_names(&restarted).await;
-    assert!(
-        !names.iter().any(|name| name.starts_with("Snapshot")),
-        "{names:?}"
-    );
+    assert_eq!(tool_names(&restarted).await, remaining);
     let result = call(
         &restarted,
         "ToolGroups",
@@ -132,11 +135,7 @@ async fn a_group_switched_off_leaves_the_tool_list_and_the_rules_and_stays_off_a
         result.structured_content.unwrap()["changed"],
         "group `snapshots` switched on"
     );
-    assert!(
-        tool_names(&restarted)
-            .await
-            .contains(&"SnapshotGet".to_owned())
-    );
+    assert_eq!(tool_names(&restarted).await, every_tool);
     restarted.cancel().await.unwrap();
 }
 
@@ -144,6 +143,7 @@ async fn a_group_switched_off_leaves_the_tool_list_and_the_rules_and_stays_off_a
 async fn a_single_tool_switches_off_inside_a_group_that_stays_on() {
     let asker = approving();
     let client = spawn_binary(&[], asker.clone()).await;
+    let every_tool = tool_names(&client).await;
     let result = call(
         &client,
         "ToolGroups",
@@ -154,22 +154,28 @@ async fn a_single_tool_switches_off_inside_a_group_that_stays_on() {
     let vars = &result.structured_content.unwrap()["groups"][0];
     assert_eq!(vars["name"], "vars");
     assert_eq!(vars["enabled"], true);
-    assert!(
-        vars["tools"]
-            .as_array()
-            .unwrap()
-            .contains(&json!({"name": "WriteVar", "enabled": false}))
+    assert_eq!(
+        vars["tools"],
+        json!([
+            {"name": "ReadVar", "enabled": true},
+            {"name": "ListVars", "enabled": true},
+            {"name": "WriteVar", "enabled": false},
+            {"name": "RemoveVars", "enabled": true},
+        ])
     );
     wait_for(&asker, "tools/list_changed").await;
-    let names = tool_names(&client).await;
-    assert!(!names.contains(&"WriteVar".to_owned()));
-    assert!(names.contains(&"ReadVar".to_owned()));
+    let remaining: Vec<String> = every_tool
+        .into_iter()
+        .filter(|name| name != "WriteVar")
+        .collect();
+    assert_eq!(tool_names(&client).await, remaining);
     client.cancel().await.unwrap();
 }
 
 #[tokio::test]
 async fn a_switch_the_user_declines_changes_nothing() {
     let client = spawn_binary(&[], TestClient::new(Elicitation::Decline)).await;
+    let every_tool = tool_names(&client).await;
     let result = call(
         &client,
         "ToolGroups",
@@ -177,13 +183,14 @@ async fn a_switch_the_user_declines_changes_nothing() {
     )
     .await;
     assert!(is_error(&result));
-    assert!(tool_names(&client).await.contains(&"WriteVar".to_owned()));
+    assert_eq!(tool_names(&client).await, every_tool);
     client.cancel().await.unwrap();
 }
 
 #[tokio::test]
 async fn mistakes_are_refused_with_the_fix() {
     let client = spawn_binary(&[], approving()).await;
+    let every_tool = tool_names(&client).await;
     let cases = [
         (
             json!({"action": "disable", "group": "snapshot"}),
@@ -214,6 +221,7 @@ async fn mistakes_are_refused_with_the_fix() {
             "`list` takes no `group` or `tool`",
         ),
     ];
+    let mut refusals = Transcript::default();
     for (arguments, expected) in cases {
         let result = call(&client, "ToolGroups", arguments.clone()).await;
         assert!(is_error(&result), "{arguments}");
@@ -222,9 +230,9 @@ async fn mistakes_are_refused_with_the_fix() {
             "{arguments}: {}",
             text(&result)
         );
+        refusals.add(&arguments.to_string(), &text(&result));
     }
-    let names = tool_names(&client).await;
-    assert!(names.contains(&"ToolGroups".to_owned()));
-    assert!(names.contains(&"WriteVar".to_owned()));
+    refusals.assert_golden("tool_groups/mistakes.txt");
+    assert_eq!(tool_names(&client).await, every_tool);
     client.cancel().await.unwrap();
 }
