@@ -599,14 +599,14 @@ impl Transcript {
 }
 
 /// `text` with what differs between runs replaced by placeholders: temporary folders
-/// (`<tmp>`), loopback ports (`127.0.0.1:<port>`), timestamps (`<time>`), git commit ids (`<commit>`), UUIDs (`<uuid>`), SHA-256 digests (`<sha256>`) and the short ones in
-/// folder names (`-<digest>`); an error's backtrace is cut off.
+/// (`<tmp>`), loopback ports (`127.0.0.1:<port>`), timestamps (`<time>`), git commit ids (`<commit>`), UUIDs (`<uuid>`), SHA-256 digests (`<sha256>`), the short ones in
+/// folder names (`-<digest>`) and the node ids of cached results (`_<node>_result`); an error's backtrace is cut off.
 pub(crate) fn redact(text: &str) -> String {
     use std::sync::LazyLock;
 
     use regex::Regex;
 
-    static VOLATILE: LazyLock<[(Regex, &str); 9]> = LazyLock::new(|| {
+    static VOLATILE: LazyLock<[(Regex, &str); 10]> = LazyLock::new(|| {
         [
             (Regex::new(r"(?:/[A-Za-z0-9._-]+)*/\.tmp[A-Za-z0-9]{6}").unwrap(), "<tmp>"),
             (Regex::new(r"127\.0\.0\.1:[0-9]+").unwrap(), "127.0.0.1:<port>"),
@@ -624,6 +624,11 @@ pub(crate) fn redact(text: &str) -> String {
                 "<uuid>",
             ),
             (Regex::new(r"-[0-9a-f]{12}\b").unwrap(), "-<digest>"),
+            // The call's node in the names of cached results (`SkillLoad_b3cacce4_result`).
+            (
+                Regex::new(r"_[0-9a-f]{8,16}_(result|args)\b").unwrap(),
+                "_<node>_$1",
+            ),
             // Where `RUST_BACKTRACE` is set, an error's backtrace follows it, indented.
             (
                 Regex::new(r"\n\nStack backtrace:\n(?:[ \t]+[^\n]*(?:\n|$))*").unwrap(),

@@ -9,7 +9,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Client, Elicitation, TestClient, call, copy_tree, is_error, spawn_binary, text, write_skill,
+    Client, Elicitation, TestClient, Transcript, assert_golden_text, call, copy_tree, is_error,
+    spawn_binary, text, write_skill,
 };
 
 mod catalog;
@@ -162,13 +163,7 @@ async fn search_ranks_by_fields_with_stemming_and_typos() {
     .await;
     assert_eq!(limited.len(), 2);
     let result = call(&client, "SkillSearch", json!({"query": "merge pdf"})).await;
-    let answer = text(&result);
-    assert!(
-        answer.contains(
-            "<available-skills>\n  <skill name=\"pdf-tools\">Merge, split and rotate PDF files."
-        ),
-        "{answer}"
-    );
+    assert_golden_text("skills/search-merge-pdf.txt", &text(&result));
     let empty = call(&client, "SkillSearch", json!({"query": "  "})).await;
     assert!(is_error(&empty));
     client.cancel().await.unwrap();
@@ -179,16 +174,11 @@ async fn load_wraps_the_body_lists_resources_and_answers_every_load_whole() {
     let fixture = Fixture::new();
     let client = fixture.client().await;
     let loaded = text(&call(&client, "SkillLoad", json!({"name": "pdf-tools"})).await);
-    assert!(
-        loaded.starts_with("<skill_content name=\"pdf-tools\">\n# PDF Tools\n"),
-        "{loaded}"
-    );
-    assert!(!loaded.contains("allowed-tools"), "{loaded}");
     assert!(loaded.contains(&format!(
         "Skill folder: {}",
         fixture.root().join("pdf-tools").display()
     )));
-    assert!(loaded.contains("<skill_resources>\n  <file>references/REFERENCE.md</file>\n  <file>scripts/merge.py</file>\n</skill_resources>\n</skill_content>"), "{loaded}");
+    assert_golden_text("skills/load-pdf-tools.txt", &loaded);
     // One process serves many conversations: a second load gives the whole body again.
     let again = text(&call(&client, "SkillLoad", json!({"name": "pdf-tools"})).await);
     assert_eq!(again, loaded);
@@ -202,20 +192,13 @@ async fn load_wraps_the_body_lists_resources_and_answers_every_load_whole() {
     );
     assert_eq!(forced, loaded);
     let crlf = text(&call(&client, "SkillLoad", json!({"name": "crlf-skill"})).await);
-    assert!(crlf.contains("# CRLF\n\nThe body keeps working."), "{crlf}");
+    assert_golden_text("skills/load-crlf.txt", &crlf);
     let unknown = call(&client, "SkillLoad", json!({"name": "pdf-tool"})).await;
     assert!(is_error(&unknown));
-    assert!(
-        text(&unknown).contains("unknown skill `pdf-tool`; the closest names are `pdf-tools`"),
-        "{}",
-        text(&unknown)
-    );
+    assert_golden_text("skills/load-unknown.txt", &text(&unknown));
     let huge = text(&call(&client, "SkillLoad", json!({"name": "huge-body"})).await);
-    assert!(
-        huge.contains("# Astronomy handbook") && huge.contains("ReadVar"),
-        "a huge body is truncated with a hint"
-    );
     assert!(huge.chars().count() < 45_000);
+    assert_golden_text("skills/load-huge-body.txt", &huge);
     client.cancel().await.unwrap();
 }
 
@@ -225,18 +208,15 @@ async fn files_are_read_in_windows_and_escapes_are_refused() {
     let client = fixture.client().await;
     let read = |path: &str| json!({"name": "pdf-tools", "path": path});
     let whole = text(&call(&client, "SkillReadFile", read("references/REFERENCE.md")).await);
-    assert!(
-        whole.ends_with("\n# Page ranges\n\nUse `1-3,7` to pick pages one to three and seven.\n"),
-        "{whole}"
-    );
+    assert_golden_text("skills/read-file-whole.txt", &whole);
     let window = call(
         &client,
         "SkillReadFile",
         json!({"name": "pdf-tools", "path": "references/REFERENCE.md", "start": 2, "length": 4}),
     )
     .await;
-    assert!(text(&window).ends_with("\nPage"), "{}", text(&window));
-    assert!(text(&window).contains("more remains"));
+    let mut answers = Transcript::default();
+    answers.add("a window", &text(&window));
     for escape in [
         "../csv-cleaner/SKILL.md",
         "/etc/passwd",
@@ -246,14 +226,11 @@ async fn files_are_read_in_windows_and_escapes_are_refused() {
     ] {
         let result = call(&client, "SkillReadFile", read(escape)).await;
         assert!(is_error(&result), "{escape} was served: {}", text(&result));
-        assert!(
-            text(&result).contains("is refused"),
-            "{escape}: {}",
-            text(&result)
-        );
+        answers.add(escape, &text(&result));
     }
     let missing = call(&client, "SkillReadFile", read("nope.md")).await;
-    assert!(text(&missing).contains("has no file `nope.md`; its files are: SKILL.md, references/REFERENCE.md, scripts/merge.py"), "{}", text(&missing));
+    answers.add("nope.md", &text(&missing));
+    answers.assert_golden("skills/read-file-windows-and-refusals.txt");
     let lower = text(
         &call(
             &client,
@@ -262,7 +239,7 @@ async fn files_are_read_in_windows_and_escapes_are_refused() {
         )
         .await,
     );
-    assert!(lower.contains("name: lowercase-file"));
+    assert_golden_text("skills/read-file-lowercase.txt", &lower);
     client.cancel().await.unwrap();
 }
 
@@ -288,15 +265,8 @@ async fn the_bundled_skills_are_served_and_found_by_default() {
         json!({"name": "writing-skills", "path": "references/checklist.md"}),
     )
     .await;
-    assert!(
-        text(&checklist).contains("# Skill checklist"),
-        "{}",
-        text(&checklist)
-    );
+    assert_golden_text("skills/bundled-checklist.txt", &text(&checklist));
     let loaded = text(&call(&client, "SkillLoad", json!({"name": "writing-skills"})).await);
-    assert!(
-        loaded.contains("Skill folder: (bundled in synapse-mcp) skills/writing-skills"),
-        "{loaded}"
-    );
+    assert_golden_text("skills/bundled-writing-skills.txt", &loaded);
     client.cancel().await.unwrap();
 }
