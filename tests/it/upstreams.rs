@@ -13,8 +13,8 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Client, Elicitation, TestClient, binary, call, example, is_error, quiet_home, spawn_binary,
-    text, tool_names,
+    Client, Elicitation, TestClient, assert_golden_text, binary, call, error_part, example,
+    is_error, quiet_home, spawn_binary, text, tool_names,
 };
 
 /// An `[[upstream]]` table that starts the test server, with more keys.
@@ -307,11 +307,7 @@ async fn the_upstreams_elicitation_and_sampling_reach_the_client() {
     let unable = setup.start(TestClient::new(Elicitation::Unsupported)).await;
     let refused = call(&unable, "test__ask", json!({"question": "?"})).await;
     assert!(is_error(&refused));
-    assert!(
-        text(&refused).contains("cannot be asked"),
-        "{}",
-        text(&refused)
-    );
+    assert_golden_text("upstreams/cannot-be-asked.txt", &text(&refused));
     unable.cancel().await.unwrap();
 }
 
@@ -386,10 +382,7 @@ async fn config_changes_start_and_stop_upstreams_with_one_list_changed_each() {
         )
         .await
         .unwrap_err();
-    assert!(
-        gone.to_string().contains("unknown tool `one__echo`"),
-        "{gone}"
-    );
+    assert_golden_text("upstreams/removed-tool-called.txt", &gone.to_string());
 
     // A file that no longer checks changes nothing; the next good one applies.
     setup.write(&format!("{}{}", upstream("vars", ""), upstream("two", "")));
@@ -420,12 +413,7 @@ fn an_upstream_named_like_a_built_in_group_is_refused_at_start() {
     assert!(!output.status.success());
     assert!(output.stdout.is_empty());
     let said = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        said.contains(
-            "[[upstream]] number 1 (name = \"vars\"): `name` is the built-in tool group `vars`"
-        ),
-        "{said}"
-    );
+    assert_golden_text("upstreams/built-in-name-refused.txt", error_part(&said));
 }
 
 #[tokio::test]
