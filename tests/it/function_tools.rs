@@ -8,7 +8,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Client, Elicitation, TestClient, assert_valid_output, call, is_error, spawn_binary, text,
+    Client, Elicitation, TestClient, assert_golden, assert_golden_text, assert_valid_output, call,
+    is_error, spawn_binary, text,
 };
 use crate::snapshots::{example, ok, refused};
 
@@ -128,9 +129,9 @@ async fn function_test_shows_each_step_and_stores_nothing() {
     let bogus = &from_state["errors"][0];
     assert_eq!(bogus["function"], "BOGUS");
     assert!(bogus.get("suggestion").is_none(), "{bogus}");
-    assert!(
-        bogus["message"].as_str().unwrap().contains("SET, ADD, SUB"),
-        "{bogus}"
+    assert_golden(
+        "tests/golden/function_tools/test-unknown-function.json",
+        &from_state["errors"],
     );
 
     // Bad input names the value and the fix, and changes nothing either.
@@ -140,16 +141,16 @@ async fn function_test_shows_each_step_and_stores_nothing() {
         json!({"text": "x", "snapshot": "no-such-id"}),
     )
     .await;
-    assert!(missing.contains("no snapshot `no-such-id`"), "{missing}");
+    assert_golden_text("function_tools/test-unknown-snapshot.txt", &missing);
     let broken = refused(
         &client,
         "FunctionTest",
         json!({"text": "x", "function": {"name": "BAD", "type": "active", "pattern": "(", "executor": "return snapshot"}}),
     )
     .await;
-    assert!(broken.contains("not a valid JavaScript regex"), "{broken}");
+    assert_golden_text("function_tools/test-bad-regex.txt", &broken);
     let scalar = refused(&client, "FunctionTest", json!({"text": "x", "snapshot": 5})).await;
-    assert!(scalar.contains("`snapshot` must be"), "{scalar}");
+    assert_golden_text("function_tools/test-scalar-snapshot.txt", &scalar);
 
     assert_eq!(
         dump(directory.path()),
@@ -208,10 +209,7 @@ async fn typos_are_reported_with_a_suggestion_and_the_rest_still_applies() {
     .await;
     assert_eq!(disabled["snapshot"], json!({}));
     let message = disabled["errors"][0]["message"].as_str().unwrap();
-    assert!(
-        message.contains("`TIME` is disabled") && message.contains("FunctionEnable"),
-        "{message}"
-    );
+    assert_golden_text("function_tools/disabled-function.txt", message);
 }
 
 /// Reprocessing a switched-off chat computes nothing, so it drops nothing either.
@@ -270,13 +268,9 @@ async fn switched_off_chats_and_characters_are_not_processed_and_say_so() {
         skipped["storage"],
         json!({"snapshots": 0, "newNodes": 0, "newBytes": 0})
     );
-    assert_eq!(skipped["disabled"]["by"], "character");
-    assert!(
-        skipped["disabled"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("艾拉.png"),
-        "{skipped}"
+    assert_golden(
+        "tests/golden/function_tools/disabled-by-character.json",
+        &skipped["disabled"],
     );
     assert_eq!(skipped["vs_stat_data"], chat["template"]);
     assert_eq!(
@@ -328,14 +322,14 @@ async fn switched_off_chats_and_characters_are_not_processed_and_say_so() {
         json!({"chatFile": "a", "characterId": "b", "setting": "on"}),
     )
     .await;
-    assert!(both.contains("not both"), "{both}");
+    assert_golden_text("function_tools/enable-both.txt", &both);
     let wrong = refused(
         &client,
         "SnapshotEnable",
         json!({"chatFile": "a", "setting": "yes"}),
     )
     .await;
-    assert!(wrong.contains("yes"), "{wrong}");
+    assert_golden_text("function_tools/enable-bad-setting.txt", &wrong);
 }
 
 #[tokio::test]
@@ -396,17 +390,14 @@ async fn moving_a_function_changes_which_library_applies() {
         json!({"id": "HEAL", "toCharacterId": "林.png"}),
     )
     .await;
-    assert!(
-        unknown.contains("no function `HEAL`") && unknown.contains("global"),
-        "{unknown}"
-    );
+    assert_golden_text("function_tools/move-unknown.txt", &unknown);
     let builtin = refused(
         &client,
         "FunctionMove",
         json!({"id": "SET", "toCharacterId": "林.png"}),
     )
     .await;
-    assert!(builtin.contains("built-in"), "{builtin}");
+    assert_golden_text("function_tools/move-built-in.txt", &builtin);
     assert_eq!(
         ok(&client, "FunctionList", json!({"characterId": "艾拉.png"})).await,
         listed
@@ -467,7 +458,7 @@ async fn reordering_and_switching_functions_in_bulk() {
         json!({"ids": ["HEAL", heal["id"]], "enabled": true}),
     )
     .await;
-    assert!(twice.contains("already in the list"), "{twice}");
+    assert_golden_text("function_tools/enable-twice.txt", &twice);
     let applied = ok(
         &client,
         "SnapshotApply",
@@ -481,8 +472,8 @@ async fn reordering_and_switching_functions_in_bulk() {
         .iter()
         .map(|error| error["message"].as_str().unwrap())
         .collect();
-    assert!(
-        reasons.iter().all(|reason| reason.contains("is disabled")),
-        "{reasons:?}"
+    assert_golden(
+        "tests/golden/function_tools/disabled-functions-skipped.json",
+        &json!(reasons),
     );
 }
