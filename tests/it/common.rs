@@ -598,7 +598,8 @@ impl Transcript {
     }
 }
 
-/// `text` with what differs between runs replaced by placeholders: temporary folders
+/// `text` with what differs between runs replaced by placeholders: this checkout's folder
+/// (`<repository>`), temporary folders
 /// (`<tmp>`), loopback ports (`127.0.0.1:<port>`), timestamps (`<time>`), git commit ids (`<commit>`), UUIDs (`<uuid>`), SHA-256 digests (`<sha256>`), the short ones in
 /// folder names (`-<digest>`) and the node ids of cached results (`_<node>_result`); an error's backtrace is cut off.
 pub(crate) fn redact(text: &str) -> String {
@@ -606,10 +607,12 @@ pub(crate) fn redact(text: &str) -> String {
 
     use regex::Regex;
 
-    static VOLATILE: LazyLock<[(Regex, &str); 10]> = LazyLock::new(|| {
+    static VOLATILE: LazyLock<[(Regex, &str); 11]> = LazyLock::new(|| {
         [
             (Regex::new(r"(?:/[A-Za-z0-9._-]+)*/\.tmp[A-Za-z0-9]{6}").unwrap(), "<tmp>"),
             (Regex::new(r"127\.0\.0\.1:[0-9]+").unwrap(), "127.0.0.1:<port>"),
+            // `doctor`'s SQLite file size: the write-ahead log is checkpointed when it will be.
+            (Regex::new(r"(file size: +)[0-9]+ bytes").unwrap(), "${1}<n> bytes"),
             // The tests' PostgreSQL databases (`postgres_server::database`).
             (Regex::new(r"synapse_test_[0-9]+_[0-9]+").unwrap(), "synapse_test_<n>"),
             (
@@ -636,11 +639,10 @@ pub(crate) fn redact(text: &str) -> String {
             ),
         ]
     });
-    VOLATILE
-        .iter()
-        .fold(text.to_owned(), |text, (pattern, placeholder)| {
-            pattern.replace_all(&text, *placeholder).into_owned()
-        })
+    let text = text.replace(env!("CARGO_MANIFEST_DIR"), "<repository>");
+    VOLATILE.iter().fold(text, |text, (pattern, placeholder)| {
+        pattern.replace_all(&text, *placeholder).into_owned()
+    })
 }
 
 /// `target/<profile>/examples/<name>`, next to this test binary's `deps/` folder.

@@ -9,7 +9,7 @@ use std::path::Path;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::common::RawSession;
+use crate::common::{RawSession, assert_golden_text};
 
 /// A dot path of `segments` segments, `a.a.a…`.
 fn deep_path(segments: usize) -> String {
@@ -79,9 +79,9 @@ async fn refuses_a_deep_path_and_keeps_serving(mut session: RawSession, segments
         )
         .await;
     assert!(is_tool_error(&written), "{written}");
-    assert!(
-        tool_text(&written).contains("deeper than the limit of 64"),
-        "{written}"
+    assert_golden_text(
+        &format!("depth/write-too-deep-{segments}.txt"),
+        &tool_text(&written),
     );
     let read = session.call(2, "ReadState", json!({})).await;
     assert!(!is_tool_error(&read), "{read}");
@@ -112,18 +112,12 @@ async fn writes_accept_only_what_reads_can_return_across_restarts() {
         .call(1, "WriteState", json!({"path": deep_path(128), "value": 1}))
         .await;
     assert!(is_tool_error(&too_deep_path), "{too_deep_path}");
-    assert!(
-        tool_text(&too_deep_path).contains("nests 128 levels deep, deeper than the limit of 64"),
-        "{too_deep_path}"
-    );
+    assert_golden_text("depth/path-too-deep.txt", &tool_text(&too_deep_path));
     let too_deep_value = session
         .call(2, "WriteState", json!({"path": "v.w", "value": nested(63)}))
         .await;
     assert!(is_tool_error(&too_deep_value), "{too_deep_value}");
-    assert!(
-        tool_text(&too_deep_value).contains("nests 65 levels deep, deeper than the limit of 64"),
-        "{too_deep_value}"
-    );
+    assert_golden_text("depth/value-too-deep.txt", &tool_text(&too_deep_value));
     // At the limit: 2 path segments and a value 62 levels deep.
     let at_limit = session
         .call(3, "WriteState", json!({"path": "v.w", "value": nested(62)}))
@@ -202,16 +196,10 @@ async fn an_over_deep_stored_state_stays_readable_and_doctor_repairs_it() {
 
     let (out, _, ok) = run_command(&["doctor", "--data-dir", &data]);
     assert!(!ok, "doctor must not say ok: {out}");
-    assert!(
-        out.contains("state of workspace `default` nests deeper than the limit of 64"),
-        "{out}"
-    );
+    assert_golden_text("depth/doctor-too-deep.txt", &out);
     let (out, stderr, ok) = run_command(&["doctor", "--repair", "--data-dir", &data]);
     assert!(ok, "{out}{stderr}");
-    assert!(
-        out.contains("repaired the state of workspace `default`"),
-        "{out}"
-    );
+    assert_golden_text("depth/doctor-repair.txt", &out);
     let (out, stderr, ok) = run_command(&["doctor", "--data-dir", &data]);
     assert!(ok, "{out}{stderr}");
 
@@ -283,10 +271,7 @@ async fn every_expansion_counts_against_the_budget_even_an_empty_one() {
         .await;
     assert!(is_tool_error(&expanded), "{expanded}");
     let message = tool_text(&expanded);
-    assert!(
-        message.contains("$VAR_REF{{l0}}: the references in these arguments expand more than"),
-        "{message}"
-    );
+    assert_golden_text("depth/references-expand.txt", &message);
     ping(&mut session, 21).await;
     let peak = peak_rss(session.pid());
     assert!(peak < 200 << 20, "peak RSS {peak} bytes");
@@ -394,10 +379,7 @@ async fn a_workspace_byte_cap_refuses_writes_past_it_and_keeps_what_was_stored()
         .await;
     assert!(is_tool_error(&second), "{second}");
     let message = tool_text(&second);
-    assert!(
-        message.contains("over its cap of 100000 bytes") && message.contains("workspace_max_bytes"),
-        "{message}"
-    );
+    assert_golden_text("depth/workspace-cap.txt", &message);
     let state = session
         .call(
             3,
@@ -406,10 +388,7 @@ async fn a_workspace_byte_cap_refuses_writes_past_it_and_keeps_what_was_stored()
         )
         .await;
     assert!(is_tool_error(&state), "{state}");
-    assert!(
-        tool_text(&state).contains("over its cap of 100000 bytes"),
-        "{state}"
-    );
+    assert_golden_text("depth/state-cap.txt", &tool_text(&state));
     let replaced = session
         .call(
             4,

@@ -9,7 +9,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Client, Elicitation, TestClient, call, is_error, spawn_binary, text, tool_names, write_skill,
+    Client, Elicitation, TestClient, assert_golden_text, call, is_error, spawn_binary, text,
+    tool_names, write_skill,
 };
 
 const ON: &str = "[groups]\nscripts = true\n";
@@ -180,12 +181,8 @@ async fn a_script_runs_by_the_id_the_skills_index_lists() {
         json!({"name": "pdf-tools", "script": "skill:runner:mark"}),
     )
     .await;
-    assert!(
-        is_error(&other)
-            && text(&other).contains("is a script of skill `runner`, not of `pdf-tools`"),
-        "{}",
-        text(&other)
-    );
+    assert!(is_error(&other));
+    assert_golden_text("skills/scripts/script-of-another-skill.txt", &text(&other));
     let unknown = call(
         &client,
         "SkillRunScript",
@@ -205,7 +202,8 @@ async fn a_declined_run_runs_nothing() {
     let scripts = Scripts::new();
     let (client, observer) = scripts.client(ON, Elicitation::Decline).await;
     let (error, _, message) = run(&client, "scripts/mark.sh", json!({})).await;
-    assert!(error && message.contains("rejected"), "{message}");
+    assert!(error);
+    assert_golden_text("skills/scripts/declined.txt", &message);
     assert_eq!(observer.asked().len(), 1);
     assert!(!scripts.marker().exists(), "the declined script ran");
     client.cancel().await.unwrap();
@@ -237,10 +235,8 @@ async fn a_file_changed_while_asking_is_not_run() {
         .while_asking(move || std::fs::write(&notes, "changed while asking\n").unwrap());
     let client = scripts.client_with(ON, observer.clone()).await;
     let (error, _, message) = run(&client, "scripts/mark.sh", json!({})).await;
-    assert!(
-        error && message.contains("changed while the run waited for approval"),
-        "{message}"
-    );
+    assert!(error);
+    assert_golden_text("skills/scripts/changed-while-asking.txt", &message);
     assert!(!scripts.marker().exists(), "the changed skill ran");
     let (error, _, message) = run(&client, "scripts/mark.sh", json!({})).await;
     assert!(!error, "{message}");
@@ -312,11 +308,8 @@ async fn bundled_skills_have_no_scripts_to_run() {
         json!({"name": "synapse-workspace", "script": "SKILL.md"}),
     )
     .await;
-    assert!(
-        is_error(&result) && text(&result).contains("is bundled into synapse-mcp"),
-        "{}",
-        text(&result)
-    );
+    assert!(is_error(&result));
+    assert_golden_text("skills/scripts/bundled-script.txt", &text(&result));
     client.cancel().await.unwrap();
 }
 
@@ -329,11 +322,7 @@ async fn an_approval_covers_one_script_and_every_file_of_the_folder() {
     let (error, _, message) = run(&client, "scripts/hello.sh", json!({})).await;
     assert!(!error, "{message}");
     assert_eq!(observer.asked().len(), 2, "another script asks again");
-    assert!(
-        observer.asked()[1].contains("script `scripts/hello.sh` of skill `runner` only"),
-        "{}",
-        observer.asked()[1]
-    );
+    assert_golden_text("skills/scripts/second-question.txt", &observer.asked()[1]);
     for vendored in [
         "node_modules/lib/util.sh",
         ".git/hooks/x",
@@ -356,10 +345,8 @@ async fn a_link_out_of_the_folder_keeps_every_script_from_running() {
     scripts.link_out();
     let (client, observer) = scripts.client(ON, approve()).await;
     let (error, _, message) = run(&client, "scripts/mark.sh", json!({})).await;
-    assert!(
-        error && message.contains("`scripts/link.sh` is a symlink that leaves the skill folder"),
-        "{message}"
-    );
+    assert!(error);
+    assert_golden_text("skills/scripts/symlink-leaves.txt", &message);
     assert!(!scripts.marker().exists());
     assert_eq!(observer.asked(), Vec::<String>::new());
     client.cancel().await.unwrap();
