@@ -12,8 +12,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Client, Elicitation, TestClient, binary, call, copy_tree, is_error, manifest,
-    spawn_binary_at_home, text, tool_names,
+    Client, Elicitation, TestClient, assert_golden_text, binary, call, copy_tree, is_error,
+    manifest, spawn_binary_at_home, text, tool_names,
 };
 
 /// A temporary home, and a tool root holding the group `lab`.
@@ -253,11 +253,7 @@ async fn a_run_is_approved_once_and_asked_again_after_the_script_changes() {
         );
     }
     assert_eq!(observer.asked().len(), 1, "{:?}", observer.asked());
-    assert!(
-        observer.asked()[0].contains("`lab__echo_json` only, while its script `echo_json.py`"),
-        "{}",
-        observer.asked()[0]
-    );
+    assert_golden_text("script_tools/question.txt", &observer.asked()[0]);
     let refused = call(&client, "lab__echo_json", json!({"name": ""})).await;
     assert_eq!(
         text(&refused),
@@ -290,13 +286,8 @@ async fn json_output_must_match_the_output_schema() {
          \"string\"\n\nstdout:\n{\"greeting\": 5}"
     );
     let plain = call(&client, "lab__echo_json", json!({"name": "not-json"})).await;
-    assert!(
-        is_error(&plain)
-            && text(&plain)
-                .contains("so its script must print one JSON object, but its stdout is not JSON"),
-        "{}",
-        text(&plain)
-    );
+    assert!(is_error(&plain));
+    assert_golden_text("script_tools/stdout-not-json.txt", &text(&plain));
     client.cancel().await.unwrap();
 }
 
@@ -334,11 +325,8 @@ async fn a_script_past_its_timeout_is_killed_with_what_it_started() {
     let lab = Lab::new();
     let client = lab.client("", quiet()).await;
     let result = call(&client, "lab__sleepy", json!({})).await;
-    assert!(
-        is_error(&result) && text(&result).contains("its script was killed after 1 s"),
-        "{}",
-        text(&result)
-    );
+    assert!(is_error(&result));
+    assert_golden_text("script_tools/killed-after-timeout.txt", &text(&result));
     let pid_file = lab.directory.path().join("sleepy.pid");
     assert!(
         crate::skills::hardening::ends(&pid_file).await,
@@ -443,11 +431,7 @@ async fn a_large_result_is_cut_and_its_variable_feeds_var_ref_and_a_plan() {
     )
     .await;
     let shown = text(&result);
-    assert!(
-        shown.starts_with("01234567890123456789")
-            && shown.contains("[… 4900 characters omitted (characters 50–4950) …]"),
-        "{shown}"
-    );
+    assert_golden_text("script_tools/cut-in-the-middle.txt", &shown);
     let variable = shown
         .split("variable `")
         .nth(1)
