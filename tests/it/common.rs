@@ -574,12 +574,27 @@ pub(crate) fn assert_golden_text(relative: &str, actual: &str) {
     );
 }
 
-/// What a command that failed printed from its `Error:` line on, without the log lines before it
-/// (whose order and timings vary).
-pub(crate) fn error_part(stderr: &str) -> &str {
-    stderr
+/// What a command that failed printed from its `Error:` line on, without the log lines around
+/// it (whose order and timings vary: a thread may still log after the error).
+pub(crate) fn error_part(stderr: &str) -> String {
+    let from_error = stderr
         .find("Error: ")
-        .map_or(stderr, |start| &stderr[start..])
+        .map_or(stderr, |start| &stderr[start..]);
+    let mut kept = String::new();
+    for line in from_error.lines().filter(|line| !is_log_line(line)) {
+        kept.push_str(line);
+        kept.push('\n');
+    }
+    kept
+}
+
+/// Whether a line of stderr is one of the log's (`2026-11-27T18:00:00.000000Z  INFO …`).
+fn is_log_line(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    bytes.len() > 20
+        && bytes[..4].iter().all(u8::is_ascii_digit)
+        && bytes[4] == b'-'
+        && bytes[10] == b'T'
 }
 
 /// The whole answers of one test, each under a heading, compared at once with one golden text
@@ -590,7 +605,8 @@ pub(crate) struct Transcript(String);
 impl Transcript {
     /// Appends one answer under its heading.
     pub(crate) fn add(&mut self, heading: &str, answer: &str) {
-        self.0.push_str(&format!("## {heading}\n{answer}\n\n"));
+        let entry = format!("## {heading}\n{answer}\n\n");
+        self.0.push_str(&entry);
     }
 
     pub(crate) fn assert_golden(&self, relative: &str) {

@@ -17,7 +17,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::common::{Client, Elicitation, TestClient, binary, call, is_error, quiet_home, text};
+use crate::common::{
+    Client, Elicitation, TestClient, Transcript, assert_golden_text, binary, call, error_part,
+    is_error, quiet_home, text,
+};
 
 /// A `serve --http` process on a free loopback port, with its tokens file.
 pub(crate) struct HttpServer {
@@ -294,7 +297,7 @@ async fn tools_are_listed_and_called_over_http_in_both_eras() {
     assert!(tools.iter().any(|tool| tool.name == "ReadVar"));
     // The same principal's workspace, across eras and sessions: the token decides it.
     let read = call(&modern, "ReadVar", json!({"name": "topic"})).await;
-    assert!(text(&read).contains("bees"), "{read:?}");
+    assert_golden_text("http/read-modern.txt", &text(&read));
     modern.cancel().await.unwrap();
 }
 
@@ -331,7 +334,7 @@ async fn each_workspace_keeps_its_own_variables() {
         .client("/mcp", &bob, TestClient::new(Elicitation::Unsupported))
         .await;
     let read = call(&bobs, "ReadVar", json!({"name": "note"})).await;
-    assert!(text(&read).contains("for bob"), "{read:?}");
+    assert_golden_text("http/read-bobs.txt", &text(&read));
     bobs.cancel().await.unwrap();
 }
 
@@ -404,7 +407,7 @@ async fn a_read_only_token_reads_but_is_refused_a_write() {
         .await;
     let refused = call(&client, "WriteVar", json!({"name": "x", "value": "y"})).await;
     assert!(is_error(&refused), "{refused:?}");
-    assert!(text(&refused).contains("read-only"), "{}", text(&refused));
+    assert_golden_text("http/read-only-refused.txt", &text(&refused));
     let listed = call(&client, "ListVars", json!({})).await;
     assert!(!is_error(&listed), "{listed:?}");
     client.cancel().await.unwrap();
@@ -607,10 +610,12 @@ async fn http_without_tokens_needs_no_auth_and_a_loopback_address() {
         assert!(!output.status.success(), "{args:?} was served");
         String::from_utf8(output.stderr).unwrap()
     };
+    let mut refusals = Transcript::default();
     let stderr = refused(&["--http", "127.0.0.1:0"]);
-    assert!(stderr.contains("needs authentication"), "{stderr}");
+    refusals.add("no tokens", &error_part(&stderr));
     let stderr = refused(&["--http", "0.0.0.0:0", "--no-auth"]);
-    assert!(stderr.contains("loopback address only"), "{stderr}");
+    refusals.add("--no-auth on every address", &error_part(&stderr));
+    refusals.assert_golden("http/refused-at-start.txt");
 }
 
 /// Second round, finding 11: over HTTP, wrong-typed params of a known method answered -32601

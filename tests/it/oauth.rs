@@ -684,7 +684,7 @@ async fn oauth_without_keys_or_audience_is_refused_at_start() {
             .unwrap();
         assert!(!output.status.success(), "{args:?} was served");
         let stderr = String::from_utf8(output.stderr).unwrap();
-        crate::common::error_part(&stderr).to_owned()
+        crate::common::error_part(&stderr)
     };
     let mut refusals = Transcript::default();
     let stderr = refused(&["--oauth-issuer", ISSUER, "--oauth-audience", AUDIENCE]);

@@ -6,7 +6,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::common::{Client, Elicitation, TestClient, call, is_error, text};
+use crate::common::{Client, Elicitation, TestClient, assert_golden_text, call, is_error, text};
 use crate::http::HttpServer;
 
 fn observer() -> TestClient {
@@ -102,10 +102,7 @@ async fn a_read_only_token_writes_nothing_through_an_output_path() {
         assert!(text(&injected).contains("read-only"), "{injected:?}");
         let pinned = call(reader, "lab__quote", json!({})).await;
         assert!(is_error(&pinned), "{pinned:?}");
-        assert!(
-            text(&pinned).contains("writes to †state.pinned"),
-            "{pinned:?}"
-        );
+        assert_golden_text("principals/pinned-write-refused.txt", &text(&pinned));
         // What writes nothing still runs.
         let read = call(reader, "ReadVar", json!({"name": "important"})).await;
         assert!(text(&read).ends_with("\nthe writer's words"), "{read:?}");
@@ -264,7 +261,7 @@ async fn only_a_token_with_the_skills_grant_changes_the_shared_skills() {
         json!({"name": "team-style", "script": "scripts/run.sh"}),
     )
     .await;
-    assert!(text(&script).contains("skills grant"), "{script:?}");
+    assert_golden_text("principals/skills-grant-refused.txt", &text(&script));
     // Its own workspace it still writes.
     let own = call(
         &other_tenant,
@@ -298,7 +295,7 @@ async fn only_a_token_with_the_skills_grant_changes_the_shared_skills() {
     let saved = call(&curator, "SkillSave", injected_skill()).await;
     assert!(!is_error(&saved), "{saved:?}");
     let loaded = call(&victim, "SkillLoad", json!({"name": "team-style"})).await;
-    assert!(text(&loaded).contains("# Style"), "{loaded:?}");
+    assert_golden_text("principals/curated-skill-loaded.txt", &text(&loaded));
     for client in [other_tenant, victim, curator] {
         client.cancel().await.unwrap();
     }

@@ -455,5 +455,5 @@ fn the_command_line_explains_itself_and_names_bad_config_files() {
     assert!(!failed.status.success());
     assert!(failed.stdout.is_empty(), "stdout is the protocol channel");
     let message = String::from_utf8(failed.stderr).unwrap();
-    assert_golden_text("stdio/bad-config.txt", error_part(&message));
+    assert_golden_text("stdio/bad-config.txt", &error_part(&message));
 }

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 use crate::common::{
-    Elicitation, RawSession, TestClient, Transcript, assert_golden_text, binary, call, is_error,
-    spawn_binary, text,
+    Elicitation, RawSession, TestClient, Transcript, assert_golden_text, binary, call, error_part,
+    is_error, spawn_binary, text,
 };
 
 /// Where a test's servers keep their workspaces, and a folder for the test's other files.
@@ -500,7 +500,7 @@ fn an_unreachable_postgres_store_stops_the_server_with_the_reason() {
         !stderr.contains("secret"),
         "the password is never shown: {stderr}"
     );
-    assert_golden_text("store/postgres-unreachable.txt", &stderr);
+    assert_golden_text("store/postgres-unreachable.txt", &error_part(&stderr));
 }
 
 #[test]
@@ -512,7 +512,7 @@ fn broken_stores_are_refused_at_start_with_the_reason() {
     let (out, stderr, ok) = run_command(&["--data-dir", &unwritable]);
     assert!(!ok && out.is_empty(), "no silent fallback to memory");
     let mut refusals = Transcript::default();
-    refusals.add("an unwritable data folder", &stderr);
+    refusals.add("an unwritable data folder", &error_part(&stderr));
 
     let corrupt = directory.path().join("corrupt");
     std::fs::create_dir(&corrupt).unwrap();
@@ -523,7 +523,7 @@ fn broken_stores_are_refused_at_start_with_the_reason() {
     .unwrap();
     let (_, stderr, ok) = run_command(&["--data-dir", corrupt.to_str().unwrap()]);
     assert!(!ok);
-    refusals.add("a corrupt database", &stderr);
+    refusals.add("a corrupt database", &error_part(&stderr));
 
     let newer = directory.path().join("newer");
     std::fs::create_dir(&newer).unwrap();
@@ -534,7 +534,7 @@ fn broken_stores_are_refused_at_start_with_the_reason() {
     drop(connection);
     let (_, stderr, ok) = run_command(&["--data-dir", newer.to_str().unwrap()]);
     assert!(!ok);
-    refusals.add("a database of a newer schema", &stderr);
+    refusals.add("a database of a newer schema", &error_part(&stderr));
     let (_, _, ok) = run_command(&["doctor", "--data-dir", newer.to_str().unwrap()]);
     assert!(!ok);
     let still: i64 = rusqlite::Connection::open(newer.join("synapse.db"))

@@ -413,7 +413,7 @@ fn an_upstream_named_like_a_built_in_group_is_refused_at_start() {
     assert!(!output.status.success());
     assert!(output.stdout.is_empty());
     let said = String::from_utf8_lossy(&output.stderr);
-    assert_golden_text("upstreams/built-in-name-refused.txt", error_part(&said));
+    assert_golden_text("upstreams/built-in-name-refused.txt", &error_part(&said));
 }
 
 #[tokio::test]

@@ -292,7 +292,10 @@ fn sources_the_allowlist_does_not_name_and_bad_values_are_refused() {
         let (succeeded, _, stderr) =
             run(&["--config", &config, "--skills", escaped, "skills", "check"]);
         assert!(!succeeded, "{escaped} was accepted: {stderr}");
-        refusals.push_str(&format!("{escaped}\n{stderr}\n"));
+        refusals.push_str(escaped);
+        refusals.push('\n');
+        refusals.push_str(&stderr);
+        refusals.push('\n');
     }
     assert_golden_text("skills/git/escaped-paths.txt", &refusals);
 
