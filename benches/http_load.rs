@@ -3,8 +3,12 @@
 //! connection, open an MCP session each (`initialize`, then `notifications/initialized`, then
 //! every request with `Mcp-Session-Id` and `MCP-Protocol-Version`), or, with `--era stateless`,
 //! send 2026-07-28 requests that carry their protocol version in `_meta` and need no session.
-//! Then each runs a closed loop of `tools/call` requests for `--warmup` seconds unmeasured and
-//! `--duration` seconds measured, and the driver prints one JSON line: requests/s, latency
+//! Then each runs a closed loop of `tools/call` requests (the next one sent when the last is
+//! answered) for `--warmup` seconds unmeasured and `--duration` seconds measured — or, with
+//! `--rate R`, an open loop: R requests a second in all, each client's sent on a fixed schedule
+//! whatever the answers do, and each latency counted from the request's intended send time, so
+//! that a server that falls behind is charged for the queue it builds (no coordinated omission).
+//! The driver prints one JSON line: requests/s, latency
 //! percentiles, the server processes' CPU time per request (`/proc/PID/stat`, `--pid`, with the
 //! children of `--store-pid`, a PostgreSQL postmaster, apart), their peak resident memory
 //! (`VmHWM`) and the driver's own CPU time per request.
@@ -74,6 +78,10 @@ struct Options {
     /// Clients at once, each with one request in flight.
     #[arg(long, default_value_t = 64)]
     clients: usize,
+    /// Open loop: requests per second offered in all, spread evenly over the clients, sent on
+    /// schedule and timed from when each was due. Without it, a closed loop.
+    #[arg(long)]
+    rate: Option<f64>,
     /// Seconds of unmeasured load first.
     #[arg(long, default_value_t = 3.0)]
     warmup: f64,
@@ -422,7 +430,47 @@ fn write_arguments(index: usize, number: u64, length: usize) -> String {
     json!({"name": variable(index), "value": payload(number, length)}).to_string()
 }
 
-/// The closed loop of calls.
+/// When a client sends its calls: as soon as the last is answered (a closed loop), or on a
+/// fixed schedule (an open loop).
+enum Schedule {
+    Closed,
+    /// The next call is due at `next`, then every `interval`.
+    Open {
+        next: Instant,
+        interval: Duration,
+    },
+}
+
+impl Schedule {
+    /// Client `index`'s schedule: its share of `--rate`, its first call offset by its index so
+    /// that the clients' calls interleave instead of arriving together.
+    fn of(index: usize, options: &Options, start: Instant) -> Self {
+        let Some(rate) = options.rate else {
+            return Self::Closed;
+        };
+        let interval = Duration::from_secs_f64(options.clients as f64 / rate);
+        let offset = interval.mul_f64(index as f64 / options.clients as f64);
+        Self::Open {
+            next: start + offset,
+            interval,
+        }
+    }
+
+    /// Waits until the next call is due; the instant its latency is counted from.
+    async fn due(&mut self) -> Instant {
+        match self {
+            Self::Closed => Instant::now(),
+            Self::Open { next, interval } => {
+                let due = *next;
+                *next += *interval;
+                tokio::time::sleep_until(due.into()).await;
+                due
+            }
+        }
+    }
+}
+
+/// The loop of calls: closed, or open on `--rate`'s schedule.
 async fn run(index: usize, options: &Options, mut connection: Connection, phases: Phases) -> Tally {
     let stateless = options.era == Era::Stateless;
     let read_arguments = json!({"name": variable(index)}).to_string();
@@ -430,8 +478,9 @@ async fn run(index: usize, options: &Options, mut connection: Connection, phases
     // Spreads the writes evenly: call n writes when n·writes crosses a multiple of 100.
     let writes = u64::from(options.writes.min(100));
     let mut number: u64 = index as u64;
+    let mut schedule = Schedule::of(index, options, Instant::now());
     loop {
-        let sent = Instant::now();
+        let sent = schedule.due().await;
         if sent >= phases.stop_at {
             break;
         }
@@ -565,6 +614,10 @@ fn per_request_us(time: Duration, requests: usize) -> f64 {
 async fn drive(options: Options) -> anyhow::Result<Value> {
     ensure!(options.clients > 0, "--clients must be at least 1");
     ensure!(
+        options.rate.is_none_or(|rate| rate > 0.0),
+        "--rate must be more than 0 requests a second"
+    );
+    ensure!(
         options.warmup >= 0.0 && options.duration > 0.0,
         "--warmup must be 0 or more seconds and --duration more than 0"
     );
@@ -631,6 +684,8 @@ async fn drive(options: Options) -> anyhow::Result<Value> {
         "era": format!("{:?}", options.era).to_lowercase(),
         "mix": format!("{:?}", options.mix).to_lowercase(),
         "clients": options.clients,
+        "loop": if options.rate.is_some() { "open" } else { "closed" },
+        "offered_per_second": options.rate,
         "instances": options.url.len(),
         "payload_bytes": options.payload,
         "writes_percent": (options.mix == Mix::Workspace).then_some(options.writes),

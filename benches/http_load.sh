@@ -24,6 +24,9 @@
 # left out). Usage:
 #   benches/http_load.sh                          # installs into target/http-load, kept for re-runs
 #   DURATION=20 WARMUP=5 CLIENTS=64 benches/http_load.sh
+#   RATE=1000 DURATION=60 benches/http_load.sh    # open loop: 1,000 requests/s offered in all
+#                                                 # whatever the answers do, latency counted from
+#                                                 # each request's intended send time
 #   TARGETS="memory python" benches/http_load.sh  # some targets only
 #   PG_FSYNC=off benches/http_load.sh             # PostgreSQL without fsync (the disk left out)
 #   SYNAPSE=path/to/synapse-mcp DRIVER=path/to/http_load benches/http_load.sh   # no builds
@@ -34,6 +37,7 @@ cd "$(dirname "$0")/.."
 repository=$PWD
 
 clients=${CLIENTS:-64}
+rate=${RATE:-}
 warmup=${WARMUP:-3}
 duration=${DURATION:-15}
 payload=${PAYLOAD:-1024}
@@ -178,9 +182,12 @@ synapse_start() { # PORT STORE [BINARY] → pid in $last_pid
 drive() { # LABEL ARGS… (after the common ones)
   local label=$1
   shift
-  say "measuring $label: $clients clients, ${warmup} s warm-up, ${duration} s measured"
+  local loop=(closed loop)
+  [[ -n "$rate" ]] && loop=(open loop at "$rate" requests/s)
+  say "measuring $label: $clients clients, ${loop[*]}, ${warmup} s warm-up, ${duration} s measured"
   if ! "$driver" --label "$label" --clients "$clients" --warmup "$warmup" --duration "$duration" \
-    --payload "$payload" --writes "$writes" "$@" >"$results/$label.json" 2>"$results/$label.err"; then
+    --payload "$payload" --writes "$writes" ${rate:+--rate "$rate"} "$@" \
+    >"$results/$label.json" 2>"$results/$label.err"; then
     say "$label failed: $(tail -n 5 "$results/$label.err")"
     rm -f "$results/$label.json"
   fi
@@ -351,9 +358,14 @@ for peer, aim in (("everything", 3), ("python", 10)):
     if ours and theirs:
         ratio = ours["requests_per_server_cpu_second"] / theirs["requests_per_server_cpu_second"]
         print(f"requests per server CPU-second, memory store ÷ {peer}: {ratio:.1f}× (aim ≥ {aim}×)")
+def load(row):
+    if row.get("loop") == "open":
+        return f"{row['clients']} connections, open loop at {row['offered_per_second']:,.0f} requests/s"
+    return f"{row['clients']} clients, closed loop"
 if postgres:
-    print(f"p99 at {postgres['clients']} clients on PostgreSQL, 1 instance: {postgres['latency']['p99_us'] / 1000:.2f} ms (aim ≤ 10 ms)")
+    print(f"p99 on PostgreSQL, 1 instance ({load(postgres)}): {postgres['latency']['p99_us'] / 1000:.2f} ms")
 if rows.get("postgres-2"):
-    print(f"p99 at {rows['postgres-2']['clients']} clients on PostgreSQL, 2 instances: {rows['postgres-2']['latency']['p99_us'] / 1000:.2f} ms")
+    two = rows["postgres-2"]
+    print(f"p99 on PostgreSQL, 2 instances ({load(two)}): {two['latency']['p99_us'] / 1000:.2f} ms, {two['failures']} failed calls (aim in the open loop at 1,000 requests/s: ≤ 10 ms, 0)")
 PYTHON
 } | tee "$work/results.md"
