@@ -26,6 +26,7 @@ mod http_edges;
 mod instances;
 mod layers;
 mod logging;
+mod markdown_tables;
 mod notifications;
 mod oauth;
 mod operations;
