@@ -48,21 +48,17 @@ fn collect_markdown(folder: &Path, pages: &mut Vec<PathBuf>) {
 /// The cells of a table row: split on every `|` not escaped with `\`, the outer pipes dropped.
 fn cells(row: &str) -> usize {
     let row = row.trim();
-    let mut count = 1;
-    let mut escaped = false;
+    let mut pipes = 0;
+    let mut after_backslash = false;
     for character in row.chars() {
-        match character {
-            '\\' if !escaped => escaped = true,
-            '|' if !escaped => count += 1,
-            _ => escaped = false,
+        if character == '|' && !after_backslash {
+            pipes += 1;
         }
-        if character != '\\' {
-            escaped = false;
-        }
+        after_backslash = character == '\\' && !after_backslash;
     }
-    count
-        - usize::from(row.starts_with('|'))
-        - usize::from(row.ends_with('|') && !row.ends_with("\\|"))
+    let outer = usize::from(row.starts_with('|'))
+        + usize::from(row.ends_with('|') && !row.ends_with("\\|"));
+    pipes + 1 - outer
 }
 
 fn is_delimiter(row: &str) -> bool {
@@ -94,31 +90,27 @@ fn table_problems(page: &Path) -> Vec<String> {
             header = None;
             continue;
         }
-        match header {
-            Some(columns) => {
-                if cells(line) != columns {
-                    problems.push(format!(
-                        "{}:{number}: {} cells in a table of {columns} columns",
-                        page.display(),
-                        cells(line)
-                    ));
-                }
+        if let Some(columns) = header {
+            if cells(line) != columns {
+                problems.push(format!(
+                    "{}:{number}: {} cells in a table of {columns} columns",
+                    page.display(),
+                    cells(line)
+                ));
             }
-            None => {
-                let starts_table = lines
-                    .get(index + 1)
-                    .is_some_and(|next| is_delimiter(next) && cells(next) == cells(line));
-                let is_delimiter_of_previous = index > 0 && is_delimiter(line);
-                if starts_table {
-                    header = Some(cells(line));
-                } else if !is_delimiter_of_previous {
-                    problems.push(format!(
-                        "{}:{number}: a row outside any table (a blank line or a missing \
-                         delimiter row above it?)",
-                        page.display()
-                    ));
-                }
-            }
+            continue;
+        }
+        let starts_table = lines
+            .get(index + 1)
+            .is_some_and(|next| is_delimiter(next) && cells(next) == cells(line));
+        if starts_table {
+            header = Some(cells(line));
+        } else if !(index > 0 && is_delimiter(line)) {
+            problems.push(format!(
+                "{}:{number}: a row outside any table (a blank line or a missing delimiter row \
+                 above it?)",
+                page.display()
+            ));
         }
     }
     problems
