@@ -33,8 +33,9 @@
 //! 11. Shared by the folder libraries: [`runner`] (running a script file: scrubbed environment,
 //!     timeout, process-group kill, capped output) and [`folders`] (digests, `index.json`,
 //!     watching folders for changes).
-//! 12. The ground floor: [`json`] (dot paths, the one depth limit, the string walk) and
-//!     [`text`] (character windows).
+//! 12. The ground floor: [`json`] (dot paths, the one depth limit, the string walk),
+//!     [`text`] (character windows) and [`hosts`] (the entries `config HOST` writes into the
+//!     hosts' own files).
 //!
 //! Only [`server`] (our server side) and [`upstreams`] (our client side of other servers) know
 //! MCP; everything below them knows nothing of it.
@@ -65,6 +66,7 @@ pub mod app;
 pub mod config;
 pub mod folders;
 pub mod groups;
+pub mod hosts;
 pub mod json;
 pub mod maintenance;
 pub mod plans;
