@@ -21,6 +21,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 #[cfg(target_os = "linux")]
+pub mod pids;
+#[cfg(target_os = "linux")]
 pub mod reaper;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};

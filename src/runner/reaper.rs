@@ -6,13 +6,16 @@
 //! from `PR_SET_PDEATHSIG`) — kills the script's group and every process left that was reparented
 //! to it: a child that left the group (`setsid`, a new session, `env -i`) is still a descendant,
 //! and an orphaned descendant comes to the subreaper, never to init. It exits with the script's
-//! status (a script killed by a signal makes the reaper die of the same signal).
+//! status (a script killed by a signal makes the reaper die of the same signal). The script and
+//! what it starts have at most [`PROCESS_LIMIT`] processes at once (`runner/pids.rs`).
 //!
 //! Without unsafe code: `rustix` does the `prctl`s, `setsid`, `kill` and `waitpid`.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
+
+use super::pids::{Ceiling, PROCESS_LIMIT};
 
 /// The hidden first argument that makes the binary a reaper.
 pub const SUBCOMMAND: &str = "__reap";
@@ -51,11 +54,14 @@ pub async fn serve(program: OsString, arguments: Vec<OsString>) -> ExitCode {
         eprintln_reaper("cannot watch for SIGTERM");
         return ExitCode::from(125);
     };
+    // Whatever the script starts counts against its ceiling from here on.
+    let ceiling = Ceiling::apply(PROCESS_LIMIT);
     let mut command = tokio::process::Command::new(&program);
     command.args(&arguments).process_group(0);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => {
+            ceiling.release();
             eprintln_reaper(&format!("cannot start {}: {error}", program.display()));
             return ExitCode::from(127);
         }
@@ -66,6 +72,7 @@ pub async fn serve(program: OsString, arguments: Vec<OsString>) -> ExitCode {
         _ = ended.recv() => None,
     };
     sweep(group);
+    ceiling.release();
     if let Some(code) = status.and_then(|status| status.code()) {
         return ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1));
     }

@@ -335,6 +335,51 @@ async fn a_script_past_its_timeout_is_killed_with_what_it_started() {
     client.cancel().await.unwrap();
 }
 
+/// Whether this machine gives a run a ceiling on its processes: any user but root
+/// (`RLIMIT_NPROC`), or root where the cgroup v1 `pids` hierarchy is mounted for writing.
+fn processes_can_be_capped() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .any(|line| line.starts_with("Uid:") && line.split_whitespace().nth(1) == Some("0"))
+    });
+    let probe =
+        Path::new("/sys/fs/cgroup/pids").join(format!("synapse-probe-{}", std::process::id()));
+    !root || (std::fs::create_dir(&probe).is_ok() && std::fs::remove_dir(&probe).is_ok())
+}
+
+#[tokio::test]
+async fn a_fork_bomb_stops_at_the_runs_process_ceiling() {
+    // Root without a writable `pids` cgroup has no ceiling here (docs/script-tools.md).
+    if !processes_can_be_capped() {
+        return;
+    }
+    let lab = Lab::new();
+    let forks = json!({"description": "Starts 400 sleepers.", "script": "forks.sh",
+        "inputSchema": {"type": "object"}, "approval": "auto", "timeoutSeconds": 20});
+    let counter = lab.directory.path().join("started");
+    let script = format!(
+        "n=0\nwhile [ $n -lt 400 ]; do\n  sleep 20 &\n  n=$((n+1))\n  echo $n > '{}'\ndone\necho all started\n",
+        counter.display()
+    );
+    lab.tool("forks", "forks.sh", &script, &forks);
+    let client = lab.client("", quiet()).await;
+    let result = call(&client, "lab__forks", json!({})).await;
+    let started: u32 = std::fs::read_to_string(&counter)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        (200..synapse_mcp::runner::pids::PROCESS_LIMIT).contains(&started),
+        "{started} sleepers started: {}",
+        text(&result)
+    );
+    assert!(is_error(&result), "{}", text(&result));
+    assert!(!text(&result).contains("all started"), "{}", text(&result));
+    client.cancel().await.unwrap();
+}
+
 /// `synapse-mcp tools check` with these arguments, under a temporary home: the report and
 /// whether it passed.
 fn check(home: &Path, args: &[&str]) -> (String, bool) {
