@@ -325,7 +325,7 @@ fn app_with(arguments: &[&str]) -> (synapse_mcp::app::App, tokio::runtime::Runti
     let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from(
         std::iter::once("synapse-mcp").chain(arguments.iter().copied()),
     );
-    let config = synapse_mcp::config::Config::load(&cli).expect("config");
+    let config = synapse_mcp::app::Settings::load(&cli).expect("config");
     let app = synapse_mcp::app::App::open(&config).expect("app");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

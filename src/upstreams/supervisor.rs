@@ -20,9 +20,9 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::link::{Handler, Link, State};
+use super::settings::Upstream;
 use super::tool;
 use super::wire::{self, Wire};
-use crate::config::upstream::Upstream;
 use crate::runner::kill_process_group;
 use crate::tools::{Registry, ToolGroup};
 

@@ -9,12 +9,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Top-level modules from the top layer down; a module may import only from layers below its
-/// own. `json` and `text` are the ground floor.
+/// own. `text` and `config` are the ground floor.
 const LAYERS: &[&[&str]] = &[
-    &["server"],
-    &["app", "maintenance"],
+    // The two front ends over the wiring: the MCP server and the offline subcommands.
+    &["server", "maintenance"],
+    &["app"],
     &["upstreams"],
-    &["config", "tokens"],
+    &["tokens"],
     &["groups"],
     &["plans"],
     &["tools"],
@@ -25,7 +26,8 @@ const LAYERS: &[&[&str]] = &[
     // Shared by the skill library and the script tools: running a script, watching folders.
     &["runner", "folders"],
     &["json"],
-    &["text"],
+    // `config` is plain data (the command line, the file's schema): it imports nothing.
+    &["text", "config"],
 ];
 
 /// A module, as the path of its file below `src/` without `.rs` (`tools/executor`); the crate
