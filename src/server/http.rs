@@ -6,7 +6,7 @@
 //! Each request is authorized here, before rmcp sees it: its token — one of the tokens file's,
 //! else a JWT access token from the configured authorization server — names a principal and the
 //! workspaces it may use; the workspace is the one the path names (percent-decoded), else the
-//! token's first. The decision travels to the handlers as an [`Access`] in the request's
+//! token's first. The decision travels to the handlers as an `Access` (`server/access.rs`) in the request's
 //! extensions, so that the workspace comes from the principal and never from a session id
 //! (2026-07-28 requests have none), and an initialize-era session stays with the principal and
 //! workspace that opened it for as long as rmcp keeps the session (`Sessions`).
@@ -39,6 +39,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::access::Access;
 use super::{Error, Server};
 use crate::app::App;
 use crate::config::{HttpSettings, OAuthSettings};
@@ -54,22 +55,6 @@ const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The session header of initialize-era sessions.
 const SESSION_HEADER: &str = "mcp-session-id";
-
-/// What the HTTP layer authorized a request for: the workspace it works in, as whom.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Access {
-    pub workspace: String,
-    pub caller: Caller,
-}
-
-/// The [`Access`] of an HTTP request, from the HTTP parts rmcp puts in each message's
-/// extensions; `None` on stdio.
-pub(super) fn access(extensions: &rmcp::model::Extensions) -> Option<&Access> {
-    extensions
-        .get::<axum::http::request::Parts>()?
-        .extensions
-        .get::<Access>()
-}
 
 /// The path of the protected-resource metadata (RFC 9728); the resource's path follows it.
 const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";

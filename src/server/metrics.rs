@@ -289,7 +289,7 @@ impl Observed {
                 if known { name } else { "unknown" }.to_owned()
             })
         };
-        let access = || super::http::access(&context.extensions);
+        let access = || super::access::of(&context.extensions);
         let span = tracing::info_span!(
             target: REQUEST_SPAN_TARGET,
             "request",
