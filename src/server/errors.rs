@@ -102,29 +102,27 @@ pub(super) fn workspace_failed(error: &crate::workspace::Error) -> ErrorData {
 }
 
 /// A snapshot request outside a tool call (a prompt or a resource) that failed: a request
-/// mistake becomes invalid params, a store failure an internal error (logged).
-pub(super) fn snapshots_failed(error: &crate::snapshots::Error) -> ErrorData {
-    match error {
-        crate::snapshots::Error::Invalid(message) => {
-            ErrorData::invalid_params(message.clone(), None)
-        }
-        crate::snapshots::Error::Store(_) => {
-            tracing::error!(%error, "snapshot store failed");
-            ErrorData::internal_error(error.to_string(), None)
+/// mistake becomes invalid params, a store failure an internal error (logged). Which is which
+/// is `tools/errors.rs`'s decision, the same a tool call's result follows.
+pub(super) fn snapshots_failed(error: crate::snapshots::Error) -> ErrorData {
+    match ToolError::from(error) {
+        ToolError::Invalid(message) => ErrorData::invalid_params(message, None),
+        ToolError::Internal(message) => {
+            tracing::error!(error = %message, "snapshot store failed");
+            ErrorData::internal_error(message, None)
         }
     }
 }
 
 /// A skill resource that cannot be served: unknown skill, file or refused path (the client can
-/// fix the URI), or an I/O failure (logged).
-pub(super) fn skill_resource_error(uri: &str, error: &crate::skills::Error) -> ErrorData {
-    use crate::skills::Error;
-    match error {
-        Error::Io { .. } | Error::Changed { .. } => {
-            tracing::error!(%uri, %error, "cannot serve a skill file");
+/// fix the URI), or an I/O failure (logged). Which is which is `tools/errors.rs`'s decision.
+pub(super) fn skill_resource_error(uri: &str, error: crate::skills::Error) -> ErrorData {
+    match ToolError::from(error) {
+        ToolError::Invalid(message) => resource_not_found(uri, &message),
+        ToolError::Internal(message) => {
+            tracing::error!(%uri, error = %message, "cannot serve a skill file");
             ErrorData::internal_error(format!("cannot read `{uri}`"), None)
         }
-        _ => resource_not_found(uri, &error.to_string()),
     }
 }
 

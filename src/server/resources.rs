@@ -54,7 +54,7 @@ pub(super) fn list(
     resources.push(view::resource());
     let chats = snapshots
         .chats()
-        .map_err(|error| errors::snapshots_failed(&error))?;
+        .map_err(|error| errors::snapshots_failed(error))?;
     for (chat, count) in chats {
         resources.push(
             Resource::new(chat_uri(&chat), chat.clone())
@@ -195,7 +195,7 @@ fn read_snapshot(
             Err(crate::snapshots::Error::Invalid(message)) => {
                 return Err(errors::resource_not_found(uri, &message));
             }
-            Err(error) => return Err(errors::snapshots_failed(&error)),
+            Err(error) => return Err(errors::snapshots_failed(error)),
         };
         let text = serde_json::to_string_pretty(&floors).unwrap_or_default();
         let contents = ResourceContents::text(text, uri).with_mime_type("application/json");
@@ -218,7 +218,7 @@ fn read_snapshot(
                 "no such snapshot in this chat; SnapshotProcess returns the ids",
             ));
         }
-        Err(error) => return Err(errors::snapshots_failed(&error)),
+        Err(error) => return Err(errors::snapshots_failed(error)),
     };
     let text =
         serde_json::to_string_pretty(&stored.value).unwrap_or_else(|_| stored.value.to_string());
