@@ -65,6 +65,7 @@
 
 pub mod app;
 pub mod config;
+pub mod digest;
 pub mod folders;
 pub mod groups;
 pub mod json;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Error, LogFormat};
 
@@ -154,7 +154,9 @@ pub struct ToolConfig {
 
 // The file's words for the executor's approval policies (`tools::Policy`).
 /// When to ask the user.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Policy {
     /// Never ask.
@@ -171,7 +173,9 @@ pub enum Policy {
 
 // The file's words for the executor's `tools::Fallback`.
 /// What happens when a policy asks but the client can neither elicit nor retry with input.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Fallback {
     #[default]

@@ -28,8 +28,9 @@ const LAYERS: &[&[&str]] = &[
     // Shared by the skill library and the script tools: running a script, watching folders.
     &["runner", "folders"],
     &["json"],
-    // `config` is plain data (the command line, the file's schema): it imports nothing.
-    &["text", "config"],
+    // `config` is plain data (the command line, the file's schema): it imports nothing;
+    // `digest` is SHA-256 in hex.
+    &["text", "config", "digest"],
 ];
 
 /// A module, as the path of its file below `src/` without `.rs` (`tools/executor`); the crate
