@@ -129,6 +129,7 @@ pub struct App {
 impl App {
     /// Opens the store and builds the workspace, the built-in tool groups and the skills shelf
     /// as `config` says. The skills load in the background (see [`App::library`]).
+    #[expect(clippy::too_many_lines, reason = "split on branch tools")]
     pub fn open(config: &Settings) -> Result<Self, Error> {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
         // Snapshots live in the workspace's store; with `--store memory`, in a private

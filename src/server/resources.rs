@@ -52,9 +52,7 @@ pub(super) fn list(
 ) -> Result<Vec<Resource>, ErrorData> {
     let mut resources = skills::list(library);
     resources.push(view::resource());
-    let chats = snapshots
-        .chats()
-        .map_err(|error| errors::snapshots_failed(error))?;
+    let chats = snapshots.chats().map_err(errors::snapshots_failed)?;
     for (chat, count) in chats {
         resources.push(
             Resource::new(chat_uri(&chat), chat.clone())
