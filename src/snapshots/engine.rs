@@ -397,13 +397,13 @@ fn run_planned(
             match action {
                 Action::Builtin(builtin, arguments) => match builtin.apply(snapshot, &arguments) {
                     Ok(path) => outcome.changed.path(&path),
-                    Err(message) => fail(message),
+                    Err(error) => fail(error.to_string()),
                 },
                 Action::Patch(operations) => {
                     for operation in operations {
                         match operation.apply(snapshot) {
                             Ok(paths) => paths.iter().for_each(|path| outcome.changed.path(path)),
-                            Err(message) => fail(message),
+                            Err(error) => fail(error.to_string()),
                         }
                     }
                 }
