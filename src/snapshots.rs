@@ -50,15 +50,27 @@ pub use floors::{FloorList, FloorQuery, PAGE, Page, Reprocessed, Source};
 /// Why a snapshot operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A mistake in the request; the message says how to fix it.
-    #[error("{0}")]
-    Invalid(String),
+    /// A mistake in the request: `value` is the offending value as given (an id, a name, a
+    /// label, a chat file), or the name of the argument that is missing, empty or clashes with
+    /// another; the message names it and says how to fix it.
+    #[error("{message}")]
+    Invalid { value: String, message: String },
     #[error(transparent)]
     Store(#[from] store::Error),
 }
 
-fn invalid<T>(message: impl Into<String>) -> Result<T, Error> {
-    Err(Error::Invalid(message.into()))
+impl Error {
+    /// The caller's mistake about `value`, with the message that says how to fix it.
+    fn invalid(value: impl ToString, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            value: value.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+fn invalid<T>(value: impl ToString, message: impl Into<String>) -> Result<T, Error> {
+    Err(Error::invalid(value, message))
 }
 
 /// Snapshots stored per transaction while processing a chat.
@@ -66,11 +78,11 @@ pub const BATCH_SNAPSHOTS: usize = 256;
 
 /// A whole value entering the store (a template, an edited snapshot) must be readable back.
 fn within_limit(what: &str, value: &Value) -> Result<(), Error> {
-    nesting::check(value, 0).map_err(|too_deep| Error::Invalid(format!("{what} {too_deep}")))
+    nesting::check(value, 0).map_err(|too_deep| Error::invalid(what, format!("{what} {too_deep}")))
 }
 
 fn too_deep(what: &str, error: nesting::TooDeep) -> Error {
-    Error::Invalid(format!("{what} {error}"))
+    Error::invalid(what, format!("{what} {error}"))
 }
 
 /// A call that failed while processing a message.
@@ -193,7 +205,10 @@ impl Snapshots {
             .into_iter()
             .map(|definition| {
                 serde_json::from_value(definition).map_err(|error| {
-                    Error::Invalid(format!("a stored function cannot be read: {error}"))
+                    Error::invalid(
+                        scope.key(),
+                        format!("a stored function cannot be read: {error}"),
+                    )
                 })
             })
             .collect()
@@ -227,18 +242,21 @@ impl Snapshots {
         if function.id.is_empty() {
             function.id = uuid::Uuid::new_v4().to_string();
         }
-        functions::validate(&function).map_err(Error::Invalid)?;
+        functions::validate(&function).map_err(|message| Error::invalid(&function.name, message))?;
         if functions::is_builtin_id(&function.id) && *scope != Scope::Global {
-            return invalid(format!(
-                "`{}` is a built-in function of the global scope; leave out characterId to change it",
-                function.name
-            ));
+            return invalid(
+                &function.name,
+                format!(
+                    "`{}` is a built-in function of the global scope; leave out characterId to change it",
+                    function.name
+                ),
+            );
         }
         if function.builtin.is_none() {
             self.check_javascript(&function)?;
         }
-        let definition =
-            serde_json::to_value(&function).map_err(|error| Error::Invalid(error.to_string()))?;
+        let definition = serde_json::to_value(&function)
+            .map_err(|error| Error::invalid(&function.name, error.to_string()))?;
         self.store.put_functions(
             &self.workspace,
             &scope.key(),
@@ -249,20 +267,26 @@ impl Snapshots {
 
     fn check_javascript(&self, function: &VarFunction) -> Result<(), Error> {
         self.engine.check(&function.executor).map_err(|error| {
-            Error::Invalid(format!(
-                "the executor of `{}` does not compile: {error}",
-                function.name
-            ))
+            Error::invalid(
+                &function.name,
+                format!(
+                    "the executor of `{}` does not compile: {error}",
+                    function.name
+                ),
+            )
         })?;
         if let Some(pattern) = &function.pattern {
             let (source, flags) = functions::split_pattern(pattern);
             self.engine
                 .find(&Arc::from(source), flags, &Arc::from(""))
                 .map_err(|error| {
-                    Error::Invalid(format!(
-                        "the pattern of `{}` is not a valid JavaScript regex: {error}",
-                        function.name
-                    ))
+                    Error::invalid(
+                        &function.name,
+                        format!(
+                            "the pattern of `{}` is not a valid JavaScript regex: {error}",
+                            function.name
+                        ),
+                    )
                 })?;
         }
         Ok(())
@@ -271,19 +295,25 @@ impl Snapshots {
     /// Removes a function; returns it.
     pub fn remove_function(&self, id: &str, scope: &Scope) -> Result<VarFunction, Error> {
         if functions::is_builtin_id(id) {
-            return invalid(format!(
-                "`{id}` is a built-in function and cannot be removed; FunctionUpsert it with \"enabled\": false to turn it off"
-            ));
+            return invalid(
+                id,
+                format!(
+                    "`{id}` is a built-in function and cannot be removed; FunctionUpsert it with \"enabled\": false to turn it off"
+                ),
+            );
         }
         let existing = self
             .stored_functions(scope)?
             .into_iter()
             .find(|function| function.id == id);
         let Some(existing) = existing else {
-            return invalid(format!(
-                "no function `{id}` in the {} scope; FunctionList shows the ids",
-                describe_scope(scope)
-            ));
+            return invalid(
+                id,
+                format!(
+                    "no function `{id}` in the {} scope; FunctionList shows the ids",
+                    describe_scope(scope)
+                ),
+            );
         };
         self.store
             .remove_function(&self.workspace, &scope.key(), id)?;
@@ -298,7 +328,10 @@ impl Snapshots {
             function.enabled = false;
             function.builtin = None;
             functions::validate(&function).map_err(|message| {
-                Error::Invalid(format!("cannot import `{}`: {message}", function.name))
+                Error::invalid(
+                    &function.name,
+                    format!("cannot import `{}`: {message}", function.name),
+                )
             })?;
             self.check_javascript(&function)?;
             imported.push(function);
@@ -309,7 +342,7 @@ impl Snapshots {
                 Ok((
                     function.id.clone(),
                     serde_json::to_value(function)
-                        .map_err(|error| Error::Invalid(error.to_string()))?,
+                        .map_err(|error| Error::invalid(&function.name, error.to_string()))?,
                 ))
             })
             .collect::<Result<Vec<_>, Error>>()?;
@@ -321,22 +354,23 @@ impl Snapshots {
     /// The library export format, of some ids or the whole scope.
     pub fn export(&self, ids: Option<&[String]>, scope: &Scope) -> Result<Export, Error> {
         let all = self.functions(scope)?;
-        let functions = match ids {
-            None => all,
-            Some(ids) => {
-                let mut chosen = Vec::with_capacity(ids.len());
-                for id in ids {
-                    let found = all.iter().find(|function| &function.id == id).cloned();
-                    chosen.push(found.ok_or_else(|| {
-                        Error::Invalid(format!(
+        let functions =
+            match ids {
+                None => all,
+                Some(ids) => {
+                    let mut chosen = Vec::with_capacity(ids.len());
+                    for id in ids {
+                        let found = all.iter().find(|function| &function.id == id).cloned();
+                        chosen.push(found.ok_or_else(|| {
+                        Error::invalid(id, format!(
                             "no function `{id}` in the {} scope; FunctionList shows the ids",
                             describe_scope(scope)
                         ))
                     })?);
+                    }
+                    chosen
                 }
-                chosen
-            }
-        };
+            };
         Ok(Export {
             version: "1.0".to_owned(),
             functions,
@@ -349,7 +383,10 @@ impl Snapshots {
 
     pub fn set_template(&self, character_id: &str, template: &Value) -> Result<(), Error> {
         if !template.is_object() {
-            return invalid("a template must be a JSON object, such as {\"角色\": {\"金币\": 0}}");
+            return invalid(
+                "template",
+                "a template must be a JSON object, such as {\"角色\": {\"金币\": 0}}",
+            );
         }
         within_limit("the template", template)?;
         Ok(self
@@ -359,22 +396,23 @@ impl Snapshots {
 
     pub fn snapshot(&self, id: &str) -> Result<StoredSnapshot, Error> {
         self.store.snapshot(&self.workspace, id)?.ok_or_else(|| {
-            Error::Invalid(format!("no snapshot `{id}`; its chat may have been deleted (SnapshotProcess makes new ones)"))
+            Error::invalid(id, format!("no snapshot `{id}`; its chat may have been deleted (SnapshotProcess makes new ones)"))
         })
     }
 
     /// Replaces a snapshot in place (same id).
     pub fn update(&self, id: &str, snapshot: &Value) -> Result<(), Error> {
         if !snapshot.is_object() {
-            return invalid("a snapshot must be a JSON object");
+            return invalid("snapshot", "a snapshot must be a JSON object");
         }
         within_limit("the snapshot", snapshot)?;
         if self.store.update_snapshot(&self.workspace, id, snapshot)? {
             Ok(())
         } else {
-            invalid(format!(
-                "no snapshot `{id}` to update; SnapshotGet shows what exists"
-            ))
+            invalid(
+                id,
+                format!("no snapshot `{id}` to update; SnapshotGet shows what exists"),
+            )
         }
     }
 
@@ -393,15 +431,19 @@ impl Snapshots {
             (true, false) => {
                 let chats = self.chats()?;
                 let snapshots: u64 = chats.iter().map(|(_, count)| count).sum();
-                return invalid(format!(
-                    "`activeChatFiles` is empty, which would delete the snapshots of every chat \
+                return invalid(
+                    "activeChatFiles",
+                    format!(
+                        "`activeChatFiles` is empty, which would delete the snapshots of every chat \
                      ({} chats, {snapshots} snapshots); list the chat files that still exist, or \
                      pass \"all\": true to delete them all",
-                    chats.len()
-                ));
+                        chats.len()
+                    ),
+                );
             }
             (false, true) => {
                 return invalid(
+                    "all",
                     "`all: true` deletes every chat's snapshots and takes an empty \
                      `activeChatFiles`; leave out `all` to keep the chats listed",
                 );

@@ -114,6 +114,23 @@ pub(super) fn snapshots_failed(error: crate::snapshots::Error) -> ErrorData {
     }
 }
 
+/// A `snapshot://` resource that cannot be served: the caller's mistake (by `tools/errors.rs`)
+/// is an unknown resource, said with `hint` or else the domain's message; a store failure is
+/// internal (logged).
+pub(super) fn snapshot_resource_error(
+    uri: &str,
+    error: crate::snapshots::Error,
+    hint: Option<&str>,
+) -> ErrorData {
+    match ToolError::from(error) {
+        ToolError::Invalid(message) => resource_not_found(uri, hint.unwrap_or(&message)),
+        ToolError::Internal(message) => {
+            tracing::error!(%uri, error = %message, "snapshot store failed");
+            ErrorData::internal_error(message, None)
+        }
+    }
+}
+
 /// A skill resource that cannot be served: unknown skill, file or refused path (the client can
 /// fix the URI), or an I/O failure (logged). Which is which is `tools/errors.rs`'s decision.
 pub(super) fn skill_resource_error(uri: &str, error: crate::skills::Error) -> ErrorData {

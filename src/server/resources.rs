@@ -188,13 +188,9 @@ fn read_snapshot(
         let chat = percent_decode(path).ok_or_else(|| {
             errors::resource_not_found(uri, "the chat is not valid percent-encoded UTF-8")
         })?;
-        let floors = match snapshots.floors(&chat, crate::snapshots::FloorQuery::default()) {
-            Ok(floors) => floors,
-            Err(crate::snapshots::Error::Invalid(message)) => {
-                return Err(errors::resource_not_found(uri, &message));
-            }
-            Err(error) => return Err(errors::snapshots_failed(error)),
-        };
+        let floors = snapshots
+            .floors(&chat, crate::snapshots::FloorQuery::default())
+            .map_err(|error| errors::snapshot_resource_error(uri, error, None))?;
         let text = serde_json::to_string_pretty(&floors).unwrap_or_default();
         let contents = ResourceContents::text(text, uri).with_mime_type("application/json");
         return Ok(ReadResourceResult::new(vec![contents]));
@@ -208,16 +204,13 @@ fn read_snapshot(
                 "write snapshot://{chat}/{id}, the chat percent-encoded",
             )
         })?;
-    let stored = match snapshots.snapshot(id) {
-        Ok(stored) if stored.chat_file == chat => stored,
-        Ok(_) | Err(crate::snapshots::Error::Invalid(_)) => {
-            return Err(errors::resource_not_found(
-                uri,
-                "no such snapshot in this chat; SnapshotProcess returns the ids",
-            ));
-        }
-        Err(error) => return Err(errors::snapshots_failed(error)),
-    };
+    const NO_SUCH: &str = "no such snapshot in this chat; SnapshotProcess returns the ids";
+    let stored = snapshots
+        .snapshot(id)
+        .map_err(|error| errors::snapshot_resource_error(uri, error, Some(NO_SUCH)))?;
+    if stored.chat_file != chat {
+        return Err(errors::resource_not_found(uri, NO_SUCH));
+    }
     let text =
         serde_json::to_string_pretty(&stored.value).unwrap_or_else(|_| stored.value.to_string());
     let contents = ResourceContents::text(text, uri).with_mime_type("application/json");

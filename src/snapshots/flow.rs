@@ -30,7 +30,7 @@ impl Snapshots {
         }
         if let Some(template) = start.template.clone() {
             if !template.is_object() {
-                return invalid("`template` must be a JSON object");
+                return invalid("template", "`template` must be a JSON object");
             }
             within_limit("`template`", &template)?;
             return Ok((template, Base::Template));
