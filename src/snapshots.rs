@@ -242,7 +242,8 @@ impl Snapshots {
         if function.id.is_empty() {
             function.id = uuid::Uuid::new_v4().to_string();
         }
-        functions::validate(&function).map_err(|message| Error::invalid(&function.name, message))?;
+        functions::validate(&function)
+            .map_err(|message| Error::invalid(&function.name, message))?;
         if functions::is_builtin_id(&function.id) && *scope != Scope::Global {
             return invalid(
                 &function.name,

@@ -184,6 +184,33 @@ fn tool_outcome(response: &CallToolResponse) -> Option<&'static str> {
     }
 }
 
+/// The request methods of `Server`, each passed on through [`Observed::observe`]: one line per
+/// method gives its parameters, its answer and the method whose name the span and the labels
+/// carry. The handler's future is made inside `Box::pin(…)`, as `observe` requires.
+macro_rules! observed {
+    ($(
+        $(#[$attribute:meta])*
+        fn $method:ident($($parameter:ident: $type:ty),*) -> $answer:ty = $name:ty;
+    )*) => {
+        $(
+            $(#[$attribute])*
+            async fn $method(
+                &self,
+                $($parameter: $type,)*
+                context: RequestContext<RoleServer>,
+            ) -> Result<$answer, ErrorData> {
+                let handling = self.handling::<$name>(None, &context);
+                self.observe(
+                    handling,
+                    Box::pin(self.server.$method($($parameter,)* context)),
+                    plain,
+                )
+                .await
+            }
+        )*
+    };
+}
+
 impl ServerHandler for Observed {
     fn get_info(&self) -> ServerConfig {
         self.server.get_info()
@@ -204,79 +231,43 @@ impl ServerHandler for Observed {
         self.server.accepted_subscription_filter(requested)
     }
 
-    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        let handling = self.handling::<PingRequestMethod>(None, &context);
-        self.observe(handling, Box::pin(self.server.ping(context)), plain)
-            .await
-    }
-
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, ErrorData> {
-        let handling = self.handling::<InitializeResultMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.initialize(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn discover(
-        &self,
-        context: RequestContext<RoleServer>,
-    ) -> Result<DiscoverResult, ErrorData> {
-        let handling = self.handling::<DiscoverRequestMethod>(None, &context);
-        self.observe(handling, Box::pin(self.server.discover(context)), plain)
-            .await
-    }
-
-    #[expect(
-        deprecated,
-        reason = "logging is deprecated by SEP-2577 but initialize-era clients use it"
-    )]
-    async fn set_level(
-        &self,
-        request: rmcp::model::SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let handling = self.handling::<SetLevelRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.set_level(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn complete(
-        &self,
-        request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
-        let handling = self.handling::<CompleteRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.complete(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let handling = self.handling::<ListToolsRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.list_tools(request, context)),
-            plain,
-        )
-        .await
+    observed! {
+        fn ping() -> () = PingRequestMethod;
+        fn initialize(request: InitializeRequestParams) -> InitializeResult = InitializeResultMethod;
+        fn discover() -> DiscoverResult = DiscoverRequestMethod;
+        #[expect(
+            deprecated,
+            reason = "logging is deprecated by SEP-2577 but initialize-era clients use it"
+        )]
+        fn set_level(request: rmcp::model::SetLevelRequestParams) -> () = SetLevelRequestMethod;
+        fn complete(request: CompleteRequestParams) -> CompleteResult = CompleteRequestMethod;
+        fn list_tools(request: Option<PaginatedRequestParams>) -> ListToolsResult
+            = ListToolsRequestMethod;
+        fn list_resources(request: Option<PaginatedRequestParams>) -> ListResourcesResult
+            = ListResourcesRequestMethod;
+        fn list_resource_templates(request: Option<PaginatedRequestParams>)
+            -> ListResourceTemplatesResult = ListResourceTemplatesRequestMethod;
+        fn read_resource(request: ReadResourceRequestParams) -> ReadResourceResponse
+            = ReadResourceRequestMethod;
+        #[expect(
+            deprecated,
+            reason = "resource subscriptions are deprecated by 2026-07-28 but initialize-era clients use them"
+        )]
+        fn subscribe(request: SubscribeRequestParams) -> () = SubscribeRequestMethod;
+        #[expect(
+            deprecated,
+            reason = "resource subscriptions are deprecated by 2026-07-28 but initialize-era clients use them"
+        )]
+        fn unsubscribe(request: UnsubscribeRequestParams) -> () = UnsubscribeRequestMethod;
+        fn list_prompts(request: Option<PaginatedRequestParams>) -> ListPromptsResult
+            = ListPromptsRequestMethod;
+        fn get_prompt(request: GetPromptRequestParams) -> GetPromptResponse
+            = GetPromptRequestMethod;
+        fn list_skills(request: Option<PaginatedRequestParams>) -> ListSkillsResult
+            = ListSkillsRequestMethod;
+        fn get_skill(request: GetSkillRequestParams) -> GetSkillResult = GetSkillRequestMethod;
+        fn read_resource_directory(request: ReadResourceDirectoryRequestParams)
+            -> ReadResourceDirectoryResult = ReadResourceDirectoryRequestMethod;
     }
 
     async fn call_tool(
@@ -293,158 +284,10 @@ impl ServerHandler for Observed {
         .await
     }
 
-    async fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        let handling = self.handling::<ListResourcesRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.list_resources(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn list_resource_templates(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let handling = self.handling::<ListResourceTemplatesRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.list_resource_templates(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        let handling = self.handling::<ReadResourceRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.read_resource(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    #[expect(
-        deprecated,
-        reason = "resource subscriptions are deprecated by 2026-07-28 but initialize-era clients use them"
-    )]
-    async fn subscribe(
-        &self,
-        request: SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let handling = self.handling::<SubscribeRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.subscribe(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    #[expect(
-        deprecated,
-        reason = "resource subscriptions are deprecated by 2026-07-28 but initialize-era clients use them"
-    )]
-    async fn unsubscribe(
-        &self,
-        request: UnsubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let handling = self.handling::<UnsubscribeRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.unsubscribe(request, context)),
-            plain,
-        )
-        .await
-    }
-
     /// A stream that lasts as long as the client listens: passed on, neither timed nor counted.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         // Boxed like every handler (see `observe`): a listening stream's state is large.
         Box::pin(self.server.listen(context)).await
-    }
-
-    async fn list_prompts(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        let handling = self.handling::<ListPromptsRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.list_prompts(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        let handling = self.handling::<GetPromptRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.get_prompt(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn list_skills(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListSkillsResult, ErrorData> {
-        let handling = self.handling::<ListSkillsRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.list_skills(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn get_skill(
-        &self,
-        request: GetSkillRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetSkillResult, ErrorData> {
-        let handling = self.handling::<GetSkillRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.get_skill(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn read_resource_directory(
-        &self,
-        request: ReadResourceDirectoryRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
-        let handling = self.handling::<ReadResourceDirectoryRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.read_resource_directory(request, context)),
-            plain,
-        )
-        .await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

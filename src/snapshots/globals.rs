@@ -144,6 +144,9 @@ mod tests {
             panic!("a label naming a template must be refused");
         };
         assert_eq!(value, "template:alice");
-        assert!(message.starts_with("`label` `template:alice` starts with"), "{message}");
+        assert!(
+            message.starts_with("`label` `template:alice` starts with"),
+            "{message}"
+        );
     }
 }
