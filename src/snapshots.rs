@@ -61,7 +61,7 @@ pub enum Error {
 
 impl Error {
     /// The caller's mistake about `value`, with the message that says how to fix it.
-    fn invalid(value: impl ToString, message: impl Into<String>) -> Self {
+    fn invalid(value: impl std::fmt::Display, message: impl Into<String>) -> Self {
         Self::Invalid {
             value: value.to_string(),
             message: message.into(),
@@ -69,7 +69,7 @@ impl Error {
     }
 }
 
-fn invalid<T>(value: impl ToString, message: impl Into<String>) -> Result<T, Error> {
+fn invalid<T>(value: impl std::fmt::Display, message: impl Into<String>) -> Result<T, Error> {
     Err(Error::invalid(value, message))
 }
 

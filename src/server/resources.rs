@@ -177,6 +177,9 @@ fn read_state(executor: &Executor, uri: &str, path: &str) -> Result<ReadResource
     Ok(ReadResourceResult::new(vec![contents]))
 }
 
+/// A `snapshot://{chat}/{id}` that names no snapshot of that chat.
+const NO_SUCH_SNAPSHOT: &str = "no such snapshot in this chat; SnapshotProcess returns the ids";
+
 /// `snapshot://{chat}` (the newest page of floors, as `SnapshotList` gives it by default) or
 /// `snapshot://{chat}/{id}`: the id must belong to the chat.
 fn read_snapshot(
@@ -204,12 +207,11 @@ fn read_snapshot(
                 "write snapshot://{chat}/{id}, the chat percent-encoded",
             )
         })?;
-    const NO_SUCH: &str = "no such snapshot in this chat; SnapshotProcess returns the ids";
     let stored = snapshots
         .snapshot(id)
-        .map_err(|error| errors::snapshot_resource_error(uri, error, Some(NO_SUCH)))?;
+        .map_err(|error| errors::snapshot_resource_error(uri, error, Some(NO_SUCH_SNAPSHOT)))?;
     if stored.chat_file != chat {
-        return Err(errors::resource_not_found(uri, NO_SUCH));
+        return Err(errors::resource_not_found(uri, NO_SUCH_SNAPSHOT));
     }
     let text =
         serde_json::to_string_pretty(&stored.value).unwrap_or_else(|_| stored.value.to_string());
