@@ -142,7 +142,8 @@ fn import_graph() -> BTreeMap<Module, BTreeSet<Module>> {
         .collect()
 }
 
-fn collect_sources(folder: &Path, files: &mut Vec<std::path::PathBuf>) {
+/// Every `.rs` file below `folder` (`tests/it/sizes.rs` reads them too).
+pub(crate) fn collect_sources(folder: &Path, files: &mut Vec<std::path::PathBuf>) {
     for entry in std::fs::read_dir(folder).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {

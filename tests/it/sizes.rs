@@ -2,7 +2,9 @@
 //! [`FILE_LIMIT`] lines outside its `#[cfg(test)]` items (a function's length is clippy's
 //! `too_many_lines`, with the threshold in `clippy.toml`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::layers::collect_sources;
 
 /// The most lines of a source file, its test module left out.
 const FILE_LIMIT: usize = 650;
@@ -65,15 +67,4 @@ fn lines_outside_tests(source: &str) -> usize {
         }
     }
     count
-}
-
-fn collect_sources(folder: &Path, files: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(folder).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            collect_sources(&path, files);
-        } else if path.extension().is_some_and(|extension| extension == "rs") {
-            files.push(path);
-        }
-    }
 }
