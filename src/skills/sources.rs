@@ -457,7 +457,8 @@ impl Checkout {
                     (Some(old), Ok(())) => Outcome::Updated { old, new: commit },
                 }
             }
-            Err(message) => {
+            Err(error) => {
+                let message = error.to_string();
                 let mut state = previous.unwrap_or_else(|| State {
                     source: self.source.spec.clone(),
                     ..State::default()
