@@ -35,8 +35,9 @@
 //!     timeout, process-group kill, capped output) and [`folders`] (digests, `index.json`,
 //!     watching folders for changes).
 //! 12. [`json`] (dot paths, the one depth limit, the string walk).
-//! 13. The ground floor: [`text`] (character windows) and [`config`] (the command line and the
-//!     file's schema, plain data that imports nothing of the crate).
+//! 13. The ground floor: [`text`] (character windows), [`config`] (the command line and the
+//!     file's schema, plain data that imports nothing of the crate) and [`digest`] (SHA-256 in
+//!     hex).
 //!
 //! Only [`server`] (our server side) and [`upstreams`] (our client side of other servers) know
 //! MCP; everything below them knows nothing of it.
