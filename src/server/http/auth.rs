@@ -90,7 +90,7 @@ impl Gate {
 
     /// What a presented token grants: the tokens file's entry for it (with its digest), else
     /// what it grants as a JWT access token.
-    pub(super) async fn grant(
+    async fn grant(
         &self,
         path: &str,
         headers: &HeaderMap,
@@ -125,7 +125,7 @@ impl Gate {
 
     /// 401 with a `Bearer` challenge: the metadata's URL in OAuth mode, and the error when a
     /// token was given.
-    pub(super) fn unauthorized(
+    fn unauthorized(
         &self,
         path: &str,
         headers: &HeaderMap,
@@ -141,13 +141,7 @@ impl Gate {
     }
 
     /// 403 `insufficient_scope`, naming the scope that would do in OAuth mode.
-    pub(super) fn forbidden(
-        &self,
-        path: &str,
-        headers: &HeaderMap,
-        scope: &str,
-        message: &str,
-    ) -> Response {
+    fn forbidden(&self, path: &str, headers: &HeaderMap, scope: &str, message: &str) -> Response {
         let mut challenge = self.challenge(path, headers);
         challenge.push("error=\"insufficient_scope\"".to_owned());
         if self.issuer.is_some() && is_scope(scope) {
@@ -159,7 +153,7 @@ impl Gate {
 
     /// The parameters of a `Bearer` challenge: the realm, and `resource_metadata` in OAuth
     /// mode.
-    pub(super) fn challenge(&self, path: &str, headers: &HeaderMap) -> Vec<String> {
+    fn challenge(&self, path: &str, headers: &HeaderMap) -> Vec<String> {
         let mut challenge = vec!["realm=\"synapse-mcp\"".to_owned()];
         if self.issuer.is_some() {
             let url = format!("{}{METADATA_PATH}{path}", self.base_url(headers));
@@ -171,7 +165,7 @@ impl Gate {
     /// The resource at `path` as the protected-resource metadata names it (RFC 9728): under the
     /// configured public URL, else under the configured audience when it is the URL of `/mcp`
     /// (what tokens are issued for), else under [`Gate::base_url`].
-    pub(super) fn resource(&self, path: &str, headers: &HeaderMap) -> String {
+    fn resource(&self, path: &str, headers: &HeaderMap) -> String {
         if self.public_url.is_none()
             && let Some(base) = self
                 .audiences
@@ -185,7 +179,7 @@ impl Gate {
 
     /// The URL clients reach the server at: the configured one, else `http://` and the
     /// request's `Host` when it is one answered, else the address listened on.
-    pub(super) fn base_url(&self, headers: &HeaderMap) -> String {
+    fn base_url(&self, headers: &HeaderMap) -> String {
         if let Some(url) = &self.public_url {
             return url.clone();
         }
@@ -200,7 +194,7 @@ impl Gate {
     }
 
     /// Whether `host` (`name` or `name:port`) is one of the allowed hosts.
-    pub(super) fn answers(&self, host: &str) -> bool {
+    fn answers(&self, host: &str) -> bool {
         let name = match host.rsplit_once(':') {
             Some((name, port)) if port.bytes().all(|byte| byte.is_ascii_digit()) => name,
             _ => host,
@@ -213,7 +207,7 @@ impl Gate {
 }
 
 /// The workspace a path names, percent-decoded: `/mcp/a%20b` is `a b`; `None` for `/mcp`.
-pub(super) fn workspace_in(path: &str) -> Result<Option<String>, Box<Response>> {
+fn workspace_in(path: &str) -> Result<Option<String>, Box<Response>> {
     let Some(raw) = path.strip_prefix("/mcp/").filter(|name| !name.is_empty()) else {
         return Ok(None);
     };
@@ -282,7 +276,7 @@ pub(super) async fn metadata(State(gate): State<Arc<Gate>>, request: Request) ->
 
 /// Whether `scope` is one scope token: printable ASCII without spaces, quotes or backslashes
 /// (RFC 6749). A workspace whose name is not one can be granted by the workspaces claim only.
-pub(super) fn is_scope(scope: &str) -> bool {
+fn is_scope(scope: &str) -> bool {
     !scope.is_empty()
         && scope
             .chars()
@@ -291,7 +285,7 @@ pub(super) fn is_scope(scope: &str) -> bool {
 
 /// A quoted-string of an auth-param: quotes and backslashes escaped, anything but printable
 /// ASCII replaced, so that it is a valid header value.
-pub(super) fn quoted(text: &str) -> String {
+fn quoted(text: &str) -> String {
     let mut quoted = String::with_capacity(text.len() + 2);
     quoted.push('"');
     for character in text.chars() {
@@ -309,7 +303,7 @@ pub(super) fn quoted(text: &str) -> String {
 }
 
 /// `response` with a `WWW-Authenticate: Bearer` header of these parameters.
-pub(super) fn with_challenge(mut response: Response, parameters: &[String]) -> Response {
+fn with_challenge(mut response: Response, parameters: &[String]) -> Response {
     let challenge = format!("Bearer {}", parameters.join(", "));
     match HeaderValue::from_str(&challenge) {
         Ok(value) => {

@@ -28,18 +28,18 @@ pub(super) struct Sessions {
 
 /// Who opened a session, and how busy it is.
 pub(super) struct Owner {
-    pub(super) access: Access,
+    access: Access,
     /// When a request of the session last began or ended.
-    pub(super) last: Instant,
+    last: Instant,
     /// Its calls in flight: a call waiting for the client's answer to an approval or a
     /// sampling request keeps the session open however long the user takes.
-    pub(super) calls: usize,
+    calls: usize,
 }
 
 /// One call of a session in flight; dropped when its response has been sent (or abandoned).
 pub(super) struct Busy {
-    pub(super) sessions: Arc<Sessions>,
-    pub(super) id: String,
+    sessions: Arc<Sessions>,
+    id: String,
 }
 
 impl Drop for Busy {
@@ -82,7 +82,7 @@ impl Sessions {
         }))
     }
 
-    pub(super) fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, Owner>> {
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, Owner>> {
         self.owners.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
