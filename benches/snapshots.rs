@@ -143,7 +143,7 @@ fn main() {
         "--data-dir",
         directory.join("executor").to_str().expect("a UTF-8 path"),
     ]);
-    let config = synapse_mcp::config::Config::load(&cli).expect("config");
+    let config = synapse_mcp::app::Settings::load(&cli).expect("config");
     let app = synapse_mcp::app::App::open(&config).expect("app");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -109,6 +109,10 @@ async fn start(options: &Options, command: &[String]) -> anyhow::Result<(Server,
     Server::start(process, options.stderr).await
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one run read top to bottom; the 80-line limit is for src/"
+)]
 async fn drive(options: &Options) -> anyhow::Result<Value> {
     let command = options.command()?;
     let mut starts = Vec::new();

@@ -1,6 +1,7 @@
 //! The application, wired: the store, the workspace, the executor with every tool group (the
 //! script tool folders' too, watched for changes), the skills shelf and its watcher, and the
-//! snapshots service, built from a [`Config`]. It knows
+//! snapshots service, built from the [`Settings`] (`app/settings.rs` makes them from the
+//! command line and the file). It knows
 //! nothing of MCP: the server adapter (`server.rs`) serves an [`App`] that is already built, and
 //! the tests and benchmarks build theirs the same way, here.
 //!
@@ -16,7 +17,6 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::config::Config;
 use crate::folders::watch::{self, Watch};
 use crate::groups;
 use crate::groups::script_tools::ServedFolders;
@@ -32,7 +32,11 @@ use crate::tools::{
 use crate::upstreams::Upstreams;
 use crate::upstreams::reload::{self, Reload};
 use crate::vars::{Clock, SystemClock};
+
+pub mod settings;
+
 use crate::workspace::{self, Workspace};
+pub use settings::Settings;
 
 /// Why the application could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -125,7 +129,8 @@ pub struct App {
 impl App {
     /// Opens the store and builds the workspace, the built-in tool groups and the skills shelf
     /// as `config` says. The skills load in the background (see [`App::library`]).
-    pub fn open(config: &Config) -> Result<Self, Error> {
+    #[expect(clippy::too_many_lines, reason = "split on branch tools")]
+    pub fn open(config: &Settings) -> Result<Self, Error> {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
         // Snapshots live in the workspace's store; with `--store memory`, in a private
         // in-memory SQLite database that ends with the process.
@@ -312,7 +317,7 @@ impl App {
 /// Starts the configuration's upstream servers, and watches the configuration file for changes
 /// to them when there is one (and a runtime to run the watch on).
 fn start_upstreams(
-    config: &Config,
+    config: &Settings,
     executor: &Executor,
 ) -> Result<(Arc<Upstreams>, Option<Reload>), Error> {
     let runtime = tokio::runtime::Handle::try_current().is_ok();
@@ -419,7 +424,7 @@ pub fn make_tool_home() {
 /// Registers the groups of the script tool folders (`~/.synapse/tools` and the configured
 /// ones), then watches the folders so that a tool added, edited or removed is served without a
 /// restart.
-fn serve_tool_folders(executor: &Executor, config: &Config) -> Option<Watch> {
+fn serve_tool_folders(executor: &Executor, config: &Settings) -> Option<Watch> {
     let folders = Arc::new(ServedFolders::new(
         executor.registry(),
         config.tool_roots(),
@@ -442,7 +447,7 @@ fn serve_tool_folders(executor: &Executor, config: &Config) -> Option<Watch> {
 /// the network. With `skills_update_interval`, the thread then updates every source at that
 /// interval for as long as the library is served. A failed fetch is logged and keeps the last
 /// good copy.
-fn fetch_skill_sources(config: &Config, shelf: &Arc<Shelf>) {
+fn fetch_skill_sources(config: &Settings, shelf: &Arc<Shelf>) {
     let sources = config.skill_sources();
     let interval = config.skills_update_interval;
     let missing: Vec<Checkout> = sources

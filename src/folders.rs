@@ -26,13 +26,7 @@ pub fn sha256(bytes: &[u8]) -> String {
 
 /// `sha256:` and the lowercase hex of a finished hash.
 pub fn hex_digest(hash: &[u8]) -> String {
-    let mut digest = String::with_capacity(71);
-    digest.push_str("sha256:");
-    for &byte in hash {
-        digest.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
-        digest.push(char::from_digit(u32::from(byte & 15), 16).unwrap_or('0'));
-    }
-    digest
+    format!("sha256:{}", crate::digest::hex(hash))
 }
 
 /// The nanoseconds since the epoch of a modification time.

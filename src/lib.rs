@@ -5,14 +5,15 @@
 //! it back (`tests/it/layers.rs` checks both). From the top:
 //!
 //! 1. [`server`]: the rmcp adapter — our server side of MCP. `server/errors.rs` is the one
-//!    place where results and errors take their wire form.
+//!    place where results and errors take their wire form; and [`maintenance`]:
+//!    `workspace list|export|import|delete` and `doctor`.
 //! 2. [`app`]: the wiring — `App::open` builds the store, workspace, tool groups, executor,
-//!    skills shelf and watcher from the config, for `main` and the tests alike; and
-//!    [`maintenance`]: `workspace list|export|import|delete` and `doctor`.
+//!    skills shelf and watcher from the [`app::Settings`] (which `app/settings.rs` makes from
+//!    the [`config`]), for `main` and the tests alike.
 //! 3. [`upstreams`]: other MCP servers as tool groups — the client side of MCP: starting,
-//!    supervising and calling them, and reloading their configuration.
-//! 4. [`config`]: the command line and the TOML file; and [`tokens`]: the bearer tokens file of
-//!    `serve --http`, and the JWT access tokens of its OAuth mode (`tokens::jwt`).
+//!    supervising and calling them, checking and reloading their `[[upstream]]` tables.
+//! 4. [`tokens`]: the bearer tokens file of `serve --http`, and the JWT access tokens of its
+//!    OAuth mode (`tokens::jwt`).
 //! 5. [`groups`]: the tool groups on offer (`vars`, `plans`, `skills`, `snapshots`, the opt-in
 //!    `scripts`, `tools`, and one per script tool folder): one struct per tool, a thin adapter
 //!    over a domain module.
@@ -33,9 +34,10 @@
 //! 11. Shared by the folder libraries: [`runner`] (running a script file: scrubbed environment,
 //!     timeout, process-group kill, capped output) and [`folders`] (digests, `index.json`,
 //!     watching folders for changes).
-//! 12. The ground floor: [`json`] (dot paths, the one depth limit, the string walk),
-//!     [`text`] (character windows) and [`hosts`] (the entries `config HOST` writes into the
-//!     hosts' own files).
+//! 12. [`json`] (dot paths, the one depth limit, the string walk).
+//! 13. The ground floor: [`text`] (character windows), [`config`] (the command line and the
+//!     file's schema, plain data that imports nothing of the crate), [`digest`] (SHA-256 in
+//!     hex) and [`hosts`] (the entries `config HOST` writes into the hosts' own files).
 //!
 //! Only [`server`] (our server side) and [`upstreams`] (our client side of other servers) know
 //! MCP; everything below them knows nothing of it.
@@ -64,6 +66,7 @@
 
 pub mod app;
 pub mod config;
+pub mod digest;
 pub mod folders;
 pub mod groups;
 pub mod hosts;
@@ -102,7 +105,7 @@ pub enum Error {
 /// --http`), or runs the subcommand given.
 pub async fn run(
     cli: &config::Cli,
-    config: &config::Config,
+    config: &app::Settings,
 ) -> Result<std::process::ExitCode, Error> {
     runner::use_reaper();
     let mut stdout = std::io::stdout().lock();
@@ -226,7 +229,7 @@ fn token(
     reason = "`skills check` prints its report; it never serves MCP, so stdout is free"
 )]
 fn check_skills(
-    config: &config::Config,
+    config: &app::Settings,
     dirs: &[std::path::PathBuf],
     strict: bool,
 ) -> std::process::ExitCode {
@@ -253,7 +256,7 @@ fn check_skills(
     clippy::print_stdout,
     reason = "`skills update` prints its report; it never serves MCP, so stdout is free"
 )]
-fn update_skills(config: &config::Config) -> std::process::ExitCode {
+fn update_skills(config: &app::Settings) -> std::process::ExitCode {
     let sources = config.skill_sources();
     if sources.is_empty() {
         println!("no git skill sources are configured (`--skills git+…` or the config's `skills`)");
@@ -272,7 +275,7 @@ fn update_skills(config: &config::Config) -> std::process::ExitCode {
     clippy::print_stdout,
     reason = "`tools check` prints its report; it never serves MCP, so stdout is free"
 )]
-fn check_tools(config: &config::Config, dirs: &[std::path::PathBuf]) -> std::process::ExitCode {
+fn check_tools(config: &app::Settings, dirs: &[std::path::PathBuf]) -> std::process::ExitCode {
     let roots = if dirs.is_empty() {
         config.tool_roots()
     } else {

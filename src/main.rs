@@ -1,7 +1,8 @@
 //! The `synapse-mcp` binary: parse the command line, log to stderr, serve.
 
 use clap::Parser;
-use synapse_mcp::config::{Cli, Config};
+use synapse_mcp::app::Settings;
+use synapse_mcp::config::Cli;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -23,7 +24,7 @@ async fn main() -> anyhow::Result<std::process::ExitCode> {
     }
     let cli = Cli::parse();
     // Read first, so that the file's `log_format` applies; it logs nothing itself.
-    let config = Config::load(&cli)?;
+    let config = Settings::load(&cli)?;
     // Logs go to stderr, and to clients that set a level (`logging/setLevel`).
     tracing_subscriber::registry()
         .with(synapse_mcp::server::stderr_layer(

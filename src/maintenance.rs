@@ -5,7 +5,8 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::config::{Config, WorkspaceCommand};
+use crate::app::Settings;
+use crate::config::WorkspaceCommand;
 use crate::json::nesting::MAX_DEPTH;
 use crate::store::export::{self, WorkspaceExport};
 use crate::store::{
@@ -42,7 +43,7 @@ pub enum Error {
     TooDeep { workspace: String, count: usize },
 }
 
-fn open(config: &Config) -> Result<Arc<dyn DurableStore>, Error> {
+fn open(config: &Settings) -> Result<Arc<dyn DurableStore>, Error> {
     config
         .store
         .open(config.store_max_bytes)?
@@ -51,7 +52,7 @@ fn open(config: &Config) -> Result<Arc<dyn DurableStore>, Error> {
 
 /// Runs a `workspace` subcommand. `chosen_workspace` is `--workspace` when it was given.
 pub fn workspace(
-    config: &Config,
+    config: &Settings,
     command: &WorkspaceCommand,
     chosen_workspace: Option<&str>,
     out: &mut dyn Write,
@@ -165,7 +166,7 @@ fn import(
 
 /// `synapse-mcp doctor`: where the store is, its schema, sizes, workspaces, integrity, and
 /// state documents nesting deeper than the limit (which `--repair` flattens).
-pub fn doctor(config: &Config, repair: bool, out: &mut dyn Write) -> Result<(), Error> {
+pub fn doctor(config: &Settings, repair: bool, out: &mut dyn Write) -> Result<(), Error> {
     let path = match &config.store {
         Location::Memory => return Err(Error::MemoryStore),
         Location::Postgres(url) => return doctor_postgres(url, config.store_max_bytes, out),

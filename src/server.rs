@@ -4,6 +4,7 @@
 //! `server/prompts.rs`, questions for the client's model in `server/sampling.rs` — and
 //! `server/errors.rs` is the one place domain results become wire results or JSON-RPC errors.
 
+mod access;
 mod approval;
 mod completion;
 mod errors;
@@ -96,7 +97,7 @@ impl Server {
     /// authorized for it (`server/http.rs` puts them in the request's extensions); on stdio,
     /// the configured workspace.
     fn space(&self, extensions: &rmcp::model::Extensions) -> Result<Arc<Space>, ErrorData> {
-        match http::access(extensions) {
+        match access::of(extensions) {
             None => Ok(Arc::clone(self.inner.app.space())),
             Some(access) => self
                 .inner

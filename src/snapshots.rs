@@ -24,6 +24,7 @@ pub mod diff;
 mod dry_run;
 pub mod engine;
 mod floors;
+mod flow;
 pub mod functions;
 pub mod globals;
 pub mod javascript;
@@ -38,11 +39,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::json::nesting;
-use crate::store::tree::{Encoded, SnapshotKey};
 use crate::store::{self, SnapshotStore, StorageReport, StoredSnapshot};
-use chat::{Base, Binding, ChatMessage};
-use engine::{CallError, MessageContext};
-use functions::{Active, Export, Scope, VarFunction};
+use chat::{Base, Binding};
+use engine::CallError;
+use functions::{Export, Scope, VarFunction};
 
 pub use dry_run::{TestBase, Tested};
 pub use floors::{FloorList, FloorQuery, PAGE, Page, Reprocessed, Source};
@@ -50,15 +50,27 @@ pub use floors::{FloorList, FloorQuery, PAGE, Page, Reprocessed, Source};
 /// Why a snapshot operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A mistake in the request; the message says how to fix it.
-    #[error("{0}")]
-    Invalid(String),
+    /// A mistake in the request: `value` is the offending value as given (an id, a name, a
+    /// label, a chat file), or the name of the argument that is missing, empty or clashes with
+    /// another; the message names it and says how to fix it.
+    #[error("{message}")]
+    Invalid { value: String, message: String },
     #[error(transparent)]
     Store(#[from] store::Error),
 }
 
-fn invalid<T>(message: impl Into<String>) -> Result<T, Error> {
-    Err(Error::Invalid(message.into()))
+impl Error {
+    /// The caller's mistake about `value`, with the message that says how to fix it.
+    fn invalid(value: impl std::fmt::Display, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            value: value.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+fn invalid<T>(value: impl std::fmt::Display, message: impl Into<String>) -> Result<T, Error> {
+    Err(Error::invalid(value, message))
 }
 
 /// Snapshots stored per transaction while processing a chat.
@@ -66,11 +78,11 @@ pub const BATCH_SNAPSHOTS: usize = 256;
 
 /// A whole value entering the store (a template, an edited snapshot) must be readable back.
 fn within_limit(what: &str, value: &Value) -> Result<(), Error> {
-    nesting::check(value, 0).map_err(|too_deep| Error::Invalid(format!("{what} {too_deep}")))
+    nesting::check(value, 0).map_err(|too_deep| Error::invalid(what, format!("{what} {too_deep}")))
 }
 
 fn too_deep(what: &str, error: nesting::TooDeep) -> Error {
-    Error::Invalid(format!("{what} {error}"))
+    Error::invalid(what, format!("{what} {error}"))
 }
 
 /// A call that failed while processing a message.
@@ -193,7 +205,10 @@ impl Snapshots {
             .into_iter()
             .map(|definition| {
                 serde_json::from_value(definition).map_err(|error| {
-                    Error::Invalid(format!("a stored function cannot be read: {error}"))
+                    Error::invalid(
+                        scope.key(),
+                        format!("a stored function cannot be read: {error}"),
+                    )
                 })
             })
             .collect()
@@ -227,18 +242,22 @@ impl Snapshots {
         if function.id.is_empty() {
             function.id = uuid::Uuid::new_v4().to_string();
         }
-        functions::validate(&function).map_err(Error::Invalid)?;
+        functions::validate(&function)
+            .map_err(|message| Error::invalid(&function.name, message))?;
         if functions::is_builtin_id(&function.id) && *scope != Scope::Global {
-            return invalid(format!(
-                "`{}` is a built-in function of the global scope; leave out characterId to change it",
-                function.name
-            ));
+            return invalid(
+                &function.name,
+                format!(
+                    "`{}` is a built-in function of the global scope; leave out characterId to change it",
+                    function.name
+                ),
+            );
         }
         if function.builtin.is_none() {
             self.check_javascript(&function)?;
         }
-        let definition =
-            serde_json::to_value(&function).map_err(|error| Error::Invalid(error.to_string()))?;
+        let definition = serde_json::to_value(&function)
+            .map_err(|error| Error::invalid(&function.name, error.to_string()))?;
         self.store.put_functions(
             &self.workspace,
             &scope.key(),
@@ -249,20 +268,26 @@ impl Snapshots {
 
     fn check_javascript(&self, function: &VarFunction) -> Result<(), Error> {
         self.engine.check(&function.executor).map_err(|error| {
-            Error::Invalid(format!(
-                "the executor of `{}` does not compile: {error}",
-                function.name
-            ))
+            Error::invalid(
+                &function.name,
+                format!(
+                    "the executor of `{}` does not compile: {error}",
+                    function.name
+                ),
+            )
         })?;
         if let Some(pattern) = &function.pattern {
             let (source, flags) = functions::split_pattern(pattern);
             self.engine
                 .find(&Arc::from(source), flags, &Arc::from(""))
                 .map_err(|error| {
-                    Error::Invalid(format!(
-                        "the pattern of `{}` is not a valid JavaScript regex: {error}",
-                        function.name
-                    ))
+                    Error::invalid(
+                        &function.name,
+                        format!(
+                            "the pattern of `{}` is not a valid JavaScript regex: {error}",
+                            function.name
+                        ),
+                    )
                 })?;
         }
         Ok(())
@@ -271,19 +296,25 @@ impl Snapshots {
     /// Removes a function; returns it.
     pub fn remove_function(&self, id: &str, scope: &Scope) -> Result<VarFunction, Error> {
         if functions::is_builtin_id(id) {
-            return invalid(format!(
-                "`{id}` is a built-in function and cannot be removed; FunctionUpsert it with \"enabled\": false to turn it off"
-            ));
+            return invalid(
+                id,
+                format!(
+                    "`{id}` is a built-in function and cannot be removed; FunctionUpsert it with \"enabled\": false to turn it off"
+                ),
+            );
         }
         let existing = self
             .stored_functions(scope)?
             .into_iter()
             .find(|function| function.id == id);
         let Some(existing) = existing else {
-            return invalid(format!(
-                "no function `{id}` in the {} scope; FunctionList shows the ids",
-                describe_scope(scope)
-            ));
+            return invalid(
+                id,
+                format!(
+                    "no function `{id}` in the {} scope; FunctionList shows the ids",
+                    describe_scope(scope)
+                ),
+            );
         };
         self.store
             .remove_function(&self.workspace, &scope.key(), id)?;
@@ -298,7 +329,10 @@ impl Snapshots {
             function.enabled = false;
             function.builtin = None;
             functions::validate(&function).map_err(|message| {
-                Error::Invalid(format!("cannot import `{}`: {message}", function.name))
+                Error::invalid(
+                    &function.name,
+                    format!("cannot import `{}`: {message}", function.name),
+                )
             })?;
             self.check_javascript(&function)?;
             imported.push(function);
@@ -309,7 +343,7 @@ impl Snapshots {
                 Ok((
                     function.id.clone(),
                     serde_json::to_value(function)
-                        .map_err(|error| Error::Invalid(error.to_string()))?,
+                        .map_err(|error| Error::invalid(&function.name, error.to_string()))?,
                 ))
             })
             .collect::<Result<Vec<_>, Error>>()?;
@@ -321,22 +355,23 @@ impl Snapshots {
     /// The library export format, of some ids or the whole scope.
     pub fn export(&self, ids: Option<&[String]>, scope: &Scope) -> Result<Export, Error> {
         let all = self.functions(scope)?;
-        let functions = match ids {
-            None => all,
-            Some(ids) => {
-                let mut chosen = Vec::with_capacity(ids.len());
-                for id in ids {
-                    let found = all.iter().find(|function| &function.id == id).cloned();
-                    chosen.push(found.ok_or_else(|| {
-                        Error::Invalid(format!(
+        let functions =
+            match ids {
+                None => all,
+                Some(ids) => {
+                    let mut chosen = Vec::with_capacity(ids.len());
+                    for id in ids {
+                        let found = all.iter().find(|function| &function.id == id).cloned();
+                        chosen.push(found.ok_or_else(|| {
+                        Error::invalid(id, format!(
                             "no function `{id}` in the {} scope; FunctionList shows the ids",
                             describe_scope(scope)
                         ))
                     })?);
+                    }
+                    chosen
                 }
-                chosen
-            }
-        };
+            };
         Ok(Export {
             version: "1.0".to_owned(),
             functions,
@@ -349,7 +384,10 @@ impl Snapshots {
 
     pub fn set_template(&self, character_id: &str, template: &Value) -> Result<(), Error> {
         if !template.is_object() {
-            return invalid("a template must be a JSON object, such as {\"角色\": {\"金币\": 0}}");
+            return invalid(
+                "template",
+                "a template must be a JSON object, such as {\"角色\": {\"金币\": 0}}",
+            );
         }
         within_limit("the template", template)?;
         Ok(self
@@ -359,22 +397,23 @@ impl Snapshots {
 
     pub fn snapshot(&self, id: &str) -> Result<StoredSnapshot, Error> {
         self.store.snapshot(&self.workspace, id)?.ok_or_else(|| {
-            Error::Invalid(format!("no snapshot `{id}`; its chat may have been deleted (SnapshotProcess makes new ones)"))
+            Error::invalid(id, format!("no snapshot `{id}`; its chat may have been deleted (SnapshotProcess makes new ones)"))
         })
     }
 
     /// Replaces a snapshot in place (same id).
     pub fn update(&self, id: &str, snapshot: &Value) -> Result<(), Error> {
         if !snapshot.is_object() {
-            return invalid("a snapshot must be a JSON object");
+            return invalid("snapshot", "a snapshot must be a JSON object");
         }
         within_limit("the snapshot", snapshot)?;
         if self.store.update_snapshot(&self.workspace, id, snapshot)? {
             Ok(())
         } else {
-            invalid(format!(
-                "no snapshot `{id}` to update; SnapshotGet shows what exists"
-            ))
+            invalid(
+                id,
+                format!("no snapshot `{id}` to update; SnapshotGet shows what exists"),
+            )
         }
     }
 
@@ -393,15 +432,19 @@ impl Snapshots {
             (true, false) => {
                 let chats = self.chats()?;
                 let snapshots: u64 = chats.iter().map(|(_, count)| count).sum();
-                return invalid(format!(
-                    "`activeChatFiles` is empty, which would delete the snapshots of every chat \
+                return invalid(
+                    "activeChatFiles",
+                    format!(
+                        "`activeChatFiles` is empty, which would delete the snapshots of every chat \
                      ({} chats, {snapshots} snapshots); list the chat files that still exist, or \
                      pass \"all\": true to delete them all",
-                    chats.len()
-                ));
+                        chats.len()
+                    ),
+                );
             }
             (false, true) => {
                 return invalid(
+                    "all",
                     "`all: true` deletes every chat's snapshots and takes an empty \
                      `activeChatFiles`; leave out `all` to keep the chats listed",
                 );
@@ -434,272 +477,10 @@ impl Snapshots {
         Ok(characters)
     }
 
-    /// The starting state for a character: a global snapshot, the given template, the stored
-    /// one, or `{}`.
-    fn base_state(&self, start: &Start<'_>) -> Result<(Value, Base), Error> {
-        if let Some(reference) = start.base_id {
-            let global = self.global(reference)?;
-            return Ok((
-                global.value,
-                Base::Global {
-                    snapshot_id: global.id,
-                    label: global.label,
-                },
-            ));
-        }
-        if let Some(template) = start.template.clone() {
-            if !template.is_object() {
-                return invalid("`template` must be a JSON object");
-            }
-            within_limit("`template`", &template)?;
-            return Ok((template, Base::Template));
-        }
-        let stored = match start.character_id {
-            Some(id) => self.template(id)?,
-            None => None,
-        };
-        Ok(match stored {
-            Some(template) => (template, Base::Template),
-            None => (builtins::empty(), Base::Empty),
-        })
-    }
-
-    /// The flow over a whole chat, from the character's template (or `template`). `cancelled`
-    /// is asked between messages: once it says yes, what was processed is stored and the rest
-    /// is left (see [`Stopped`]).
-    pub fn process(
-        &self,
-        chat_file: &str,
-        messages: &[ChatMessage],
-        character_id: Option<&str>,
-        template: Option<Value>,
-        cancelled: &dyn Fn() -> bool,
-    ) -> Result<Processed, Error> {
-        let start = Start {
-            character_id,
-            template,
-            base_id: None,
-        };
-        self.process_from(chat_file, messages, &start, cancelled)
-    }
-
-    /// The flow over a whole chat from where `start` says when no message is bound.
-    pub fn process_from(
-        &self,
-        chat_file: &str,
-        messages: &[ChatMessage],
-        start: &Start<'_>,
-        cancelled: &dyn Fn() -> bool,
-    ) -> Result<Processed, Error> {
-        let character_id = start.character_id;
-        if let Some(disabled) = self.disabled(chat_file, character_id)? {
-            return self.unprocessed(messages, start, disabled);
-        }
-        let mut loaded: Option<StoredSnapshot> = None;
-        let mut failure = None;
-        let anchor = chat::anchor(messages, |id| {
-            match self.store.snapshot(&self.workspace, id) {
-                Ok(Some(found)) => {
-                    loaded = Some(found);
-                    true
-                }
-                Ok(None) => false,
-                Err(error) => {
-                    failure.get_or_insert(error);
-                    true
-                }
-            }
-        });
-        if let Some(error) = failure {
-            return Err(error.into());
-        }
-        let (mut state, base) = match (&anchor.start, loaded) {
-            (Some((index, id)), Some(found)) => (
-                found.value,
-                Base::Snapshot {
-                    message_index: *index,
-                    snapshot_id: id.clone(),
-                },
-            ),
-            _ => self.base_state(start)?,
-        };
-        let active = Active::from(self.library(character_id)?);
-        let scripted = runs_scripts(&active);
-        let mut bindings = Vec::with_capacity(anchor.pending.len());
-        let mut batch = Encoded::new();
-        let mut storage = StorageReport::default();
-        let mut errors = Vec::new();
-        let mut stopped = None;
-        for (done, &index) in anchor.pending.iter().enumerate() {
-            if cancelled() {
-                stopped = Some(Stopped {
-                    processed: done,
-                    remaining: anchor.pending.len() - done,
-                });
-                break;
-            }
-            let message = &messages[index];
-            let context = MessageContext {
-                chat_file: chat_file.to_owned(),
-                message_index: Some(index),
-                swipe_id: Some(message.active_swipe()),
-                character_id: character_id.map(str::to_owned),
-                send_date: message.send_millis(),
-            };
-            let before = scripted.then(|| state.clone());
-            let (engine, text) = (&self.engine, message.text());
-            let outcome = engine::apply(engine, &active, &mut state, text, (&context, cancelled));
-            let summary = diff::summary(before.as_ref(), &state, &outcome.changed);
-            errors.extend(outcome.errors.into_iter().map(|error| MessageError {
-                message_index: Some(index),
-                swipe_id: Some(message.active_swipe()),
-                error,
-            }));
-            let id = uuid::Uuid::new_v4().to_string();
-            bindings.push(Binding {
-                message_index: index,
-                swipe_id: message.active_swipe(),
-                snapshot_id: id.clone(),
-            });
-            let key = SnapshotKey {
-                id,
-                chat_file: chat_file.to_owned(),
-                message_id: Some(index as u64),
-                swipe_id: Some(message.active_swipe() as u64),
-                created_at: None,
-                summary: Some(summary),
-                stored_bytes: None,
-            };
-            lay_out(&mut batch, key, &state, &outcome.changed)?;
-            if batch.snapshots.len() >= BATCH_SNAPSHOTS {
-                self.commit(&mut batch, &mut storage)?;
-            }
-        }
-        self.commit(&mut batch, &mut storage)?;
-        let latest_snapshot_id = bindings
-            .last()
-            .map(|binding| binding.snapshot_id.clone())
-            .or_else(|| anchor.start.as_ref().map(|(_, id)| id.clone()));
-        Ok(Processed {
-            bindings,
-            dropped: anchor.dropped,
-            base,
-            latest_snapshot_id,
-            vs_stat_data: state,
-            errors,
-            storage,
-            stopped,
-            disabled: None,
-        })
-    }
-
-    /// Stores a batch of snapshots (if any) in one transaction and adds up what it cost.
-    fn commit(&self, batch: &mut Encoded, storage: &mut StorageReport) -> Result<(), Error> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let report = self.store.put_snapshots(&self.workspace, batch)?;
-        storage.snapshots += report.snapshots;
-        storage.new_nodes += report.new_nodes;
-        storage.new_bytes += report.new_bytes;
-        batch.committed();
-        Ok(())
-    }
-
-    /// One message applied to a base snapshot (or the template), stored as a new snapshot.
-    pub fn apply(
-        &self,
-        chat_file: &str,
-        text: &str,
-        base_id: Option<&str>,
-        character_id: Option<&str>,
-        message_index: Option<usize>,
-        cancelled: &dyn Fn() -> bool,
-    ) -> Result<Applied, Error> {
-        let mut state = if let Some(reference) = base_id {
-            self.resolve(reference)?.0
-        } else {
-            let start = Start {
-                character_id,
-                ..Start::default()
-            };
-            self.base_state(&start)?.0
-        };
-        let before = state.clone();
-        let active = Active::from(self.library(character_id)?);
-        let context = MessageContext {
-            chat_file: chat_file.to_owned(),
-            message_index,
-            swipe_id: None,
-            character_id: character_id.map(str::to_owned),
-            send_date: None,
-        };
-        let outcome = engine::apply(
-            &self.engine,
-            &active,
-            &mut state,
-            text,
-            (&context, cancelled),
-        );
-        let id = uuid::Uuid::new_v4().to_string();
-        let mut new = Encoded::new();
-        let key = SnapshotKey {
-            id: id.clone(),
-            chat_file: chat_file.to_owned(),
-            message_id: message_index.map(|index| index as u64),
-            swipe_id: None,
-            created_at: None,
-            summary: Some(diff::summary(Some(&before), &state, &outcome.changed)),
-            stored_bytes: None,
-        };
-        new.add(key, &state)
-            .map_err(|error| too_deep("the state", error))?;
-        let storage = self.store.put_snapshots(&self.workspace, &new)?;
-        Ok(Applied {
-            snapshot_id: id,
-            snapshot: state,
-            errors: outcome.errors,
-            storage,
-        })
-    }
-
     /// The `state-functions` prompt for a character (or the global library).
     pub fn prompt(&self, character_id: Option<&str>) -> Result<String, Error> {
         Ok(functions::prompt(&self.library(character_id)?))
     }
-}
-
-/// Whether a library runs user functions. Such a function may change anything, so its floors
-/// are summarized by comparing the states; built-in calls say which paths they wrote, which
-/// costs no copy of the state.
-fn runs_scripts(active: &Active) -> bool {
-    !active.before.is_empty()
-        || !active.after.is_empty()
-        || active
-            .calls
-            .iter()
-            .any(|function| function.builtin.is_none())
-}
-
-/// Lays out a floor's snapshot in the batch and records the bytes of the nodes it added.
-fn lay_out(
-    batch: &mut Encoded,
-    key: SnapshotKey,
-    state: &Value,
-    changed: &crate::store::tree::Changed,
-) -> Result<(), Error> {
-    let laid_out = batch.nodes.len();
-    batch
-        .add_changed(key, state, changed)
-        .map_err(|error| too_deep("the state", error))?;
-    let bytes: usize = batch.nodes[laid_out..]
-        .iter()
-        .map(|(_, body)| body.len())
-        .sum();
-    if let Some((key, _)) = batch.snapshots.last_mut() {
-        key.stored_bytes = Some(bytes as u64);
-    }
-    Ok(())
 }
 
 fn describe_scope(scope: &Scope) -> String {

@@ -13,14 +13,12 @@
 
 pub mod jwt;
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// What is written before the tokens begin.
 pub const PREFIX: &str = "syn_";
@@ -97,13 +95,7 @@ struct File {
 
 /// The SHA-256 digest of a token, in lowercase hex.
 fn digest(token: &str) -> String {
-    let bytes = Sha256::digest(token.as_bytes());
-    bytes
-        .iter()
-        .fold(String::with_capacity(64), |mut hex, byte| {
-            let _ = write!(hex, "{byte:02x}");
-            hex
-        })
+    crate::digest::sha256_hex(token.as_bytes())
 }
 
 fn read(path: &Path) -> Result<File, Error> {

@@ -18,6 +18,7 @@
 mod link;
 mod names;
 pub mod reload;
+pub mod settings;
 mod supervisor;
 mod tool;
 pub mod wire;
@@ -28,8 +29,8 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
 
-use crate::config::upstream::Upstream;
 use crate::tools::{GroupState, Origin, Registry, RegistryError, ToolGroup};
+use settings::Upstream;
 use supervisor::Supervised;
 
 /// How long the first listings of starting servers are waited for, together: `tools/list`

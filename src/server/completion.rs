@@ -39,7 +39,7 @@ pub(super) fn complete(
             (STATE_FUNCTIONS, "characterId") => sources
                 .snapshots
                 .characters()
-                .map_err(|error| errors::snapshots_failed(&error))?,
+                .map_err(errors::snapshots_failed)?,
             _ => Vec::new(),
         },
         Reference::Resource(template) => match (template.uri.as_str(), argument) {
@@ -48,7 +48,7 @@ pub(super) fn complete(
             ("snapshot://{chat}/{id}" | "snapshot://{chat}", "chat") => sources
                 .snapshots
                 .chats()
-                .map_err(|error| errors::snapshots_failed(&error))?
+                .map_err(errors::snapshots_failed)?
                 .into_iter()
                 .map(|(chat, _)| chat)
                 .collect(),
@@ -56,7 +56,7 @@ pub(super) fn complete(
                 Some(chat) => sources
                     .snapshots
                     .snapshot_ids(chat)
-                    .map_err(|error| errors::snapshots_failed(&error))?,
+                    .map_err(errors::snapshots_failed)?,
                 None => Vec::new(),
             },
             ("rule://{group}/{rule}", "group") => rule_groups(sources.executor),

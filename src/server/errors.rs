@@ -102,29 +102,44 @@ pub(super) fn workspace_failed(error: &crate::workspace::Error) -> ErrorData {
 }
 
 /// A snapshot request outside a tool call (a prompt or a resource) that failed: a request
-/// mistake becomes invalid params, a store failure an internal error (logged).
-pub(super) fn snapshots_failed(error: &crate::snapshots::Error) -> ErrorData {
-    match error {
-        crate::snapshots::Error::Invalid(message) => {
-            ErrorData::invalid_params(message.clone(), None)
+/// mistake becomes invalid params, a store failure an internal error (logged). Which is which
+/// is `tools/errors.rs`'s decision, the same a tool call's result follows.
+pub(super) fn snapshots_failed(error: crate::snapshots::Error) -> ErrorData {
+    match ToolError::from(error) {
+        ToolError::Invalid(message) => ErrorData::invalid_params(message, None),
+        ToolError::Internal(message) => {
+            tracing::error!(error = %message, "snapshot store failed");
+            ErrorData::internal_error(message, None)
         }
-        crate::snapshots::Error::Store(_) => {
-            tracing::error!(%error, "snapshot store failed");
-            ErrorData::internal_error(error.to_string(), None)
+    }
+}
+
+/// A `snapshot://` resource that cannot be served: the caller's mistake (by `tools/errors.rs`)
+/// is an unknown resource, said with `hint` or else the domain's message; a store failure is
+/// internal (logged).
+pub(super) fn snapshot_resource_error(
+    uri: &str,
+    error: crate::snapshots::Error,
+    hint: Option<&str>,
+) -> ErrorData {
+    match ToolError::from(error) {
+        ToolError::Invalid(message) => resource_not_found(uri, hint.unwrap_or(&message)),
+        ToolError::Internal(message) => {
+            tracing::error!(%uri, error = %message, "snapshot store failed");
+            ErrorData::internal_error(message, None)
         }
     }
 }
 
 /// A skill resource that cannot be served: unknown skill, file or refused path (the client can
-/// fix the URI), or an I/O failure (logged).
-pub(super) fn skill_resource_error(uri: &str, error: &crate::skills::Error) -> ErrorData {
-    use crate::skills::Error;
-    match error {
-        Error::Io { .. } | Error::Changed { .. } => {
-            tracing::error!(%uri, %error, "cannot serve a skill file");
+/// fix the URI), or an I/O failure (logged). Which is which is `tools/errors.rs`'s decision.
+pub(super) fn skill_resource_error(uri: &str, error: crate::skills::Error) -> ErrorData {
+    match ToolError::from(error) {
+        ToolError::Invalid(message) => resource_not_found(uri, &message),
+        ToolError::Internal(message) => {
+            tracing::error!(%uri, error = %message, "cannot serve a skill file");
             ErrorData::internal_error(format!("cannot read `{uri}`"), None)
         }
-        _ => resource_not_found(uri, &error.to_string()),
     }
 }
 

@@ -6,7 +6,7 @@
 //! Each request is authorized here, before rmcp sees it: its token — one of the tokens file's,
 //! else a JWT access token from the configured authorization server — names a principal and the
 //! workspaces it may use; the workspace is the one the path names (percent-decoded), else the
-//! token's first. The decision travels to the handlers as an [`Access`] in the request's
+//! token's first. The decision travels to the handlers as an `Access` (`server/access.rs`) in the request's
 //! extensions, so that the workspace comes from the principal and never from a session id
 //! (2026-07-28 requests have none), and an initialize-era session stays with the principal and
 //! workspace that opened it for as long as rmcp keeps the session (`Sessions`).
@@ -14,37 +14,33 @@
 //! Shutting down (SIGTERM, ctrl-c): new requests get 503, the requests in flight (their
 //! response streams included) finish, then the sessions' streams close and the process exits.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::{Stream, StreamExt as _};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
-use rmcp::transport::common::server_side_http::{ServerSseMessage, SessionId};
-use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionManager, LocalSessionManagerError,
-};
-use rmcp::transport::streamable_http_server::session::{
-    EventStore, RestoreOutcome, SessionManager,
-};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+mod auth;
+mod sessions;
+
+use auth::{metadata, refusal};
+use sessions::{Foreign, Sessions};
+
 use super::{Error, Server};
 use crate::app::App;
 use crate::config::{HttpSettings, OAuthSettings};
-use crate::tokens::jwt::{self, Rejection, Verifier};
-use crate::tokens::{Grant, Tokens};
-use crate::tools::Caller;
+use crate::tokens::Tokens;
+use crate::tokens::jwt::{self, Verifier};
 
 /// How often an open stream of a tokens-file token checks that the token was not revoked.
 const REVOCATION_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
@@ -54,22 +50,6 @@ const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The session header of initialize-era sessions.
 const SESSION_HEADER: &str = "mcp-session-id";
-
-/// What the HTTP layer authorized a request for: the workspace it works in, as whom.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Access {
-    pub workspace: String,
-    pub caller: Caller,
-}
-
-/// The [`Access`] of an HTTP request, from the HTTP parts rmcp puts in each message's
-/// extensions; `None` on stdio.
-pub(super) fn access(extensions: &rmcp::model::Extensions) -> Option<&Access> {
-    extensions
-        .get::<axum::http::request::Parts>()?
-        .extensions
-        .get::<Access>()
-}
 
 /// The path of the protected-resource metadata (RFC 9728); the resource's path follows it.
 const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -112,23 +92,7 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
         None => None,
     };
     if tokens.is_none() && jwt.is_none() {
-        if !settings.no_auth {
-            return Err(Error::Start(
-                "serving HTTP needs authentication: give --tokens FILE (made by `synapse-mcp \
-                 token add --tokens FILE --principal NAME --workspace W`), or OAuth \
-                 (--oauth-issuer, --oauth-audience, --oauth-jwks), or --no-auth on a loopback \
-                 address for local development"
-                    .to_owned(),
-            ));
-        }
-        if !settings.listen.ip().is_loopback() {
-            return Err(Error::Start(format!(
-                "--no-auth serves without authentication, which is allowed on a loopback \
-                 address only, and {} is not one; give --tokens FILE (see `synapse-mcp token \
-                 add`) or OAuth (--oauth-issuer)",
-                settings.listen
-            )));
-        }
+        without_authentication(settings)?;
     }
     // Sessions idle out here (`Sessions::close_idle`), not in rmcp: its timer knows nothing of
     // a call waiting for the client's answer to an approval or a sampling request.
@@ -189,6 +153,28 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
     let shutdown = drain(Arc::clone(&gate), stop);
     serve_connections(listener, router, settings.read_timeout, shutdown).await;
     tracing::info!("HTTP server stopped");
+    Ok(())
+}
+
+/// Serving without tokens: allowed with `--no-auth` on a loopback address only.
+fn without_authentication(settings: &HttpSettings) -> Result<(), Error> {
+    if !settings.no_auth {
+        return Err(Error::Start(
+            "serving HTTP needs authentication: give --tokens FILE (made by `synapse-mcp \
+             token add --tokens FILE --principal NAME --workspace W`), or OAuth \
+             (--oauth-issuer, --oauth-audience, --oauth-jwks), or --no-auth on a loopback \
+             address for local development"
+                .to_owned(),
+        ));
+    }
+    if !settings.listen.ip().is_loopback() {
+        return Err(Error::Start(format!(
+            "--no-auth serves without authentication, which is allowed on a loopback \
+             address only, and {} is not one; give --tokens FILE (see `synapse-mcp token \
+             add`) or OAuth (--oauth-issuer)",
+            settings.listen
+        )));
+    }
     Ok(())
 }
 
@@ -379,27 +365,19 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
         .get("mcp-method")
         .is_some_and(|method| method.as_bytes() == b"subscriptions/listen");
     let calls = request.method() == Method::POST && !listens;
-    let mut busy = None;
-    if let Some(id) = &session {
-        let mut owners = gate.sessions.owners();
-        if let Some(owner) = owners.get_mut(id.as_str()) {
-            if owner.access != access {
-                // Not found rather than forbidden: a client told 404 starts a new session.
+    let busy = match &session {
+        None => None,
+        Some(id) => match gate.sessions.enter(id, &access, calls) {
+            Ok(busy) => busy,
+            // Not found rather than forbidden: a client told 404 starts a new session.
+            Err(Foreign) => {
                 return refusal(
                     StatusCode::NOT_FOUND,
                     "no such session for this token and workspace; initialize a new one",
                 );
             }
-            owner.last = Instant::now();
-            if calls {
-                owner.calls += 1;
-                busy = Some(Busy {
-                    sessions: Arc::clone(&gate.sessions),
-                    id: id.clone(),
-                });
-            }
-        }
-    }
+        },
+    };
     if request.method() == Method::POST {
         // The body has `read_timeout` to arrive, as the headers had.
         request = request.map(|body| {
@@ -500,468 +478,6 @@ async fn answers_only(request: Request) -> Option<Request> {
         single => is_request(single),
     };
     (!carries_request).then(|| Request::from_parts(parts, Body::from(bytes)))
-}
-
-impl Gate {
-    /// Resolves once the tokens-file token with this digest is no longer in the file, checked
-    /// every [`REVOCATION_CHECK`].
-    async fn revoked(self: Arc<Self>, digest: String) {
-        let Some(tokens) = &self.tokens else {
-            return std::future::pending().await;
-        };
-        loop {
-            tokio::time::sleep(REVOCATION_CHECK).await;
-            if !tokens.holds(&digest) {
-                tracing::info!("a token was revoked: its open stream ends");
-                return;
-            }
-        }
-    }
-
-    /// Who is asking, and for which workspace, with the digest of its token when it is one of
-    /// the tokens file's: 400 for a path that does not decode, 401 without a valid token, 403
-    /// for a workspace the token does not allow.
-    async fn access(
-        &self,
-        path: &str,
-        headers: &HeaderMap,
-    ) -> Result<(Access, Option<String>), Box<Response>> {
-        let named = workspace_in(path)?;
-        if self.tokens.is_none() && self.jwt.is_none() {
-            let access = Access {
-                workspace: named.unwrap_or_else(|| self.default_workspace.clone()),
-                caller: Caller::default(),
-            };
-            return Ok((access, None));
-        }
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.split_once(' '))
-            // The scheme is case-insensitive (RFC 7235): `Bearer`, `bearer`, `BEARER`.
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim());
-        let Some(presented) = presented else {
-            return Err(Box::new(self.unauthorized(
-                path,
-                headers,
-                None,
-                "a bearer token is required: send `Authorization: Bearer <token>`",
-            )));
-        };
-        let (grant, digest) = self.grant(path, headers, presented).await?;
-        let workspace = match named {
-            Some(name) => name,
-            None => grant.workspaces.first().cloned().unwrap_or_default(),
-        };
-        if !grant.workspaces.contains(&workspace) {
-            let message = format!(
-                "principal `{}` may not use workspace `{workspace}`; its token allows: {}",
-                grant.principal,
-                grant.workspaces.join(", ")
-            );
-            let scope = format!("{}{workspace}", jwt::WORKSPACE_SCOPE_PREFIX);
-            return Err(Box::new(self.forbidden(path, headers, &scope, &message)));
-        }
-        let access = Access {
-            workspace,
-            caller: Caller {
-                principal: Some(grant.principal),
-                read_only: grant.read_only,
-                shared_read_only: !grant.write_skills,
-            },
-        };
-        Ok((access, digest))
-    }
-
-    /// What a presented token grants: the tokens file's entry for it (with its digest), else
-    /// what it grants as a JWT access token.
-    async fn grant(
-        &self,
-        path: &str,
-        headers: &HeaderMap,
-        presented: &str,
-    ) -> Result<(Grant, Option<String>), Box<Response>> {
-        if let Some(entry) = self
-            .tokens
-            .as_ref()
-            .and_then(|tokens| tokens.find(presented))
-        {
-            let digest = entry.sha256.clone();
-            return Ok((entry.grant(), Some(digest)));
-        }
-        let from_file = self.tokens.is_some() && presented.starts_with(crate::tokens::PREFIX);
-        let refused = match &self.jwt {
-            Some(verifier) if !from_file => match verifier.verify(presented).await {
-                Ok(grant) => return Ok((grant, None)),
-                Err(Rejection::InsufficientScope { scope, message }) => {
-                    return Err(Box::new(self.forbidden(path, headers, &scope, &message)));
-                }
-                Err(Rejection::Invalid(message)) => message,
-            },
-            _ => "this bearer token is not known (or was revoked)".to_owned(),
-        };
-        Err(Box::new(self.unauthorized(
-            path,
-            headers,
-            Some("invalid_token"),
-            &refused,
-        )))
-    }
-
-    /// 401 with a `Bearer` challenge: the metadata's URL in OAuth mode, and the error when a
-    /// token was given.
-    fn unauthorized(
-        &self,
-        path: &str,
-        headers: &HeaderMap,
-        error: Option<&str>,
-        message: &str,
-    ) -> Response {
-        let mut challenge = self.challenge(path, headers);
-        if let Some(error) = error {
-            challenge.push(format!("error=\"{error}\""));
-            challenge.push(format!("error_description={}", quoted(message)));
-        }
-        with_challenge(refusal(StatusCode::UNAUTHORIZED, message), &challenge)
-    }
-
-    /// 403 `insufficient_scope`, naming the scope that would do in OAuth mode.
-    fn forbidden(&self, path: &str, headers: &HeaderMap, scope: &str, message: &str) -> Response {
-        let mut challenge = self.challenge(path, headers);
-        challenge.push("error=\"insufficient_scope\"".to_owned());
-        if self.issuer.is_some() && is_scope(scope) {
-            challenge.push(format!("scope=\"{scope}\""));
-        }
-        challenge.push(format!("error_description={}", quoted(message)));
-        with_challenge(refusal(StatusCode::FORBIDDEN, message), &challenge)
-    }
-
-    /// The parameters of a `Bearer` challenge: the realm, and `resource_metadata` in OAuth
-    /// mode.
-    fn challenge(&self, path: &str, headers: &HeaderMap) -> Vec<String> {
-        let mut challenge = vec!["realm=\"synapse-mcp\"".to_owned()];
-        if self.issuer.is_some() {
-            let url = format!("{}{METADATA_PATH}{path}", self.base_url(headers));
-            challenge.push(format!("resource_metadata={}", quoted(&url)));
-        }
-        challenge
-    }
-
-    /// The resource at `path` as the protected-resource metadata names it (RFC 9728): under the
-    /// configured public URL, else under the configured audience when it is the URL of `/mcp`
-    /// (what tokens are issued for), else under [`Gate::base_url`].
-    fn resource(&self, path: &str, headers: &HeaderMap) -> String {
-        if self.public_url.is_none()
-            && let Some(base) = self
-                .audiences
-                .first()
-                .and_then(|audience| audience.trim_end_matches('/').strip_suffix("/mcp"))
-        {
-            return format!("{base}{path}");
-        }
-        format!("{}{path}", self.base_url(headers))
-    }
-
-    /// The URL clients reach the server at: the configured one, else `http://` and the
-    /// request's `Host` when it is one answered, else the address listened on.
-    fn base_url(&self, headers: &HeaderMap) -> String {
-        if let Some(url) = &self.public_url {
-            return url.clone();
-        }
-        let host = headers
-            .get(header::HOST)
-            .and_then(|value| value.to_str().ok())
-            .filter(|host| self.answers(host));
-        match host {
-            Some(host) => format!("http://{host}"),
-            None => format!("http://{}", self.listen),
-        }
-    }
-
-    /// Whether `host` (`name` or `name:port`) is one of the allowed hosts.
-    fn answers(&self, host: &str) -> bool {
-        let name = match host.rsplit_once(':') {
-            Some((name, port)) if port.bytes().all(|byte| byte.is_ascii_digit()) => name,
-            _ => host,
-        };
-        let name = name.trim_start_matches('[').trim_end_matches(']');
-        self.allowed_hosts
-            .iter()
-            .any(|allowed| allowed.eq_ignore_ascii_case(host) || allowed.eq_ignore_ascii_case(name))
-    }
-}
-
-/// The workspace a path names, percent-decoded: `/mcp/a%20b` is `a b`; `None` for `/mcp`.
-fn workspace_in(path: &str) -> Result<Option<String>, Box<Response>> {
-    let Some(raw) = path.strip_prefix("/mcp/").filter(|name| !name.is_empty()) else {
-        return Ok(None);
-    };
-    let bad = |why: &str| {
-        Box::new(refusal(
-            StatusCode::BAD_REQUEST,
-            &format!(
-                "the workspace in the path, `{raw}`, {why}; percent-encode its UTF-8 bytes, \
-                 as in /mcp/a%20b for `a b` or /mcp/%C3%BC for `ü`"
-            ),
-        ))
-    };
-    let bytes = raw.as_bytes();
-    let escapes_are_whole = bytes.iter().enumerate().all(|(index, byte)| {
-        *byte != b'%'
-            || bytes
-                .get(index + 1..index + 3)
-                .is_some_and(|digits| digits.iter().all(u8::is_ascii_hexdigit))
-    });
-    if !escapes_are_whole {
-        return Err(bad("has a `%` not followed by two hex digits"));
-    }
-    match percent_encoding::percent_decode_str(raw).decode_utf8() {
-        Ok(name) if name.trim().is_empty() => Err(bad("is empty once decoded")),
-        Ok(name) => Ok(Some(name.into_owned())),
-        Err(_) => Err(bad("does not decode to UTF-8")),
-    }
-}
-
-/// `/.well-known/oauth-protected-resource[/mcp[/{workspace}]]`: the protected-resource
-/// metadata (RFC 9728) of the resource whose path follows the well-known prefix.
-async fn metadata(State(gate): State<Arc<Gate>>, request: Request) -> Response {
-    let resource_path = request
-        .uri()
-        .path()
-        .strip_prefix(METADATA_PATH)
-        .unwrap_or_default();
-    let mut scopes = vec![
-        jwt::READ_SCOPE.to_owned(),
-        jwt::WRITE_SCOPE.to_owned(),
-        jwt::SKILLS_SCOPE.to_owned(),
-    ];
-    match workspace_in(resource_path) {
-        Ok(Some(workspace)) => {
-            let scope = format!("{}{workspace}", jwt::WORKSPACE_SCOPE_PREFIX);
-            if is_scope(&scope) {
-                scopes.push(scope);
-            }
-        }
-        Ok(None) => {}
-        Err(response) => return *response,
-    }
-    let document = serde_json::json!({
-        "resource": gate.resource(resource_path, request.headers()),
-        "authorization_servers": gate.issuer.iter().collect::<Vec<_>>(),
-        "bearer_methods_supported": ["header"],
-        "scopes_supported": scopes,
-        "resource_name": "synapse-mcp",
-    });
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        document.to_string(),
-    )
-        .into_response()
-}
-
-/// Whether `scope` is one scope token: printable ASCII without spaces, quotes or backslashes
-/// (RFC 6749). A workspace whose name is not one can be granted by the workspaces claim only.
-fn is_scope(scope: &str) -> bool {
-    !scope.is_empty()
-        && scope
-            .chars()
-            .all(|character| character.is_ascii_graphic() && !"\"\\".contains(character))
-}
-
-/// A quoted-string of an auth-param: quotes and backslashes escaped, anything but printable
-/// ASCII replaced, so that it is a valid header value.
-fn quoted(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for character in text.chars() {
-        match character {
-            '"' | '\\' => {
-                quoted.push('\\');
-                quoted.push(character);
-            }
-            ' '..='~' => quoted.push(character),
-            _ => quoted.push('?'),
-        }
-    }
-    quoted.push('"');
-    quoted
-}
-
-/// `response` with a `WWW-Authenticate: Bearer` header of these parameters.
-fn with_challenge(mut response: Response, parameters: &[String]) -> Response {
-    let challenge = format!("Bearer {}", parameters.join(", "));
-    match HeaderValue::from_str(&challenge) {
-        Ok(value) => {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, value);
-        }
-        Err(error) => tracing::warn!(%error, "cannot send the challenge {challenge}"),
-    }
-    response
-}
-
-/// A refusal, sent before the request's body was read: the connection is closed after it, so
-/// that a client does not send its next request on a connection the server drops.
-fn refusal(status: StatusCode, message: &str) -> Response {
-    (
-        status,
-        [(header::CONNECTION, "close")],
-        format!("{message}\n"),
-    )
-        .into_response()
-}
-
-/// rmcp's local sessions, and the principal and workspace of each: an entry is made when a
-/// session is opened, and leaves when the session is closed — by `DELETE`, when it has been
-/// idle too long ([`Sessions::close_idle`]), or when its service ends.
-struct Sessions {
-    inner: LocalSessionManager,
-    owners: Mutex<HashMap<String, Owner>>,
-}
-
-/// Who opened a session, and how busy it is.
-struct Owner {
-    access: Access,
-    /// When a request of the session last began or ended.
-    last: Instant,
-    /// Its calls in flight: a call waiting for the client's answer to an approval or a
-    /// sampling request keeps the session open however long the user takes.
-    calls: usize,
-}
-
-/// One call of a session in flight; dropped when its response has been sent (or abandoned).
-struct Busy {
-    sessions: Arc<Sessions>,
-    id: String,
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        if let Some(owner) = self.sessions.owners().get_mut(&self.id) {
-            owner.calls = owner.calls.saturating_sub(1);
-            owner.last = Instant::now();
-        }
-    }
-}
-
-impl Sessions {
-    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, Owner>> {
-        self.owners.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Closes, for as long as the server runs, every session with no call in flight and no
-    /// request for `idle`.
-    async fn close_idle(self: Arc<Self>, idle: std::time::Duration, stop: CancellationToken) {
-        let every = (idle / 4).clamp(
-            std::time::Duration::from_millis(10),
-            std::time::Duration::from_secs(5),
-        );
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(every) => {}
-            }
-            let idle_ones: Vec<String> = self
-                .owners()
-                .iter()
-                .filter(|(_, owner)| owner.calls == 0 && owner.last.elapsed() >= idle)
-                .map(|(id, _)| id.clone())
-                .collect();
-            for id in idle_ones {
-                tracing::debug!(session = %id, "closing a session idle for {} s", idle.as_secs());
-                if let Err(error) = self.close_session(&SessionId::from(id.as_str())).await {
-                    tracing::debug!(%error, "the idle session had closed already");
-                }
-            }
-        }
-    }
-
-    /// Records who opened session `id`, unless it has closed already.
-    async fn own(&self, id: &str, access: Access) {
-        let owner = Owner {
-            access,
-            last: Instant::now(),
-            calls: 0,
-        };
-        self.owners().insert(id.to_owned(), owner);
-        // A session that ended before it was recorded would stay: check after recording it
-        // (`close_session` removes the entry after rmcp's).
-        let id: SessionId = id.into();
-        if !self.inner.has_session(&id).await.unwrap_or(false) {
-            self.owners().remove(&*id);
-        }
-    }
-}
-
-impl SessionManager for Sessions {
-    type Error = LocalSessionManagerError;
-    type Transport = <LocalSessionManager as SessionManager>::Transport;
-
-    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        self.inner.create_session().await
-    }
-
-    async fn initialize_session(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        self.inner.initialize_session(id, message).await
-    }
-
-    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        self.inner.has_session(id).await
-    }
-
-    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        let closed = self.inner.close_session(id).await;
-        self.owners().remove(&**id);
-        closed
-    }
-
-    async fn create_stream(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.inner.create_stream(id, message).await
-    }
-
-    async fn accept_message(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<(), Self::Error> {
-        self.inner.accept_message(id, message).await
-    }
-
-    async fn create_standalone_stream(
-        &self,
-        id: &SessionId,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.inner.create_standalone_stream(id).await
-    }
-
-    async fn resume(
-        &self,
-        id: &SessionId,
-        last_event_id: String,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.inner.resume(id, last_event_id).await
-    }
-
-    async fn restore_session(
-        &self,
-        id: SessionId,
-    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        self.inner.restore_session(id).await
-    }
-
-    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
-        self.inner.event_store()
-    }
 }
 
 /// A request body that fails when it has not arrived whole within `limit`. The clock starts at

@@ -9,19 +9,11 @@
 //! or variable name is ever a label, so what a scrape shows is bounded by the tool list.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::header;
-use axum::response::IntoResponse;
-use axum::routing::get;
 use futures::future::BoxFuture;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use rmcp::model::{
     CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
     CompleteRequestMethod, CompleteRequestParams, CompleteResult, ConstString,
@@ -41,8 +33,11 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tracing::Instrument as _;
 
-use super::{Error, Server};
-use crate::app::App;
+mod scrape;
+
+pub use scrape::start;
+
+use super::Server;
 
 /// Whether the recorder is installed: without it, requests are not measured at all.
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -65,181 +60,6 @@ const STORE_CONNECTIONS: &str = "synapse_mcp_store_connections";
 const STORE_CONNECTIONS_MAX: &str = "synapse_mcp_store_connections_max";
 const STORE_UP: &str = "synapse_mcp_store_up";
 const BUILD_INFO: &str = "synapse_mcp_build_info";
-
-/// Installs the Prometheus recorder and serves `/metrics` on `address` until the process ends.
-/// Returns the address bound (port 0 picks a free one).
-pub async fn start(address: SocketAddr, app: Arc<App>) -> Result<SocketAddr, Error> {
-    let handle = PrometheusBuilder::new()
-        .set_buckets(&BUCKETS)
-        .and_then(PrometheusBuilder::install_recorder)
-        .map_err(|error| Error::Start(format!("cannot keep metrics: {error}")))?;
-    describe();
-    ENABLED.store(true, Ordering::Relaxed);
-    metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
-    let listener = tokio::net::TcpListener::bind(address)
-        .await
-        .map_err(|error| Error::Start(format!("cannot serve metrics on {address}: {error}")))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|error| Error::Start(error.to_string()))?;
-    let upkeep = handle.clone();
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(UPKEEP);
-        loop {
-            ticks.tick().await;
-            upkeep.run_upkeep();
-        }
-    });
-    let router = Router::new()
-        .route("/metrics", get(scrape))
-        .with_state(Arc::new(Scrape { handle, app }));
-    tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, router).await {
-            tracing::warn!(%error, "the metrics listener stopped");
-        }
-    });
-    tracing::info!("metrics at http://{bound}/metrics");
-    Ok(bound)
-}
-
-/// What a scrape reads.
-struct Scrape {
-    handle: PrometheusHandle,
-    app: Arc<App>,
-}
-
-/// `GET /metrics`: the store's and the process's figures of this moment, then everything
-/// counted, in Prometheus' text format.
-async fn scrape(State(scrape): State<Arc<Scrape>>) -> impl IntoResponse {
-    let app = Arc::clone(&scrape.app);
-    // The store's checks may wait on a connection: off the request threads.
-    let store =
-        tokio::task::spawn_blocking(move || (app.store_is_reachable(), app.store_connections()))
-            .await
-            .unwrap_or((false, None));
-    let (reachable, connections) = store;
-    metrics::gauge!(STORE_UP).set(if reachable { 1.0 } else { 0.0 });
-    if let Some(connections) = connections {
-        metrics::gauge!(STORE_CONNECTIONS, "state" => "in_use").set(count(connections.in_use));
-        metrics::gauge!(STORE_CONNECTIONS, "state" => "idle").set(count(connections.idle));
-        metrics::gauge!(STORE_CONNECTIONS_MAX).set(count(connections.max));
-    }
-    let mut text = scrape.handle.render();
-    process(&mut text);
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        text,
-    )
-}
-
-#[expect(
-    clippy::cast_precision_loss,
-    reason = "connection counts are far below 2^52"
-)]
-fn count(value: usize) -> f64 {
-    value as f64
-}
-
-fn describe() {
-    metrics::describe_counter!(
-        REQUESTS,
-        "MCP requests handled, by method and outcome (ok, or error: a JSON-RPC error)"
-    );
-    metrics::describe_histogram!(
-        REQUEST_SECONDS,
-        metrics::Unit::Seconds,
-        "Time to handle an MCP request, by method"
-    );
-    metrics::describe_gauge!(IN_FLIGHT, "MCP requests being handled now");
-    metrics::describe_counter!(
-        TOOL_CALLS,
-        "Tool calls, by tool and outcome: ok, tool_error (isError), protocol_error (a JSON-RPC \
-         error), input_required (the call asks the user first)"
-    );
-    metrics::describe_histogram!(
-        TOOL_SECONDS,
-        metrics::Unit::Seconds,
-        "Time to answer a tool call, by tool"
-    );
-    metrics::describe_gauge!(
-        SESSIONS,
-        "Initialized MCP sessions open now (stdio, or HTTP initialize-era sessions)"
-    );
-    metrics::describe_gauge!(
-        STORE_CONNECTIONS,
-        "The store's database connections, in_use or idle, at the scrape"
-    );
-    metrics::describe_gauge!(
-        STORE_CONNECTIONS_MAX,
-        "The most database connections the store opens"
-    );
-    metrics::describe_gauge!(
-        STORE_UP,
-        "1 when the store answered at the scrape (as /readyz), else 0"
-    );
-    metrics::describe_gauge!(BUILD_INFO, "Always 1; the version is a label");
-}
-
-/// The process's resident memory, CPU time, threads and open files, read from `/proc` at the
-/// scrape (Linux; elsewhere nothing is added).
-fn process(text: &mut String) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|number| number.parse::<u64>().ok())
-    };
-    // `/proc/self/schedstat` starts with the nanoseconds this process's threads ran.
-    let cpu = std::fs::read_to_string("/proc/self/schedstat")
-        .ok()
-        .and_then(|text| text.split_whitespace().next()?.parse::<u64>().ok());
-    let open_files = std::fs::read_dir("/proc/self/fd").ok().map(Iterator::count);
-    let mut add = |name: &str, kind: &str, help: &str, value: String| {
-        // Writing to a String does not fail.
-        writeln!(
-            text,
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-        )
-        .ok();
-    };
-    if let Some(kilobytes) = field("VmRSS:") {
-        add(
-            "process_resident_memory_bytes",
-            "gauge",
-            "Resident memory size in bytes",
-            (kilobytes * 1024).to_string(),
-        );
-    }
-    if let Some(nanoseconds) = cpu {
-        add(
-            "process_cpu_seconds_total",
-            "counter",
-            "CPU time spent, in seconds",
-            Duration::from_nanos(nanoseconds).as_secs_f64().to_string(),
-        );
-    }
-    if let Some(threads) = field("Threads:") {
-        add(
-            "process_threads",
-            "gauge",
-            "Threads of the process",
-            threads.to_string(),
-        );
-    }
-    if let Some(open_files) = open_files {
-        add(
-            "process_open_fds",
-            "gauge",
-            "Open file descriptors",
-            open_files.to_string(),
-        );
-    }
-}
 
 /// The MCP server of one connection, its requests traced, and measured when metrics are on.
 /// It is the server rmcp is given, stdio or HTTP (rmcp's HTTP service takes a `ServerHandler`,
@@ -289,7 +109,7 @@ impl Observed {
                 if known { name } else { "unknown" }.to_owned()
             })
         };
-        let access = || super::http::access(&context.extensions);
+        let access = || super::access::of(&context.extensions);
         let span = tracing::info_span!(
             target: REQUEST_SPAN_TARGET,
             "request",
@@ -364,6 +184,33 @@ fn tool_outcome(response: &CallToolResponse) -> Option<&'static str> {
     }
 }
 
+/// The request methods of `Server`, each passed on through [`Observed::observe`]: one line per
+/// method gives its parameters, its answer and the method whose name the span and the labels
+/// carry. The handler's future is made inside `Box::pin(…)`, as `observe` requires.
+macro_rules! observed {
+    ($(
+        $(#[$attribute:meta])*
+        fn $method:ident($($parameter:ident: $type:ty),*) -> $answer:ty = $name:ty;
+    )*) => {
+        $(
+            $(#[$attribute])*
+            async fn $method(
+                &self,
+                $($parameter: $type,)*
+                context: RequestContext<RoleServer>,
+            ) -> Result<$answer, ErrorData> {
+                let handling = self.handling::<$name>(None, &context);
+                self.observe(
+                    handling,
+                    Box::pin(self.server.$method($($parameter,)* context)),
+                    plain,
+                )
+                .await
+            }
+        )*
+    };
+}
+
 impl ServerHandler for Observed {
     fn get_info(&self) -> ServerConfig {
         self.server.get_info()
@@ -384,79 +231,43 @@ impl ServerHandler for Observed {
         self.server.accepted_subscription_filter(requested)
     }
 
-    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        let handling = self.handling::<PingRequestMethod>(None, &context);
-        self.observe(handling, Box::pin(self.server.ping(context)), plain)
-            .await
-    }
-
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, ErrorData> {
-        let handling = self.handling::<InitializeResultMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.initialize(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn discover(
-        &self,
-        context: RequestContext<RoleServer>,
-    ) -> Result<DiscoverResult, ErrorData> {
-        let handling = self.handling::<DiscoverRequestMethod>(None, &context);
-        self.observe(handling, Box::pin(self.server.discover(context)), plain)
-            .await
-    }
-
-    #[expect(
-        deprecated,
-        reason = "logging is deprecated by SEP-2577 but initialize-era clients use it"
-    )]
-    async fn set_level(
-        &self,
-        request: rmcp::model::SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let handling = self.handling::<SetLevelRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.set_level(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn complete(
-        &self,
-        request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
-        let handling = self.handling::<CompleteRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.complete(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let handling = self.handling::<ListToolsRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.list_tools(request, context)),
-            plain,
-        )
-        .await
+    observed! {
+        fn ping() -> () = PingRequestMethod;
+        fn initialize(request: InitializeRequestParams) -> InitializeResult = InitializeResultMethod;
+        fn discover() -> DiscoverResult = DiscoverRequestMethod;
+        #[expect(
+            deprecated,
+            reason = "logging is deprecated by SEP-2577 but initialize-era clients use it"
+        )]
+        fn set_level(request: rmcp::model::SetLevelRequestParams) -> () = SetLevelRequestMethod;
+        fn complete(request: CompleteRequestParams) -> CompleteResult = CompleteRequestMethod;
+        fn list_tools(request: Option<PaginatedRequestParams>) -> ListToolsResult
+            = ListToolsRequestMethod;
+        fn list_resources(request: Option<PaginatedRequestParams>) -> ListResourcesResult
+            = ListResourcesRequestMethod;
+        fn list_resource_templates(request: Option<PaginatedRequestParams>)
+            -> ListResourceTemplatesResult = ListResourceTemplatesRequestMethod;
+        fn read_resource(request: ReadResourceRequestParams) -> ReadResourceResponse
+            = ReadResourceRequestMethod;
+        #[expect(
+            deprecated,
+            reason = "resource subscriptions are deprecated by 2026-07-28 but initialize-era clients use them"
+        )]
+        fn subscribe(request: SubscribeRequestParams) -> () = SubscribeRequestMethod;
+        #[expect(
+            deprecated,
+            reason = "resource subscriptions are deprecated by 2026-07-28 but initialize-era clients use them"
+        )]
+        fn unsubscribe(request: UnsubscribeRequestParams) -> () = UnsubscribeRequestMethod;
+        fn list_prompts(request: Option<PaginatedRequestParams>) -> ListPromptsResult
+            = ListPromptsRequestMethod;
+        fn get_prompt(request: GetPromptRequestParams) -> GetPromptResponse
+            = GetPromptRequestMethod;
+        fn list_skills(request: Option<PaginatedRequestParams>) -> ListSkillsResult
+            = ListSkillsRequestMethod;
+        fn get_skill(request: GetSkillRequestParams) -> GetSkillResult = GetSkillRequestMethod;
+        fn read_resource_directory(request: ReadResourceDirectoryRequestParams)
+            -> ReadResourceDirectoryResult = ReadResourceDirectoryRequestMethod;
     }
 
     async fn call_tool(
@@ -473,158 +284,10 @@ impl ServerHandler for Observed {
         .await
     }
 
-    async fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        let handling = self.handling::<ListResourcesRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.list_resources(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn list_resource_templates(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let handling = self.handling::<ListResourceTemplatesRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.list_resource_templates(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        let handling = self.handling::<ReadResourceRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.read_resource(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    #[expect(
-        deprecated,
-        reason = "resource subscriptions are deprecated by 2026-07-28 but initialize-era clients use them"
-    )]
-    async fn subscribe(
-        &self,
-        request: SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let handling = self.handling::<SubscribeRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.subscribe(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    #[expect(
-        deprecated,
-        reason = "resource subscriptions are deprecated by 2026-07-28 but initialize-era clients use them"
-    )]
-    async fn unsubscribe(
-        &self,
-        request: UnsubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let handling = self.handling::<UnsubscribeRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.unsubscribe(request, context)),
-            plain,
-        )
-        .await
-    }
-
     /// A stream that lasts as long as the client listens: passed on, neither timed nor counted.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         // Boxed like every handler (see `observe`): a listening stream's state is large.
         Box::pin(self.server.listen(context)).await
-    }
-
-    async fn list_prompts(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        let handling = self.handling::<ListPromptsRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.list_prompts(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        let handling = self.handling::<GetPromptRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.get_prompt(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn list_skills(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListSkillsResult, ErrorData> {
-        let handling = self.handling::<ListSkillsRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.list_skills(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn get_skill(
-        &self,
-        request: GetSkillRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetSkillResult, ErrorData> {
-        let handling = self.handling::<GetSkillRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.get_skill(request, context)),
-            plain,
-        )
-        .await
-    }
-
-    async fn read_resource_directory(
-        &self,
-        request: ReadResourceDirectoryRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
-        let handling = self.handling::<ReadResourceDirectoryRequestMethod>(None, &context);
-        self.observe(
-            handling,
-            Box::pin(self.server.read_resource_directory(request, context)),
-            plain,
-        )
-        .await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

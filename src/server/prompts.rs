@@ -59,7 +59,7 @@ pub(super) fn get(
             .and_then(|value| value.as_str());
         let text = snapshots
             .prompt(character)
-            .map_err(|error| errors::snapshots_failed(&error))?;
+            .map_err(errors::snapshots_failed)?;
         return Ok(
             GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
                 .with_description("The state functions a model may call in its replies"),
@@ -80,7 +80,7 @@ pub(super) fn get(
         })?;
     let body = skill
         .body()
-        .map_err(|error| errors::skill_resource_error(name, &error))?;
+        .map_err(|error| errors::skill_resource_error(name, error))?;
     Ok(GetPromptResult::new(vec![PromptMessage::new_text(
         Role::User,
         skill_content(skill, &body),

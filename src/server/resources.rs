@@ -52,9 +52,7 @@ pub(super) fn list(
 ) -> Result<Vec<Resource>, ErrorData> {
     let mut resources = skills::list(library);
     resources.push(view::resource());
-    let chats = snapshots
-        .chats()
-        .map_err(|error| errors::snapshots_failed(&error))?;
+    let chats = snapshots.chats().map_err(errors::snapshots_failed)?;
     for (chat, count) in chats {
         resources.push(
             Resource::new(chat_uri(&chat), chat.clone())
@@ -179,6 +177,9 @@ fn read_state(executor: &Executor, uri: &str, path: &str) -> Result<ReadResource
     Ok(ReadResourceResult::new(vec![contents]))
 }
 
+/// A `snapshot://{chat}/{id}` that names no snapshot of that chat.
+const NO_SUCH_SNAPSHOT: &str = "no such snapshot in this chat; SnapshotProcess returns the ids";
+
 /// `snapshot://{chat}` (the newest page of floors, as `SnapshotList` gives it by default) or
 /// `snapshot://{chat}/{id}`: the id must belong to the chat.
 fn read_snapshot(
@@ -190,13 +191,9 @@ fn read_snapshot(
         let chat = percent_decode(path).ok_or_else(|| {
             errors::resource_not_found(uri, "the chat is not valid percent-encoded UTF-8")
         })?;
-        let floors = match snapshots.floors(&chat, crate::snapshots::FloorQuery::default()) {
-            Ok(floors) => floors,
-            Err(crate::snapshots::Error::Invalid(message)) => {
-                return Err(errors::resource_not_found(uri, &message));
-            }
-            Err(error) => return Err(errors::snapshots_failed(&error)),
-        };
+        let floors = snapshots
+            .floors(&chat, crate::snapshots::FloorQuery::default())
+            .map_err(|error| errors::snapshot_resource_error(uri, error, None))?;
         let text = serde_json::to_string_pretty(&floors).unwrap_or_default();
         let contents = ResourceContents::text(text, uri).with_mime_type("application/json");
         return Ok(ReadResourceResult::new(vec![contents]));
@@ -210,16 +207,12 @@ fn read_snapshot(
                 "write snapshot://{chat}/{id}, the chat percent-encoded",
             )
         })?;
-    let stored = match snapshots.snapshot(id) {
-        Ok(stored) if stored.chat_file == chat => stored,
-        Ok(_) | Err(crate::snapshots::Error::Invalid(_)) => {
-            return Err(errors::resource_not_found(
-                uri,
-                "no such snapshot in this chat; SnapshotProcess returns the ids",
-            ));
-        }
-        Err(error) => return Err(errors::snapshots_failed(&error)),
-    };
+    let stored = snapshots
+        .snapshot(id)
+        .map_err(|error| errors::snapshot_resource_error(uri, error, Some(NO_SUCH_SNAPSHOT)))?;
+    if stored.chat_file != chat {
+        return Err(errors::resource_not_found(uri, NO_SUCH_SNAPSHOT));
+    }
     let text =
         serde_json::to_string_pretty(&stored.value).unwrap_or_else(|_| stored.value.to_string());
     let contents = ResourceContents::text(text, uri).with_mime_type("application/json");

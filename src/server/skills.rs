@@ -51,7 +51,7 @@ pub(super) fn list(library: &Library) -> Vec<Resource> {
 fn parse<'a>(library: &'a Library, uri: &str) -> Result<(&'a Skill, String), ErrorData> {
     let rest = uri.strip_prefix(SKILL_SCHEME).unwrap_or(uri);
     let (skill, encoded) =
-        locate(library, rest).map_err(|error| errors::skill_resource_error(uri, &error))?;
+        locate(library, rest).map_err(|error| errors::skill_resource_error(uri, error))?;
     let path = percent_decode(encoded).ok_or_else(|| {
         errors::resource_not_found(uri, "the path is not valid percent-encoded UTF-8")
     })?;
@@ -84,7 +84,7 @@ pub(super) fn read(library: &Library, uri: &str) -> Result<ReadResourceResult, E
     let (skill, path) = parse(library, uri)?;
     let bytes = skill
         .read_file(&path)
-        .map_err(|error| errors::skill_resource_error(uri, &error))?;
+        .map_err(|error| errors::skill_resource_error(uri, error))?;
     let contents = match String::from_utf8(bytes) {
         Ok(text) => ResourceContents::text(text, uri).with_mime_type(mime_type(&path)),
         Err(binary) => {
@@ -159,7 +159,7 @@ fn wire_skill(skill: &Skill) -> Result<WireSkill, ErrorData> {
     let skill_path = skill.skill_path();
     let manifest = skill
         .manifest()
-        .map_err(|error| errors::skill_resource_error(&skill_uri(&skill_path, ""), &error))?;
+        .map_err(|error| errors::skill_resource_error(&skill_uri(&skill_path, ""), error))?;
     let files = manifest
         .iter()
         .map(|file| {

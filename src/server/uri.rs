@@ -5,7 +5,7 @@
 //!
 //! A name or path keeps `A-Z a-z 0-9 - . _ ~ /` as written; every other byte is `%XX`.
 
-use std::fmt::Write as _;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 pub(super) const VAR_SCHEME: &str = "var://";
 pub(super) const RULE_SCHEME: &str = "rule://";
@@ -26,7 +26,7 @@ pub(super) fn var_uri(name: &str) -> String {
 pub(super) fn chat_uri(chat: &str) -> String {
     let mut uri = String::with_capacity(SNAPSHOT_SCHEME.len() + chat.len());
     uri.push_str(SNAPSHOT_SCHEME);
-    push_encoded_keeping(&mut uri, chat, b"-._~");
+    push_encoded_keeping(&mut uri, chat, CHAT);
     uri
 }
 
@@ -42,20 +42,24 @@ pub(super) fn skill_uri(name: &str, path: &str) -> String {
     uri
 }
 
+/// Every byte but `A-Z a-z 0-9 - . _ ~` is `%XX` in a chat.
+const CHAT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Every byte but `A-Z a-z 0-9 - . _ ~ /` is `%XX` in a name or path.
+const PATH: &AsciiSet = &CHAT.remove(b'/');
+
 /// Appends `text` to `uri`, percent-encoding every byte outside `A-Z a-z 0-9 - . _ ~ /`.
 fn push_encoded(uri: &mut String, text: &str) {
-    push_encoded_keeping(uri, text, b"-._~/");
+    push_encoded_keeping(uri, text, PATH);
 }
 
-/// Appends `text` to `uri`, percent-encoding every byte but ASCII letters, digits and `kept`.
-fn push_encoded_keeping(uri: &mut String, text: &str, kept: &[u8]) {
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || kept.contains(&byte) {
-            uri.push(char::from(byte));
-        } else {
-            write!(uri, "%{byte:02X}").ok();
-        }
-    }
+/// Appends `text` to `uri`, percent-encoding the bytes of `set`.
+fn push_encoded_keeping(uri: &mut String, text: &str, set: &'static AsciiSet) {
+    uri.extend(utf8_percent_encode(text, set));
 }
 
 /// The text a percent-encoded name or path stands for; `None` for a broken escape or bytes

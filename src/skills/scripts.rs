@@ -6,9 +6,67 @@
 use tokio_util::sync::CancellationToken;
 
 use super::files::{self, FileError, Location};
-use super::{Error as SkillError, Skill, parse_script_id, script_id};
+use super::{Error as SkillError, Skill};
 use crate::folders::sha256;
 use crate::runner;
+
+/// The folder of a skill whose files are its scripts.
+pub const SCRIPTS_FOLDER: &str = "scripts";
+
+/// A script of a skill: its name in the script id, and its path in the skill folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptFile {
+    /// `merge` (or `merge.py` when another file is `merge.sh`).
+    pub name: String,
+    /// `scripts/merge.py`.
+    pub path: String,
+}
+
+/// The id under which the skills index lists a skill's script: `skill:{skill}:{script}`.
+pub fn script_id(skill: &str, script: &str) -> String {
+    format!("skill:{skill}:{script}")
+}
+
+/// The skill and script names of a script id, when `text` is one.
+pub fn parse_script_id(text: &str) -> Option<(&str, &str)> {
+    let (skill, script) = text.strip_prefix("skill:")?.split_once(':')?;
+    (!skill.is_empty() && !script.is_empty()).then_some((skill, script))
+}
+
+impl Skill {
+    /// The scripts the skill offers, the files directly in `scripts/`, each by its name in a
+    /// script id (`skill:{name}:{script}`, [`script_id`]) and its path: the file name without its
+    /// extension (`merge` for `scripts/merge.py`), or with it when two files share a stem.
+    pub fn scripts(&self) -> Vec<ScriptFile> {
+        let Ok(children) = self.location.children(SCRIPTS_FOLDER) else {
+            return Vec::new();
+        };
+        let files: Vec<String> = children
+            .into_iter()
+            .filter(|child| !child.directory)
+            .map(|child| child.name)
+            .collect();
+        let stem = |file: &str| {
+            file.rsplit_once('.')
+                .map_or(file, |(stem, _)| stem)
+                .to_owned()
+        };
+        files
+            .iter()
+            .map(|file| {
+                let shared = files
+                    .iter()
+                    .filter(|other| stem(other) == stem(file))
+                    .count()
+                    > 1;
+                ScriptFile {
+                    name: if shared { file.clone() } else { stem(file) },
+                    path: format!("{SCRIPTS_FOLDER}/{file}"),
+                }
+            })
+            .collect()
+    }
+}
 
 /// Why a script cannot run.
 #[derive(Debug, thiserror::Error)]

@@ -17,7 +17,7 @@
 
 pub mod fetch;
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -320,16 +320,11 @@ fn check_subdir(subdir: &str) -> Result<Option<String>, String> {
 /// A name safe as one folder: characters other than ASCII letters, digits, `.`, `_` and `-`
 /// become `%XX`, and so does a name of dots only.
 fn escape(name: &str) -> String {
+    use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+    const DOTS: &AsciiSet = &NON_ALPHANUMERIC.remove(b'_').remove(b'-');
+    const NAME: &AsciiSet = &DOTS.remove(b'.');
     let dots_only = name.chars().all(|character| character == '.');
-    let mut escaped = String::with_capacity(name.len());
-    for byte in name.bytes() {
-        if byte.is_ascii_alphanumeric() || b"_-".contains(&byte) || (byte == b'.' && !dots_only) {
-            escaped.push(char::from(byte));
-        } else {
-            write!(escaped, "%{byte:02X}").ok();
-        }
-    }
-    escaped
+    utf8_percent_encode(name, if dots_only { DOTS } else { NAME }).to_string()
 }
 
 /// A source and where its copy is kept.
@@ -462,7 +457,8 @@ impl Checkout {
                     (Some(old), Ok(())) => Outcome::Updated { old, new: commit },
                 }
             }
-            Err(message) => {
+            Err(error) => {
+                let message = error.to_string();
                 let mut state = previous.unwrap_or_else(|| State {
                     source: self.source.spec.clone(),
                     ..State::default()

@@ -15,6 +15,10 @@ use serde_json::{Map, Number, Value};
 use crate::json::nesting;
 use crate::json::path::{self, Path};
 
+mod error;
+
+pub use error::Error;
+
 /// A built-in function.
 #[derive(
     Debug,
@@ -78,7 +82,7 @@ impl Builtin {
     }
 
     /// Applies one call; returns the path it changed. On an error the snapshot is unchanged.
-    pub fn apply(self, snapshot: &mut Value, arguments: &[Value]) -> Result<Vec<String>, String> {
+    pub fn apply(self, snapshot: &mut Value, arguments: &[Value]) -> Result<Vec<String>, Error> {
         match self {
             Self::Set => {
                 let [path, value] = exactly(arguments, "SET(path, value)")?;
@@ -93,9 +97,13 @@ impl Builtin {
                     "SUB(path, number)"
                 };
                 let [path, amount] = exactly(arguments, usage)?;
-                let amount = amount.as_f64().map(|_| amount).ok_or_else(|| {
-                    format!("{usage}: the amount must be a number, not {}", show(amount))
-                })?;
+                let amount = amount
+                    .as_f64()
+                    .map(|_| amount)
+                    .ok_or_else(|| Error::NotAnAmount {
+                        usage,
+                        amount: show(amount),
+                    })?;
                 add(snapshot, &parse_path(path)?, amount, self == Self::Sub)
             }
             Self::Append => {
@@ -117,14 +125,13 @@ impl Builtin {
                 [path, key, value] => {
                     let mut segments = parse_path(path)?.segments().to_vec();
                     segments.push(key_text(key)?);
-                    let path = Path::from_segments(segments).map_err(|error| error.to_string())?;
+                    let path = Path::from_segments(segments)?;
                     within_limit(&path, value)?;
                     set(snapshot, &path, value.clone())
                 }
-                _ => Err(format!(
-                    "ASSIGN(path, object) or ASSIGN(path, key, value) takes 2 or 3 arguments, not {}",
-                    arguments.len()
-                )),
+                _ => Err(Error::AssignArity {
+                    found: arguments.len(),
+                }),
             },
             Self::Unset => {
                 let [path] = exactly(arguments, "UNSET(path)")?;
@@ -135,39 +142,31 @@ impl Builtin {
             Self::Time => {
                 let [time] = exactly(arguments, "TIME(time)")?;
                 let Value::String(text) = time else {
-                    return Err(format!(
-                        "TIME(time): the time must be text such as \"2024-10-20T15:30:00Z\", not {}",
-                        show(time)
-                    ));
+                    return Err(Error::TimeNotText { time: show(time) });
                 };
                 if text.trim().is_empty() {
-                    return Err("TIME(time): the time is empty".to_owned());
+                    return Err(Error::EmptyTime);
                 }
                 set(
                     snapshot,
-                    &Path::from_segments(vec!["time".to_owned()])
-                        .map_err(|error| error.to_string())?,
+                    &Path::from_segments(vec!["time".to_owned()])?,
                     time.clone(),
                 )
             }
-            Self::Mvu | Self::JsonPatch => Err(format!(
-                "{} is a syntax, not a callable function",
-                self.name()
-            )),
+            Self::Mvu | Self::JsonPatch => Err(Error::NotCallable { name: self.name() }),
         }
     }
 }
 
 fn exactly<'a, const N: usize>(
     arguments: &'a [Value],
-    usage: &str,
-) -> Result<[&'a Value; N], String> {
+    usage: &'static str,
+) -> Result<[&'a Value; N], Error> {
     let found = arguments.len();
-    <[&Value; N]>::try_from(arguments.iter().collect::<Vec<_>>()).map_err(|_| {
-        format!(
-            "{usage} takes {N} argument{}, not {found}",
-            if N == 1 { "" } else { "s" }
-        )
+    <[&Value; N]>::try_from(arguments.iter().collect::<Vec<_>>()).map_err(|_| Error::Arity {
+        usage,
+        expected: N,
+        found,
     })
 }
 
@@ -181,30 +180,25 @@ pub fn show(value: &Value) -> String {
     }
 }
 
-fn key_text(key: &Value) -> Result<String, String> {
+fn key_text(key: &Value) -> Result<String, Error> {
     match key {
         Value::String(text) => Ok(text.clone()),
         Value::Number(number) => Ok(number.to_string()),
-        other => Err(format!(
-            "a key must be text or a number, not {}",
-            show(other)
-        )),
+        other => Err(Error::Key { key: show(other) }),
     }
 }
 
 /// Parses a lodash-style path given as an argument.
-pub fn parse_path(path: &Value) -> Result<Path, String> {
+pub fn parse_path(path: &Value) -> Result<Path, Error> {
     let Value::String(text) = path else {
-        return Err(format!(
-            "the path must be text such as \"角色.名字\", not {}",
-            show(path)
-        ));
+        return Err(Error::PathNotText { path: show(path) });
     };
     lodash_path(text)
 }
 
 /// `a.b[0]["c.d"]['e']` → `a`, `b`, `0`, `c.d`, `e`.
-pub fn lodash_path(text: &str) -> Result<Path, String> {
+pub fn lodash_path(text: &str) -> Result<Path, Error> {
+    let path = || text.to_owned();
     let mut segments = Vec::new();
     let mut current = String::new();
     let mut characters = text.chars().peekable();
@@ -213,9 +207,7 @@ pub fn lodash_path(text: &str) -> Result<Path, String> {
         match character {
             '.' => {
                 if current.is_empty() && !closed_bracket {
-                    return Err(format!(
-                        "path `{text}` has an empty segment; separate names with single dots"
-                    ));
+                    return Err(Error::EmptySegment { path: path() });
                 }
                 if !current.is_empty() {
                     segments.push(std::mem::take(&mut current));
@@ -230,12 +222,10 @@ pub fn lodash_path(text: &str) -> Result<Path, String> {
                 let mut inner = String::new();
                 loop {
                     match characters.next() {
-                        None => return Err(format!("path `{text}` has a `[` that is not closed")),
+                        None => return Err(Error::Unclosed { path: path() }),
                         Some(found) if quote.is_some() && Some(found) == quote => {
                             if characters.next() != Some(']') {
-                                return Err(format!(
-                                    "path `{text}`: expected `]` after the quoted key"
-                                ));
+                                return Err(Error::QuotedKeyUnclosed { path: path() });
                             }
                             break;
                         }
@@ -245,7 +235,7 @@ pub fn lodash_path(text: &str) -> Result<Path, String> {
                     }
                 }
                 if quote.is_none() && inner.trim().is_empty() {
-                    return Err(format!("path `{text}` has an empty `[]`"));
+                    return Err(Error::EmptyBrackets { path: path() });
                 }
                 segments.push(if quote.is_none() {
                     inner.trim().to_owned()
@@ -256,7 +246,7 @@ pub fn lodash_path(text: &str) -> Result<Path, String> {
             }
             other => {
                 if closed_bracket {
-                    return Err(format!("path `{text}`: write a `.` after `]`"));
+                    return Err(Error::NoDotAfterBracket { path: path() });
                 }
                 current.push(other);
             }
@@ -265,46 +255,41 @@ pub fn lodash_path(text: &str) -> Result<Path, String> {
     if !current.is_empty() {
         segments.push(current);
     } else if text.ends_with('.') {
-        return Err(format!("path `{text}` ends with a dot"));
+        return Err(Error::TrailingDot { path: path() });
     }
     if segments.is_empty() {
-        return Err("the path is empty: name a field such as \"角色.名字\"".to_owned());
+        return Err(Error::EmptyPath);
     }
     segments_within_limit(text, segments.len())?;
-    Path::from_segments(segments).map_err(|error| error.to_string())
+    Ok(Path::from_segments(segments)?)
 }
 
 /// A path may not be deeper than a snapshot may nest.
-fn segments_within_limit(text: &str, segments: usize) -> Result<(), String> {
+fn segments_within_limit(text: &str, segments: usize) -> Result<(), Error> {
     if segments > nesting::MAX_DEPTH {
         let shown: String = text.chars().take(40).collect();
-        return Err(format!(
-            "path `{shown}…` has {segments} segments: a snapshot {}",
-            nesting::TooDeep { depth: segments }
-        ));
+        return Err(Error::TooManySegments { shown, segments });
     }
     Ok(())
 }
 
 /// Writing `value` at `path` keeps the snapshot within the depth limit.
-fn within_limit(path: &Path, value: &Value) -> Result<(), String> {
+fn within_limit(path: &Path, value: &Value) -> Result<(), Error> {
     within_limit_below(path, 0, value)
 }
 
 /// Writing `value` `extra` levels below `path` (an array item: 1) keeps the snapshot within
 /// the depth limit.
-fn within_limit_below(path: &Path, extra: usize, value: &Value) -> Result<(), String> {
-    nesting::check(value, path.segments().len() + extra).map_err(|too_deep| {
-        format!(
-            "writing {} at `{path}` would make the snapshot {too_deep}",
-            show(value)
-        )
+fn within_limit_below(path: &Path, extra: usize, value: &Value) -> Result<(), Error> {
+    nesting::check(value, path.segments().len() + extra).map_err(|too_deep| Error::TooDeep {
+        value: show(value),
+        path: path.to_string(),
+        too_deep,
     })
 }
 
-fn set(snapshot: &mut Value, path: &Path, value: Value) -> Result<Vec<String>, String> {
-    path.set(snapshot, value)
-        .map_err(|error| error.to_string())?;
+fn set(snapshot: &mut Value, path: &Path, value: Value) -> Result<Vec<String>, Error> {
+    path.set(snapshot, value)?;
     Ok(path.segments().to_vec())
 }
 
@@ -326,7 +311,7 @@ fn add(
     path: &Path,
     amount: &Value,
     subtract: bool,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, Error> {
     let current = path.get(snapshot).cloned().unwrap_or(Value::Null);
     let result = match (&current, amount) {
         (Value::Null, _) => arithmetic(&Value::Number(0.into()), amount, subtract),
@@ -341,11 +326,9 @@ fn add(
         },
         _ => None,
     };
-    let result = result.ok_or_else(|| {
-        format!(
-            "`{path}` holds {}, not a number; SET it to a number first",
-            show(&current)
-        )
+    let result = result.ok_or_else(|| Error::NotANumber {
+        path: path.to_string(),
+        found: show(&current),
     })?;
     set(snapshot, path, result)
 }
@@ -367,26 +350,27 @@ fn arithmetic(current: &Value, amount: &Value, subtract: bool) -> Option<Value> 
     Number::from_f64(result).map(Value::Number)
 }
 
-fn append(snapshot: &mut Value, path: &Path, item: Value) -> Result<Vec<String>, String> {
+fn append(snapshot: &mut Value, path: &Path, item: Value) -> Result<Vec<String>, Error> {
     match path.get_mut(snapshot) {
         None | Some(Value::Null) => set(snapshot, path, Value::Array(vec![item])),
         Some(Value::Array(items)) => {
             items.push(item);
             Ok(item_path(path, items.len() - 1))
         }
-        Some(other) => Err(format!(
-            "`{path}` holds {}, not an array; APPEND adds to arrays",
-            path::describe(other)
-        )),
+        Some(other) => Err(Error::AppendToNonArray {
+            path: path.to_string(),
+            found: path::describe(other),
+        }),
     }
 }
 
-fn remove(snapshot: &mut Value, path: &Path, target: &Value) -> Result<Vec<String>, String> {
+fn remove(snapshot: &mut Value, path: &Path, target: &Value) -> Result<Vec<String>, Error> {
     let Some(Value::Array(items)) = path.get_mut(snapshot) else {
         let found = path.get(snapshot).map_or("nothing", path::describe);
-        return Err(format!(
-            "`{path}` holds {found}, not an array; REMOVE takes items out of arrays (UNSET deletes a field)"
-        ));
+        return Err(Error::RemoveFromNonArray {
+            path: path.to_string(),
+            found,
+        });
     };
     if let Some(index) = target
         .as_u64()
@@ -400,15 +384,15 @@ fn remove(snapshot: &mut Value, path: &Path, target: &Value) -> Result<Vec<Strin
     let before = items.len();
     items.retain(|item| item != target);
     if items.len() == before {
-        return Err(format!(
-            "`{path}` has no item {} (and no such index)",
-            show(target)
-        ));
+        return Err(Error::NoSuchItem {
+            path: path.to_string(),
+            item: show(target),
+        });
     }
     Ok(path.segments().to_vec())
 }
 
-fn assign(snapshot: &mut Value, path: &Path, value: Value) -> Result<Vec<String>, String> {
+fn assign(snapshot: &mut Value, path: &Path, value: Value) -> Result<Vec<String>, Error> {
     match (path.get_mut(snapshot), value) {
         (None | Some(Value::Null), value) => set(snapshot, path, value),
         (Some(Value::Object(members)), Value::Object(added)) => {
@@ -419,14 +403,14 @@ fn assign(snapshot: &mut Value, path: &Path, value: Value) -> Result<Vec<String>
             items.push(value);
             Ok(item_path(path, items.len() - 1))
         }
-        (Some(Value::Object(_)), other) => Err(format!(
-            "ASSIGN merges an object into `{path}`, but got {}; use SET to replace it",
-            show(&other)
-        )),
-        (Some(other), _) => Err(format!(
-            "`{path}` holds {}; ASSIGN merges into objects and appends to arrays (SET replaces)",
-            path::describe(other)
-        )),
+        (Some(Value::Object(_)), other) => Err(Error::AssignNotObject {
+            path: path.to_string(),
+            value: show(&other),
+        }),
+        (Some(other), _) => Err(Error::AssignInto {
+            path: path.to_string(),
+            found: path::describe(other),
+        }),
     }
 }
 
@@ -451,15 +435,15 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<V
 impl PatchOperation {
     /// Applies the operation; returns the paths it changed. On an error the snapshot is
     /// unchanged.
-    pub fn apply(&self, snapshot: &mut Value) -> Result<Vec<Vec<String>>, String> {
+    pub fn apply(&self, snapshot: &mut Value) -> Result<Vec<Vec<String>>, Error> {
         let path = patch_path(&self.path)?;
         let value = || {
-            let value = self
-                .value
-                .clone()
-                .ok_or_else(|| format!("`{}` on `{}` needs a `value`", self.op, self.path))?;
+            let value = self.value.clone().ok_or_else(|| Error::NeedsValue {
+                op: self.op.clone(),
+                path: self.path.clone(),
+            })?;
             within_limit(&path, &value)?;
-            Ok::<_, String>(value)
+            Ok::<_, Error>(value)
         };
         let one = |changed: Vec<String>| vec![changed];
         match self.op.as_str() {
@@ -468,18 +452,21 @@ impl PatchOperation {
             "remove" => path
                 .remove(snapshot)
                 .map(|_| vec![parent(&path)])
-                .ok_or_else(|| format!("remove: nothing at `{}`", self.path)),
+                .ok_or_else(|| Error::NothingToRemove {
+                    path: self.path.clone(),
+                }),
             "delta" => add(snapshot, &path, &value()?, false).map(one),
             "move" => {
-                let from = self
-                    .from
-                    .as_deref()
-                    .ok_or_else(|| format!("move to `{}` needs a `from`", self.path))?;
+                let from = self.from.as_deref().ok_or_else(|| Error::NeedsFrom {
+                    path: self.path.clone(),
+                })?;
                 let source = patch_path(from)?;
                 let moved = source
                     .get(snapshot)
                     .cloned()
-                    .ok_or_else(|| format!("move: nothing at `{from}`"))?;
+                    .ok_or_else(|| Error::NothingToMove {
+                        from: from.to_owned(),
+                    })?;
                 within_limit(&path, &moved)?;
                 let mut changed = snapshot.clone();
                 source.remove(&mut changed);
@@ -487,9 +474,9 @@ impl PatchOperation {
                 *snapshot = changed;
                 Ok(vec![parent(&source), path.segments().to_vec()])
             }
-            other => Err(format!(
-                "unknown JSON Patch op `{other}`: use replace, add, remove, delta, insert or move"
-            )),
+            other => Err(Error::UnknownOp {
+                op: other.to_owned(),
+            }),
         }
     }
 }
@@ -500,7 +487,7 @@ fn insert(
     path: &Path,
     value: Value,
     replace_in_object: bool,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, Error> {
     let Some((last, parents)) = path.segments().split_last() else {
         return set(snapshot, path, value);
     };
@@ -519,11 +506,10 @@ fn insert(
                 last.parse::<usize>()
                     .ok()
                     .filter(|index| *index <= items.len())
-                    .ok_or_else(|| {
-                        format!(
-                            "`{path}`: index `{last}` is not within the array ({} items)",
-                            items.len()
-                        )
+                    .ok_or_else(|| Error::IndexOutside {
+                        path: path.to_string(),
+                        index: last.clone(),
+                        items: items.len(),
                     })?
             };
             let appended = index == items.len();
@@ -536,13 +522,15 @@ fn insert(
             Ok(changed)
         }
         Some(Value::Object(members)) if !replace_in_object && members.contains_key(last) => {
-            Err(format!("insert: `{path}` exists already; use replace"))
+            Err(Error::Exists {
+                path: path.to_string(),
+            })
         }
         _ => set(snapshot, path, value),
     }
 }
 
-fn patch_path(text: &str) -> Result<Path, String> {
+fn patch_path(text: &str) -> Result<Path, Error> {
     let Some(pointer) = text.strip_prefix('/') else {
         return lodash_path(text);
     };
@@ -551,7 +539,7 @@ fn patch_path(text: &str) -> Result<Path, String> {
         .map(|segment| segment.replace("~1", "/").replace("~0", "~"))
         .collect();
     segments_within_limit(text, segments.len())?;
-    Path::from_segments(segments).map_err(|error| error.to_string())
+    Ok(Path::from_segments(segments)?)
 }
 
 /// Removes MVU's metadata: every `$meta` and `$arrayMeta` key, at any depth,
@@ -586,6 +574,7 @@ mod tests {
         builtin
             .apply(snapshot, arguments.as_array().unwrap())
             .map(drop)
+            .map_err(|error| error.to_string())
     }
 
     #[test]
@@ -616,6 +605,7 @@ mod tests {
             operation
                 .apply(&mut snapshot)
                 .unwrap_err()
+                .to_string()
                 .contains("65 segments")
         );
     }
@@ -624,9 +614,56 @@ mod tests {
     fn lodash_paths_parse_dots_brackets_and_quotes() {
         let path = lodash_path(r#"a.b[0]["c.d"]['e'].f"#).unwrap();
         assert_eq!(path.segments(), ["a", "b", "0", "c.d", "e", "f"]);
-        assert!(lodash_path("a..b").unwrap_err().contains("empty segment"));
-        assert!(lodash_path("a[0").unwrap_err().contains("not closed"));
-        assert!(lodash_path("").unwrap_err().contains("empty"));
+        assert!(
+            lodash_path("a..b")
+                .unwrap_err()
+                .to_string()
+                .contains("empty segment")
+        );
+        assert!(
+            lodash_path("a[0")
+                .unwrap_err()
+                .to_string()
+                .contains("not closed")
+        );
+        assert!(lodash_path("").unwrap_err().to_string().contains("empty"));
+    }
+
+    #[test]
+    fn a_refused_call_carries_the_offending_value() {
+        assert_eq!(
+            lodash_path("a..b").unwrap_err(),
+            Error::EmptySegment {
+                path: "a..b".to_owned()
+            }
+        );
+        let mut snapshot = json!({"角色": {"名字": "李四"}});
+        let error = Builtin::Add
+            .apply(&mut snapshot, &[json!("角色.名字"), json!(1)])
+            .unwrap_err();
+        assert_eq!(
+            error,
+            Error::NotANumber {
+                path: "角色.名字".to_owned(),
+                found: "\"李四\"".to_owned(),
+            }
+        );
+        assert_eq!(
+            error.to_string(),
+            "`角色.名字` holds \"李四\", not a number; SET it to a number first"
+        );
+        let operation = PatchOperation {
+            op: "frobnicate".to_owned(),
+            path: "/a".to_owned(),
+            value: None,
+            from: None,
+        };
+        assert_eq!(
+            operation.apply(&mut snapshot).unwrap_err(),
+            Error::UnknownOp {
+                op: "frobnicate".to_owned()
+            }
+        );
     }
 
     #[test]

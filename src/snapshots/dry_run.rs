@@ -53,6 +53,7 @@ impl Snapshots {
             TestBase::State(state) => {
                 if !state.is_object() {
                     return invalid(
+                        "snapshot",
                         "`snapshot` must be a stored snapshot's id or a state (a JSON object such as {\"金币\": 5})",
                     );
                 }
@@ -104,8 +105,9 @@ impl Snapshots {
             "draft".clone_into(&mut draft.id);
         }
         draft.enabled = true;
-        functions::validate(&draft)
-            .map_err(|message| Error::Invalid(format!("the `function` to test: {message}")))?;
+        functions::validate(&draft).map_err(|message| {
+            Error::invalid("function", format!("the `function` to test: {message}"))
+        })?;
         if draft.builtin.is_none() {
             self.check_javascript(&draft)?;
         }

@@ -246,20 +246,7 @@ pub fn apply_traced(
         &mut outcome,
         &mut trace,
     );
-    let mut planned = plan(engine, active, text, &mut outcome.errors);
-    planned.sort_by_key(Planned::position);
-    // A user pattern's match inside a built-in call's string (say) is that call's text.
-    calls::keep_outermost(&mut planned, |call| (call.position(), call.end()));
-    let claimed: Vec<(usize, usize)> = planned
-        .iter()
-        .map(|call| (call.position(), call.end()))
-        .collect();
-    planned.extend(
-        unknown::find(text, &claimed, &active.known)
-            .into_iter()
-            .map(Planned::Unknown),
-    );
-    planned.sort_by_key(Planned::position);
+    let planned = in_text_order(engine, active, text, &mut outcome.errors);
     let count = planned.len();
     for (index, call) in planned.into_iter().enumerate() {
         if context.halted(count - index, &mut outcome) {
@@ -289,6 +276,30 @@ pub fn apply_traced(
         &mut trace,
     );
     outcome
+}
+
+/// The calls of `text` in text order: the library's, each outermost, then the unknown ones.
+fn in_text_order(
+    engine: &Engine,
+    active: &Active,
+    text: &str,
+    errors: &mut Vec<CallError>,
+) -> Vec<Planned> {
+    let mut planned = plan(engine, active, text, errors);
+    planned.sort_by_key(Planned::position);
+    // A user pattern's match inside a built-in call's string (say) is that call's text.
+    calls::keep_outermost(&mut planned, |call| (call.position(), call.end()));
+    let claimed: Vec<(usize, usize)> = planned
+        .iter()
+        .map(|call| (call.position(), call.end()))
+        .collect();
+    planned.extend(
+        unknown::find(text, &claimed, &active.known)
+            .into_iter()
+            .map(Planned::Unknown),
+    );
+    planned.sort_by_key(Planned::position);
+    planned
 }
 
 fn step(
@@ -386,13 +397,13 @@ fn run_planned(
             match action {
                 Action::Builtin(builtin, arguments) => match builtin.apply(snapshot, &arguments) {
                     Ok(path) => outcome.changed.path(&path),
-                    Err(message) => fail(message),
+                    Err(error) => fail(error.to_string()),
                 },
                 Action::Patch(operations) => {
                     for operation in operations {
                         match operation.apply(snapshot) {
                             Ok(paths) => paths.iter().for_each(|path| outcome.changed.path(path)),
-                            Err(message) => fail(message),
+                            Err(error) => fail(error.to_string()),
                         }
                     }
                 }

@@ -110,22 +110,29 @@ impl Snapshots {
     pub fn floors(&self, chat_file: &str, query: FloorQuery) -> Result<FloorList, Error> {
         let limit = query.limit.unwrap_or(PAGE);
         if limit == 0 {
-            return invalid(format!(
-                "`limit` 0 lists no floor: give 1 or more floors per page ({PAGE} when not given)"
-            ));
+            return invalid(
+                "limit",
+                format!(
+                    "`limit` 0 lists no floor: give 1 or more floors per page ({PAGE} when not given)"
+                ),
+            );
         }
         let indexes = self.store.floor_indexes(&self.workspace, chat_file)?;
         if indexes.is_empty() {
-            return invalid(format!(
-                "chat `{chat_file}` has no snapshots; SnapshotProcess makes them, and \
+            return invalid(
+                chat_file,
+                format!(
+                    "chat `{chat_file}` has no snapshots; SnapshotProcess makes them, and \
                  resources/list shows the chats that have some"
-            ));
+                ),
+            );
         }
         let total = indexes.len();
         let per_page = usize::try_from(limit).unwrap_or(usize::MAX);
         let page = match (query.message_index, query.from_index) {
             (Some(_), Some(_)) => {
                 return invalid(
+                    "messageIndex",
                     "give `messageIndex` (one floor) or `fromIndex` (a page from there on), \
                      not both"
                         .to_owned(),
@@ -134,10 +141,13 @@ impl Snapshots {
             (Some(index), None) => {
                 let Ok(position) = indexes.binary_search(&Some(index)) else {
                     let placed: Vec<u64> = indexes.iter().flatten().copied().collect();
-                    return invalid(format!(
-                        "message {index} of `{chat_file}` has no snapshot; floors with snapshots: {}",
-                        ranges(&placed)
-                    ));
+                    return invalid(
+                        chat_file,
+                        format!(
+                            "message {index} of `{chat_file}` has no snapshot; floors with snapshots: {}",
+                            ranges(&placed)
+                        ),
+                    );
                 };
                 position..position + 1
             }
@@ -149,10 +159,13 @@ impl Snapshots {
                 };
                 if start == total {
                     let last = indexes[total - 1].unwrap_or(0);
-                    return invalid(format!(
-                        "`fromIndex` {index} is past the last floor of `{chat_file}`, message \
+                    return invalid(
+                        index,
+                        format!(
+                            "`fromIndex` {index} is past the last floor of `{chat_file}`, message \
                          {last}: give {last} or less"
-                    ));
+                        ),
+                    );
                 }
                 start..total.min(start.saturating_add(per_page))
             }
@@ -199,7 +212,7 @@ impl Snapshots {
     pub fn resolve(&self, reference: &str) -> Result<(Value, Source), Error> {
         if let Some(character_id) = reference.strip_prefix(TEMPLATE_PREFIX) {
             let template = self.template(character_id)?.ok_or_else(|| {
-                Error::Invalid(format!(
+                Error::invalid(character_id, format!(
                     "character `{character_id}` has no template (from `{reference}`); TemplateSet stores one"
                 ))
             })?;
@@ -223,10 +236,13 @@ impl Snapshots {
             };
             return Ok((global.value, source));
         }
-        invalid(format!(
-            "no snapshot `{reference}`: give a chat snapshot's id (SnapshotList), a global \
+        invalid(
+            reference,
+            format!(
+                "no snapshot `{reference}`: give a chat snapshot's id (SnapshotList), a global \
              snapshot's id or label (SnapshotGlobalList), or `template:<characterId>`"
-        ))
+            ),
+        )
     }
 
     /// The JSON Patch that turns one state into another.
@@ -242,10 +258,13 @@ impl Snapshots {
             .store
             .delete_snapshots(&self.workspace, &[id.to_owned()])?;
         deleted.pop().ok_or_else(|| {
-            Error::Invalid(format!(
-                "no chat snapshot `{id}` to delete; SnapshotList shows a chat's snapshots \
+            Error::invalid(
+                id,
+                format!(
+                    "no chat snapshot `{id}` to delete; SnapshotList shows a chat's snapshots \
                  (SnapshotGlobalDelete deletes global ones)"
-            ))
+                ),
+            )
         })
     }
 
@@ -260,12 +279,15 @@ impl Snapshots {
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Reprocessed, Error> {
         if from_index >= messages.len() {
-            return invalid(format!(
-                "`fromIndex` {from_index} is not a message of this chat: it has {} messages, so \
+            return invalid(
+                from_index,
+                format!(
+                    "`fromIndex` {from_index} is not a message of this chat: it has {} messages, so \
                  give an index from 0 to {}",
-                messages.len(),
-                messages.len().saturating_sub(1)
-            ));
+                    messages.len(),
+                    messages.len().saturating_sub(1)
+                ),
+            );
         }
         let mut cleared = Vec::new();
         let mut edited = messages.to_vec();

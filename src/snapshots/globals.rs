@@ -36,6 +36,7 @@ impl Snapshots {
             Origin::State(state) => {
                 if !state.is_object() {
                     return invalid(
+                        "snapshot",
                         "`snapshot` must be a JSON object, such as {\"角色\": {\"金币\": 0}}",
                     );
                 }
@@ -50,11 +51,14 @@ impl Snapshots {
         let id = match existing {
             Some(existing) if replace => existing.id,
             Some(existing) => {
-                return invalid(format!(
-                    "a global snapshot is labelled `{label}` already (id {}); pass \"replace\": true \
+                return invalid(
+                    label,
+                    format!(
+                        "a global snapshot is labelled `{label}` already (id {}); pass \"replace\": true \
                      to overwrite it, or choose another label",
-                    existing.id
-                ));
+                        existing.id
+                    ),
+                );
             }
             None => uuid::Uuid::new_v4().to_string(),
         };
@@ -74,7 +78,7 @@ impl Snapshots {
         self.store
             .global(&self.workspace, id_or_label)?
             .ok_or_else(|| {
-                Error::Invalid(format!(
+                Error::invalid(id_or_label, format!(
                     "no global snapshot with the id or label `{id_or_label}`; SnapshotGlobalList shows them"
                 ))
             })
@@ -94,18 +98,27 @@ impl Snapshots {
 
 fn check_label(label: &str) -> Result<(), Error> {
     if label.trim().is_empty() {
-        return invalid("`label` is empty; name the snapshot, such as \"第5层 买药之后\"");
+        return invalid(
+            "label",
+            "`label` is empty; name the snapshot, such as \"第5层 买药之后\"",
+        );
     }
     if label.chars().count() > LABEL_CHARACTERS {
-        return invalid(format!(
-            "`label` has {} characters; keep it to {LABEL_CHARACTERS} and put the rest in `description`",
-            label.chars().count()
-        ));
+        return invalid(
+            label,
+            format!(
+                "`label` has {} characters; keep it to {LABEL_CHARACTERS} and put the rest in `description`",
+                label.chars().count()
+            ),
+        );
     }
     if label.starts_with(TEMPLATE_PREFIX) {
-        return invalid(format!(
-            "`label` `{label}` starts with `{TEMPLATE_PREFIX}`, which names a character's template in references; choose another label"
-        ));
+        return invalid(
+            label,
+            format!(
+                "`label` `{label}` starts with `{TEMPLATE_PREFIX}`, which names a character's template in references; choose another label"
+            ),
+        );
     }
     Ok(())
 }
@@ -117,4 +130,23 @@ fn now_micros() -> i64 {
         .map_or(0, |elapsed| {
             i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn a_refused_label_is_carried_with_the_error() {
+        let Err(Error::Invalid { value, message }) = check_label("template:alice") else {
+            panic!("a label naming a template must be refused");
+        };
+        assert_eq!(value, "template:alice");
+        assert!(
+            message.starts_with("`label` `template:alice` starts with"),
+            "{message}"
+        );
+    }
 }

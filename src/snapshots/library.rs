@@ -33,28 +33,35 @@ fn resolve<'a>(
             } else {
                 format!("it has {}", available.join(", "))
             };
-            invalid(format!(
-                "no function `{key}` (by id or name) in the {} library; {listed}",
-                describe_scope(scope)
-            ))
+            invalid(
+                key,
+                format!(
+                    "no function `{key}` (by id or name) in the {} library; {listed}",
+                    describe_scope(scope)
+                ),
+            )
         }
         several => {
             let ids: Vec<&str> = several
                 .iter()
                 .map(|function| function.id.as_str())
                 .collect();
-            invalid(format!(
-                "{} functions in the {} library are named `{key}`; name one by its id: {}",
-                several.len(),
-                describe_scope(scope),
-                ids.join(", ")
-            ))
+            invalid(
+                key,
+                format!(
+                    "{} functions in the {} library are named `{key}`; name one by its id: {}",
+                    several.len(),
+                    describe_scope(scope),
+                    ids.join(", ")
+                ),
+            )
         }
     }
 }
 
 fn definition(function: &VarFunction) -> Result<serde_json::Value, Error> {
-    serde_json::to_value(function).map_err(|error| Error::Invalid(error.to_string()))
+    serde_json::to_value(function)
+        .map_err(|error| Error::invalid(&function.name, error.to_string()))
 }
 
 /// Each of `keys` resolved, refusing a function named twice.
@@ -67,10 +74,13 @@ fn resolve_all(
     for key in keys {
         let function = resolve(functions, key, scope)?;
         if chosen.iter().any(|already| already.id == function.id) {
-            return invalid(format!(
-                "`{key}` names `{}` ({}), which is already in the list; name each function once",
-                function.name, function.id
-            ));
+            return invalid(
+                key,
+                format!(
+                    "`{key}` names `{}` ({}), which is already in the list; name each function once",
+                    function.name, function.id
+                ),
+            );
         }
         chosen.push(function.clone());
     }
@@ -82,18 +92,24 @@ impl Snapshots {
     /// in its new library. The built-ins stay in the global library.
     pub fn move_function(&self, key: &str, from: &Scope, to: &Scope) -> Result<VarFunction, Error> {
         if from == to {
-            return invalid(format!(
-                "the function is already in the {} library: give `toCharacterId` (a character) or leave it out (the global library) so that the two differ",
-                describe_scope(to)
-            ));
+            return invalid(
+                "toCharacterId",
+                format!(
+                    "the function is already in the {} library: give `toCharacterId` (a character) or leave it out (the global library) so that the two differ",
+                    describe_scope(to)
+                ),
+            );
         }
         let library = self.functions(from)?;
         let function = resolve(&library, key, from)?.clone();
         if functions::is_builtin_id(&function.id) {
-            return invalid(format!(
-                "`{}` is a built-in and stays in the global library; to give a character its own variant, FunctionUpsert a function without an id into that character's library",
-                function.name
-            ));
+            return invalid(
+                &function.name,
+                format!(
+                    "`{}` is a built-in and stays in the global library; to give a character its own variant, FunctionUpsert a function without an id into that character's library",
+                    function.name
+                ),
+            );
         }
         let moved = self.store.move_function(
             &self.workspace,
@@ -103,11 +119,14 @@ impl Snapshots {
             &definition(&function)?,
         )?;
         if !moved {
-            return invalid(format!(
-                "`{}` left the {} library while it was being moved; FunctionList shows where it is now",
-                function.name,
-                describe_scope(from)
-            ));
+            return invalid(
+                &function.name,
+                format!(
+                    "`{}` left the {} library while it was being moved; FunctionList shows where it is now",
+                    function.name,
+                    describe_scope(from)
+                ),
+            );
         }
         Ok(function)
     }
@@ -118,6 +137,7 @@ impl Snapshots {
     pub fn reorder(&self, keys: &[String], scope: &Scope) -> Result<Vec<VarFunction>, Error> {
         if keys.is_empty() {
             return invalid(
+                "ids",
                 "`ids` is empty: list the functions (ids or names) in the order they should run",
             );
         }
@@ -151,7 +171,10 @@ impl Snapshots {
         scope: &Scope,
     ) -> Result<Vec<VarFunction>, Error> {
         if keys.is_empty() {
-            return invalid("`ids` is empty: list the functions (ids or names) to turn on or off");
+            return invalid(
+                "ids",
+                "`ids` is empty: list the functions (ids or names) to turn on or off",
+            );
         }
         let library = self.functions(scope)?;
         let mut chosen = resolve_all(&library, keys, scope)?;

@@ -71,11 +71,13 @@ impl Snapshots {
             (None, Some(character)) if !character.is_empty() => format!("{CHARACTER}{character}"),
             (Some(_), Some(_)) => {
                 return invalid(
+                    "chatFile",
                     "give `chatFile` or `characterId`, not both: a chat's setting wins over its character's, so set each with its own call",
                 );
             }
             _ => {
                 return invalid(
+                    "chatFile",
                     "give the `chatFile` or the `characterId` whose processing to switch (a non-empty name)",
                 );
             }

@@ -7,8 +7,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
-
 use super::tree::{self, Encoded};
 use crate::vars::{Record, Timestamp, ValueKind, VarType};
 
@@ -27,7 +25,7 @@ pub(super) fn pool_key(value: &str) -> Option<String> {
     value
         .chars()
         .nth(POOLED_CHARS - 1)
-        .map(|_| tree::hex(&Sha256::digest(value.as_bytes())))
+        .map(|_| crate::digest::sha256_hex(value.as_bytes()))
 }
 
 /// The sequence below which a commit reaching `sequence` prunes removals, when it does.

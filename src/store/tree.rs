@@ -32,4 +32,4 @@ mod node;
 pub use changed::Changed;
 pub use decode::{decode, references};
 pub use encode::{CHUNK, Encoded, SnapshotKey};
-pub use node::{REFERENCE, hex};
+pub use node::REFERENCE;

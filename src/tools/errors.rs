@@ -78,7 +78,7 @@ impl From<path::Error> for ToolError {
 impl From<snapshots::Error> for ToolError {
     fn from(error: snapshots::Error) -> Self {
         match error {
-            snapshots::Error::Invalid(message) => Self::Invalid(message),
+            snapshots::Error::Invalid { message, .. } => Self::Invalid(message),
             snapshots::Error::Store(error) => error.into(),
         }
     }
@@ -196,7 +196,10 @@ mod tests {
             ToolError::Invalid("over its cap".to_owned())
         );
         assert_eq!(
-            ToolError::from(snapshots::Error::Invalid("unknown snapshot `x`".to_owned())),
+            ToolError::from(snapshots::Error::Invalid {
+                value: "x".to_owned(),
+                message: "unknown snapshot `x`".to_owned()
+            }),
             ToolError::Invalid("unknown snapshot `x`".to_owned())
         );
     }

@@ -8,8 +8,6 @@
 
 use std::collections::HashMap;
 
-use sha2::{Digest, Sha256};
-
 /// The longest tool name clients accept.
 pub(super) const NAME_LIMIT: usize = 64;
 
@@ -63,8 +61,7 @@ fn clean(tool: &str) -> String {
 
 /// `{group}__{as much of the cleaned name as fits}_{hash}`.
 fn hashed(group: &str, tool: &str, cleaned: &str) -> String {
-    let digest = Sha256::digest(tool.as_bytes());
-    let hash = format!("{:02x}{:02x}{:02x}", digest[0], digest[1], digest[2]);
+    let hash = crate::digest::hex(&crate::digest::sha256(tool.as_bytes())[..3]);
     let room = NAME_LIMIT - group.len() - SEPARATOR.len() - 1 - HASH_DIGITS;
     // The cleaned name is ASCII, so any byte index is a character boundary.
     let kept = &cleaned[..cleaned.len().min(room)];

@@ -15,7 +15,8 @@ use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use super::Upstreams;
-use crate::config::{self, FileConfig};
+use super::settings;
+use crate::config::FileConfig;
 
 /// How long the file must be quiet before it is read again.
 const QUIET: Duration = Duration::from_millis(300);
@@ -73,7 +74,7 @@ pub fn watch(file: &Path, upstreams: Arc<Upstreams>) -> Result<Reload, Error> {
             source,
         })?;
     let file = file.to_owned();
-    let mut started_with = config::read_upstreams(&file).ok().map(|(_, rest)| rest);
+    let mut started_with = settings::read(&file).ok().map(|(_, rest)| rest);
     let task = tokio::spawn(async move {
         while changed.recv().await.is_some() {
             // Gather the burst an editor's save makes.
@@ -88,7 +89,7 @@ pub fn watch(file: &Path, upstreams: Arc<Upstreams>) -> Result<Reload, Error> {
 }
 
 async fn reload(file: &Path, upstreams: &Upstreams, started_with: &mut Option<FileConfig>) {
-    let (wanted, rest) = match config::read_upstreams(file) {
+    let (wanted, rest) = match settings::read(file) {
         Ok(read) => read,
         Err(error) => {
             tracing::warn!("{error}; the MCP servers keep running as they were");

@@ -20,9 +20,9 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::link::{Handler, Link, State};
+use super::settings::Upstream;
 use super::tool;
 use super::wire::{self, Wire};
-use crate::config::upstream::Upstream;
 use crate::runner::kill_process_group;
 use crate::tools::{Registry, ToolGroup};
 
@@ -170,8 +170,17 @@ impl Supervisor {
         }
     }
 
-    /// One session, from start to its end; gives why it ended.
-    async fn session(&mut self) -> String {
+    /// Starts the server's process in a process group of its own, its pipes taken; or why not.
+    fn spawn(
+        &self,
+    ) -> Result<
+        (
+            tokio::process::Child,
+            tokio::process::ChildStdin,
+            tokio::process::ChildStdout,
+        ),
+        String,
+    > {
         let upstream = &self.upstream;
         let mut command = tokio::process::Command::new(&upstream.command);
         command.args(&upstream.args).envs(&upstream.env);
@@ -185,17 +194,26 @@ impl Supervisor {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = match command.spawn() {
-            Ok(child) => child,
-            Err(error) => return format!("cannot start `{}`: {error}", upstream.command),
-        };
+        let mut child = command
+            .spawn()
+            .map_err(|error| format!("cannot start `{}`: {error}", upstream.command))?;
         self.process.set(child.id());
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return format!(
+            return Err(format!(
                 "cannot start `{}`: its stdin or stdout is missing",
                 upstream.command
-            );
+            ));
         };
+        Ok((child, stdin, stdout))
+    }
+
+    /// One session, from start to its end; gives why it ended.
+    async fn session(&mut self) -> String {
+        let (mut child, stdin, stdout) = match self.spawn() {
+            Ok(started) => started,
+            Err(reason) => return reason,
+        };
+        let upstream = &self.upstream;
         let shared = Arc::new(wire::Shared::default());
         let transport = Wire::new(stdout, stdin, upstream.limits, Arc::clone(&shared));
         if let Some(stderr) = child.stderr.take() {

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::link::{InFlight, Link};
 use super::names::namespaced;
-use crate::config::upstream::{Limits, Upstream};
+use super::settings::{Limits, Upstream};
 use crate::tools::{
     Annotations, Origin, Permission, Policy, Progress, Relay, Tool, ToolCall, ToolDefinition,
     ToolError, ToolGroup, ToolOutput, make_foreign_schema_portable,

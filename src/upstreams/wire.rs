@@ -25,7 +25,7 @@ use rmcp::{ErrorData, RoleClient};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 
-use crate::config::upstream::Limits;
+use super::settings::Limits;
 
 /// Requests of the server passed on at once (answered or being answered).
 pub(super) const IN_FLIGHT: usize = 16;

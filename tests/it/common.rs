@@ -24,7 +24,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use synapse_mcp::app::App;
-use synapse_mcp::config::Config;
+use synapse_mcp::app::Settings;
 use synapse_mcp::server::Server;
 use synapse_mcp::tools::{
     Annotations, Origin, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup, ToolOutput,
@@ -285,7 +285,7 @@ pub(crate) fn test_server(config_toml: &str) -> Server {
         "--config",
         path.to_str().unwrap(),
     ]);
-    let config = Config::load(&cli).unwrap();
+    let config = Settings::load(&cli).unwrap();
     let app = App::open(&config).unwrap();
     app.executor().register_group(test_group(), true).unwrap();
     Server::new(app)

@@ -76,7 +76,7 @@ fn the_config_file_for_the_unit_loads() {
         "--config",
         manifest("deploy/config.toml").to_str().unwrap(),
     ]);
-    let config = synapse_mcp::config::Config::load(&cli).unwrap();
+    let config = synapse_mcp::app::Settings::load(&cli).unwrap();
     let http = config.http.expect("the file serves HTTP");
     assert_eq!(http.listen.to_string(), "0.0.0.0:8080");
     assert_eq!(
@@ -160,6 +160,6 @@ fn the_compose_file_waits_for_a_healthy_postgres_and_keeps_its_data() {
         cli.store.as_deref(),
         Some("postgres://synapse:secret@postgres:5432/synapse")
     );
-    let config = synapse_mcp::config::Config::load(&cli).unwrap();
+    let config = synapse_mcp::app::Settings::load(&cli).unwrap();
     assert!(config.http.is_some() && config.metrics.is_some());
 }

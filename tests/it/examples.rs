@@ -82,7 +82,7 @@ fn the_upstream_example_config_checks() {
         "--config",
         manifest("examples/upstream.toml").to_str().unwrap(),
     ]);
-    let config = synapse_mcp::config::Config::load(&cli).unwrap();
+    let config = synapse_mcp::app::Settings::load(&cli).unwrap();
     let names: Vec<&str> = config
         .upstreams
         .iter()

@@ -474,11 +474,13 @@ fn snapshots_laid_out_from_the_changed_paths_read_back() {
             let applied = match &call.action {
                 Action::Builtin(builtin, arguments) => builtin
                     .apply(&mut snapshot, arguments)
-                    .map(|path| changed.path(&path)),
+                    .map(|path| changed.path(&path))
+                    .map_err(|error| error.to_string()),
                 Action::Patch(operations) => operations.iter().try_for_each(|operation| {
                     operation
                         .apply(&mut snapshot)
                         .map(|paths| paths.iter().for_each(|path| changed.path(path)))
+                        .map_err(|error| error.to_string())
                 }),
                 Action::Malformed(message) => Err(message.clone()),
             };

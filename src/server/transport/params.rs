@@ -92,13 +92,10 @@ pub(super) fn params_problem(request: &ClientRequest) -> Option<String> {
     let problem = check(Value::Object(message))?;
     let quoted = match &custom.params {
         None => "no params".to_owned(),
-        Some(params) => {
-            let text = params.to_string();
-            match text.char_indices().nth(QUOTED_PARAMS) {
-                Some((end, _)) => format!("params {}…", &text[..end]),
-                None => format!("params {text}"),
-            }
-        }
+        Some(params) => format!(
+            "params {}",
+            crate::text::shorten(&params.to_string(), QUOTED_PARAMS)
+        ),
     };
     Some(format!(
         "invalid params for {method}: {problem} (got {quoted}); send the params the MCP schema gives for {method}"

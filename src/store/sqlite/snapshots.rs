@@ -24,14 +24,12 @@ use crate::vars::wall_clock;
 
 mod globals;
 
+use nodes::corrupt;
+
 fn node_body(transaction: &Transaction<'_>, hash: &str) -> rusqlite::Result<String> {
     transaction
         .prepare_cached("SELECT body FROM snapshot_nodes WHERE hash = ?1")?
         .query_row(params![hash], |row| row.get(0))
-}
-
-fn corrupt(message: String) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, message.into())
 }
 
 /// Reads a tree back from its root.

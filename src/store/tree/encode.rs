@@ -4,11 +4,10 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::changed::{Changed, Dirty};
 use super::mirror::{ArrayLayout, Children, Mirror, ObjectLayout, Shape, positions};
-use super::node::{REFERENCE, hex, join, reference_in, scalar};
+use super::node::{REFERENCE, join, reference_in, scalar};
 use crate::json::nesting::{self, TooDeep};
 
 /// Values this long (as JSON, in bytes) or longer become nodes of their own.
@@ -105,8 +104,7 @@ impl Encoded {
     }
 
     fn node(&mut self, body: String) -> String {
-        let digest = Sha256::digest(body.as_bytes());
-        let hash = hex(&digest[..16]);
+        let hash = crate::digest::hex(&crate::digest::sha256(body.as_bytes())[..16]);
         if self.made.insert(hash.clone()) {
             self.nodes.push((hash.clone(), body));
         }

@@ -26,14 +26,3 @@ pub(super) fn scalar(value: &(impl serde::Serialize + ?Sized)) -> String {
 pub(super) fn reference_in(body: &str) -> Option<&str> {
     body.strip_prefix("{\"__vmRef\":\"")?.strip_suffix("\"}")
 }
-
-/// Hexadecimal digits of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut text, byte| {
-            write!(text, "{byte:02x}").ok();
-            text
-        })
-}

@@ -4,7 +4,8 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::{corrupt, decode_root, ensure_workspace, free_unreferenced, nodes};
+use super::nodes::{self, corrupt};
+use super::{decode_root, ensure_workspace, free_unreferenced};
 use crate::store::tree::Encoded;
 use crate::store::{GlobalSnapshot, GlobalSummary};
 

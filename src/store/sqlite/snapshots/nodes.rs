@@ -11,9 +11,13 @@ use std::collections::HashMap;
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::corrupt;
 use crate::store::rows::{self, NodeTable};
 use crate::store::tree::{self, Encoded};
+
+/// A stored value SQLite gave back that cannot be read, as rusqlite's conversion error.
+pub(super) fn corrupt(message: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, message.into())
+}
 
 /// The node statements of [`rows::write_nodes`] and [`rows::free_unreferenced`] in SQLite.
 struct Nodes<'a, 'c>(&'a Transaction<'c>);

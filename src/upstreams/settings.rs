@@ -1,58 +1,19 @@
 //! `[[upstream]]`: other MCP servers whose tools synapse-mcp serves as tool groups. The file's
-//! tables are checked here, once, into [`Upstream`]s with their paths resolved, both at start
-//! and when the file is read again while the server runs (`upstreams/reload.rs`); a table that
-//! breaks a rule is refused with an error naming the table and the key.
+//! tables (`config::UpstreamTable`) are checked here, once, into [`Upstream`]s with their paths
+//! resolved, both at start and when the file is read again while the server runs
+//! (`upstreams/reload.rs`); a table that breaks a rule is refused with an error naming the table
+//! and the key. An upstream may not take a built-in group's name.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
+use crate::config::{self, FileConfig, UpstreamTable};
 use crate::groups;
-use crate::rules::AGENT_GROUP;
 use crate::tools::Policy;
 
 /// The most characters of an upstream's name: its tools are served as `{name}__{tool}` within
 /// the 64 characters clients allow, so at least 22 are left for the tool's own name.
 pub const NAME_LIMIT: usize = 40;
-
-/// One `[[upstream]]` table as written.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UpstreamTable {
-    /// The tool group's name (letters, digits, `_` and `-`, at most 40); its tools are served
-    /// as `{name}__{tool}`.
-    pub name: String,
-    /// The program that serves MCP over stdio: a name looked up on `PATH`, or a path (a
-    /// relative path is taken from the folder of this file).
-    pub command: Option<String>,
-    /// Its arguments.
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// Environment variables set for it, on top of synapse-mcp's own.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// The folder it runs in (relative: to the folder of this file); default: synapse-mcp's.
-    pub cwd: Option<PathBuf>,
-    /// Streamable HTTP servers are not supported yet; give `command` instead.
-    pub url: Option<String>,
-    /// Whether the group is on when no switch says otherwise (default `true`).
-    pub enabled: Option<bool>,
-    /// Approval before its tools run: `auto`, `ask-once` or `ask-always` (default: `auto` for
-    /// tools the server marks read-only, `ask-once` for the others). `[tools."name__tool"]`
-    /// overrides it for one tool.
-    pub execution: Option<Policy>,
-    /// Approval before their results reach the model (default `auto`).
-    pub result: Option<Policy>,
-    /// Seconds one tool call may wait for the server's answer before it fails (default 120).
-    pub call_timeout_seconds: Option<u64>,
-    /// The largest message read from the server, in bytes (default 16 MiB): a longer answer
-    /// fails its call with an error saying so.
-    pub max_message_bytes: Option<usize>,
-    /// Requests of the server (a `ping`, a question for the user) answered per second (default
-    /// 50); more are refused, and four times as many refusals in one second disconnect it.
-    pub requests_per_second: Option<u32>,
-}
 
 /// What one upstream server may cost: time per call, bytes per message, requests per second.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,17 +49,39 @@ pub struct Upstream {
     pub limits: Limits,
 }
 
-/// The names of the built-in tool groups, which no upstream may take.
-pub fn built_in_groups() -> [&'static str; 7] {
-    [
-        AGENT_GROUP,
-        groups::vars::GROUP,
-        groups::plans::GROUP,
-        groups::snapshots::GROUP,
-        groups::skills::GROUP,
-        groups::scripts::GROUP,
-        groups::tool_groups::GROUP,
-    ]
+/// The file's `[[upstream]]` tables, checked; `path` is the file, whose folder relative paths
+/// are taken from.
+pub fn checked(path: &Path, file: &FileConfig) -> Result<Vec<Upstream>, config::Error> {
+    let folder = path.parent().unwrap_or_else(|| Path::new(""));
+    let folder = if folder.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        folder
+    };
+    check(&file.upstream, folder).map_err(|message| config::Error::Invalid {
+        path: path.to_owned(),
+        message,
+    })
+}
+
+/// Reads the file again for its `[[upstream]]` tables, checked; also gives the rest of the
+/// file, with the tables taken out, to tell whether anything else changed.
+pub fn read(path: &Path) -> Result<(Vec<Upstream>, FileConfig), config::Error> {
+    let mut file = config::read(path)?;
+    let upstreams = checked(path, &file)?;
+    file.upstream.clear();
+    Ok((upstreams, file))
+}
+
+/// The file's policy words as the executor's policies.
+impl From<config::Policy> for Policy {
+    fn from(policy: config::Policy) -> Self {
+        match policy {
+            config::Policy::Auto => Self::Auto,
+            config::Policy::AskOnce => Self::AskOnce,
+            config::Policy::AskAlways => Self::AskAlways,
+        }
+    }
 }
 
 /// Checks every table; `folder` is the config file's folder. The first table that breaks a
@@ -141,8 +124,8 @@ pub fn check(tables: &[UpstreamTable], folder: &Path) -> Result<Vec<Upstream>, S
             env: table.env.clone(),
             cwd: table.cwd.as_ref().map(|cwd| folder.join(cwd)),
             enabled: table.enabled.unwrap_or(true),
-            execution: table.execution,
-            result: table.result,
+            execution: table.execution.map(Policy::from),
+            result: table.result.map(Policy::from),
             limits: limits(table).map_err(|problem| format!("{which}: {problem}"))?,
         });
     }
@@ -185,7 +168,7 @@ fn check_name(name: &str) -> Result<(), String> {
              `{{name}}__{{tool}}`)"
         ));
     }
-    if let Some(taken) = built_in_groups()
+    if let Some(taken) = groups::BUILT_IN
         .into_iter()
         .find(|group| group.eq_ignore_ascii_case(name))
     {

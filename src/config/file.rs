@@ -1,0 +1,241 @@
+//! The configuration file's schema (serde, TOML): every table and key as written, and reading
+//! the file. Nothing here knows what the values mean; `app/settings.rs` turns them into the
+//! domain's settings.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Error, LogFormat};
+
+/// The configuration file (TOML); every field is optional.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Variables kept before the least recently used are evicted (default 1000).
+    pub capacity: Option<usize>,
+    /// Characters of a tool result shown to the model before it is truncated (default 10000).
+    pub output_limit: Option<usize>,
+    /// What happens when a policy asks but the client can neither elicit nor retry with input
+    /// (default `deny`).
+    pub approval_fallback: Option<Fallback>,
+    /// Tool groups by name, on or off (`vars` is on by default).
+    #[serde(default)]
+    pub groups: BTreeMap<String, bool>,
+    /// Per-tool settings, by tool name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolConfig>,
+    /// Skill roots, used when no `--skills` is given: folders, or git repositories at a ref
+    /// (`git+https://host/org/repo@REF[#SUBDIR]`, `git+file:///path@REF[#SUBDIR]`).
+    #[serde(default)]
+    pub skills: Vec<PathBuf>,
+    /// The hosts (`github.com`) or hosts and leading folders (`github.com/org`) that
+    /// `git+https://` skill sources may name; without this key any host is allowed.
+    /// `git+file://` sources are always allowed.
+    pub skill_sources_allow: Option<Vec<String>>,
+    /// How often the server updates its git skill sources while it runs (`"6h"`, `"30m"`; at
+    /// least a minute); without it they change only with `synapse-mcp skills update`.
+    pub skills_update_interval: Option<String>,
+    /// Folders of script tools, served besides `~/.synapse/tools` (and before it: of two
+    /// groups of one name, the folder listed first wins); `--tools` adds more.
+    #[serde(default)]
+    pub tool_folders: Vec<PathBuf>,
+    /// Where workspaces are stored, as `--store` takes it (`memory`, `sqlite://PATH`,
+    /// `postgres://USER:PASSWORD@HOST:PORT/DATABASE`); `--store` wins.
+    pub store: Option<String>,
+    /// Caps the store's database file, in bytes; writes past it fail as on a full disk.
+    pub store_max_bytes: Option<u64>,
+    /// Most bytes a workspace may hold, variable values and the state document's JSON text
+    /// together (default 1 GiB); a write that would pass it is refused.
+    pub workspace_max_bytes: Option<u64>,
+    /// Most characters of a skill's instructions, or of a markdown file of a skill read
+    /// without a window, served whole (default 20000); a longer one comes as its opening and a
+    /// table of its sections, each loadable alone.
+    pub skill_body_limit: Option<usize>,
+    /// Limits on the chat snapshots' user functions.
+    #[serde(default)]
+    pub snapshots: SnapshotsConfig,
+    /// Other MCP servers whose tools are served as tool groups, `{name}__{tool}`; the tables
+    /// are read again when the file changes.
+    #[serde(default)]
+    pub upstream: Vec<UpstreamTable>,
+    /// Serving over Streamable HTTP (`serve --http` wins over these).
+    #[serde(default)]
+    pub http: HttpTable,
+    /// How log lines on stderr look: `text` (default) or `json`; `--log-format` wins.
+    pub log_format: Option<LogFormat>,
+    /// Prometheus metrics (`serve --metrics` wins).
+    #[serde(default)]
+    pub metrics: MetricsTable,
+}
+
+/// `[metrics]`: where Prometheus metrics are served.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsTable {
+    /// The address whose `/metrics` serves them (`127.0.0.1:9464`); without it, none are kept.
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+/// `[http]`: serving over Streamable HTTP instead of stdio.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpTable {
+    /// The address to listen on (`127.0.0.1:8080`); given, `serve` serves HTTP.
+    pub listen: Option<std::net::SocketAddr>,
+    /// The bearer tokens file.
+    pub tokens: Option<PathBuf>,
+    /// Serve without authentication (loopback addresses only).
+    #[serde(default)]
+    pub no_auth: bool,
+    /// `Host` values answered besides the loopback names.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed to call (with their scheme).
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Largest request body accepted, in bytes (default 4 MiB).
+    pub max_body_bytes: Option<usize>,
+    /// Seconds an initialize-era session may stay idle before it is closed (default 300).
+    pub session_idle_seconds: Option<u64>,
+    /// Seconds a client may take to send a request's headers, and again its body (default 30).
+    pub read_timeout_seconds: Option<u64>,
+    /// The URL clients reach this server at, for the OAuth metadata.
+    pub public_url: Option<String>,
+    /// JWT access tokens from an OAuth 2.1 authorization server.
+    #[serde(default)]
+    pub oauth: OAuthTable,
+}
+
+/// `[http.oauth]`: OAuth 2.1 resource-server mode (docs/http.md).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthTable {
+    /// The authorization server whose tokens are accepted (their `iss`).
+    pub issuer: Option<String>,
+    /// The audiences a token may name in `aud` (one is enough).
+    #[serde(default)]
+    pub audiences: Vec<String>,
+    /// The signing keys: a JWKS file or an `https://` (or `http://`) URL.
+    pub jwks: Option<String>,
+    /// The claim naming the principal (default `sub`).
+    pub principal_claim: Option<String>,
+    /// The claim listing the workspaces the principal may use (default `workspaces`).
+    pub workspaces_claim: Option<String>,
+}
+
+/// `[snapshots]`: bounds on each user function call (JavaScript in QuickJS).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotsConfig {
+    /// Milliseconds one call may run before it is stopped (default 250).
+    pub script_time_limit_ms: Option<u64>,
+    /// MiB the JavaScript runtime may allocate (default 64).
+    pub script_memory_mib: Option<usize>,
+    /// Milliseconds all the function calls of one message (or one dry run's text) may run
+    /// together before the rest are not run (default 2000).
+    pub text_time_limit_ms: Option<u64>,
+}
+
+/// Settings of one tool.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolConfig {
+    /// Approval before the tool runs: `auto`, `ask-once` or `ask-always`.
+    pub execution: Option<Policy>,
+    /// Approval before its result reaches the model: `auto`, `ask-once` or `ask-always`.
+    pub result: Option<Policy>,
+    /// This tool's output limit in characters.
+    pub output_limit: Option<usize>,
+    /// `false` hides the tool.
+    pub enabled: Option<bool>,
+}
+
+// The file's words for the executor's approval policies (`tools::Policy`).
+/// When to ask the user.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// Never ask.
+    #[default]
+    #[serde(alias = "never")]
+    Auto,
+    /// Ask the first time a tool is called with a given argument shape (and scope, such as the
+    /// skill a save writes); an approval the user marks "from now on" is remembered for the
+    /// workspace.
+    AskOnce,
+    /// Ask every time.
+    AskAlways,
+}
+
+// The file's words for the executor's `tools::Fallback`.
+/// What happens when a policy asks but the client can neither elicit nor retry with input.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fallback {
+    #[default]
+    Deny,
+    Allow,
+}
+
+/// One `[[upstream]]` table as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamTable {
+    /// The tool group's name (letters, digits, `_` and `-`, at most 40); its tools are served
+    /// as `{name}__{tool}`.
+    pub name: String,
+    /// The program that serves MCP over stdio: a name looked up on `PATH`, or a path (a
+    /// relative path is taken from the folder of this file).
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment variables set for it, on top of synapse-mcp's own.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The folder it runs in (relative: to the folder of this file); default: synapse-mcp's.
+    pub cwd: Option<PathBuf>,
+    /// Streamable HTTP servers are not supported yet; give `command` instead.
+    pub url: Option<String>,
+    /// Whether the group is on when no switch says otherwise (default `true`).
+    pub enabled: Option<bool>,
+    /// Approval before its tools run: `auto`, `ask-once` or `ask-always` (default: `auto` for
+    /// tools the server marks read-only, `ask-once` for the others). `[tools."name__tool"]`
+    /// overrides it for one tool.
+    pub execution: Option<Policy>,
+    /// Approval before their results reach the model (default `auto`).
+    pub result: Option<Policy>,
+    /// Seconds one tool call may wait for the server's answer before it fails (default 120).
+    pub call_timeout_seconds: Option<u64>,
+    /// The largest message read from the server, in bytes (default 16 MiB): a longer answer
+    /// fails its call with an error saying so.
+    pub max_message_bytes: Option<usize>,
+    /// Requests of the server (a `ping`, a question for the user) answered per second (default
+    /// 50); more are refused, and four times as many refusals in one second disconnect it.
+    pub requests_per_second: Option<u32>,
+}
+
+/// Reads and parses the file; a capacity of 0 is refused.
+pub fn read(path: &Path) -> Result<FileConfig, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let file: FileConfig = toml::from_str(&text).map_err(|error| Error::Parse {
+        path: path.to_owned(),
+        message: error.to_string(),
+    })?;
+    if file.capacity == Some(0) {
+        return Err(Error::Invalid {
+            path: path.to_owned(),
+            message: "capacity must be at least 1".to_owned(),
+        });
+    }
+    Ok(file)
+}
