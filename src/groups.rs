@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::tools::{ToolCall, ToolDefinition, ToolError, ToolOutput};
+use crate::tools::{ToolCall, ToolDefinition, ToolError, ToolOutput, structured};
 
 /// Decodes a call's arguments and runs `work` on them on tokio's blocking pool, with the call's
 /// cancellation (the client cancelled, or left), for synchronous work that may take long (a
@@ -43,13 +43,6 @@ fn off_thread<'a, Arguments: DeserializeOwned + 'static>(
         .await
         .map_err(|error| ToolError::Internal(format!("the tool's task failed: {error}")))?
     })
-}
-
-/// Structured output from a serializable value.
-fn structured(value: &impl serde::Serialize) -> Result<ToolOutput, ToolError> {
-    serde_json::to_value(value)
-        .map(ToolOutput::Structured)
-        .map_err(|error| ToolError::Internal(format!("cannot serialize a result: {error}")))
 }
 
 /// The names of the built-in groups; a script folder may not take one.
