@@ -18,7 +18,6 @@ use std::sync::{Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::{ToolCall, ToolDefinition, ToolError, ToolOutput, structured};
@@ -67,20 +66,20 @@ const ASKED_LIMIT: usize = 64;
 struct Asked(Mutex<HashMap<String, String>>);
 
 impl Asked {
-    /// Remembers the digest a call's consent is asked with.
-    fn remember(&self, arguments: &Value, digest: String) {
+    /// Remembers the digest a call's consent is asked with, by a key of its arguments.
+    fn remember(&self, key: String, digest: String) {
         let mut asked = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if asked.len() >= ASKED_LIMIT {
             asked.clear();
         }
-        asked.insert(arguments.to_string(), digest);
+        asked.insert(key, digest);
     }
 
     /// The digest the call was asked with, if it was asked.
-    fn take(&self, arguments: &Value) -> Option<String> {
+    fn take(&self, key: &str) -> Option<String> {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(&arguments.to_string())
+            .remove(key)
     }
 }

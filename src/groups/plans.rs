@@ -1,21 +1,17 @@
 //! The `plans` group (`docs/state-and-plans.md`): `ReadState` and `WriteState` over the workspace's state
 //! document, and `RunPlan`, which validates a whole graph of tool calls and runs it.
 
-use std::sync::Arc;
-
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::structured;
 use crate::json::path::Path;
 use crate::plans::plan::{self, World};
 use crate::plans::run::{self, StateChange, StepStatus, StepTrace};
 use crate::text::{Chunk, window};
 use crate::tools::{
-    Annotations, Caching, Daggers, Origin, PlanScope, Tool, ToolCall, ToolDefinition, ToolError,
-    ToolGroup, ToolOutput, Truncation, WORKSPACE_VIEW,
+    Annotations, Caching, Context, Daggers, Declaration, Origin, PlanScope, Text, ToolCall,
+    ToolError, ToolGroup, Truncation, TypedTool, WORKSPACE_VIEW, typed,
 };
 
 pub const GROUP: &str = "plans";
@@ -28,9 +24,9 @@ pub fn group() -> ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
         tools: vec![
-            Arc::new(ReadState::new()),
-            Arc::new(WriteState::new()),
-            Arc::new(RunPlan::new()),
+            typed::<ReadStateArguments>(()),
+            typed::<WriteStateArguments>(()),
+            typed::<RunPlanArguments>(()),
         ],
         rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/plans-group.md").to_owned(),
@@ -52,56 +48,38 @@ pub struct ReadStateArguments {
 
 /// `ReadState`: a window of the state document. It pages its own output, so it is never cut,
 /// and, like a variable read, never cached.
-struct ReadState {
-    definition: ToolDefinition,
-}
+impl TypedTool for ReadStateArguments {
+    type Service = ();
+    type Output = Text;
+    const TOOL: Declaration = Declaration {
+        view: Some(WORKSPACE_VIEW),
+        truncation: Truncation::Never,
+        caching: Caching::Off,
+        ..Declaration::new("ReadState", "Read state", READ_ONLY, READ_STATE)
+    };
 
-impl ReadState {
-    fn new() -> Self {
-        let definition = ToolDefinition::new::<ReadStateArguments>(
-            "ReadState",
-            "Read the workspace's state document, whole or at a dot path (`user.summary`, `items.0`). The state is where `_outputPath` writes results and what `†state.<path>` references read. Large values come in windows, like ReadVar.",
-            Annotations {
-                read_only: true,
-                idempotent: true,
-                ..Annotations::default()
-            },
-        )
-        .with_title("Read state")
-        .with_view(WORKSPACE_VIEW)
-        .with_truncation(Truncation::Never)
-        .with_caching(Caching::Off);
-        Self { definition }
+    async fn run(self, context: Context<'_, ()>) -> Result<Text, ToolError> {
+        let path = match self.path.as_deref() {
+            None | Some("") => Path::root(),
+            Some(text) => Path::parse(text)?,
+        };
+        let value = context.workspace.state_at(&path)?.ok_or_else(|| {
+            ToolError::invalid(format!(
+                "the state has nothing at `{path}`; ReadState without a path shows the whole document"
+            ))
+        })?;
+        let length = self.length.or(context.output_limit);
+        Ok(Text(state_window(&path, &value, self.start, length)))
     }
 }
 
-impl Tool for ReadState {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
+const READ_ONLY: Annotations = Annotations {
+    read_only: true,
+    idempotent: true,
+    ..Annotations::NONE
+};
 
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: ReadStateArguments = self.definition.parse(call.arguments)?;
-            let path = match arguments.path.as_deref() {
-                None | Some("") => Path::root(),
-                Some(text) => Path::parse(text)?,
-            };
-            let value = call.workspace.state_at(&path)?.ok_or_else(|| {
-                ToolError::invalid(format!(
-                    "the state has nothing at `{path}`; ReadState without a path shows the whole document"
-                ))
-            })?;
-            let length = arguments.length.or(call.output_limit);
-            Ok(ToolOutput::Text(state_window(
-                &path,
-                &value,
-                arguments.start,
-                length,
-            )))
-        })
-    }
-}
+const READ_STATE: &str = "Read the workspace's state document, whole or at a dot path (`user.summary`, `items.0`). The state is where `_outputPath` writes results and what `†state.<path>` references read. Large values come in windows, like ReadVar.";
 
 /// A window of a value's pretty JSON text, under a line giving the window and the total.
 fn state_window(path: &Path, value: &Value, start: Option<usize>, length: Option<usize>) -> String {
@@ -145,50 +123,35 @@ pub struct WriteStateOutput {
 }
 
 /// `WriteState`: a value written into the state document at a dot path; not cached.
-struct WriteState {
-    definition: ToolDefinition,
-}
+impl TypedTool for WriteStateArguments {
+    type Service = ();
+    type Output = WriteStateOutput;
+    const TOOL: Declaration = Declaration {
+        caching: Caching::Off,
+        // Writing over an existing path replaces what was there.
+        ..Declaration::new("WriteState", "Write state", OVERWRITES, WRITE_STATE)
+    };
 
-impl WriteState {
-    fn new() -> Self {
-        let definition = ToolDefinition::new::<WriteStateArguments>(
-            "WriteState",
-            "Write a JSON value into the workspace's state document at a dot path. Plans and `_outputPath` write here too; `†state.<path>` in any tool's arguments reads it back.",
-            // Writing over an existing path replaces what was there.
-            Annotations {
-                destructive: true,
-                idempotent: true,
-                ..Annotations::default()
-            },
-        )
-        .with_title("Write state")
-        .with_output::<WriteStateOutput>()
-        .with_caching(Caching::Off);
-        Self { definition }
-    }
-}
-
-impl Tool for WriteState {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: WriteStateArguments = self.definition.parse(call.arguments)?;
-            let path = Path::parse(&arguments.path)?;
-            let value = arguments.value;
-            // The inner error is a value nested too deep for the path: the caller's to fix.
-            call.workspace
-                .write_state(&path, &value)?
-                .map_err(ToolError::Invalid)?;
-            structured(&WriteStateOutput {
-                path: path.to_string(),
-                value,
-            })
+    async fn run(self, context: Context<'_, ()>) -> Result<WriteStateOutput, ToolError> {
+        let path = Path::parse(&self.path)?;
+        // The inner error is a value nested too deep for the path: the caller's to fix.
+        (context.workspace)
+            .write_state(&path, &self.value)?
+            .map_err(ToolError::Invalid)?;
+        Ok(WriteStateOutput {
+            path: path.to_string(),
+            value: self.value,
         })
     }
 }
+
+const OVERWRITES: Annotations = Annotations {
+    destructive: true,
+    idempotent: true,
+    ..Annotations::NONE
+};
+
+const WRITE_STATE: &str = "Write a JSON value into the workspace's state document at a dot path. Plans and `_outputPath` write here too; `†state.<path>` in any tool's arguments reads it back.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -226,44 +189,30 @@ pub struct RunPlanOutput {
 
 /// `RunPlan`: validates a whole graph of tool calls and runs it. It resolves the steps' `†`
 /// references itself, as their results come in.
-struct RunPlan {
-    definition: ToolDefinition,
-}
+impl TypedTool for RunPlanArguments {
+    type Service = ();
+    type Output = RunPlanOutput;
+    const TOOL: Declaration = Declaration {
+        view: Some(WORKSPACE_VIEW),
+        daggers: Daggers::Kept,
+        // A plan runs any enabled tool, destructive ones included.
+        ..Declaration::new("RunPlan", "Run plan", RUNS_ANY_TOOL, RUN_PLAN)
+    };
 
-impl RunPlan {
-    fn new() -> Self {
-        let definition = ToolDefinition::new::<RunPlanArguments>(
-            "RunPlan",
-            "Run several tool calls as one declarative plan: steps linked by `†steps.<id>` / `†state.<path>` references are validated together (unknown tools or steps, dangling references, cycles and bad arguments are all reported at once), then run in dependency order with independent steps in parallel. Use it when a task needs three or more calls whose outputs feed each other; `dryRun` shows the order without running. Returns a trace per step and the state changes.",
-            // A plan runs any enabled tool, destructive ones included.
-            Annotations {
-                destructive: true,
-                ..Annotations::default()
-            },
-        )
-        .with_title("Run plan")
-        .with_output::<RunPlanOutput>()
-        .with_view(WORKSPACE_VIEW)
-        .with_daggers(Daggers::Kept);
-        Self { definition }
+    async fn run(self, context: Context<'_, ()>) -> Result<RunPlanOutput, ToolError> {
+        let (steps, input) = plan_parts(self.steps, self.plan, self.input)?;
+        let dry_run = self.dry_run.unwrap_or(false);
+        let parallel = self.max_parallel.unwrap_or(DEFAULT_PARALLEL);
+        run_plan(context.session()?, (&steps, input), dry_run, parallel).await
     }
 }
 
-impl Tool for RunPlan {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
+const RUNS_ANY_TOOL: Annotations = Annotations {
+    destructive: true,
+    ..Annotations::NONE
+};
 
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: RunPlanArguments = self.definition.parse(call.arguments.clone())?;
-            let (steps, input) = plan_parts(arguments.steps, arguments.plan, arguments.input)?;
-            let dry_run = arguments.dry_run.unwrap_or(false);
-            let parallel = arguments.max_parallel.unwrap_or(DEFAULT_PARALLEL);
-            run_plan(&call, (&steps, input), dry_run, parallel).await
-        })
-    }
-}
+const RUN_PLAN: &str = "Run several tool calls as one declarative plan: steps linked by `†steps.<id>` / `†state.<path>` references are validated together (unknown tools or steps, dangling references, cycles and bad arguments are all reported at once), then run in dependency order with independent steps in parallel. Use it when a task needs three or more calls whose outputs feed each other; `dryRun` shows the order without running. Returns a trace per step and the state changes.";
 
 /// Validates the plan, then runs it (`dry_run`: only returns the order).
 async fn run_plan(
@@ -271,7 +220,7 @@ async fn run_plan(
     (steps, input): (&[Value], Value),
     dry_run: bool,
     parallel: usize,
-) -> Result<ToolOutput, ToolError> {
+) -> Result<RunPlanOutput, ToolError> {
     let steps = plan::parse(steps).map_err(|problems| invalid_plan(&problems))?;
     let state_before = call.workspace.state()?;
     let world = Catalog {
@@ -281,7 +230,7 @@ async fn run_plan(
     let validated =
         plan::validate(&steps, &input, &world).map_err(|problems| invalid_plan(&problems))?;
     if dry_run {
-        return structured(&RunPlanOutput {
+        return Ok(RunPlanOutput {
             ok: true,
             order: validated.order,
             steps: Vec::new(),
@@ -291,7 +240,7 @@ async fn run_plan(
     let scope = PlanScope::new(input);
     let traces = run::run(call, &steps, &validated.dependencies, &scope, parallel).await;
     let state_after = call.workspace.state()?;
-    structured(&RunPlanOutput {
+    Ok(RunPlanOutput {
         ok: traces
             .iter()
             .all(|trace| trace.status == StepStatus::Success),

@@ -13,18 +13,16 @@ pub use parts::{instructions, skill_content};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{off_thread, structured};
 use crate::skills::rerank::{self, Candidate};
 use crate::skills::shelf::Shelf;
 use crate::skills::{Hit, Library, Skill};
 use crate::tools::{
-    Annotations, Caching, Origin, Sampler, SamplingRequest, Tool, ToolCall, ToolDefinition,
-    ToolError, ToolGroup, ToolOutput, Truncation,
+    Annotations, Caching, Context, Declaration, Origin, Runs, Sampler, SamplingRequest, Text,
+    ToolError, ToolGroup, ToolOutput, Truncation, TypedTool, typed,
 };
 
 pub const GROUP: &str = "skills";
@@ -32,20 +30,29 @@ pub const GROUP: &str = "skills";
 /// The group with its tools and its rule prompt.
 /// `body_limit`: the most characters of instructions, or of a markdown file, served whole.
 pub fn group(shelf: Arc<Shelf>, body_limit: usize) -> ToolGroup {
+    let skills = Skills { shelf, body_limit };
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
         tools: vec![
-            Arc::new(SkillSearch::new(Arc::clone(&shelf), body_limit)),
-            Arc::new(SkillLoad::new(Arc::clone(&shelf), body_limit)),
-            Arc::new(save::SkillSave::new(Arc::clone(&shelf))),
-            Arc::new(SkillReadFile::new(shelf, body_limit)),
+            typed::<SearchArguments>(skills.clone()),
+            typed::<LoadArguments>(skills.clone()),
+            typed::<save::SaveArguments>(skills.clone()),
+            typed::<ReadFileArguments>(skills),
         ],
         rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/skills-group.md").to_owned(),
         ),
         rules: Vec::new(),
     }
+}
+
+/// What the skill tools are built with: the shelf, and the most characters of instructions,
+/// or of a markdown file, served whole.
+#[derive(Clone)]
+pub struct Skills {
+    pub shelf: Arc<Shelf>,
+    pub body_limit: usize,
 }
 
 /// `SkillSearch` and `SkillLoad` change nothing on disk or in the user's data. Each call caches
@@ -138,43 +145,22 @@ pub struct MatchedSkill {
 
 /// `SkillSearch`: ranks the library's skills for a task, and may ask the client's model to
 /// reorder the best of them. Its cached results can be recomputed from the skill folders, so
-/// they reach the store lazily.
-struct SkillSearch {
-    definition: ToolDefinition,
-    shelf: Arc<Shelf>,
-    body_limit: usize,
-}
+/// they reach the store lazily. The only skill tool that may wait on the client (its model,
+/// for `rerank`).
+impl TypedTool for SearchArguments {
+    type Service = Skills;
+    type Output = SearchOutput;
+    const TOOL: Declaration = Declaration {
+        caching: Caching::Lazy,
+        ..Declaration::new("SkillSearch", "Search skills", CACHES, SKILL_SEARCH)
+    };
 
-impl SkillSearch {
-    fn new(shelf: Arc<Shelf>, body_limit: usize) -> Self {
-        let definition =
-            ToolDefinition::new::<SearchArguments>("SkillSearch", SKILL_SEARCH, CACHES)
-                .with_title("Search skills")
-                .with_output::<SearchOutput>()
-                .with_caching(Caching::Lazy);
-        Self {
-            definition,
-            shelf,
-            body_limit,
-        }
-    }
-}
-
-impl Tool for SkillSearch {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
+    async fn run(self, context: Context<'_, Skills>) -> Result<SearchOutput, ToolError> {
+        let Skills { shelf, body_limit } = context.service;
+        search(shelf, self, context.session()?.sampler, *body_limit).await
     }
 
-    /// The only skill tool that may wait on the client (its model, for `rerank`).
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: SearchArguments = self.definition.parse(call.arguments)?;
-            let found = search(&self.shelf, arguments, call.sampler, self.body_limit).await?;
-            structured(&found)
-        })
-    }
-
-    fn format_for_llm(&self, output: &ToolOutput, _arguments: &Value) -> String {
+    fn format_for_llm(output: &ToolOutput, _arguments: &Value) -> String {
         match output {
             ToolOutput::Structured(value) => search_text(value),
             ToolOutput::Text(text) => text.clone(),
@@ -396,41 +382,26 @@ pub struct LoadArguments {
 /// `SkillLoad`: a skill's instructions, every time: whole, or, past the body limit, their
 /// opening and table of sections, then one section a call. What it serves is kept whole up to
 /// 40,000 characters (about 10,000 tokens, twice the size the specification recommends for a
-/// whole body), and cached lazily, since it can be read again from disk.
-struct SkillLoad {
-    definition: ToolDefinition,
-    shelf: Arc<Shelf>,
-    body_limit: usize,
-}
+/// whole body), and cached lazily, since it can be read again from disk. Quick once the first
+/// scan is done; until then, it waits for it without blocking.
+impl TypedTool for LoadArguments {
+    type Service = Skills;
+    type Output = Text;
+    const TOOL: Declaration = Declaration {
+        truncation: Truncation::Default(40_000),
+        caching: Caching::Lazy,
+        ..Declaration::new("SkillLoad", "Load skill", CACHES, SKILL_LOAD)
+    };
 
-impl SkillLoad {
-    fn new(shelf: Arc<Shelf>, body_limit: usize) -> Self {
-        let definition = ToolDefinition::new::<LoadArguments>("SkillLoad", SKILL_LOAD, CACHES)
-            .with_title("Load skill")
-            .with_truncation(Truncation::Default(40_000))
-            .with_caching(Caching::Lazy);
-        Self {
-            definition,
-            shelf,
+    async fn run(self, context: Context<'_, Skills>) -> Result<Text, ToolError> {
+        let library = context.service.shelf.loaded().await;
+        let skill = library.get(&self.name)?;
+        let body_limit = context.service.body_limit;
+        Ok(Text(instructions(
+            skill,
+            self.section.as_deref(),
             body_limit,
-        }
-    }
-}
-
-impl Tool for SkillLoad {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    /// Quick once the first scan is done; until then, it waits for it without blocking.
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: LoadArguments = self.definition.parse(call.arguments)?;
-            let library = self.shelf.loaded().await;
-            let skill = library.get(&arguments.name)?;
-            let text = instructions(skill, arguments.section.as_deref(), self.body_limit)?;
-            Ok(ToolOutput::Text(text))
-        })
+        )?))
     }
 }
 
@@ -453,51 +424,27 @@ pub struct ReadFileArguments {
 /// `SkillReadFile`: a window of one file of a skill, read from disk beside the session. It
 /// pages the file itself, like `ReadVar`, and the file stays addressable, so its pages are
 /// neither cut again nor cached as variables.
-struct SkillReadFile {
-    definition: ToolDefinition,
-    shelf: Arc<Shelf>,
-    body_limit: usize,
-}
+impl TypedTool for ReadFileArguments {
+    type Service = Skills;
+    type Output = Text;
+    const TOOL: Declaration = Declaration {
+        truncation: Truncation::Never,
+        caching: Caching::Off,
+        ..Declaration::new("SkillReadFile", "Read skill file", READS, SKILL_READ_FILE)
+    };
+    const RUNS: Runs = Runs::OnBlockingPool;
 
-impl SkillReadFile {
-    fn new(shelf: Arc<Shelf>, body_limit: usize) -> Self {
-        let read_only = Annotations {
-            read_only: true,
-            idempotent: true,
-            ..Annotations::default()
-        };
-        let definition =
-            ToolDefinition::new::<ReadFileArguments>("SkillReadFile", SKILL_READ_FILE, read_only)
-                .with_title("Read skill file")
-                .with_truncation(Truncation::Never)
-                .with_caching(Caching::Off);
-        Self {
-            definition,
-            shelf,
-            body_limit,
-        }
+    async fn run(self, context: Context<'_, Skills>) -> Result<Text, ToolError> {
+        let limits = (context.output_limit, context.service.body_limit);
+        read_file(&context.service.shelf.library(), &self, limits).map(Text)
     }
 }
 
-impl Tool for SkillReadFile {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let skills = Arc::clone(&self.shelf);
-        let limits = (call.output_limit, self.body_limit);
-        let reading = off_thread(
-            &self.definition,
-            call,
-            move |arguments: ReadFileArguments, _| read_file(&skills.library(), &arguments, limits),
-        );
-        Box::pin(async move {
-            self.shelf.loaded().await;
-            reading.await
-        })
-    }
-}
+const READS: Annotations = Annotations {
+    read_only: true,
+    idempotent: true,
+    ..Annotations::NONE
+};
 
 /// A window of the file, of one of its sections, or, for a long markdown file read with no
 /// window, its opening and table of sections. `limits`: the output limit and the body limit.
@@ -505,19 +452,18 @@ fn read_file(
     library: &Library,
     arguments: &ReadFileArguments,
     (output_limit, body_limit): (Option<usize>, usize),
-) -> Result<ToolOutput, ToolError> {
+) -> Result<String, ToolError> {
     let skill = library.get(&arguments.name)?;
     let start = arguments.start.unwrap_or(0);
     let length = arguments.length.or(output_limit).unwrap_or(usize::MAX);
     if let Some(section) = &arguments.section {
-        let text = parts::file_section(skill, &arguments.path, section, start, length)?;
-        return Ok(ToolOutput::Text(text));
+        return parts::file_section(skill, &arguments.path, section, start, length);
     }
     if arguments.start.is_none()
         && arguments.length.is_none()
         && let Some(overview) = parts::file_overview(skill, &arguments.path, body_limit)?
     {
-        return Ok(ToolOutput::Text(overview));
+        return Ok(overview);
     }
     let window = skill.read_window(&arguments.path, start, length)?;
     let (path, name) = (&arguments.path, &skill.name);
@@ -534,5 +480,5 @@ fn read_file(
             "[File `{path}` of skill `{name}`: characters {start}–{end} of {total}; nothing more remains]"
         )
     };
-    Ok(ToolOutput::Text(format!("{header}\n{}", window.text)))
+    Ok(format!("{header}\n{}", window.text))
 }

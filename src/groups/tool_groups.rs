@@ -10,16 +10,14 @@
 //! a switch asks the user once per target (`ask-once`, bound to the group or tool and the
 //! direction).
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::structured;
 use crate::text::nearest;
 use crate::tools::{
-    Annotations, Consent, GroupOverview, Origin, Permission, Policy, Tool, ToolCall,
-    ToolDefinition, ToolError, ToolGroup, ToolOutput, View,
+    Annotations, Consent, Context, Declaration, GroupOverview, Origin, Permission, Policy,
+    ToolError, ToolGroup, TypedTool, View, parse_arguments, typed,
 };
 use crate::workspace::Target;
 
@@ -100,7 +98,7 @@ pub fn group() -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
-        tools: vec![std::sync::Arc::new(ToolGroups::new())],
+        tools: vec![typed::<Arguments>(())],
         rule_prompt: None,
         rules: Vec::new(),
     }
@@ -108,62 +106,41 @@ pub fn group() -> ToolGroup {
 
 /// `ToolGroups`: switches are stored in the workspace before the registry changes, so an
 /// acknowledged switch survives a restart.
-pub(super) struct ToolGroups {
-    definition: ToolDefinition,
-}
+impl TypedTool for Arguments {
+    type Service = ();
+    type Output = Output;
+    const TOOL: Declaration = Declaration {
+        permission: Permission {
+            execution: Policy::AskOnce,
+            result: Policy::Auto,
+        },
+        ..Declaration::new(NAME, "Tool groups on and off", SWITCHES, DESCRIPTION)
+    };
 
-impl ToolGroups {
-    fn new() -> Self {
-        let annotations = Annotations {
-            read_only: false,
-            destructive: false,
-            idempotent: true,
-            open_world: false,
+    async fn run(self, context: Context<'_, ()>) -> Result<Output, ToolError> {
+        let tools = context.session()?.executor.tools();
+        let switch = Switch::of(&self)?;
+        let changed = match &switch {
+            Some(switch) => Some((switch.apply(&tools)?, switch.describe())),
+            None => None,
         };
-        let definition = ToolDefinition::new::<Arguments>(NAME, DESCRIPTION, annotations)
-            .with_title("Tool groups on and off")
-            .with_output::<Output>()
-            .with_permission(Permission {
-                execution: Policy::AskOnce,
-                result: Policy::Auto,
-            });
-        Self { definition }
-    }
-}
-
-impl Tool for ToolGroups {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: Arguments = self.definition.parse(call.arguments)?;
-            let tools = call.executor.tools();
-            let Some(switch) = Switch::of(&arguments)? else {
-                let groups = tools.overview().into_iter().map(entry).collect();
-                return structured(&Output {
-                    groups,
-                    changed: None,
-                });
-            };
-            let group = switch.apply(&tools)?;
-            let overview = tools
-                .overview()
-                .into_iter()
-                .filter(|overview| overview.name == group)
+        let groups = tools.overview().into_iter();
+        let groups = match &changed {
+            Some((group, _)) => groups
+                .filter(|overview| &overview.name == group)
                 .map(entry)
-                .collect();
-            structured(&Output {
-                groups: overview,
-                changed: Some(switch.describe()),
-            })
+                .collect(),
+            None => groups.map(entry).collect(),
+        };
+        Ok(Output {
+            groups,
+            changed: changed.map(|(_, described)| described),
         })
     }
 
     /// Listing changes nothing; a switch is approved per target and direction.
-    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
-        let arguments: Arguments = self.definition.parse(arguments.clone())?;
+    fn consent((): &(), arguments: &Value) -> Result<Consent, ToolError> {
+        let arguments: Self = parse_arguments(NAME, arguments.clone())?;
         Ok(match Switch::of(&arguments)? {
             None => Consent::NotNeeded,
             Some(switch) => Consent::Asked {
@@ -172,6 +149,12 @@ impl Tool for ToolGroups {
         })
     }
 }
+
+/// Switching adds or removes nothing but the switch; the same switch again changes nothing.
+const SWITCHES: Annotations = Annotations {
+    idempotent: true,
+    ..Annotations::NONE
+};
 
 /// One switch a call asks for.
 struct Switch {

@@ -244,7 +244,7 @@ impl<T: TypedTool> Tool for Typed<T> {
                             output_limit,
                             session: None,
                         };
-                        futures::executor::block_on(arguments.run(context))?.into_output()
+                        finish(arguments.run(context))?.into_output()
                     })
                     .await
                     .map_err(|error| {
@@ -261,5 +261,17 @@ impl<T: TypedTool> Tool for Typed<T> {
 
     fn format_for_llm(&self, output: &ToolOutput, arguments: &Value) -> String {
         T::format_for_llm(output, arguments)
+    }
+}
+
+/// Drives a tool's `run` on a blocking-pool thread. The body of a tool that runs there is
+/// synchronous, so one poll finishes it, and it may itself block on a future (the shelf's
+/// library) without nesting executors; one that does wait is driven to its end here.
+fn finish<Work: Future>(work: Work) -> Work::Output {
+    let mut work = std::pin::pin!(work);
+    let mut waker = std::task::Context::from_waker(std::task::Waker::noop());
+    match work.as_mut().poll(&mut waker) {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => futures::executor::block_on(work),
     }
 }
