@@ -15,18 +15,98 @@ pub mod tool_groups;
 pub mod vars;
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
-/// The names of the built-in groups; a script folder may not take one.
-pub const BUILT_IN: [&str; 7] = [
-    crate::rules::AGENT_GROUP,
-    vars::GROUP,
-    plans::GROUP,
-    snapshots::GROUP,
-    skills::GROUP,
-    scripts::GROUP,
-    tool_groups::GROUP,
+use crate::rules::AGENT_GROUP;
+use crate::skills::shelf::Shelf;
+use crate::snapshots::Snapshots;
+use crate::tools::{Origin, ToolGroup};
+
+/// What the built-in groups are built with.
+pub struct Services<'a> {
+    pub snapshots: &'a Arc<Snapshots>,
+    pub shelf: &'a Arc<Shelf>,
+    /// The most characters of skill instructions, or of a markdown file, served whole.
+    pub skill_body_limit: usize,
+}
+
+/// One built-in group: its name, whether it is on by default, and how to build it with its
+/// tools.
+pub struct BuiltIn {
+    pub name: &'static str,
+    /// On unless the configuration's `[groups]` says otherwise.
+    pub enabled: bool,
+    /// Whether `[groups]` may switch it (the `Agent` group, which holds the agent's rules and
+    /// no tools, is always on).
+    pub configurable: bool,
+    pub build: fn(&Services<'_>) -> ToolGroup,
+}
+
+/// The built-in groups, in the order they are registered (and listed).
+pub const BUILT_IN_GROUPS: [BuiltIn; 7] = [
+    BuiltIn {
+        name: AGENT_GROUP,
+        enabled: true,
+        configurable: false,
+        build: |_| ToolGroup {
+            name: AGENT_GROUP.to_owned(),
+            origin: Origin::BuiltIn,
+            tools: Vec::new(),
+            rule_prompt: None,
+            rules: crate::rules::agent_rules(),
+        },
+    },
+    built_in(vars::GROUP, true, |_| vars::group()),
+    built_in(plans::GROUP, true, |_| plans::group()),
+    built_in(snapshots::GROUP, true, |services| {
+        snapshots::group(services.snapshots)
+    }),
+    built_in(skills::GROUP, true, |services| {
+        skills::group(Arc::clone(services.shelf), services.skill_body_limit)
+    }),
+    // Running skill scripts is opt-in: `[groups] scripts = true` in the config file.
+    built_in(scripts::GROUP, false, |services| {
+        scripts::group(Arc::clone(services.shelf))
+    }),
+    built_in(tool_groups::GROUP, true, |_| tool_groups::group()),
 ];
+
+const fn built_in(
+    name: &'static str,
+    enabled: bool,
+    build: fn(&Services<'_>) -> ToolGroup,
+) -> BuiltIn {
+    BuiltIn {
+        name,
+        enabled,
+        configurable: true,
+        build,
+    }
+}
+
+/// The names of the built-in groups; a script folder or another MCP server may not take one.
+pub const BUILT_IN: [&str; BUILT_IN_GROUPS.len()] = {
+    let mut names = [""; BUILT_IN_GROUPS.len()];
+    let mut index = 0;
+    while index < names.len() {
+        names[index] = BUILT_IN_GROUPS[index].name;
+        index += 1;
+    }
+    names
+};
+
+/// The names of the built-in groups, for the checks of names given elsewhere (the
+/// configuration's `[groups]` and `[[upstream]]` tables, script folders).
+pub fn built_in_names() -> &'static [&'static str] {
+    &BUILT_IN
+}
+
+/// Whether the built-in group `name` is on by default; `None` for a name that is not one.
+pub fn enabled_by_default(name: &str) -> Option<bool> {
+    (BUILT_IN_GROUPS.iter())
+        .find(|group| group.name == name)
+        .map(|group| group.enabled)
+}
 
 /// How many calls may wait for an answer at once before the oldest digests are forgotten.
 const ASKED_LIMIT: usize = 64;
@@ -54,5 +134,35 @@ impl Asked {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BUILT_IN, built_in_names, enabled_by_default};
+
+    #[test]
+    fn the_table_names_every_built_in_group_once_in_registration_order() {
+        let expected = [
+            "Agent",
+            "vars",
+            "plans",
+            "snapshots",
+            "skills",
+            "scripts",
+            "tools",
+        ];
+        assert_eq!(BUILT_IN, expected);
+        assert_eq!(built_in_names(), expected);
+    }
+
+    #[test]
+    fn only_the_scripts_group_starts_off() {
+        let off: Vec<&str> = BUILT_IN
+            .into_iter()
+            .filter(|name| enabled_by_default(name) == Some(false))
+            .collect();
+        assert_eq!(off, ["scripts"]);
+        assert_eq!(enabled_by_default("not-a-group"), None);
     }
 }
