@@ -11,6 +11,7 @@
 //! - [`sections`]: the sections of a long body or reference file, its opening and table of
 //!   contents.
 //! - [`rerank`]: the question that lets a model rerank search candidates, and its answer read.
+//! - [`find`]: the `SkillSearch` use-case: ranking, a model's reordering, the best sections.
 //! - [`files`]: skill files on disk or bundled, and the path checks.
 //! - [`sources`]: skills from git repositories, pinned to a ref and copied into the data folder.
 //! - [`scripts`]: running a skill's script in its folder, bounded and with a scrubbed
@@ -22,6 +23,7 @@ pub mod catalog;
 pub mod check;
 pub mod discover;
 pub mod files;
+pub mod find;
 pub mod frontmatter;
 pub mod index_file;
 pub mod rerank;

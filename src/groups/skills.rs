@@ -13,13 +13,14 @@ pub use parts::{instructions, skill_content};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::skills::rerank::{self, Candidate};
+use crate::skills::Library;
+use crate::skills::find::{self, Found};
 use crate::skills::shelf::Shelf;
-use crate::skills::{Hit, Library, Skill};
 use crate::tools::{
     Annotations, Caching, Context, Declaration, Origin, Runs, Sampler, SamplingRequest, Text,
     ToolError, ToolGroup, ToolOutput, Truncation, TypedTool, typed,
@@ -104,60 +105,34 @@ pub struct SearchArguments {
     pub rerank: Option<bool>,
 }
 
-/// The `SkillSearch` answer.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct SearchOutput {
-    /// Best match first.
-    pub matched_skills: Vec<MatchedSkill>,
-    /// Present (and `true`) while a large library's bodies are still being indexed after start:
-    /// the results then come from names, descriptions and tags only; search again shortly.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub metadata_only: bool,
-    /// Present when `rerank` was asked for: whether the client's model reordered the results,
-    /// and why not when it did not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rerank: Option<RerankReport>,
-}
-
-/// What became of a `rerank` request.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct RerankReport {
-    /// Whether the order of `matched_skills` is the client model's.
-    pub applied: bool,
-    /// Why the local ranking stands, or what the model did.
-    pub reason: String,
-    /// The model that answered, as the client names it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct MatchedSkill {
-    pub name: String,
-    pub description: String,
-    /// Relevance (BM25F); only the order between results is meaningful.
-    pub score: f64,
-    /// For a skill whose instructions are served in sections: the id of the section that
-    /// matches best, to load alone with `SkillLoad {name, section}`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub section: Option<String>,
-}
-
 /// `SkillSearch`: ranks the library's skills for a task, and may ask the client's model to
 /// reorder the best of them. Its cached results can be recomputed from the skill folders, so
 /// they reach the store lazily. The only skill tool that may wait on the client (its model,
 /// for `rerank`).
 impl TypedTool for SearchArguments {
     type Service = Skills;
-    type Output = SearchOutput;
+    type Output = Found;
     const TOOL: Declaration = Declaration {
         caching: Caching::Lazy,
         ..Declaration::new("SkillSearch", "Search skills", CACHES, SKILL_SEARCH)
     };
 
-    async fn run(self, context: Context<'_, Skills>) -> Result<SearchOutput, ToolError> {
-        let Skills { shelf, body_limit } = context.service;
-        search(shelf, self, context.session()?.sampler, *body_limit).await
+    async fn run(self, context: Context<'_, Skills>) -> Result<Found, ToolError> {
+        if self.query.trim().is_empty() {
+            return Err(ToolError::invalid(
+                "`query` is empty: describe the task in a few words",
+            ));
+        }
+        let sampler = context.session()?.sampler;
+        let request = find::Request {
+            query: self.query,
+            max_results: self.max_results,
+            tags: self.tags.unwrap_or_default(),
+            rerank: self.rerank == Some(true),
+            model: sampler.as_ref().map(|sampler| sampler as &dyn find::Model),
+            body_limit: context.service.body_limit,
+        };
+        Ok(find::find(&context.service.shelf, request).await)
     }
 
     fn format_for_llm(output: &ToolOutput, _arguments: &Value) -> String {
@@ -168,165 +143,29 @@ impl TypedTool for SearchArguments {
     }
 }
 
-/// Ranks the skills once the first scan is done (waiting for it without blocking).
-async fn search(
-    shelf: &Shelf,
-    arguments: SearchArguments,
-    sampler: Option<&dyn Sampler>,
-    body_limit: usize,
-) -> Result<SearchOutput, ToolError> {
-    if arguments.query.trim().is_empty() {
-        return Err(ToolError::invalid(
-            "`query` is empty: describe the task in a few words",
-        ));
-    }
-    let limit = arguments.max_results.unwrap_or(5).clamp(1, 50);
-    let tags = arguments.tags.unwrap_or_default();
-    let rerank = arguments.rerank == Some(true);
-    let library = shelf.loaded().await;
-    let wanted = if rerank {
-        limit.max(RERANK_CANDIDATES)
-    } else {
-        limit
-    };
-    let mut hits = library.search(&arguments.query, &tags, wanted);
-    let metadata_only = !library.bodies_indexed();
-    let report = if rerank {
-        Some(rerank_hits(&arguments.query, &mut hits, sampler).await)
-    } else {
-        None
-    };
-    hits.truncate(limit);
-    let skills = hits.iter().map(|hit| Arc::clone(&hit.skill)).collect();
-    let sections = best_sections(skills, arguments.query, body_limit).await;
-    let matched_skills = hits
-        .into_iter()
-        .zip(sections)
-        .map(|(hit, section)| MatchedSkill {
-            name: hit.skill.name.clone(),
-            description: hit.skill.description.clone(),
-            score: (f64::from(hit.score) * 1000.0).round() / 1000.0,
-            section,
-        })
-        .collect();
-    Ok(SearchOutput {
-        matched_skills,
-        metadata_only,
-        rerank: report,
-    })
-}
-
-/// For each skill served in sections, the id of the section that matches the query best;
-/// worked out on the blocking pool, since a long body may have to be read from disk first.
-async fn best_sections(
-    skills: Vec<Arc<Skill>>,
-    query: String,
-    body_limit: usize,
-) -> Vec<Option<String>> {
-    let count = skills.len();
-    let naming = tokio::task::spawn_blocking(move || {
-        skills
-            .iter()
-            .map(|skill| best_section(skill, &query, body_limit))
-            .collect()
-    });
-    naming.await.unwrap_or_else(|error| {
-        tracing::error!(%error, "naming the best sections failed; the hits name none");
-        vec![None; count]
-    })
-}
-
-fn best_section(skill: &Skill, query: &str, body_limit: usize) -> Option<String> {
-    // The file has at least as many bytes as the body has characters: most skills stop here.
-    if skill.size <= u64::try_from(body_limit).unwrap_or(u64::MAX) {
-        return None;
-    }
-    let (body, outline) = (skill.body().ok()?, skill.outline().ok()?);
-    if outline.characters <= body_limit || !outline.divided() {
-        return None;
-    }
-    outline
-        .best_match(&body, query)
-        .map(|section| section.id.clone())
-}
-
-/// How many of the best local hits the client's model is asked to reorder.
-const RERANK_CANDIDATES: usize = 15;
-
-/// Reorders the first [`RERANK_CANDIDATES`] hits by the client model's answer; on any failure
-/// the hits keep their local order and the report says why.
-async fn rerank_hits(query: &str, hits: &mut [Hit], sampler: Option<&dyn Sampler>) -> RerankReport {
-    let not_applied = |reason: String| RerankReport {
-        applied: false,
-        reason,
-        model: None,
-    };
-    let Some(sampler) = sampler else {
-        return not_applied(
-            "the client did not declare sampling, so the local ranking stands".to_owned(),
-        );
-    };
-    let count = hits.len().min(RERANK_CANDIDATES);
-    if count < 2 {
-        return not_applied(format!(
-            "{count} candidate(s) matched; there is nothing to reorder"
-        ));
-    }
-    let candidates: Vec<Candidate<'_>> = hits[..count]
-        .iter()
-        .map(|hit| Candidate {
-            name: &hit.skill.name,
-            description: &hit.skill.description,
-        })
-        .collect();
-    let request = SamplingRequest {
-        system: rerank::SYSTEM_PROMPT.to_owned(),
-        message: rerank::message(query, &candidates),
-        max_tokens: RERANK_MAX_TOKENS,
-    };
-    let answer = match sampler.sample(&request).await {
-        Ok(answer) => answer,
-        Err(error) => {
-            tracing::warn!(%error, "rerank: sampling failed; the local ranking stands");
-            return not_applied(format!("{error}; the local ranking stands"));
-        }
-    };
-    let names: Vec<&str> = candidates.iter().map(|candidate| candidate.name).collect();
-    let reordered = match rerank::reorder(&answer.text, &names) {
-        Ok(reordered) => reordered,
-        Err(problem) => {
-            tracing::warn!(answer = %answer.text, "rerank: unusable answer; the local ranking stands");
-            return RerankReport {
-                model: Some(answer.model),
-                ..not_applied(format!(
-                    "the client's model answered, but {problem}; the local ranking stands"
-                ))
+/// The client's model, asked through MCP sampling.
+impl find::Model for &dyn Sampler {
+    fn ask<'a>(
+        &'a self,
+        system: &'a str,
+        message: String,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<find::Answer, String>> {
+        Box::pin(async move {
+            let system = system.to_owned();
+            let request = SamplingRequest {
+                system,
+                message,
+                max_tokens,
             };
-        }
-    };
-    let reordered_hits: Vec<Hit> = reordered
-        .order
-        .iter()
-        .map(|&position| hits[position].clone())
-        .collect();
-    hits[..count].clone_from_slice(&reordered_hits);
-    let mut reason = format!(
-        "the client's model reordered the top {count} candidates ({} ranked",
-        reordered.ranked
-    );
-    if reordered.unknown > 0 {
-        write!(reason, ", {} unknown name(s) ignored", reordered.unknown).ok();
-    }
-    reason.push(')');
-    RerankReport {
-        applied: true,
-        reason,
-        model: Some(answer.model),
+            let sampled = self.sample(&request).await.map_err(|error| error.0)?;
+            Ok(find::Answer {
+                text: sampled.text,
+                model: sampled.model,
+            })
+        })
     }
 }
-
-/// Room for about 20 names in the model's answer.
-const RERANK_MAX_TOKENS: u32 = 400;
 
 /// The JSON answer, then an `<available-skills>` block for the model.
 fn search_text(value: &Value) -> String {
