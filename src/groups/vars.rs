@@ -9,11 +9,8 @@ use crate::tools::{
     Annotations, Caching, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
     Truncation, TypedTool, WORKSPACE_VIEW, typed,
 };
-use crate::vars::{
-    self, Chunk, ListFilter, NewVariable, RemoveOutcome, ValueKind, VarType, Variable,
-    VariablePatch, WriteOutcome,
-};
-use crate::workspace::Workspace;
+use crate::vars::{Chunk, ListFilter, RemoveOutcome, ValueKind, VarType, Variable};
+use crate::workspace::OwnWrite;
 
 pub const GROUP: &str = "vars";
 
@@ -260,54 +257,29 @@ impl TypedTool for WriteVarArguments {
     };
 
     async fn run(self, context: Context<'_, ()>) -> Result<WriteVarOutput, ToolError> {
-        vars::validate_name(&self.name)?;
-        let name = self.name.clone();
-        let outcome = write_variable(context.workspace, self)?;
-        let variable = context.workspace.peek(&name);
+        let (name, value, desc, tags) = (self.name, self.value, self.desc, self.tags);
+        let own = OwnWrite {
+            name,
+            value,
+            desc,
+            tags,
+        };
+        let name = own.name.clone();
+        let written = context
+            .workspace
+            .write_own(own)?
+            .map_err(ToolError::invalid)?;
         Ok(WriteVarOutput {
             name,
-            created: outcome.created,
-            length: variable.map_or(0, |variable| variable.char_len()),
-            evicted: outcome.evicted.iter().map(ToString::to_string).collect(),
+            created: written.outcome.created,
+            length: written.length,
+            evicted: written
+                .outcome
+                .evicted
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
         })
-    }
-}
-
-/// Updates the variable if it exists (never a rule), or creates it as the model's own.
-fn write_variable(
-    workspace: &Workspace,
-    arguments: WriteVarArguments,
-) -> Result<WriteOutcome, ToolError> {
-    let name = arguments.name;
-    let value = arguments.value.map(vars::encode_value);
-    // As the store holds it now: another instance may have written it since this one looked.
-    let existing =
-        workspace.with_variables(|system| system.peek(&name).map(|found| found.var_type))?;
-    match existing {
-        Some(VarType::Rule) => Err(ToolError::invalid(format!(
-            "variable `{name}` is a rule (RULE) and cannot be changed; write to another name"
-        ))),
-        Some(_) => {
-            let patch = VariablePatch {
-                value,
-                desc: arguments.desc,
-                tags: arguments.tags,
-                ..VariablePatch::default()
-            };
-            Ok(workspace.update(&name, patch)?)
-        }
-        None => {
-            let (value, kind) = value.unwrap_or((String::new(), ValueKind::Text));
-            Ok(workspace.insert(NewVariable {
-                name,
-                value,
-                kind,
-                var_type: VarType::LlmAdd,
-                desc: arguments.desc,
-                tags: arguments.tags.unwrap_or_default(),
-                keep: false,
-            })?)
-        }
     }
 }
 
