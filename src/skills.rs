@@ -12,6 +12,7 @@
 //!   contents.
 //! - [`rerank`]: the question that lets a model rerank search candidates, and its answer read.
 //! - [`find`]: the `SkillSearch` use-case: ranking, a model's reordering, the best sections.
+//! - [`served`]: what `SkillLoad` and `SkillReadFile` serve, written out for the model.
 //! - [`files`]: skill files on disk or bundled, and the path checks.
 //! - [`sources`]: skills from git repositories, pinned to a ref and copied into the data folder.
 //! - [`scripts`]: running a skill's script in its folder, bounded and with a scrubbed
@@ -31,6 +32,7 @@ pub mod save;
 pub mod scripts;
 pub mod search;
 pub mod sections;
+pub mod served;
 pub mod shelf;
 pub mod sources;
 pub mod validate;

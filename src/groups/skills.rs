@@ -5,12 +5,10 @@
 //! whole) longer than the configured limit come as their opening and a table of their sections,
 //! which `SkillLoad` and `SkillReadFile` then serve one at a time.
 
-mod parts;
 pub mod save;
 
-pub use parts::{instructions, skill_content};
+pub use crate::skills::served::{instructions, skill_content};
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -18,8 +16,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::skills::Library;
 use crate::skills::find::{self, Found};
+use crate::skills::served::{FileRequest, file_text};
 use crate::skills::shelf::Shelf;
 use crate::tools::{
     Annotations, Caching, Context, Declaration, Origin, Runs, Sampler, SamplingRequest, Text,
@@ -137,7 +135,7 @@ impl TypedTool for SearchArguments {
 
     fn format_for_llm(output: &ToolOutput, _arguments: &Value) -> String {
         match output {
-            ToolOutput::Structured(value) => search_text(value),
+            ToolOutput::Structured(value) => find::text_for_model(value),
             ToolOutput::Text(text) => text.clone(),
         }
     }
@@ -165,43 +163,6 @@ impl find::Model for &dyn Sampler {
             })
         })
     }
-}
-
-/// The JSON answer, then an `<available-skills>` block for the model.
-fn search_text(value: &Value) -> String {
-    let matched = value["matched_skills"]
-        .as_array()
-        .map_or(&[][..], Vec::as_slice);
-    if matched.is_empty() {
-        return format!(
-            "{value}\n\nNo skill matches this query. Try other words, or go ahead without a skill."
-        );
-    }
-    let mut text = format!("{value}\n\n<available-skills>\n");
-    for skill in matched {
-        let name = escape(skill["name"].as_str().unwrap_or_default());
-        let description = escape(skill["description"].as_str().unwrap_or_default());
-        let section = skill["section"]
-            .as_str()
-            .map(|section| format!(" section=\"{}\"", escape(section)))
-            .unwrap_or_default();
-        writeln!(
-            text,
-            "  <skill name=\"{name}\"{section}>{description}</skill>"
-        )
-        .ok();
-    }
-    text.push_str(
-        "</available-skills>\nLoad the skill that fits with SkillLoad {\"name\": \"…\"}, adding its \"section\" when one is named.",
-    );
-    text
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -274,8 +235,15 @@ impl TypedTool for ReadFileArguments {
     const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Skills>) -> Result<Text, ToolError> {
+        let request = FileRequest {
+            path: &self.path,
+            section: self.section.as_deref(),
+            start: self.start,
+            length: self.length,
+        };
+        let library = context.service.shelf.library();
         let limits = (context.output_limit, context.service.body_limit);
-        read_file(&context.service.shelf.library(), &self, limits).map(Text)
+        Ok(Text(file_text(library.get(&self.name)?, &request, limits)?))
     }
 }
 
@@ -284,40 +252,3 @@ const READS: Annotations = Annotations {
     idempotent: true,
     ..Annotations::NONE
 };
-
-/// A window of the file, of one of its sections, or, for a long markdown file read with no
-/// window, its opening and table of sections. `limits`: the output limit and the body limit.
-fn read_file(
-    library: &Library,
-    arguments: &ReadFileArguments,
-    (output_limit, body_limit): (Option<usize>, usize),
-) -> Result<String, ToolError> {
-    let skill = library.get(&arguments.name)?;
-    let start = arguments.start.unwrap_or(0);
-    let length = arguments.length.or(output_limit).unwrap_or(usize::MAX);
-    if let Some(section) = &arguments.section {
-        return parts::file_section(skill, &arguments.path, section, start, length);
-    }
-    if arguments.start.is_none()
-        && arguments.length.is_none()
-        && let Some(overview) = parts::file_overview(skill, &arguments.path, body_limit)?
-    {
-        return Ok(overview);
-    }
-    let window = skill.read_window(&arguments.path, start, length)?;
-    let (path, name) = (&arguments.path, &skill.name);
-    let (start, end) = (window.start, window.end);
-    let total = window
-        .total
-        .map_or_else(|| "a large file".to_owned(), |total| total.to_string());
-    let header = if window.more {
-        format!(
-            "[File `{path}` of skill `{name}`: characters {start}–{end} of {total}; more remains: SkillReadFile {{\"name\": \"{name}\", \"path\": \"{path}\", \"start\": {end}}}]"
-        )
-    } else {
-        format!(
-            "[File `{path}` of skill `{name}`: characters {start}–{end} of {total}; nothing more remains]"
-        )
-    };
-    Ok(format!("{header}\n{}", window.text))
-}

@@ -1,6 +1,6 @@
 //! Finding the skills for a task (`SkillSearch`): the library's ranking, a model's reordering
 //! of the best candidates when asked (the client's model, through [`Model`], so that nothing
-//! here knows MCP), and the best section of each long skill.
+//! here knows MCP), the best section of each long skill, and the answer as the model reads it.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -8,8 +8,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde_json::Value;
 
 use super::rerank::{self, Candidate};
+use super::served::escape;
 use super::shelf::Shelf;
 use super::{Hit, Skill};
 
@@ -115,6 +117,36 @@ fn best_section(skill: &Skill, query: &str, body_limit: usize) -> Option<String>
     outline
         .best_match(&body, query)
         .map(|section| section.id.clone())
+}
+
+/// The JSON answer, then an `<available-skills>` block for the model.
+pub fn text_for_model(value: &Value) -> String {
+    let matched = value["matched_skills"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    if matched.is_empty() {
+        return format!(
+            "{value}\n\nNo skill matches this query. Try other words, or go ahead without a skill."
+        );
+    }
+    let mut text = format!("{value}\n\n<available-skills>\n");
+    for skill in matched {
+        let name = escape(skill["name"].as_str().unwrap_or_default());
+        let description = escape(skill["description"].as_str().unwrap_or_default());
+        let section = skill["section"]
+            .as_str()
+            .map(|section| format!(" section=\"{}\"", escape(section)))
+            .unwrap_or_default();
+        writeln!(
+            text,
+            "  <skill name=\"{name}\"{section}>{description}</skill>"
+        )
+        .ok();
+    }
+    text.push_str(
+        "</available-skills>\nLoad the skill that fits with SkillLoad {\"name\": \"…\"}, adding its \"section\" when one is named.",
+    );
+    text
 }
 
 /// How many of the best local hits the client's model is asked to reorder.
