@@ -6,18 +6,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::json::path::Path;
-use crate::plans::plan::{self, World};
-use crate::plans::run::{self, StateChange, StepStatus, StepTrace};
+use crate::plans::whole::{self, RunPlanOutput};
 use crate::text::{Chunk, window};
 use crate::tools::{
-    Annotations, Caching, Context, Daggers, Declaration, Origin, PlanScope, Text, ToolCall,
-    ToolError, ToolGroup, Truncation, TypedTool, WORKSPACE_VIEW, typed,
+    Annotations, Caching, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
+    Truncation, TypedTool, WORKSPACE_VIEW, typed,
 };
 
 pub const GROUP: &str = "plans";
-
-/// Steps run at once when a plan does not say.
-const DEFAULT_PARALLEL: usize = 4;
 
 pub fn group() -> ToolGroup {
     ToolGroup {
@@ -172,21 +168,6 @@ pub struct RunPlanArguments {
     pub max_parallel: Option<usize>,
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RunPlanOutput {
-    /// Every step succeeded (or, for a dry run, the plan is valid).
-    pub ok: bool,
-    /// The execution order: each inner list may run at the same time.
-    pub order: Vec<Vec<String>>,
-    /// Per step: status, timing, written paths, the variable holding its result.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub steps: Vec<StepTrace>,
-    /// What the plan changed in the state document.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub state_diff: Vec<StateChange>,
-}
-
 /// `RunPlan`: validates a whole graph of tool calls and runs it. It resolves the steps' `†`
 /// references itself, as their results come in.
 impl TypedTool for RunPlanArguments {
@@ -200,10 +181,10 @@ impl TypedTool for RunPlanArguments {
     };
 
     async fn run(self, context: Context<'_, ()>) -> Result<RunPlanOutput, ToolError> {
-        let (steps, input) = plan_parts(self.steps, self.plan, self.input)?;
+        let (steps, input) = whole::parts(self.steps, self.plan, self.input)?;
         let dry_run = self.dry_run.unwrap_or(false);
-        let parallel = self.max_parallel.unwrap_or(DEFAULT_PARALLEL);
-        run_plan(context.session()?, (&steps, input), dry_run, parallel).await
+        let parallel = self.max_parallel.unwrap_or(whole::DEFAULT_PARALLEL);
+        whole::run(context.session()?, (&steps, input), dry_run, parallel).await
     }
 }
 
@@ -213,95 +194,3 @@ const RUNS_ANY_TOOL: Annotations = Annotations {
 };
 
 const RUN_PLAN: &str = "Run several tool calls as one declarative plan: steps linked by `†steps.<id>` / `†state.<path>` references are validated together (unknown tools or steps, dangling references, cycles and bad arguments are all reported at once), then run in dependency order with independent steps in parallel. Use it when a task needs three or more calls whose outputs feed each other; `dryRun` shows the order without running. Returns a trace per step and the state changes.";
-
-/// Validates the plan, then runs it (`dry_run`: only returns the order).
-async fn run_plan(
-    call: &ToolCall<'_>,
-    (steps, input): (&[Value], Value),
-    dry_run: bool,
-    parallel: usize,
-) -> Result<RunPlanOutput, ToolError> {
-    let steps = plan::parse(steps).map_err(|problems| invalid_plan(&problems))?;
-    let state_before = call.workspace.state()?;
-    let world = Catalog {
-        call,
-        state: state_before.clone(),
-    };
-    let validated =
-        plan::validate(&steps, &input, &world).map_err(|problems| invalid_plan(&problems))?;
-    if dry_run {
-        return Ok(RunPlanOutput {
-            ok: true,
-            order: validated.order,
-            steps: Vec::new(),
-            state_diff: Vec::new(),
-        });
-    }
-    let scope = PlanScope::new(input);
-    let traces = run::run(call, &steps, &validated.dependencies, &scope, parallel).await;
-    let state_after = call.workspace.state()?;
-    Ok(RunPlanOutput {
-        ok: traces
-            .iter()
-            .all(|trace| trace.status == StepStatus::Success),
-        order: validated.order,
-        steps: traces,
-        state_diff: run::state_diff(&state_before, &state_after),
-    })
-}
-
-/// The steps and input, from `steps`/`input` or from a whole `plan` (object or JSON text).
-fn plan_parts(
-    steps: Option<Vec<Value>>,
-    plan: Option<Value>,
-    input: Option<Value>,
-) -> Result<(Vec<Value>, Value), ToolError> {
-    let empty = || Value::Object(Map::new());
-    let Some(plan) = plan else {
-        let steps =
-            steps.ok_or_else(|| ToolError::invalid("RunPlan needs `steps` (or a whole `plan`)"))?;
-        return Ok((steps, input.unwrap_or_else(empty)));
-    };
-    let plan = match plan {
-        Value::String(text) => serde_json::from_str(&text)
-            .map_err(|error| ToolError::invalid(format!("`plan` is text but not JSON: {error}")))?,
-        other => other,
-    };
-    let steps = match plan.get("steps") {
-        Some(Value::Array(steps)) => steps.clone(),
-        _ => return Err(ToolError::invalid("`plan` must hold a `steps` array")),
-    };
-    let input = input
-        .or_else(|| plan.get("input").cloned())
-        .unwrap_or_else(empty);
-    Ok((steps, input))
-}
-
-fn invalid_plan(problems: &[String]) -> ToolError {
-    ToolError::Invalid(format!(
-        "the plan is not valid ({} problems):\n- {}",
-        problems.len(),
-        problems.join("\n- ")
-    ))
-}
-
-/// Validation's view of the server: enabled tools, the state, the variables.
-struct Catalog<'a> {
-    call: &'a ToolCall<'a>,
-    state: Value,
-}
-
-impl World for Catalog<'_> {
-    fn tool_schema(&self, name: &str) -> Option<Map<String, Value>> {
-        let tool = self.call.executor.tools().find(name)?;
-        Some(tool.definition().input_schema.as_ref().clone())
-    }
-
-    fn state(&self) -> &Value {
-        &self.state
-    }
-
-    fn variable_exists(&self, name: &str) -> bool {
-        self.call.workspace.peek(name).is_some()
-    }
-}
