@@ -10,7 +10,7 @@ use crate::tools::{
     Truncation, TypedTool, WORKSPACE_VIEW, typed,
 };
 use crate::vars::{Chunk, ListFilter, RemoveOutcome, ValueKind, VarType, Variable};
-use crate::workspace::OwnWrite;
+use crate::workspace::{OwnWrite, Written};
 
 pub const GROUP: &str = "vars";
 
@@ -257,20 +257,32 @@ impl TypedTool for WriteVarArguments {
     };
 
     async fn run(self, context: Context<'_, ()>) -> Result<WriteVarOutput, ToolError> {
-        let (name, value, desc, tags) = (self.name, self.value, self.desc, self.tags);
-        let own = OwnWrite {
+        let written = context.workspace.write_own(self.into())?;
+        Ok(written.map_err(ToolError::invalid)?.into())
+    }
+}
+
+impl From<WriteVarArguments> for OwnWrite {
+    fn from(arguments: WriteVarArguments) -> Self {
+        let WriteVarArguments {
             name,
             value,
             desc,
             tags,
-        };
-        let name = own.name.clone();
-        let written = context
-            .workspace
-            .write_own(own)?
-            .map_err(ToolError::invalid)?;
-        Ok(WriteVarOutput {
+        } = arguments;
+        Self {
             name,
+            value,
+            desc,
+            tags,
+        }
+    }
+}
+
+impl From<Written> for WriteVarOutput {
+    fn from(written: Written) -> Self {
+        Self {
+            name: written.name,
             created: written.outcome.created,
             length: written.length,
             evicted: written
@@ -279,7 +291,7 @@ impl TypedTool for WriteVarArguments {
                 .iter()
                 .map(ToString::to_string)
                 .collect(),
-        })
+        }
     }
 }
 

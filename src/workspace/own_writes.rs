@@ -23,6 +23,7 @@ pub struct OwnWrite {
 /// What a write of the model's did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Written {
+    pub name: String,
     pub outcome: WriteOutcome,
     /// The stored value's length in characters.
     pub length: usize,
@@ -82,7 +83,11 @@ impl Workspace {
             let length = (state.system.peek(&name)).map_or(0, vars::Variable::char_len);
             let removed = names_of(&outcome.evicted);
             Ok(Applied {
-                outcome: Ok(Written { outcome, length }),
+                outcome: Ok(Written {
+                    name: name.clone(),
+                    outcome,
+                    length,
+                }),
                 written: vec![name.clone()],
                 removed,
             })
