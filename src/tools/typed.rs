@@ -38,10 +38,6 @@ pub enum Runs {
 /// A tool's declaration as constant data; the schemas come from its argument and answer types.
 /// [`Declaration::new`] gives the default handling (auto-approved, cached durably, cut to the
 /// configured limit, `†` resolved); a tool changes what differs with struct update syntax.
-#[expect(
-    clippy::struct_excessive_bools,
-    reason = "independent switches of a tool's declaration"
-)]
 #[derive(Debug, Clone, Copy)]
 pub struct Declaration {
     pub name: &'static str,
