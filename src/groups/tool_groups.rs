@@ -14,7 +14,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::text::nearest;
 use crate::tools::{
     Annotations, Consent, Context, Declaration, GroupOverview, Origin, Permission, Policy,
     ToolError, ToolGroup, TypedTool, View, parse_arguments, typed,
@@ -198,13 +197,7 @@ impl Switch {
 
     /// Switches it in the workspace, durably; returns the group it concerns.
     fn apply(&self, tools: &View<'_>) -> Result<String, ToolError> {
-        let group = match &self.target {
-            Target::Group(group) => {
-                known_group(tools, group)?;
-                group.clone()
-            }
-            Target::Tool(tool) => known_tool(tools, tool)?,
-        };
+        let group = tools.group_of_target(&self.target)?;
         if !self.enabled && (group == GROUP) {
             return Err(ToolError::invalid(format!(
                 "`{NAME}` and its group `{GROUP}` stay on: with them off, nothing could switch \
@@ -223,41 +216,6 @@ impl Switch {
         let state = if self.enabled { "on" } else { "off" };
         format!("{kind} `{name}` switched {state}")
     }
-}
-
-/// Refuses a group that is not registered, naming the nearest and the known ones.
-fn known_group(tools: &View<'_>, name: &str) -> Result<(), ToolError> {
-    let groups: Vec<String> = tools
-        .overview()
-        .into_iter()
-        .map(|overview| overview.name)
-        .collect();
-    if groups.iter().any(|group| group == name) {
-        return Ok(());
-    }
-    Err(unknown("group", name, &groups))
-}
-
-/// The group of a registered tool, or an error naming the nearest tool.
-fn known_tool(tools: &View<'_>, name: &str) -> Result<String, ToolError> {
-    if let Some(group) = tools.group_of(name) {
-        return Ok(group);
-    }
-    let tools: Vec<String> = tools
-        .overview()
-        .into_iter()
-        .flat_map(|overview| overview.tools.into_iter().map(|tool| tool.name))
-        .collect();
-    Err(unknown("tool", name, &tools))
-}
-
-fn unknown(kind: &str, name: &str, known: &[String]) -> ToolError {
-    let suggestion = nearest(name, known.iter().map(String::as_str))
-        .map(|near| format!("did you mean `{near}`? "))
-        .unwrap_or_default();
-    ToolError::invalid(format!(
-        "there is no {kind} `{name}`; {suggestion}`action: \"list\"` shows every group and tool"
-    ))
 }
 
 fn entry(overview: GroupOverview) -> GroupEntry {
