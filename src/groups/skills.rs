@@ -230,9 +230,9 @@ impl TypedTool for ReadFileArguments {
     const TOOL: Declaration = Declaration {
         truncation: Truncation::Never,
         caching: Caching::Off,
+        runs: Runs::OnBlockingPool,
         ..Declaration::new("SkillReadFile", "Read skill file", READS, SKILL_READ_FILE)
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Skills>) -> Result<Text, ToolError> {
         let request = FileRequest {

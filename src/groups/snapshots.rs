@@ -15,7 +15,9 @@ pub mod templates;
 use std::sync::Arc;
 
 use crate::snapshots::Snapshots;
-use crate::tools::{Annotations, Consent, Context, Origin, Permission, Policy, ToolGroup, typed};
+use crate::tools::{
+    Annotations, Consent, Context, Declaration, Origin, Permission, Policy, Runs, ToolGroup, typed,
+};
 
 pub const GROUP: &str = "snapshots";
 
@@ -106,4 +108,17 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
 /// The snapshot service of the call's workspace.
 fn service(context: &Context<'_, Arc<Snapshots>>) -> Arc<Snapshots> {
     context.service.of(context.workspace.name())
+}
+
+/// The declaration of a tool of the group: as [`Declaration::new`], on the blocking pool.
+const fn declare(
+    name: &'static str,
+    title: &'static str,
+    annotations: Annotations,
+    description: &'static str,
+) -> Declaration {
+    Declaration {
+        runs: Runs::OnBlockingPool,
+        ..Declaration::new(name, title, annotations, description)
+    }
 }

@@ -2,7 +2,7 @@
 //! [`Declaration`] (what `tools/list` shows and how the executor treats the calls, as data), an
 //! [`Reply`] type and one `run` that calls the domain. The one blanket implementation here,
 //! [`Typed`], makes it a [`Tool`]: it decodes the arguments, runs the tool where its
-//! [`TypedTool::RUNS`] says (on the session, or on tokio's blocking pool) and builds the result.
+//! [`Declaration::runs`] says (on the session, or on tokio's blocking pool) and builds the result.
 //! Tools of other origins (another MCP server's, a script folder's) implement [`Tool`] directly.
 
 use std::future::Future;
@@ -52,6 +52,8 @@ pub struct Declaration {
     pub always_listed: bool,
     pub view: Option<&'static str>,
     pub changes_shared_state: bool,
+    /// Where the calls run.
+    pub runs: Runs,
 }
 
 impl Declaration {
@@ -76,6 +78,7 @@ impl Declaration {
             always_listed: false,
             view: None,
             changes_shared_state: false,
+            runs: Runs::OnSession,
         }
     }
 
@@ -167,7 +170,6 @@ pub trait TypedTool: DeserializeOwned + JsonSchema + Send + Sized + 'static {
     type Service: Clone + Send + Sync + 'static;
     type Output: Reply;
     const TOOL: Declaration;
-    const RUNS: Runs = Runs::OnSession;
 
     fn run(
         self,
@@ -211,7 +213,7 @@ impl<T: TypedTool> Tool for Typed<T> {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        match T::RUNS {
+        match T::TOOL.runs {
             Runs::OnSession => Box::pin(async move {
                 let mut call = call;
                 let arguments: T =

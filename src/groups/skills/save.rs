@@ -64,6 +64,7 @@ impl TypedTool for SaveArguments {
     type Output = SaveOutput;
     const TOOL: Declaration = Declaration {
         changes_shared_state: true,
+        runs: Runs::OnBlockingPool,
         permission: Permission {
             execution: Policy::AskOnce,
             result: Policy::Auto,
@@ -71,7 +72,6 @@ impl TypedTool for SaveArguments {
         // Saving over an existing skill replaces its files.
         ..Declaration::new("SkillSave", "Save skill", REPLACES, DESCRIPTION)
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Skills>) -> Result<SaveOutput, ToolError> {
         save_skill(&context.service.shelf, self)

@@ -8,12 +8,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, WRITES, service};
+use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, WRITES, declare, service};
 use crate::snapshots::builtins::strip_mvu_metadata;
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::{Applied, Processed, Snapshots, Start};
 use crate::store::StoredSnapshot;
-use crate::tools::{Caching, Context, Declaration, Runs, ToolError, Truncation, TypedTool};
+use crate::tools::{Caching, Context, Declaration, ToolError, Truncation, TypedTool};
 
 const PROCESS: &str = "Update a role-play chat's state from the function calls in its AI replies \
     (`@.SET(\"角色.金币\", 100);` …). Pass the chat's messages as SillyTavern stores them (`is_user`, \
@@ -66,14 +66,13 @@ impl TypedTool for ProcessArguments {
     const TOOL: Declaration = Declaration {
         caching: Caching::Off,
         truncation: Truncation::Never,
-        ..Declaration::new(
+        ..declare(
             "SnapshotProcess",
             "Process chat into snapshots",
             WRITES,
             PROCESS,
         )
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Processed, ToolError> {
         let start = Start {
@@ -114,9 +113,7 @@ pub struct ApplyArguments {
 impl TypedTool for ApplyArguments {
     type Service = Arc<Snapshots>;
     type Output = Applied;
-    const TOOL: Declaration =
-        Declaration::new("SnapshotApply", "Apply calls to a snapshot", WRITES, APPLY);
-    const RUNS: Runs = Runs::OnBlockingPool;
+    const TOOL: Declaration = declare("SnapshotApply", "Apply calls to a snapshot", WRITES, APPLY);
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Applied, ToolError> {
         let (base, character) = (self.base_id.as_deref(), self.character_id.as_deref());
@@ -160,8 +157,7 @@ fn snapshot_output(service: &Snapshots, id: &str) -> Result<SnapshotOutput, Tool
 impl TypedTool for GetArguments {
     type Service = Arc<Snapshots>;
     type Output = SnapshotOutput;
-    const TOOL: Declaration = Declaration::new("SnapshotGet", "Get snapshot", CACHED_READ, GET);
-    const RUNS: Runs = Runs::OnBlockingPool;
+    const TOOL: Declaration = declare("SnapshotGet", "Get snapshot", CACHED_READ, GET);
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<SnapshotOutput, ToolError> {
         snapshot_output(&service(&context), &self.id)
@@ -187,9 +183,8 @@ impl TypedTool for UpdateArguments {
     type Output = SnapshotOutput;
     const TOOL: Declaration = Declaration {
         permission: ASKS_FIRST,
-        ..Declaration::new("SnapshotUpdate", "Update snapshot", OVERWRITES, UPDATE)
+        ..declare("SnapshotUpdate", "Update snapshot", OVERWRITES, UPDATE)
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(
         mut self,
@@ -224,14 +219,13 @@ impl TypedTool for DeleteChatArguments {
     type Output = DeletedOutput;
     const TOOL: Declaration = Declaration {
         permission: ASKS_FIRST,
-        ..Declaration::new(
+        ..declare(
             "SnapshotDeleteChat",
             "Delete chat snapshots",
             DESTRUCTIVE,
             DELETE_CHAT,
         )
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<DeletedOutput, ToolError> {
         let deleted = service(&context).delete_chat(&self.chat_file)?;
@@ -267,14 +261,13 @@ impl TypedTool for CleanupArguments {
     type Output = CleanupOutput;
     const TOOL: Declaration = Declaration {
         permission: ASKS_FIRST,
-        ..Declaration::new(
+        ..declare(
             "SnapshotCleanup",
             "Clean up snapshots",
             DESTRUCTIVE,
             CLEANUP,
         )
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<CleanupOutput, ToolError> {
         let removed: Vec<DeletedOutput> = service(&context)

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, asked_when, service,
+    ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, asked_when, declare,
+    service,
 };
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::diff::Operation;
@@ -17,7 +18,7 @@ use crate::snapshots::globals::Origin;
 use crate::snapshots::{FloorList, FloorQuery, Reprocessed, Snapshots, Source, Start};
 use crate::store::{Floor, GlobalSnapshot, GlobalSummary};
 use crate::tools::{
-    Caching, Consent, Context, Declaration, Runs, ToolError, Truncation, TypedTool, WORKSPACE_VIEW,
+    Caching, Consent, Context, Declaration, ToolError, Truncation, TypedTool, WORKSPACE_VIEW,
     parse_arguments,
 };
 
@@ -74,9 +75,8 @@ impl TypedTool for ListArguments {
     type Output = FloorList;
     const TOOL: Declaration = Declaration {
         view: Some(WORKSPACE_VIEW),
-        ..Declaration::new("SnapshotList", "List chat floors", CACHED_READ, LIST)
+        ..declare("SnapshotList", "List chat floors", CACHED_READ, LIST)
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<FloorList, ToolError> {
         let query = FloorQuery {
@@ -110,9 +110,7 @@ pub struct DiffOutput {
 impl TypedTool for DiffArguments {
     type Service = Arc<Snapshots>;
     type Output = DiffOutput;
-    const TOOL: Declaration =
-        Declaration::new("SnapshotDiff", "Diff two snapshots", CACHED_READ, DIFF);
-    const RUNS: Runs = Runs::OnBlockingPool;
+    const TOOL: Declaration = declare("SnapshotDiff", "Diff two snapshots", CACHED_READ, DIFF);
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<DiffOutput, ToolError> {
         let (from, to, patch) = service(&context).diff(&self.from, &self.to)?;
@@ -145,14 +143,13 @@ impl TypedTool for ReprocessArguments {
         caching: Caching::Off,
         truncation: Truncation::Never,
         permission: ASKS_FIRST,
-        ..Declaration::new(
+        ..declare(
             "SnapshotReprocess",
             "Reprocess chat from a floor",
             OVERWRITES_OR_ADDS,
             REPROCESS,
         )
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Reprocessed, ToolError> {
         let start = Start {
@@ -185,9 +182,8 @@ impl TypedTool for DeleteArguments {
     type Output = Floor;
     const TOOL: Declaration = Declaration {
         permission: ASKS_FIRST,
-        ..Declaration::new("SnapshotDelete", "Delete snapshot", DESTRUCTIVE, DELETE)
+        ..declare("SnapshotDelete", "Delete snapshot", DESTRUCTIVE, DELETE)
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Floor, ToolError> {
         Ok(service(&context).delete_snapshot(&self.id)?)
@@ -220,14 +216,13 @@ impl TypedTool for GlobalSaveArguments {
     type Output = GlobalSnapshot;
     const TOOL: Declaration = Declaration {
         permission: ASKS_FIRST,
-        ..Declaration::new(
+        ..declare(
             "SnapshotGlobalSave",
             "Save global snapshot",
             OVERWRITES,
             GLOBAL_SAVE,
         )
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<GlobalSnapshot, ToolError> {
         let origin = match (self.from.as_deref(), self.snapshot) {
@@ -266,13 +261,12 @@ pub struct GlobalListOutput {
 impl TypedTool for NoArguments {
     type Service = Arc<Snapshots>;
     type Output = GlobalListOutput;
-    const TOOL: Declaration = Declaration::new(
+    const TOOL: Declaration = declare(
         "SnapshotGlobalList",
         "List global snapshots",
         CACHED_READ,
         GLOBAL_LIST,
     );
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(
         self,
@@ -294,13 +288,12 @@ pub struct GlobalArguments {
 impl TypedTool for GlobalArguments {
     type Service = Arc<Snapshots>;
     type Output = GlobalSnapshot;
-    const TOOL: Declaration = Declaration::new(
+    const TOOL: Declaration = declare(
         "SnapshotGlobalGet",
         "Get global snapshot",
         CACHED_READ,
         GLOBAL_GET,
     );
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<GlobalSnapshot, ToolError> {
         Ok(service(&context).global(&self.id)?)
@@ -318,14 +311,13 @@ impl TypedTool for GlobalDeleteArguments {
     type Output = GlobalSummary;
     const TOOL: Declaration = Declaration {
         permission: ASKS_FIRST,
-        ..Declaration::new(
+        ..declare(
             "SnapshotGlobalDelete",
             "Delete global snapshot",
             DESTRUCTIVE,
             GLOBAL_DELETE,
         )
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<GlobalSummary, ToolError> {
         let deleted = service(&context).delete_global(&self.0.id)?;

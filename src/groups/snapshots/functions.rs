@@ -9,12 +9,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES_OR_ADDS, WRITES, asked_when, service,
+    ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES_OR_ADDS, WRITES, asked_when, declare, service,
 };
 use crate::snapshots::Snapshots;
 use crate::snapshots::functions::{Export, Scope, VarFunction};
 use crate::tools::{
-    Consent, Context, Declaration, Runs, ToolError, TypedTool, WORKSPACE_VIEW, parse_arguments,
+    Consent, Context, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, parse_arguments,
 };
 
 const FUNCTION_LIST: &str = "List the state functions: the global library (with the built-ins \
@@ -58,14 +58,13 @@ impl TypedTool for ScopeArguments {
     type Output = FunctionListOutput;
     const TOOL: Declaration = Declaration {
         view: Some(WORKSPACE_VIEW),
-        ..Declaration::new(
+        ..declare(
             "FunctionList",
             "List state functions",
             CACHED_READ,
             FUNCTION_LIST,
         )
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(
         self,
@@ -97,14 +96,13 @@ impl TypedTool for UpsertArguments {
     type Output = VarFunction;
     const TOOL: Declaration = Declaration {
         permission: ASKS_FIRST,
-        ..Declaration::new(
+        ..declare(
             "FunctionUpsert",
             "Create or replace state function",
             OVERWRITES_OR_ADDS,
             FUNCTION_UPSERT,
         )
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<VarFunction, ToolError> {
         let scope = Scope::of(self.character_id.as_deref());
@@ -145,14 +143,13 @@ impl TypedTool for RemoveArguments {
     type Output = VarFunction;
     const TOOL: Declaration = Declaration {
         permission: ASKS_FIRST,
-        ..Declaration::new(
+        ..declare(
             "FunctionRemove",
             "Remove state function",
             DESTRUCTIVE,
             FUNCTION_REMOVE,
         )
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<VarFunction, ToolError> {
         let scope = Scope::of(self.character_id.as_deref());
@@ -180,13 +177,12 @@ pub struct ImportOutput {
 impl TypedTool for ImportArguments {
     type Service = Arc<Snapshots>;
     type Output = ImportOutput;
-    const TOOL: Declaration = Declaration::new(
+    const TOOL: Declaration = declare(
         "FunctionImport",
         "Import state functions",
         WRITES,
         FUNCTION_IMPORT,
     );
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<ImportOutput, ToolError> {
         let scope = Scope::of(self.character_id.as_deref());
@@ -227,13 +223,12 @@ pub struct ExportArguments {
 impl TypedTool for ExportArguments {
     type Service = Arc<Snapshots>;
     type Output = Export;
-    const TOOL: Declaration = Declaration::new(
+    const TOOL: Declaration = declare(
         "FunctionExport",
         "Export state functions",
         CACHED_READ,
         FUNCTION_EXPORT,
     );
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Export, ToolError> {
         let scope = Scope::of(self.character_id.as_deref());

@@ -9,12 +9,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{OVERWRITES, annotations, service};
+use super::{OVERWRITES, annotations, declare, service};
 use crate::snapshots::functions::{Scope, VarFunction};
 use crate::snapshots::{Snapshots, TestBase, Tested};
-use crate::tools::{
-    Annotations, Caching, Context, Declaration, Runs, ToolError, Truncation, TypedTool,
-};
+use crate::tools::{Annotations, Caching, Context, Declaration, ToolError, Truncation, TypedTool};
 
 /// Reads only, and stores nothing (not even its result as a variable).
 const READS: Annotations = annotations(true, false, true);
@@ -65,13 +63,12 @@ pub struct MovedOutput {
 impl TypedTool for MoveArguments {
     type Service = Arc<Snapshots>;
     type Output = MovedOutput;
-    const TOOL: Declaration = Declaration::new(
+    const TOOL: Declaration = declare(
         "FunctionMove",
         "Move state function between libraries",
         OVERWRITES,
         MOVE,
     );
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<MovedOutput, ToolError> {
         let from = Scope::of(self.character_id.as_deref());
@@ -104,13 +101,12 @@ pub struct FunctionsOutput {
 impl TypedTool for ReorderArguments {
     type Service = Arc<Snapshots>;
     type Output = FunctionsOutput;
-    const TOOL: Declaration = Declaration::new(
+    const TOOL: Declaration = declare(
         "FunctionReorder",
         "Reorder state functions",
         OVERWRITES,
         REORDER,
     );
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<FunctionsOutput, ToolError> {
         let scope = Scope::of(self.character_id.as_deref());
@@ -134,13 +130,12 @@ pub struct EnableArguments {
 impl TypedTool for EnableArguments {
     type Service = Arc<Snapshots>;
     type Output = FunctionsOutput;
-    const TOOL: Declaration = Declaration::new(
+    const TOOL: Declaration = declare(
         "FunctionEnable",
         "Enable or disable state functions",
         OVERWRITES,
         ENABLE,
     );
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<FunctionsOutput, ToolError> {
         let scope = Scope::of(self.character_id.as_deref());
@@ -173,14 +168,13 @@ impl TypedTool for TestArguments {
     const TOOL: Declaration = Declaration {
         caching: Caching::Off,
         truncation: Truncation::Never,
-        ..Declaration::new(
+        ..declare(
             "FunctionTest",
             "Test state functions on a text",
             READS,
             TEST,
         )
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Tested, ToolError> {
         let base = match self.snapshot {

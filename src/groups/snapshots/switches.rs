@@ -6,10 +6,10 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{OVERWRITES, service};
+use super::{OVERWRITES, declare, service};
 use crate::snapshots::Snapshots;
 use crate::snapshots::switches::{Setting, Switches};
-use crate::tools::{Context, Declaration, Runs, ToolError, TypedTool};
+use crate::tools::{Context, Declaration, ToolError, TypedTool};
 
 const SWITCH: &str = "Switch state processing on or off for a chat (`chatFile`) or a character \
     (`characterId`); `inherit` removes the setting. A chat's setting wins over its character's; \
@@ -31,13 +31,12 @@ pub struct SwitchArguments {
 impl TypedTool for SwitchArguments {
     type Service = Arc<Snapshots>;
     type Output = Switches;
-    const TOOL: Declaration = Declaration::new(
+    const TOOL: Declaration = declare(
         "SnapshotEnable",
         "Switch chat state processing on or off",
         OVERWRITES,
         SWITCH,
     );
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Switches, ToolError> {
         let (chat, character) = (self.chat_file.as_deref(), self.character_id.as_deref());

@@ -7,10 +7,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ASKS_FIRST, CACHED_READ, OVERWRITES, asked_when, service};
+use super::{ASKS_FIRST, CACHED_READ, OVERWRITES, asked_when, declare, service};
 use crate::snapshots::Snapshots;
 use crate::snapshots::builtins::strip_mvu_metadata;
-use crate::tools::{Consent, Context, Declaration, Runs, ToolError, TypedTool, parse_arguments};
+use crate::tools::{Consent, Context, Declaration, ToolError, TypedTool, parse_arguments};
 
 const TEMPLATE_GET: &str = "Read a character's template: the state a chat starts from.";
 
@@ -37,13 +37,12 @@ pub struct TemplateOutput {
 impl TypedTool for TemplateGetArguments {
     type Service = Arc<Snapshots>;
     type Output = TemplateOutput;
-    const TOOL: Declaration = Declaration::new(
+    const TOOL: Declaration = declare(
         "TemplateGet",
         "Get character template",
         CACHED_READ,
         TEMPLATE_GET,
     );
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<TemplateOutput, ToolError> {
         let template = service(&context).template(&self.character_id)?;
@@ -72,14 +71,13 @@ impl TypedTool for TemplateSetArguments {
     type Output = TemplateOutput;
     const TOOL: Declaration = Declaration {
         permission: ASKS_FIRST,
-        ..Declaration::new(
+        ..declare(
             "TemplateSet",
             "Set character template",
             OVERWRITES,
             TEMPLATE_SET,
         )
     };
-    const RUNS: Runs = Runs::OnBlockingPool;
 
     async fn run(
         mut self,
