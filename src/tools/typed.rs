@@ -273,3 +273,158 @@ fn finish<Work: Future>(work: Work) -> Work::Output {
         std::task::Poll::Pending => futures::executor::block_on(work),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use pretty_assertions::assert_eq;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use serde_json::json;
+    use tokio_util::sync::CancellationToken;
+
+    use super::{Context, Declaration, Runs, Text, TypedTool, typed};
+    use crate::tools::{
+        Annotations, Asking, Caching, CallRequest, ExecuteStatus, Executor, ExecutorSettings,
+        Origin, Outcome, Registry, ToolDefinition, ToolError, ToolGroup, ToolOutput, Truncation,
+    };
+    use crate::vars::ManualClock;
+    use crate::workspace::Workspace;
+
+    /// Echoes its word, with the service's prefix, where its declaration says it runs.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct EchoArguments {
+        /// The word.
+        word: String,
+    }
+
+    #[derive(Debug, Serialize, JsonSchema)]
+    struct Echoed {
+        echoed: String,
+        on_session: bool,
+    }
+
+    impl TypedTool for EchoArguments {
+        type Service = String;
+        type Output = Echoed;
+        const TOOL: Declaration = Declaration {
+            caching: Caching::Off,
+            ..Declaration::new("Echo", "Echo", Annotations::NONE, " Echoes. ")
+        };
+
+        async fn run(self, context: Context<'_, String>) -> Result<Echoed, ToolError> {
+            Ok(Echoed {
+                echoed: format!("{}{}", context.service, self.word),
+                on_session: context.session().is_ok(),
+            })
+        }
+    }
+
+    /// The same, on the blocking pool, answering text.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    struct PooledArguments {
+        word: String,
+    }
+
+    impl TypedTool for PooledArguments {
+        type Service = ();
+        type Output = Text;
+        const TOOL: Declaration = Declaration {
+            caching: Caching::Off,
+            truncation: Truncation::Never,
+            runs: Runs::OnBlockingPool,
+            ..Declaration::new("Pooled", "Pooled", Annotations::NONE, "Pooled.")
+        };
+
+        async fn run(self, context: Context<'_, ()>) -> Result<Text, ToolError> {
+            let place = if context.session().is_ok() {
+                "session"
+            } else {
+                "pool"
+            };
+            Ok(Text(format!("{} on the {place}", self.word)))
+        }
+    }
+
+    #[test]
+    fn a_declaration_makes_the_definition_a_hand_built_one_would() {
+        let declared = super::Typed::<EchoArguments>::new("> ".to_owned());
+        let built = ToolDefinition::new::<EchoArguments>("Echo", "Echoes.", Annotations::NONE)
+            .with_title("Echo")
+            .with_output::<Echoed>()
+            .with_caching(Caching::Off);
+        assert_eq!(crate::tools::Tool::definition(&declared), &built);
+    }
+
+    async fn call(executor: &Executor, tool: &str, arguments: serde_json::Value) -> Outcome {
+        let serde_json::Value::Object(arguments) = arguments else {
+            panic!("arguments are an object");
+        };
+        executor
+            .execute(CallRequest {
+                tool,
+                arguments: Some(arguments),
+                asking: Asking::Unavailable,
+                resume: None,
+                cancellation: CancellationToken::new(),
+                plan: None,
+                progress: None,
+                sampler: None,
+                relay: None,
+            })
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_typed_tool_decodes_runs_where_declared_and_answers() {
+        let workspace = Arc::new(Workspace::in_memory(
+            "test",
+            16,
+            Arc::new(ManualClock::new(1)),
+        ));
+        let executor = Executor::new(
+            Arc::new(Registry::default()),
+            workspace,
+            ExecutorSettings::default(),
+        );
+        let group = ToolGroup {
+            name: "test".to_owned(),
+            origin: Origin::BuiltIn,
+            tools: vec![
+                typed::<EchoArguments>("> ".to_owned()),
+                typed::<PooledArguments>(()),
+            ],
+            rule_prompt: None,
+            rules: Vec::new(),
+        };
+        executor.register_group(group, true).unwrap();
+        let Outcome::Finished(echoed) = call(&executor, "Echo", json!({"word": "hi"})).await else {
+            panic!("no question is asked");
+        };
+        assert_eq!(
+            echoed.data,
+            Some(ToolOutput::Structured(
+                json!({"echoed": "> hi", "on_session": true})
+            ))
+        );
+        let Outcome::Finished(pooled) = call(&executor, "Pooled", json!({"word": "hi"})).await
+        else {
+            panic!("no question is asked");
+        };
+        assert_eq!(
+            pooled.data,
+            Some(ToolOutput::Text("hi on the pool".to_owned()))
+        );
+        let Outcome::Finished(refused) = call(&executor, "Echo", json!({"wrod": "hi"})).await
+        else {
+            panic!("no question is asked");
+        };
+        assert_eq!(refused.status, ExecuteStatus::Error);
+        assert_eq!(
+            refused.final_text,
+            "invalid arguments for Echo: unknown field `wrod`, expected `word`"
+        );
+    }
+}
