@@ -20,15 +20,12 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::folders::watch::{self, Watch};
 use crate::groups;
 use crate::groups::script_tools::ServedFolders;
-use crate::rules::{self, AGENT_GROUP};
 use crate::skills::Library;
 use crate::skills::shelf::Shelf;
 use crate::skills::sources::{Checkout, Outcome};
 use crate::snapshots::Snapshots;
 use crate::store::{DurableStore, Heard, SnapshotStore, SqliteStore};
-use crate::tools::{
-    Caller, Executor, ExecutorSettings, Origin, RegisterError, Registry, ToolGroup,
-};
+use crate::tools::{Caller, Executor, ExecutorSettings, RegisterError, Registry};
 use crate::upstreams::Upstreams;
 use crate::upstreams::reload::{self, Reload};
 use crate::vars::{Clock, SystemClock};
@@ -129,7 +126,6 @@ pub struct App {
 impl App {
     /// Opens the store and builds the workspace, the built-in tool groups and the skills shelf
     /// as `config` says. The skills load in the background (see [`App::library`]).
-    #[expect(clippy::too_many_lines, reason = "split on branch tools")]
     pub fn open(config: &Settings) -> Result<Self, Error> {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
         // Snapshots live in the workspace's store; with `--store memory`, in a private
@@ -157,25 +153,11 @@ impl App {
             Arc::clone(&workspace),
             config.executor.clone(),
         );
-        let agent = ToolGroup {
-            name: AGENT_GROUP.to_owned(),
-            origin: Origin::BuiltIn,
-            tools: Vec::new(),
-            rule_prompt: None,
-            rules: rules::agent_rules(),
-        };
-        executor.register_group(agent, true)?;
-        let vars_enabled = config.group_enabled(groups::vars::GROUP, true);
-        executor.register_group(groups::vars::group(), vars_enabled)?;
-        let plans_enabled = config.group_enabled(groups::plans::GROUP, true);
-        executor.register_group(groups::plans::group(), plans_enabled)?;
-        let snapshots_enabled = config.group_enabled(groups::snapshots::GROUP, true);
-        executor.register_group(groups::snapshots::group(&snapshots), snapshots_enabled)?;
         // The catalog loads beside the session: `initialize` never waits for 10,000 SKILL.md
         // files; the first request that needs the skills does. Then, on the same thread, the
         // roots are watched so that skills added, edited or removed on disk are served without a
         // restart (the watch walks every folder: ≈170 ms at 10,000 skills).
-        let skills_enabled = config.group_enabled(groups::skills::GROUP, true);
+        let skills_enabled = group_enabled(config, groups::skills::GROUP);
         let watch = Arc::new(Mutex::new(None));
         let slot = Arc::clone(&watch);
         let shelf = Shelf::load_in_background(config.skill_roots(), move |shelf| {
@@ -184,15 +166,15 @@ impl App {
             }
         });
         fetch_skill_sources(config, &shelf);
-        executor.register_group(
-            groups::skills::group(shelf.clone(), config.skill_body_limit),
-            skills_enabled,
-        )?;
-        // Running skill scripts is opt-in: `[groups] scripts = true` in the config file.
-        let scripts_enabled = config.group_enabled(groups::scripts::GROUP, false);
-        executor.register_group(groups::scripts::group(shelf.clone()), scripts_enabled)?;
-        let tools_enabled = config.group_enabled(groups::tool_groups::GROUP, true);
-        executor.register_group(groups::tool_groups::group(), tools_enabled)?;
+        let services = groups::Services {
+            snapshots: &snapshots,
+            shelf: &shelf,
+            skill_body_limit: config.skill_body_limit,
+        };
+        for group in &groups::BUILT_IN_GROUPS {
+            let enabled = !group.configurable || config.group_enabled(group.name, group.enabled);
+            executor.register_group((group.build)(&services), enabled)?;
+        }
         let (upstreams, reload) = start_upstreams(config, &executor)?;
         let tool_watch = serve_tool_folders(&executor, config);
         for tool in &config.disabled_tools {
@@ -500,6 +482,12 @@ fn update_sources(sources: &[Checkout]) -> bool {
         }
     }
     changed
+}
+
+/// Whether the built-in group `name` starts on: as the configuration's `[groups]` says, else
+/// as the table of built-in groups does.
+fn group_enabled(config: &Settings, name: &str) -> bool {
+    config.group_enabled(name, groups::enabled_by_default(name).unwrap_or(false))
 }
 
 /// Starts watching the skill roots and keeps the watch in `slot`.

@@ -1,9 +1,10 @@
-//! The tool groups synapse-mcp offers. Every tool is declared the same way: one struct per tool,
-//! named as the tool, holding its [`ToolDefinition`] (which also says, as data, how the
-//! executor treats its calls) and the shared service it needs; a `///`-documented argument
-//! type; and an `execute` of a few lines that decodes the arguments and calls the domain,
-//! turning domain errors into tool errors with `?` (`tools/errors.rs`). The executor in
-//! `tools` does everything around it.
+//! The tool groups synapse-mcp offers. Every built-in tool is declared the same way: its
+//! `///`-documented argument type implements [`crate::tools::TypedTool`] — a
+//! [`crate::tools::Declaration`] (which also says, as data, how the executor treats its calls),
+//! its answer type, where it runs, and a `run` of a few lines that calls the domain, turning
+//! domain errors into tool errors with `?` (`tools/errors.rs`). The blanket
+//! [`crate::tools::Typed`] decodes, runs and builds the result; the executor in `tools` does
+//! everything around it.
 
 pub mod plans;
 pub mod script_tools;
@@ -14,54 +15,98 @@ pub mod tool_groups;
 pub mod vars;
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use futures::future::BoxFuture;
-use serde::de::DeserializeOwned;
-use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use crate::rules::AGENT_GROUP;
+use crate::skills::shelf::Shelf;
+use crate::snapshots::Snapshots;
+use crate::tools::{Origin, ToolGroup};
 
-use crate::tools::{ToolCall, ToolDefinition, ToolError, ToolOutput};
-
-/// Decodes a call's arguments and runs `work` on them on tokio's blocking pool, with the call's
-/// cancellation (the client cancelled, or left), for synchronous work that may take long (a
-/// rescan of every skill root, a whole chat): the server's runtime is single-threaded
-/// (`main.rs` says why), and a long call on it would hold up every other request of the
-/// session. The arguments are decoded there too, since a whole chat takes a while to decode.
-fn off_thread<'a, Arguments: DeserializeOwned + 'static>(
-    definition: &ToolDefinition,
-    call: ToolCall<'a>,
-    work: impl FnOnce(Arguments, &CancellationToken) -> Result<ToolOutput, ToolError> + Send + 'static,
-) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-    let name = definition.name.clone();
-    let (arguments, cancellation) = (call.arguments, call.cancellation);
-    Box::pin(async move {
-        tokio::task::spawn_blocking(move || {
-            let arguments = crate::tools::parse_arguments(&name, arguments)?;
-            work(arguments, &cancellation)
-        })
-        .await
-        .map_err(|error| ToolError::Internal(format!("the tool's task failed: {error}")))?
-    })
+/// What the built-in groups are built with.
+pub struct Services<'a> {
+    pub snapshots: &'a Arc<Snapshots>,
+    pub shelf: &'a Arc<Shelf>,
+    /// The most characters of skill instructions, or of a markdown file, served whole.
+    pub skill_body_limit: usize,
 }
 
-/// Structured output from a serializable value.
-fn structured(value: &impl serde::Serialize) -> Result<ToolOutput, ToolError> {
-    serde_json::to_value(value)
-        .map(ToolOutput::Structured)
-        .map_err(|error| ToolError::Internal(format!("cannot serialize a result: {error}")))
+/// One built-in group: its name, whether it is on by default, and how to build it with its
+/// tools.
+pub struct BuiltIn {
+    pub name: &'static str,
+    /// On unless the configuration's `[groups]` says otherwise.
+    pub enabled: bool,
+    /// Whether `[groups]` may switch it (the `Agent` group, which holds the agent's rules and
+    /// no tools, is always on).
+    pub configurable: bool,
+    pub build: fn(&Services<'_>) -> ToolGroup,
 }
 
-/// The names of the built-in groups; a script folder may not take one.
-pub const BUILT_IN: [&str; 7] = [
-    crate::rules::AGENT_GROUP,
-    vars::GROUP,
-    plans::GROUP,
-    snapshots::GROUP,
-    skills::GROUP,
-    scripts::GROUP,
-    tool_groups::GROUP,
+/// The built-in groups, in the order they are registered (and listed).
+pub const BUILT_IN_GROUPS: [BuiltIn; 7] = [
+    BuiltIn {
+        name: AGENT_GROUP,
+        enabled: true,
+        configurable: false,
+        build: |_| ToolGroup {
+            name: AGENT_GROUP.to_owned(),
+            origin: Origin::BuiltIn,
+            tools: Vec::new(),
+            rule_prompt: None,
+            rules: crate::rules::agent_rules(),
+        },
+    },
+    built_in(vars::GROUP, true, |_| vars::group()),
+    built_in(plans::GROUP, true, |_| plans::group()),
+    built_in(snapshots::GROUP, true, |services| {
+        snapshots::group(services.snapshots)
+    }),
+    built_in(skills::GROUP, true, |services| {
+        skills::group(Arc::clone(services.shelf), services.skill_body_limit)
+    }),
+    // Running skill scripts is opt-in: `[groups] scripts = true` in the config file.
+    built_in(scripts::GROUP, false, |services| {
+        scripts::group(Arc::clone(services.shelf))
+    }),
+    built_in(tool_groups::GROUP, true, |_| tool_groups::group()),
 ];
+
+const fn built_in(
+    name: &'static str,
+    enabled: bool,
+    build: fn(&Services<'_>) -> ToolGroup,
+) -> BuiltIn {
+    BuiltIn {
+        name,
+        enabled,
+        configurable: true,
+        build,
+    }
+}
+
+/// The names of the built-in groups; a script folder or another MCP server may not take one.
+pub const BUILT_IN: [&str; BUILT_IN_GROUPS.len()] = {
+    let mut names = [""; BUILT_IN_GROUPS.len()];
+    let mut index = 0;
+    while index < names.len() {
+        names[index] = BUILT_IN_GROUPS[index].name;
+        index += 1;
+    }
+    names
+};
+
+/// The names of the built-in groups, for the checks of names given elsewhere (the
+/// configuration's `[groups]` and `[[upstream]]` tables, script folders).
+pub fn built_in_names() -> &'static [&'static str] {
+    &BUILT_IN
+}
+
+/// Whether the built-in group `name` is on by default; `None` for a name that is not one.
+pub fn enabled_by_default(name: &str) -> Option<bool> {
+    (BUILT_IN_GROUPS.iter())
+        .find(|group| group.name == name)
+        .map(|group| group.enabled)
+}
 
 /// How many calls may wait for an answer at once before the oldest digests are forgotten.
 const ASKED_LIMIT: usize = 64;
@@ -74,20 +119,50 @@ const ASKED_LIMIT: usize = 64;
 struct Asked(Mutex<HashMap<String, String>>);
 
 impl Asked {
-    /// Remembers the digest a call's consent is asked with.
-    fn remember(&self, arguments: &Value, digest: String) {
+    /// Remembers the digest a call's consent is asked with, by a key of its arguments.
+    fn remember(&self, key: String, digest: String) {
         let mut asked = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if asked.len() >= ASKED_LIMIT {
             asked.clear();
         }
-        asked.insert(arguments.to_string(), digest);
+        asked.insert(key, digest);
     }
 
     /// The digest the call was asked with, if it was asked.
-    fn take(&self, arguments: &Value) -> Option<String> {
+    fn take(&self, key: &str) -> Option<String> {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(&arguments.to_string())
+            .remove(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BUILT_IN, built_in_names, enabled_by_default};
+
+    #[test]
+    fn the_table_names_every_built_in_group_once_in_registration_order() {
+        let expected = [
+            "Agent",
+            "vars",
+            "plans",
+            "snapshots",
+            "skills",
+            "scripts",
+            "tools",
+        ];
+        assert_eq!(BUILT_IN, expected);
+        assert_eq!(built_in_names(), expected);
+    }
+
+    #[test]
+    fn only_the_scripts_group_starts_off() {
+        let off: Vec<&str> = BUILT_IN
+            .into_iter()
+            .filter(|name| enabled_by_default(name) == Some(false))
+            .collect();
+        assert_eq!(off, ["scripts"]);
+        assert_eq!(enabled_by_default("not-a-group"), None);
     }
 }

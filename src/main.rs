@@ -12,7 +12,7 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 /// 19–24 µs per sequential round trip (p99 56–68 µs) and 21–27 µs of server CPU per call, one
 /// thread 16–17 µs (p99 24–39 µs) and 13–15 µs, and pipelined throughput rose from 63,000–80,000
 /// to 94,000–103,000 calls/s; the soak test's mixed load ran 78 % more requests per second. Work
-/// that may take long runs on tokio's blocking pool instead (`groups::off_thread`: chat
+/// that may take long runs on tokio's blocking pool instead (`tools::Runs::OnBlockingPool`: chat
 /// processing, skill saves), and the skills scan, the search index and QuickJS have threads of
 /// their own.
 #[tokio::main(flavor = "current_thread")]

@@ -11,6 +11,8 @@
 //! - [`sections`]: the sections of a long body or reference file, its opening and table of
 //!   contents.
 //! - [`rerank`]: the question that lets a model rerank search candidates, and its answer read.
+//! - [`find`]: the `SkillSearch` use-case: ranking, a model's reordering, the best sections.
+//! - [`served`]: what `SkillLoad` and `SkillReadFile` serve, written out for the model.
 //! - [`files`]: skill files on disk or bundled, and the path checks.
 //! - [`sources`]: skills from git repositories, pinned to a ref and copied into the data folder.
 //! - [`scripts`]: running a skill's script in its folder, bounded and with a scrubbed
@@ -22,6 +24,7 @@ pub mod catalog;
 pub mod check;
 pub mod discover;
 pub mod files;
+pub mod find;
 pub mod frontmatter;
 pub mod index_file;
 pub mod rerank;
@@ -29,6 +32,7 @@ pub mod save;
 pub mod scripts;
 pub mod search;
 pub mod sections;
+pub mod served;
 pub mod shelf;
 pub mod sources;
 pub mod validate;

@@ -23,6 +23,7 @@ mod registry;
 mod result;
 mod scope;
 mod truncate;
+mod typed;
 
 use std::sync::Arc;
 
@@ -44,6 +45,7 @@ pub use registry::{GroupOverview, GroupState, Held, Registry, RegistryError, Too
 pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 pub use scope::{PlanScope, ReferenceContext};
 pub use truncate::OUTPUT_LIMIT_ARGUMENT;
+pub use typed::{Context, Declaration, Reply, Runs, Text, Typed, TypedTool, structured, typed};
 
 /// Why a group could not be registered.
 #[derive(Debug, thiserror::Error)]
@@ -198,10 +200,15 @@ pub trait Tool: Send + Sync {
     /// Turns the output into the text the model reads. The default passes text through and
     /// writes structured data as compact JSON, as `JSON.stringify` would.
     fn format_for_llm(&self, output: &ToolOutput, _arguments: &Value) -> String {
-        match output {
-            ToolOutput::Text(text) => text.clone(),
-            ToolOutput::Structured(value) => value.to_string(),
-        }
+        plain_text(output)
+    }
+}
+
+/// Text passed through, structured data as compact JSON, as `JSON.stringify` would write it.
+pub fn plain_text(output: &ToolOutput) -> String {
+    match output {
+        ToolOutput::Text(text) => text.clone(),
+        ToolOutput::Structured(value) => value.to_string(),
     }
 }
 

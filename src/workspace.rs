@@ -11,9 +11,10 @@
 //! Reads first catch up with changes other processes made (one cheap sequence read when there
 //! are none). Reads also move `last_visited`; those visits are written in batches, not one
 //! transaction per read, and at the end. `durability.rs` holds that bookkeeping: catching up,
-//! committing, undoing, and the batches.
+//! committing, undoing, and the batches; `own_writes.rs` the model's own writes (`WriteVar`).
 
 mod durability;
+mod own_writes;
 mod state_document;
 pub mod switches;
 
@@ -27,6 +28,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::json::compact_length;
+pub use own_writes::{OwnWrite, RuleRefused, Written};
 pub use switches::{Switches, Target};
 
 use crate::json::strings;

@@ -109,7 +109,7 @@ impl Tool for ScriptTool {
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            if let Some(approved) = self.asked.take(&call.arguments)
+            if let Some(approved) = self.asked.take(&call.arguments.to_string())
                 && bound(&self.script.digests_now()?) != approved
             {
                 return Err(script_tools::Error::Changed {
@@ -145,7 +145,7 @@ impl Tool for ScriptTool {
             self.script.manifest.script,
             bound(&digests)
         );
-        self.asked.remember(arguments, bound(&digests));
+        self.asked.remember(arguments.to_string(), bound(&digests));
         Ok(Consent::Asked { scope: Some(scope) })
     }
 }

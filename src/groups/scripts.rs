@@ -1,25 +1,24 @@
 //! The `scripts` group (`docs/skills.md#scripts`): `SkillRunScript`, a thin adapter over
 //! [`crate::skills::scripts`]. The group is off unless the config file turns it on, and every
 //! run asks the user once per script *and the digest set of its skill folder*
-//! ([`Tool::consent`]), so a changed file anywhere in the folder (`.git` and
+//! ([`TypedTool::consent`]), so a changed file anywhere in the folder (`.git` and
 //! `node_modules` included) voids the approval, another script of the skill asks again, and a
 //! folder with a symlink leaving it cannot run at all.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Asked, structured};
+use super::Asked;
 use crate::runner::{self, MAX_TIMEOUT, OUTPUT_CAP};
 use crate::skills::scripts;
 use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, Consent, Origin, Permission, Policy, Tool, ToolCall, ToolDefinition, ToolError,
-    ToolGroup, ToolOutput,
+    Annotations, Consent, Context, Declaration, Origin, Permission, Policy, ToolError, ToolGroup,
+    TypedTool, parse_arguments, typed,
 };
 
 pub const GROUP: &str = "scripts";
@@ -39,7 +38,10 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
-        tools: vec![Arc::new(SkillRunScript::new(shelf))],
+        tools: vec![typed::<RunArguments>(Scripts {
+            shelf,
+            asked: Arc::default(),
+        })],
         rule_prompt: None,
         rules: Vec::new(),
     }
@@ -80,38 +82,72 @@ pub struct RunOutput {
 
 /// `SkillRunScript`: running code needs the user's consent, so it asks once per script and
 /// digest set unless the configuration says otherwise.
-struct SkillRunScript {
-    definition: ToolDefinition,
-    shelf: Arc<Shelf>,
-    /// The digest set each call was asked about.
-    asked: Asked,
-}
-
-impl SkillRunScript {
-    fn new(shelf: Arc<Shelf>) -> Self {
-        let definition = ToolDefinition::new::<RunArguments>(
-            "SkillRunScript",
-            DESCRIPTION,
-            Annotations {
-                destructive: true,
-                open_world: true,
-                ..Annotations::default()
-            },
-        )
-        .with_title("Run skill script")
-        .changing_shared_state()
-        .with_output::<RunOutput>()
-        .with_permission(Permission {
+impl TypedTool for RunArguments {
+    type Service = Scripts;
+    type Output = RunOutput;
+    const TOOL: Declaration = Declaration {
+        changes_shared_state: true,
+        permission: Permission {
             execution: Policy::AskOnce,
             result: Policy::Auto,
-        });
-        Self {
-            definition,
-            shelf,
-            asked: Asked::default(),
+        },
+        ..Declaration::new("SkillRunScript", "Run skill script", RUNS_CODE, DESCRIPTION)
+    };
+
+    async fn run(self, context: Context<'_, Scripts>) -> Result<RunOutput, ToolError> {
+        let scripts = context.service;
+        let approved = scripts.asked.take(&format!("{self:?}"));
+        let (name, script) = scripts.locate(&self)?;
+        if let Some(approved) = approved {
+            scripts.check_unchanged(name, &approved)?;
         }
+        let timeout = (self.timeout_seconds)
+            .map(|seconds| Duration::from_secs(seconds.max(1)).min(MAX_TIMEOUT));
+        let request = runner::Request {
+            args: self.args.unwrap_or_default(),
+            stdin: self.stdin,
+            timeout,
+            environment: Vec::new(),
+        };
+        let ran = scripts::run(&script, request, context.cancellation).await?;
+        Ok(output(ran, timeout.unwrap_or(runner::DEFAULT_TIMEOUT)))
     }
 
+    /// The script, its skill and the digest of every file of the skill folder as it is now; a
+    /// bad call (or a folder that cannot be digested whole) is refused here, before the user is
+    /// asked.
+    fn consent(scripts: &Scripts, arguments: &Value) -> Result<Consent, ToolError> {
+        let parsed: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
+        let (name, script) = scripts.locate(&parsed)?;
+        let library = scripts.shelf.library();
+        let skill = library.get(name)?;
+        let digest = scripts::digest_set(skill)?;
+        scripts
+            .asked
+            .remember(format!("{parsed:?}"), digest.clone());
+        let scope = format!(
+            "script `{}` of skill `{}` only, while every file of the skill folder stays as it is now ({digest})",
+            script.relative, skill.name
+        );
+        Ok(Consent::Asked { scope: Some(scope) })
+    }
+}
+
+const RUNS_CODE: Annotations = Annotations {
+    destructive: true,
+    open_world: true,
+    ..Annotations::NONE
+};
+
+/// What `SkillRunScript` is built with: the shelf, and the digest set each call was asked
+/// about, by its arguments.
+#[derive(Clone)]
+pub struct Scripts {
+    shelf: Arc<Shelf>,
+    asked: Arc<Asked>,
+}
+
+impl Scripts {
     /// The skill's name and the script, found where the call says.
     fn locate<'a>(
         &self,
@@ -134,51 +170,6 @@ impl SkillRunScript {
             "the files of skill `{name}` changed while the run waited for approval, so nothing \
              ran; call SkillRunScript again to ask about the new version"
         )))
-    }
-}
-
-impl Tool for SkillRunScript {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let approved = self.asked.take(&call.arguments);
-            let arguments: RunArguments = self.definition.parse(call.arguments)?;
-            let (name, script) = self.locate(&arguments)?;
-            if let Some(approved) = approved {
-                self.check_unchanged(name, &approved)?;
-            }
-            let timeout = arguments
-                .timeout_seconds
-                .map(|seconds| Duration::from_secs(seconds.max(1)).min(MAX_TIMEOUT));
-            let request = runner::Request {
-                args: arguments.args.unwrap_or_default(),
-                stdin: arguments.stdin,
-                timeout,
-                environment: Vec::new(),
-            };
-            let ran = scripts::run(&script, request, &call.cancellation).await?;
-            structured(&output(ran, timeout.unwrap_or(runner::DEFAULT_TIMEOUT)))
-        })
-    }
-
-    /// The script, its skill and the digest of every file of the skill folder as it is now; a
-    /// bad call (or a folder that cannot be digested whole) is refused here, before the user is
-    /// asked.
-    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
-        let parsed: RunArguments = self.definition.parse(arguments.clone())?;
-        let (name, script) = self.locate(&parsed)?;
-        let library = self.shelf.library();
-        let skill = library.get(name)?;
-        let digest = scripts::digest_set(skill)?;
-        self.asked.remember(arguments, digest.clone());
-        let scope = format!(
-            "script `{}` of skill `{}` only, while every file of the skill folder stays as it is now ({digest})",
-            script.relative, skill.name
-        );
-        Ok(Consent::Asked { scope: Some(scope) })
     }
 }
 

@@ -5,26 +5,23 @@
 //! whole) longer than the configured limit come as their opening and a table of their sections,
 //! which `SkillLoad` and `SkillReadFile` then serve one at a time.
 
-mod parts;
 pub mod save;
 
-pub use parts::{instructions, skill_content};
+pub use crate::skills::served::{instructions, skill_content};
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
-use super::{off_thread, structured};
-use crate::skills::rerank::{self, Candidate};
+use crate::skills::find::{self, Found};
+use crate::skills::served::{FileRequest, file_text};
 use crate::skills::shelf::Shelf;
-use crate::skills::{Hit, Library, Skill};
 use crate::tools::{
-    Annotations, Caching, Origin, Sampler, SamplingRequest, Tool, ToolCall, ToolDefinition,
-    ToolError, ToolGroup, ToolOutput, Truncation,
+    Annotations, Caching, Context, Declaration, Origin, Runs, Sampler, SamplingRequest, Text,
+    ToolError, ToolGroup, ToolOutput, Truncation, TypedTool, typed,
 };
 
 pub const GROUP: &str = "skills";
@@ -32,20 +29,29 @@ pub const GROUP: &str = "skills";
 /// The group with its tools and its rule prompt.
 /// `body_limit`: the most characters of instructions, or of a markdown file, served whole.
 pub fn group(shelf: Arc<Shelf>, body_limit: usize) -> ToolGroup {
+    let skills = Skills { shelf, body_limit };
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
         tools: vec![
-            Arc::new(SkillSearch::new(Arc::clone(&shelf), body_limit)),
-            Arc::new(SkillLoad::new(Arc::clone(&shelf), body_limit)),
-            Arc::new(save::SkillSave::new(Arc::clone(&shelf))),
-            Arc::new(SkillReadFile::new(shelf, body_limit)),
+            typed::<SearchArguments>(skills.clone()),
+            typed::<LoadArguments>(skills.clone()),
+            typed::<save::SaveArguments>(skills.clone()),
+            typed::<ReadFileArguments>(skills),
         ],
         rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/skills-group.md").to_owned(),
         ),
         rules: Vec::new(),
     }
+}
+
+/// What the skill tools are built with: the shelf, and the most characters of instructions,
+/// or of a markdown file, served whole.
+#[derive(Clone)]
+pub struct Skills {
+    pub shelf: Arc<Shelf>,
+    pub body_limit: usize,
 }
 
 /// `SkillSearch` and `SkillLoad` change nothing on disk or in the user's data. Each call caches
@@ -97,286 +103,66 @@ pub struct SearchArguments {
     pub rerank: Option<bool>,
 }
 
-/// The `SkillSearch` answer.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct SearchOutput {
-    /// Best match first.
-    pub matched_skills: Vec<MatchedSkill>,
-    /// Present (and `true`) while a large library's bodies are still being indexed after start:
-    /// the results then come from names, descriptions and tags only; search again shortly.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub metadata_only: bool,
-    /// Present when `rerank` was asked for: whether the client's model reordered the results,
-    /// and why not when it did not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rerank: Option<RerankReport>,
-}
-
-/// What became of a `rerank` request.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct RerankReport {
-    /// Whether the order of `matched_skills` is the client model's.
-    pub applied: bool,
-    /// Why the local ranking stands, or what the model did.
-    pub reason: String,
-    /// The model that answered, as the client names it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct MatchedSkill {
-    pub name: String,
-    pub description: String,
-    /// Relevance (BM25F); only the order between results is meaningful.
-    pub score: f64,
-    /// For a skill whose instructions are served in sections: the id of the section that
-    /// matches best, to load alone with `SkillLoad {name, section}`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub section: Option<String>,
-}
-
 /// `SkillSearch`: ranks the library's skills for a task, and may ask the client's model to
 /// reorder the best of them. Its cached results can be recomputed from the skill folders, so
-/// they reach the store lazily.
-struct SkillSearch {
-    definition: ToolDefinition,
-    shelf: Arc<Shelf>,
-    body_limit: usize,
-}
+/// they reach the store lazily. The only skill tool that may wait on the client (its model,
+/// for `rerank`).
+impl TypedTool for SearchArguments {
+    type Service = Skills;
+    type Output = Found;
+    const TOOL: Declaration = Declaration {
+        caching: Caching::Lazy,
+        ..Declaration::new("SkillSearch", "Search skills", CACHES, SKILL_SEARCH)
+    };
 
-impl SkillSearch {
-    fn new(shelf: Arc<Shelf>, body_limit: usize) -> Self {
-        let definition =
-            ToolDefinition::new::<SearchArguments>("SkillSearch", SKILL_SEARCH, CACHES)
-                .with_title("Search skills")
-                .with_output::<SearchOutput>()
-                .with_caching(Caching::Lazy);
-        Self {
-            definition,
-            shelf,
-            body_limit,
+    async fn run(self, context: Context<'_, Skills>) -> Result<Found, ToolError> {
+        if self.query.trim().is_empty() {
+            return Err(ToolError::invalid(
+                "`query` is empty: describe the task in a few words",
+            ));
         }
-    }
-}
-
-impl Tool for SkillSearch {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    /// The only skill tool that may wait on the client (its model, for `rerank`).
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: SearchArguments = self.definition.parse(call.arguments)?;
-            let found = search(&self.shelf, arguments, call.sampler, self.body_limit).await?;
-            structured(&found)
-        })
+        let sampler = context.session()?.sampler;
+        let request = find::Request {
+            query: self.query,
+            max_results: self.max_results,
+            tags: self.tags.unwrap_or_default(),
+            rerank: self.rerank == Some(true),
+            model: sampler.as_ref().map(|sampler| sampler as &dyn find::Model),
+            body_limit: context.service.body_limit,
+        };
+        Ok(find::find(&context.service.shelf, request).await)
     }
 
-    fn format_for_llm(&self, output: &ToolOutput, _arguments: &Value) -> String {
+    fn format_for_llm(output: &ToolOutput, _arguments: &Value) -> String {
         match output {
-            ToolOutput::Structured(value) => search_text(value),
+            ToolOutput::Structured(value) => find::text_for_model(value),
             ToolOutput::Text(text) => text.clone(),
         }
     }
 }
 
-/// Ranks the skills once the first scan is done (waiting for it without blocking).
-async fn search(
-    shelf: &Shelf,
-    arguments: SearchArguments,
-    sampler: Option<&dyn Sampler>,
-    body_limit: usize,
-) -> Result<SearchOutput, ToolError> {
-    if arguments.query.trim().is_empty() {
-        return Err(ToolError::invalid(
-            "`query` is empty: describe the task in a few words",
-        ));
-    }
-    let limit = arguments.max_results.unwrap_or(5).clamp(1, 50);
-    let tags = arguments.tags.unwrap_or_default();
-    let rerank = arguments.rerank == Some(true);
-    let library = shelf.loaded().await;
-    let wanted = if rerank {
-        limit.max(RERANK_CANDIDATES)
-    } else {
-        limit
-    };
-    let mut hits = library.search(&arguments.query, &tags, wanted);
-    let metadata_only = !library.bodies_indexed();
-    let report = if rerank {
-        Some(rerank_hits(&arguments.query, &mut hits, sampler).await)
-    } else {
-        None
-    };
-    hits.truncate(limit);
-    let skills = hits.iter().map(|hit| Arc::clone(&hit.skill)).collect();
-    let sections = best_sections(skills, arguments.query, body_limit).await;
-    let matched_skills = hits
-        .into_iter()
-        .zip(sections)
-        .map(|(hit, section)| MatchedSkill {
-            name: hit.skill.name.clone(),
-            description: hit.skill.description.clone(),
-            score: (f64::from(hit.score) * 1000.0).round() / 1000.0,
-            section,
-        })
-        .collect();
-    Ok(SearchOutput {
-        matched_skills,
-        metadata_only,
-        rerank: report,
-    })
-}
-
-/// For each skill served in sections, the id of the section that matches the query best;
-/// worked out on the blocking pool, since a long body may have to be read from disk first.
-async fn best_sections(
-    skills: Vec<Arc<Skill>>,
-    query: String,
-    body_limit: usize,
-) -> Vec<Option<String>> {
-    let count = skills.len();
-    let naming = tokio::task::spawn_blocking(move || {
-        skills
-            .iter()
-            .map(|skill| best_section(skill, &query, body_limit))
-            .collect()
-    });
-    naming.await.unwrap_or_else(|error| {
-        tracing::error!(%error, "naming the best sections failed; the hits name none");
-        vec![None; count]
-    })
-}
-
-fn best_section(skill: &Skill, query: &str, body_limit: usize) -> Option<String> {
-    // The file has at least as many bytes as the body has characters: most skills stop here.
-    if skill.size <= u64::try_from(body_limit).unwrap_or(u64::MAX) {
-        return None;
-    }
-    let (body, outline) = (skill.body().ok()?, skill.outline().ok()?);
-    if outline.characters <= body_limit || !outline.divided() {
-        return None;
-    }
-    outline
-        .best_match(&body, query)
-        .map(|section| section.id.clone())
-}
-
-/// How many of the best local hits the client's model is asked to reorder.
-const RERANK_CANDIDATES: usize = 15;
-
-/// Reorders the first [`RERANK_CANDIDATES`] hits by the client model's answer; on any failure
-/// the hits keep their local order and the report says why.
-async fn rerank_hits(query: &str, hits: &mut [Hit], sampler: Option<&dyn Sampler>) -> RerankReport {
-    let not_applied = |reason: String| RerankReport {
-        applied: false,
-        reason,
-        model: None,
-    };
-    let Some(sampler) = sampler else {
-        return not_applied(
-            "the client did not declare sampling, so the local ranking stands".to_owned(),
-        );
-    };
-    let count = hits.len().min(RERANK_CANDIDATES);
-    if count < 2 {
-        return not_applied(format!(
-            "{count} candidate(s) matched; there is nothing to reorder"
-        ));
-    }
-    let candidates: Vec<Candidate<'_>> = hits[..count]
-        .iter()
-        .map(|hit| Candidate {
-            name: &hit.skill.name,
-            description: &hit.skill.description,
-        })
-        .collect();
-    let request = SamplingRequest {
-        system: rerank::SYSTEM_PROMPT.to_owned(),
-        message: rerank::message(query, &candidates),
-        max_tokens: RERANK_MAX_TOKENS,
-    };
-    let answer = match sampler.sample(&request).await {
-        Ok(answer) => answer,
-        Err(error) => {
-            tracing::warn!(%error, "rerank: sampling failed; the local ranking stands");
-            return not_applied(format!("{error}; the local ranking stands"));
-        }
-    };
-    let names: Vec<&str> = candidates.iter().map(|candidate| candidate.name).collect();
-    let reordered = match rerank::reorder(&answer.text, &names) {
-        Ok(reordered) => reordered,
-        Err(problem) => {
-            tracing::warn!(answer = %answer.text, "rerank: unusable answer; the local ranking stands");
-            return RerankReport {
-                model: Some(answer.model),
-                ..not_applied(format!(
-                    "the client's model answered, but {problem}; the local ranking stands"
-                ))
+/// The client's model, asked through MCP sampling.
+impl find::Model for &dyn Sampler {
+    fn ask<'a>(
+        &'a self,
+        system: &'a str,
+        message: String,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<find::Answer, String>> {
+        Box::pin(async move {
+            let system = system.to_owned();
+            let request = SamplingRequest {
+                system,
+                message,
+                max_tokens,
             };
-        }
-    };
-    let reordered_hits: Vec<Hit> = reordered
-        .order
-        .iter()
-        .map(|&position| hits[position].clone())
-        .collect();
-    hits[..count].clone_from_slice(&reordered_hits);
-    let mut reason = format!(
-        "the client's model reordered the top {count} candidates ({} ranked",
-        reordered.ranked
-    );
-    if reordered.unknown > 0 {
-        write!(reason, ", {} unknown name(s) ignored", reordered.unknown).ok();
+            let sampled = self.sample(&request).await.map_err(|error| error.0)?;
+            Ok(find::Answer {
+                text: sampled.text,
+                model: sampled.model,
+            })
+        })
     }
-    reason.push(')');
-    RerankReport {
-        applied: true,
-        reason,
-        model: Some(answer.model),
-    }
-}
-
-/// Room for about 20 names in the model's answer.
-const RERANK_MAX_TOKENS: u32 = 400;
-
-/// The JSON answer, then an `<available-skills>` block for the model.
-fn search_text(value: &Value) -> String {
-    let matched = value["matched_skills"]
-        .as_array()
-        .map_or(&[][..], Vec::as_slice);
-    if matched.is_empty() {
-        return format!(
-            "{value}\n\nNo skill matches this query. Try other words, or go ahead without a skill."
-        );
-    }
-    let mut text = format!("{value}\n\n<available-skills>\n");
-    for skill in matched {
-        let name = escape(skill["name"].as_str().unwrap_or_default());
-        let description = escape(skill["description"].as_str().unwrap_or_default());
-        let section = skill["section"]
-            .as_str()
-            .map(|section| format!(" section=\"{}\"", escape(section)))
-            .unwrap_or_default();
-        writeln!(
-            text,
-            "  <skill name=\"{name}\"{section}>{description}</skill>"
-        )
-        .ok();
-    }
-    text.push_str(
-        "</available-skills>\nLoad the skill that fits with SkillLoad {\"name\": \"…\"}, adding its \"section\" when one is named.",
-    );
-    text
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -396,41 +182,26 @@ pub struct LoadArguments {
 /// `SkillLoad`: a skill's instructions, every time: whole, or, past the body limit, their
 /// opening and table of sections, then one section a call. What it serves is kept whole up to
 /// 40,000 characters (about 10,000 tokens, twice the size the specification recommends for a
-/// whole body), and cached lazily, since it can be read again from disk.
-struct SkillLoad {
-    definition: ToolDefinition,
-    shelf: Arc<Shelf>,
-    body_limit: usize,
-}
+/// whole body), and cached lazily, since it can be read again from disk. Quick once the first
+/// scan is done; until then, it waits for it without blocking.
+impl TypedTool for LoadArguments {
+    type Service = Skills;
+    type Output = Text;
+    const TOOL: Declaration = Declaration {
+        truncation: Truncation::Default(40_000),
+        caching: Caching::Lazy,
+        ..Declaration::new("SkillLoad", "Load skill", CACHES, SKILL_LOAD)
+    };
 
-impl SkillLoad {
-    fn new(shelf: Arc<Shelf>, body_limit: usize) -> Self {
-        let definition = ToolDefinition::new::<LoadArguments>("SkillLoad", SKILL_LOAD, CACHES)
-            .with_title("Load skill")
-            .with_truncation(Truncation::Default(40_000))
-            .with_caching(Caching::Lazy);
-        Self {
-            definition,
-            shelf,
+    async fn run(self, context: Context<'_, Skills>) -> Result<Text, ToolError> {
+        let library = context.service.shelf.loaded().await;
+        let skill = library.get(&self.name)?;
+        let body_limit = context.service.body_limit;
+        Ok(Text(instructions(
+            skill,
+            self.section.as_deref(),
             body_limit,
-        }
-    }
-}
-
-impl Tool for SkillLoad {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    /// Quick once the first scan is done; until then, it waits for it without blocking.
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: LoadArguments = self.definition.parse(call.arguments)?;
-            let library = self.shelf.loaded().await;
-            let skill = library.get(&arguments.name)?;
-            let text = instructions(skill, arguments.section.as_deref(), self.body_limit)?;
-            Ok(ToolOutput::Text(text))
-        })
+        )?))
     }
 }
 
@@ -453,86 +224,31 @@ pub struct ReadFileArguments {
 /// `SkillReadFile`: a window of one file of a skill, read from disk beside the session. It
 /// pages the file itself, like `ReadVar`, and the file stays addressable, so its pages are
 /// neither cut again nor cached as variables.
-struct SkillReadFile {
-    definition: ToolDefinition,
-    shelf: Arc<Shelf>,
-    body_limit: usize,
-}
-
-impl SkillReadFile {
-    fn new(shelf: Arc<Shelf>, body_limit: usize) -> Self {
-        let read_only = Annotations {
-            read_only: true,
-            idempotent: true,
-            ..Annotations::default()
-        };
-        let definition =
-            ToolDefinition::new::<ReadFileArguments>("SkillReadFile", SKILL_READ_FILE, read_only)
-                .with_title("Read skill file")
-                .with_truncation(Truncation::Never)
-                .with_caching(Caching::Off);
-        Self {
-            definition,
-            shelf,
-            body_limit,
-        }
-    }
-}
-
-impl Tool for SkillReadFile {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let skills = Arc::clone(&self.shelf);
-        let limits = (call.output_limit, self.body_limit);
-        let reading = off_thread(
-            &self.definition,
-            call,
-            move |arguments: ReadFileArguments, _| read_file(&skills.library(), &arguments, limits),
-        );
-        Box::pin(async move {
-            self.shelf.loaded().await;
-            reading.await
-        })
-    }
-}
-
-/// A window of the file, of one of its sections, or, for a long markdown file read with no
-/// window, its opening and table of sections. `limits`: the output limit and the body limit.
-fn read_file(
-    library: &Library,
-    arguments: &ReadFileArguments,
-    (output_limit, body_limit): (Option<usize>, usize),
-) -> Result<ToolOutput, ToolError> {
-    let skill = library.get(&arguments.name)?;
-    let start = arguments.start.unwrap_or(0);
-    let length = arguments.length.or(output_limit).unwrap_or(usize::MAX);
-    if let Some(section) = &arguments.section {
-        let text = parts::file_section(skill, &arguments.path, section, start, length)?;
-        return Ok(ToolOutput::Text(text));
-    }
-    if arguments.start.is_none()
-        && arguments.length.is_none()
-        && let Some(overview) = parts::file_overview(skill, &arguments.path, body_limit)?
-    {
-        return Ok(ToolOutput::Text(overview));
-    }
-    let window = skill.read_window(&arguments.path, start, length)?;
-    let (path, name) = (&arguments.path, &skill.name);
-    let (start, end) = (window.start, window.end);
-    let total = window
-        .total
-        .map_or_else(|| "a large file".to_owned(), |total| total.to_string());
-    let header = if window.more {
-        format!(
-            "[File `{path}` of skill `{name}`: characters {start}–{end} of {total}; more remains: SkillReadFile {{\"name\": \"{name}\", \"path\": \"{path}\", \"start\": {end}}}]"
-        )
-    } else {
-        format!(
-            "[File `{path}` of skill `{name}`: characters {start}–{end} of {total}; nothing more remains]"
-        )
+impl TypedTool for ReadFileArguments {
+    type Service = Skills;
+    type Output = Text;
+    const TOOL: Declaration = Declaration {
+        truncation: Truncation::Never,
+        caching: Caching::Off,
+        runs: Runs::OnBlockingPool,
+        ..Declaration::new("SkillReadFile", "Read skill file", READS, SKILL_READ_FILE)
     };
-    Ok(ToolOutput::Text(format!("{header}\n{}", window.text)))
+
+    async fn run(self, context: Context<'_, Skills>) -> Result<Text, ToolError> {
+        let request = FileRequest {
+            path: &self.path,
+            section: self.section.as_deref(),
+            start: self.start,
+            length: self.length,
+        };
+        let library = context.service.shelf.library();
+        let limits = (context.output_limit, context.service.body_limit);
+        Ok(Text(file_text(library.get(&self.name)?, &request, limits)?))
+    }
 }
+
+const READS: Annotations = Annotations {
+    read_only: true,
+    idempotent: true,
+    ..Annotations::NONE
+};

@@ -15,7 +15,9 @@ pub mod templates;
 use std::sync::Arc;
 
 use crate::snapshots::Snapshots;
-use crate::tools::{Annotations, Consent, Origin, Permission, Policy, ToolGroup};
+use crate::tools::{
+    Annotations, Consent, Context, Declaration, Origin, Permission, Policy, Runs, ToolGroup, typed,
+};
 
 pub const GROUP: &str = "snapshots";
 
@@ -69,36 +71,54 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
         tools: vec![
-            Arc::new(chats::SnapshotProcess::new(service())),
-            Arc::new(chats::SnapshotApply::new(service())),
-            Arc::new(chats::SnapshotGet::new(service())),
-            Arc::new(chats::SnapshotUpdate::new(service())),
-            Arc::new(chats::SnapshotDeleteChat::new(service())),
-            Arc::new(chats::SnapshotCleanup::new(service())),
-            Arc::new(switches::SnapshotEnable::new(service())),
-            Arc::new(functions::FunctionList::new(service())),
-            Arc::new(functions::FunctionUpsert::new(service())),
-            Arc::new(functions::FunctionRemove::new(service())),
-            Arc::new(functions::FunctionImport::new(service())),
-            Arc::new(functions::FunctionExport::new(service())),
-            Arc::new(library::FunctionMove::new(service())),
-            Arc::new(library::FunctionReorder::new(service())),
-            Arc::new(library::FunctionEnable::new(service())),
-            Arc::new(library::FunctionTest::new(service())),
-            Arc::new(templates::TemplateGet::new(service())),
-            Arc::new(templates::TemplateSet::new(service())),
-            Arc::new(floors::SnapshotList::new(service())),
-            Arc::new(floors::SnapshotDiff::new(service())),
-            Arc::new(floors::SnapshotReprocess::new(service())),
-            Arc::new(floors::SnapshotDelete::new(service())),
-            Arc::new(floors::SnapshotGlobalSave::new(service())),
-            Arc::new(floors::SnapshotGlobalList::new(service())),
-            Arc::new(floors::SnapshotGlobalGet::new(service())),
-            Arc::new(floors::SnapshotGlobalDelete::new(service())),
+            typed::<chats::ProcessArguments>(service()),
+            typed::<chats::ApplyArguments>(service()),
+            typed::<chats::GetArguments>(service()),
+            typed::<chats::UpdateArguments>(service()),
+            typed::<chats::DeleteChatArguments>(service()),
+            typed::<chats::CleanupArguments>(service()),
+            typed::<switches::SwitchArguments>(service()),
+            typed::<functions::ScopeArguments>(service()),
+            typed::<functions::UpsertArguments>(service()),
+            typed::<functions::RemoveArguments>(service()),
+            typed::<functions::ImportArguments>(service()),
+            typed::<functions::ExportArguments>(service()),
+            typed::<library::MoveArguments>(service()),
+            typed::<library::ReorderArguments>(service()),
+            typed::<library::EnableArguments>(service()),
+            typed::<library::TestArguments>(service()),
+            typed::<templates::TemplateGetArguments>(service()),
+            typed::<templates::TemplateSetArguments>(service()),
+            typed::<floors::ListArguments>(service()),
+            typed::<floors::DiffArguments>(service()),
+            typed::<floors::ReprocessArguments>(service()),
+            typed::<floors::DeleteArguments>(service()),
+            typed::<floors::GlobalSaveArguments>(service()),
+            typed::<floors::NoArguments>(service()),
+            typed::<floors::GlobalArguments>(service()),
+            typed::<floors::GlobalDeleteArguments>(service()),
         ],
         rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/snapshots-group.md").to_owned(),
         ),
         rules: Vec::new(),
+    }
+}
+
+/// The snapshot service of the call's workspace.
+fn service(context: &Context<'_, Arc<Snapshots>>) -> Arc<Snapshots> {
+    context.service.of(context.workspace.name())
+}
+
+/// The declaration of a tool of the group: as [`Declaration::new`], on the blocking pool.
+const fn declare(
+    name: &'static str,
+    title: &'static str,
+    annotations: Annotations,
+    description: &'static str,
+) -> Declaration {
+    Declaration {
+        runs: Runs::OnBlockingPool,
+        ..Declaration::new(name, title, annotations, description)
     }
 }

@@ -10,16 +10,13 @@
 //! a switch asks the user once per target (`ask-once`, bound to the group or tool and the
 //! direction).
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::structured;
-use crate::text::nearest;
 use crate::tools::{
-    Annotations, Consent, GroupOverview, Origin, Permission, Policy, Tool, ToolCall,
-    ToolDefinition, ToolError, ToolGroup, ToolOutput, View,
+    Annotations, Consent, Context, Declaration, GroupOverview, Origin, Permission, Policy,
+    ToolError, ToolGroup, TypedTool, View, parse_arguments, typed,
 };
 use crate::workspace::Target;
 
@@ -100,7 +97,7 @@ pub fn group() -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
-        tools: vec![std::sync::Arc::new(ToolGroups::new())],
+        tools: vec![typed::<Arguments>(())],
         rule_prompt: None,
         rules: Vec::new(),
     }
@@ -108,62 +105,41 @@ pub fn group() -> ToolGroup {
 
 /// `ToolGroups`: switches are stored in the workspace before the registry changes, so an
 /// acknowledged switch survives a restart.
-pub(super) struct ToolGroups {
-    definition: ToolDefinition,
-}
+impl TypedTool for Arguments {
+    type Service = ();
+    type Output = Output;
+    const TOOL: Declaration = Declaration {
+        permission: Permission {
+            execution: Policy::AskOnce,
+            result: Policy::Auto,
+        },
+        ..Declaration::new(NAME, "Tool groups on and off", SWITCHES, DESCRIPTION)
+    };
 
-impl ToolGroups {
-    fn new() -> Self {
-        let annotations = Annotations {
-            read_only: false,
-            destructive: false,
-            idempotent: true,
-            open_world: false,
+    async fn run(self, context: Context<'_, ()>) -> Result<Output, ToolError> {
+        let tools = context.session()?.executor.tools();
+        let switch = Switch::of(&self)?;
+        let changed = match &switch {
+            Some(switch) => Some((switch.apply(&tools)?, switch.describe())),
+            None => None,
         };
-        let definition = ToolDefinition::new::<Arguments>(NAME, DESCRIPTION, annotations)
-            .with_title("Tool groups on and off")
-            .with_output::<Output>()
-            .with_permission(Permission {
-                execution: Policy::AskOnce,
-                result: Policy::Auto,
-            });
-        Self { definition }
-    }
-}
-
-impl Tool for ToolGroups {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: Arguments = self.definition.parse(call.arguments)?;
-            let tools = call.executor.tools();
-            let Some(switch) = Switch::of(&arguments)? else {
-                let groups = tools.overview().into_iter().map(entry).collect();
-                return structured(&Output {
-                    groups,
-                    changed: None,
-                });
-            };
-            let group = switch.apply(&tools)?;
-            let overview = tools
-                .overview()
-                .into_iter()
-                .filter(|overview| overview.name == group)
+        let groups = tools.overview().into_iter();
+        let groups = match &changed {
+            Some((group, _)) => groups
+                .filter(|overview| &overview.name == group)
                 .map(entry)
-                .collect();
-            structured(&Output {
-                groups: overview,
-                changed: Some(switch.describe()),
-            })
+                .collect(),
+            None => groups.map(entry).collect(),
+        };
+        Ok(Output {
+            groups,
+            changed: changed.map(|(_, described)| described),
         })
     }
 
     /// Listing changes nothing; a switch is approved per target and direction.
-    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
-        let arguments: Arguments = self.definition.parse(arguments.clone())?;
+    fn consent((): &(), arguments: &Value) -> Result<Consent, ToolError> {
+        let arguments: Self = parse_arguments(NAME, arguments.clone())?;
         Ok(match Switch::of(&arguments)? {
             None => Consent::NotNeeded,
             Some(switch) => Consent::Asked {
@@ -172,6 +148,12 @@ impl Tool for ToolGroups {
         })
     }
 }
+
+/// Switching adds or removes nothing but the switch; the same switch again changes nothing.
+const SWITCHES: Annotations = Annotations {
+    idempotent: true,
+    ..Annotations::NONE
+};
 
 /// One switch a call asks for.
 struct Switch {
@@ -215,13 +197,7 @@ impl Switch {
 
     /// Switches it in the workspace, durably; returns the group it concerns.
     fn apply(&self, tools: &View<'_>) -> Result<String, ToolError> {
-        let group = match &self.target {
-            Target::Group(group) => {
-                known_group(tools, group)?;
-                group.clone()
-            }
-            Target::Tool(tool) => known_tool(tools, tool)?,
-        };
+        let group = tools.group_of_target(&self.target)?;
         if !self.enabled && (group == GROUP) {
             return Err(ToolError::invalid(format!(
                 "`{NAME}` and its group `{GROUP}` stay on: with them off, nothing could switch \
@@ -240,41 +216,6 @@ impl Switch {
         let state = if self.enabled { "on" } else { "off" };
         format!("{kind} `{name}` switched {state}")
     }
-}
-
-/// Refuses a group that is not registered, naming the nearest and the known ones.
-fn known_group(tools: &View<'_>, name: &str) -> Result<(), ToolError> {
-    let groups: Vec<String> = tools
-        .overview()
-        .into_iter()
-        .map(|overview| overview.name)
-        .collect();
-    if groups.iter().any(|group| group == name) {
-        return Ok(());
-    }
-    Err(unknown("group", name, &groups))
-}
-
-/// The group of a registered tool, or an error naming the nearest tool.
-fn known_tool(tools: &View<'_>, name: &str) -> Result<String, ToolError> {
-    if let Some(group) = tools.group_of(name) {
-        return Ok(group);
-    }
-    let tools: Vec<String> = tools
-        .overview()
-        .into_iter()
-        .flat_map(|overview| overview.tools.into_iter().map(|tool| tool.name))
-        .collect();
-    Err(unknown("tool", name, &tools))
-}
-
-fn unknown(kind: &str, name: &str, known: &[String]) -> ToolError {
-    let suggestion = nearest(name, known.iter().map(String::as_str))
-        .map(|near| format!("did you mean `{near}`? "))
-        .unwrap_or_default();
-    ToolError::invalid(format!(
-        "there is no {kind} `{name}`; {suggestion}`action: \"list\"` shows every group and tool"
-    ))
 }
 
 fn entry(overview: GroupOverview) -> GroupEntry {

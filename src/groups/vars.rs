@@ -1,23 +1,16 @@
 //! The `vars` group (`docs/variables.md`): `ReadVar`, `ListVars`, `WriteVar`, `RemoveVars`. `ReadVar` and
 //! `ListVars` are listed whenever any group is enabled.
 
-use std::sync::Arc;
-
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::structured;
 use crate::tools::{
-    Annotations, Caching, Daggers, Origin, Tool, ToolCall, ToolDefinition, ToolError, ToolGroup,
-    ToolOutput, Truncation, WORKSPACE_VIEW,
+    Annotations, Caching, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
+    Truncation, TypedTool, WORKSPACE_VIEW, typed,
 };
-use crate::vars::{
-    self, Chunk, ListFilter, NewVariable, RemoveOutcome, ValueKind, VarType, Variable,
-    VariablePatch, WriteOutcome,
-};
-use crate::workspace::Workspace;
+use crate::vars::{Chunk, ListFilter, RemoveOutcome, ValueKind, VarType, Variable};
+use crate::workspace::{OwnWrite, Written};
 
 pub const GROUP: &str = "vars";
 
@@ -27,10 +20,10 @@ pub fn group() -> ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
         tools: vec![
-            Arc::new(ReadVar::new()),
-            Arc::new(ListVars::new()),
-            Arc::new(WriteVar::new()),
-            Arc::new(RemoveVars::new()),
+            typed::<ReadVarArguments>(()),
+            typed::<ListVarsArguments>(()),
+            typed::<WriteVarArguments>(()),
+            typed::<RemoveVarsArguments>(()),
         ],
         rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/vars-group.md").to_owned(),
@@ -85,34 +78,20 @@ pub struct ReadVarArguments {
 /// `ReadVar`: a window of a variable's value. It pages its own output, so it is never cut; it
 /// and the other variable tools are never cached, so reading a variable never creates another
 /// one.
-struct ReadVar {
-    definition: ToolDefinition,
-}
+impl TypedTool for ReadVarArguments {
+    type Service = ();
+    type Output = Text;
+    const TOOL: Declaration = Declaration {
+        always_listed: true,
+        truncation: Truncation::Never,
+        caching: Caching::Off,
+        ..Declaration::new("ReadVar", "Read variable", READ_ONLY, READ_VAR)
+    };
 
-impl ReadVar {
-    fn new() -> Self {
-        let definition = ToolDefinition::new::<ReadVarArguments>("ReadVar", READ_VAR, READ_ONLY)
-            .with_title("Read variable")
-            .always_listed()
-            .with_truncation(Truncation::Never)
-            .with_caching(Caching::Off);
-        Self { definition }
-    }
-}
-
-impl Tool for ReadVar {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: ReadVarArguments = self.definition.parse(call.arguments)?;
-            let length = arguments.length.or(call.output_limit);
-            let start = arguments.start.unwrap_or(0);
-            let chunk = call.workspace.read_chunk(&arguments.name, start, length)?;
-            Ok(ToolOutput::Text(chunk_text(&arguments.name, &chunk)))
-        })
+    async fn run(self, context: Context<'_, ()>) -> Result<Text, ToolError> {
+        let length = self.length.or(context.output_limit);
+        let chunk = (context.workspace).read_chunk(&self.name, self.start.unwrap_or(0), length)?;
+        Ok(Text(chunk_text(&self.name, &chunk)))
     }
 }
 
@@ -209,49 +188,32 @@ pub struct ListVarsOutput {
 }
 
 /// `ListVars`: the variables' metadata, never their values.
-struct ListVars {
-    definition: ToolDefinition,
-}
+impl TypedTool for ListVarsArguments {
+    type Service = ();
+    type Output = ListVarsOutput;
+    const TOOL: Declaration = Declaration {
+        view: Some(WORKSPACE_VIEW),
+        always_listed: true,
+        caching: Caching::Off,
+        ..Declaration::new("ListVars", "List variables", READ_ONLY, LIST_VARS)
+    };
 
-impl ListVars {
-    fn new() -> Self {
-        let definition = ToolDefinition::new::<ListVarsArguments>("ListVars", LIST_VARS, READ_ONLY)
-            .with_title("List variables")
-            .with_output::<ListVarsOutput>()
-            .with_view(WORKSPACE_VIEW)
-            .always_listed()
-            .with_caching(Caching::Off);
-        Self { definition }
-    }
-}
-
-impl Tool for ListVars {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: ListVarsArguments = self.definition.parse(call.arguments)?;
-            let filter = arguments.filter.unwrap_or_default();
-            let filter = ListFilter {
-                var_type: filter.var_type,
-                tag: filter.tag,
-                search: filter.search,
-            };
-            let (variables, capacity) = call.workspace.with_variables(|system| {
-                let found: Vec<VariableInfo> = system
-                    .list(&filter)
-                    .into_iter()
-                    .map(VariableInfo::from)
-                    .collect();
-                (found, system.capacity())
-            })?;
-            structured(&ListVarsOutput {
-                count: variables.len(),
-                variables,
-                capacity,
-            })
+    async fn run(self, context: Context<'_, ()>) -> Result<ListVarsOutput, ToolError> {
+        let filter = self.filter.unwrap_or_default();
+        let filter = ListFilter {
+            var_type: filter.var_type,
+            tag: filter.tag,
+            search: filter.search,
+        };
+        let (variables, capacity) = context.workspace.with_variables(|system| {
+            let found: Vec<VariableInfo> =
+                system.list(&filter).into_iter().map(Into::into).collect();
+            (found, system.capacity())
+        })?;
+        Ok(ListVarsOutput {
+            count: variables.len(),
+            variables,
+            capacity,
         })
     }
 }
@@ -285,78 +247,50 @@ pub struct WriteVarOutput {
 /// `WriteVar`: creates or updates a variable the model owns. Outside a plan it stores `†`
 /// references as written, so that a plan template keeps its `†input` and `†steps` references
 /// for `RunPlan`.
-struct WriteVar {
-    definition: ToolDefinition,
-}
+impl TypedTool for WriteVarArguments {
+    type Service = ();
+    type Output = WriteVarOutput;
+    const TOOL: Declaration = Declaration {
+        caching: Caching::Off,
+        daggers: Daggers::KeptOutsidePlans,
+        ..Declaration::new("WriteVar", "Write variable", OVERWRITES, WRITE_VAR)
+    };
 
-impl WriteVar {
-    fn new() -> Self {
-        let definition =
-            ToolDefinition::new::<WriteVarArguments>("WriteVar", WRITE_VAR, OVERWRITES)
-                .with_title("Write variable")
-                .with_output::<WriteVarOutput>()
-                .with_caching(Caching::Off)
-                .with_daggers(Daggers::KeptOutsidePlans);
-        Self { definition }
+    async fn run(self, context: Context<'_, ()>) -> Result<WriteVarOutput, ToolError> {
+        let written = context.workspace.write_own(self.into())?;
+        Ok(written.map_err(ToolError::invalid)?.into())
     }
 }
 
-impl Tool for WriteVar {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: WriteVarArguments = self.definition.parse(call.arguments)?;
-            vars::validate_name(&arguments.name)?;
-            let name = arguments.name.clone();
-            let outcome = write_variable(call.workspace, arguments)?;
-            let variable = call.workspace.peek(&name);
-            structured(&WriteVarOutput {
-                name,
-                created: outcome.created,
-                length: variable.map_or(0, |variable| variable.char_len()),
-                evicted: outcome.evicted.iter().map(ToString::to_string).collect(),
-            })
-        })
-    }
-}
-
-/// Updates the variable if it exists (never a rule), or creates it as the model's own.
-fn write_variable(
-    workspace: &Workspace,
-    arguments: WriteVarArguments,
-) -> Result<WriteOutcome, ToolError> {
-    let name = arguments.name;
-    let value = arguments.value.map(vars::encode_value);
-    // As the store holds it now: another instance may have written it since this one looked.
-    let existing =
-        workspace.with_variables(|system| system.peek(&name).map(|found| found.var_type))?;
-    match existing {
-        Some(VarType::Rule) => Err(ToolError::invalid(format!(
-            "variable `{name}` is a rule (RULE) and cannot be changed; write to another name"
-        ))),
-        Some(_) => {
-            let patch = VariablePatch {
-                value,
-                desc: arguments.desc,
-                tags: arguments.tags,
-                ..VariablePatch::default()
-            };
-            Ok(workspace.update(&name, patch)?)
+impl From<WriteVarArguments> for OwnWrite {
+    fn from(arguments: WriteVarArguments) -> Self {
+        let WriteVarArguments {
+            name,
+            value,
+            desc,
+            tags,
+        } = arguments;
+        Self {
+            name,
+            value,
+            desc,
+            tags,
         }
-        None => {
-            let (value, kind) = value.unwrap_or((String::new(), ValueKind::Text));
-            Ok(workspace.insert(NewVariable {
-                name,
-                value,
-                kind,
-                var_type: VarType::LlmAdd,
-                desc: arguments.desc,
-                tags: arguments.tags.unwrap_or_default(),
-                keep: false,
-            })?)
+    }
+}
+
+impl From<Written> for WriteVarOutput {
+    fn from(written: Written) -> Self {
+        Self {
+            name: written.name,
+            created: written.outcome.created,
+            length: written.length,
+            evicted: written
+                .outcome
+                .evicted
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
         }
     }
 }
@@ -383,32 +317,16 @@ pub struct RemoveVarsOutput {
 }
 
 /// `RemoveVars`: deletes variables, never rules.
-struct RemoveVars {
-    definition: ToolDefinition,
-}
+impl TypedTool for RemoveVarsArguments {
+    type Service = ();
+    type Output = RemoveVarsOutput;
+    const TOOL: Declaration = Declaration {
+        caching: Caching::Off,
+        ..Declaration::new("RemoveVars", "Remove variables", OVERWRITES, REMOVE_VARS)
+    };
 
-impl RemoveVars {
-    fn new() -> Self {
-        let definition =
-            ToolDefinition::new::<RemoveVarsArguments>("RemoveVars", REMOVE_VARS, OVERWRITES)
-                .with_title("Remove variables")
-                .with_output::<RemoveVarsOutput>()
-                .with_caching(Caching::Off);
-        Self { definition }
-    }
-}
-
-impl Tool for RemoveVars {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let arguments: RemoveVarsArguments = self.definition.parse(call.arguments)?;
-            let outcome = call.workspace.remove(&arguments.names)?;
-            structured(&RemoveVarsOutput::from(outcome))
-        })
+    async fn run(self, context: Context<'_, ()>) -> Result<RemoveVarsOutput, ToolError> {
+        Ok(context.workspace.remove(&self.names)?.into())
     }
 }
 

@@ -30,6 +30,16 @@ pub struct Annotations {
     pub open_world: bool,
 }
 
+impl Annotations {
+    /// No hint set, as [`Annotations::default`], for constants.
+    pub const NONE: Self = Self {
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        open_world: false,
+    };
+}
+
 /// A tool's declaration, as data: what a client learns from `tools/list` (name, title,
 /// description, schemas, annotations) and how the executor treats its calls (default
 /// permission, caching, truncation, `†` references, listing). Tools set the second half with

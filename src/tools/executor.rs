@@ -4,6 +4,7 @@
 //!
 //! `executor/groups.rs` registers tool groups and renders their rules.
 
+mod cache;
 mod groups;
 
 use std::collections::HashMap;
@@ -27,8 +28,7 @@ use super::{
     Registry, Relay, Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation, View,
 };
 use crate::refs::dagger;
-use crate::vars::{NewVariable, ValueKind, VarType};
-use crate::workspace::{Room, Workspace};
+use crate::workspace::Workspace;
 
 /// Pending MRTR questions kept at most; the oldest are dropped first.
 const PENDING_LIMIT: usize = 256;
@@ -185,28 +185,13 @@ impl Executor {
         }
     }
 
-    #[expect(clippy::too_many_lines, reason = "split on branch tools")]
-    async fn run(&self, tool: &dyn Tool, request: CallRequest<'_>) -> Result<Outcome, ToolError> {
+    async fn run(
+        &self,
+        tool: &dyn Tool,
+        mut request: CallRequest<'_>,
+    ) -> Result<Outcome, ToolError> {
         let name = tool.definition().name.as_str();
-        let mut arguments = Value::Object(request.arguments.unwrap_or_default());
-        let limit = self.output_limit(tool, &mut arguments)?;
-        let output_path = output_path::take_output_path(&self.workspace, tool, &mut arguments)?;
-        self.authorize(tool, output_path.as_ref())?;
-        // The cached `_args` keep the arguments as written, references and all: the expansion
-        // may be far larger, and it is in the variables already.
-        let as_written = (tool.definition().caching != Caching::Off
-            && crate::workspace::contains_any_reference(&arguments))
-        .then(|| arguments.clone());
-        let own_budget = crate::refs::Budget::default();
-        let budget = request.plan.map_or(&own_budget, |plan| &plan.budget);
-        self.workspace.resolve_references(&mut arguments, budget)?;
-        if !tool.definition().daggers.kept(request.plan.is_some()) {
-            let mut context = ReferenceContext {
-                workspace: &self.workspace,
-                plan: request.plan,
-            };
-            dagger::resolve_value(&mut arguments, &mut context)?;
-        }
+        let (arguments, as_written, limit, output_path) = self.prepare(tool, &mut request)?;
         let permission = self.permission(tool);
         let (policy, scope) = match permission.execution {
             Policy::Auto => (Policy::Auto, None),
@@ -263,26 +248,65 @@ impl Executor {
         };
         let output = match run_guarded(tool, call, &request.cancellation).await {
             Ok(output) => output,
-            Err(error) => {
-                // The one place a failed call's text is cut, before the model, a caught
-                // `_outputPath` or the log sees it.
-                let error = error.bounded(limit);
-                let caught = output_path.filter(OutputPath::catches_failure);
-                let Some(output_path) = caught else {
-                    return Err(error);
-                };
-                let mut caught =
-                    output_path::failure_as_data(&self.workspace, name, &output_path, &error);
-                // The caught error is not of the declared output shape: the wire says so.
-                caught.structured = tool.definition().output_schema.is_some();
-                return Ok(Outcome::Finished(caught));
-            }
+            Err(error) => return self.failed(tool, error.bounded(limit), output_path),
         };
         let cached_arguments = as_written.as_ref().unwrap_or(&arguments);
         let result = self.shape_result(tool, output, (&arguments, cached_arguments), limit);
         Ok(self
             .result_gate(tool, result, output_path, &request.asking)
             .await)
+    }
+
+    /// The call's arguments ready for the tool: `_outputLimit` and `_outputPath` taken out
+    /// (and returned), the caller authorized, `$VAR_REF` and (unless the tool keeps them) `†`
+    /// references resolved; with the arguments as written, when they are cached and held
+    /// references.
+    #[expect(clippy::type_complexity, reason = "four parts of one call, used once")]
+    fn prepare(
+        &self,
+        tool: &dyn Tool,
+        request: &mut CallRequest<'_>,
+    ) -> Result<(Value, Option<Value>, Option<usize>, Option<OutputPath>), ToolError> {
+        let mut arguments = Value::Object(request.arguments.take().unwrap_or_default());
+        let limit = self.output_limit(tool, &mut arguments)?;
+        let output_path = output_path::take_output_path(&self.workspace, tool, &mut arguments)?;
+        self.authorize(tool, output_path.as_ref())?;
+        // The cached `_args` keep the arguments as written, references and all: the expansion
+        // may be far larger, and it is in the variables already.
+        let as_written = (tool.definition().caching != Caching::Off
+            && crate::workspace::contains_any_reference(&arguments))
+        .then(|| arguments.clone());
+        let own_budget = crate::refs::Budget::default();
+        let budget = request.plan.map_or(&own_budget, |plan| &plan.budget);
+        self.workspace.resolve_references(&mut arguments, budget)?;
+        if !tool.definition().daggers.kept(request.plan.is_some()) {
+            let mut context = ReferenceContext {
+                workspace: &self.workspace,
+                plan: request.plan,
+            };
+            dagger::resolve_value(&mut arguments, &mut context)?;
+        }
+        Ok((arguments, as_written, limit, output_path))
+    }
+
+    /// A failed call (its error already cut to the output limit: the one place a failed
+    /// call's text is cut, before the model, a caught `_outputPath` or the log sees it): the
+    /// error, or, when the call's `_outputPath` catches failures, the error written there as
+    /// data.
+    fn failed(
+        &self,
+        tool: &dyn Tool,
+        error: ToolError,
+        output_path: Option<OutputPath>,
+    ) -> Result<Outcome, ToolError> {
+        let Some(output_path) = output_path.filter(OutputPath::catches_failure) else {
+            return Err(error);
+        };
+        let name = tool.definition().name.as_str();
+        let mut caught = output_path::failure_as_data(&self.workspace, name, &output_path, &error);
+        // The caught error is not of the declared output shape: the wire says so.
+        caught.structured = tool.definition().output_schema.is_some();
+        Ok(Outcome::Finished(caught))
     }
 
     /// The one place that decides what a caller may run (`docs/http.md` has the table). A
@@ -582,41 +606,6 @@ impl Executor {
                 })
                 .unwrap_or(self.settings.output_limit),
         ))
-    }
-
-    /// Stores the formatted result and the arguments as `{tool}_{nodeId}_result` / `_args`, and
-    /// returns the result's variable name.
-    /// A result recomputable from files is written lazily (see [`crate::workspace::Workspace::insert_all_lazily`]).
-    fn cache(
-        &self,
-        tool: &dyn Tool,
-        formatted: &str,
-        arguments: &Value,
-    ) -> Result<String, crate::workspace::Error> {
-        let recomputable = tool.definition().caching == Caching::Lazy;
-        let tool = tool.definition().name.as_str();
-        let node = uuid::Uuid::new_v4().simple().to_string();
-        let node = &node[..8];
-        let result_name = format!("{tool}_{node}_result");
-        let args_name = format!("{tool}_{node}_args");
-        let mut result = NewVariable::text(&result_name, formatted, VarType::ToolCallResult);
-        result.desc = Some(format!("Result of the {tool} call {node}"));
-        result.tags = vec![tool.to_owned()];
-        let mut args = NewVariable::text(&args_name, arguments.to_string(), VarType::ToolCallArgs);
-        args.kind = ValueKind::Json;
-        args.desc = Some(format!("Arguments of the {tool} call {node}"));
-        args.tags = vec![tool.to_owned()];
-        let room = if self.caller.read_only {
-            Room::Free
-        } else {
-            Room::Evicting
-        };
-        if recomputable {
-            self.workspace.insert_all_lazily(vec![args, result], room)?;
-        } else {
-            self.workspace.insert_all_within(vec![args, result], room)?;
-        }
-        Ok(result_name)
     }
 }
 

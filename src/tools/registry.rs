@@ -13,7 +13,8 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tokio::sync::watch;
 
-use super::{Tool, ToolGroup};
+use super::{Tool, ToolError, ToolGroup};
+use crate::text::nearest;
 use crate::workspace::{self, Target, Workspace};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -407,6 +408,28 @@ impl View<'_> {
         self.registry.group_of(tool)
     }
 
+    /// The group `target` concerns: the group itself, or the group of the tool. A name that
+    /// is not registered is refused, naming the nearest.
+    pub fn group_of_target(&self, target: &Target) -> Result<String, ToolError> {
+        match target {
+            Target::Group(name) => {
+                let groups: Vec<String> = (self.overview().into_iter())
+                    .map(|overview| overview.name)
+                    .collect();
+                if groups.iter().any(|group| group == name) {
+                    return Ok(name.clone());
+                }
+                Err(unknown("group", name, &groups))
+            }
+            Target::Tool(name) => self.group_of(name).ok_or_else(|| {
+                let tools: Vec<String> = (self.overview().into_iter())
+                    .flat_map(|overview| overview.tools.into_iter().map(|tool| tool.name))
+                    .collect();
+                unknown("tool", name, &tools)
+            }),
+        }
+    }
+
     /// Switches a group or a tool on or off in this workspace, durably; announces it to the
     /// workspace's subscribers when the enabled tool set changed, and says whether it did.
     pub fn switch(&self, target: Target, enabled: bool) -> Result<bool, workspace::Error> {
@@ -448,6 +471,16 @@ impl View<'_> {
             .iter()
             .any(|entry| self.group_is_on(entry) && !entry.group.tools.is_empty())
     }
+}
+
+/// A name that is not registered, with the nearest one known.
+fn unknown(kind: &str, name: &str, known: &[String]) -> ToolError {
+    let suggestion = nearest(name, known.iter().map(String::as_str))
+        .map(|near| format!("did you mean `{near}`? "))
+        .unwrap_or_default();
+    ToolError::invalid(format!(
+        "there is no {kind} `{name}`; {suggestion}`action: \"list\"` shows every group and tool"
+    ))
 }
 
 #[cfg(test)]

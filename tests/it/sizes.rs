@@ -9,9 +9,6 @@ use crate::layers::collect_sources;
 /// The most lines of a source file, its test module left out.
 const FILE_LIMIT: usize = 650;
 
-/// Files allowed past the limit for now, each with its reason.
-const EXCEPTIONS: &[(&str, &str)] = &[("tools/executor.rs", "split on branch tools")];
-
 #[test]
 fn no_source_file_is_longer_than_the_limit_outside_its_tests() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -26,8 +23,7 @@ fn no_source_file_is_longer_than_the_limit_outside_its_tests() {
                 .to_string_lossy()
                 .into_owned();
             let lines = lines_outside_tests(&std::fs::read_to_string(file).unwrap());
-            let excepted = EXCEPTIONS.iter().any(|(path, _)| *path == relative);
-            (lines > FILE_LIMIT && !excepted).then(|| format!("{relative}: {lines} lines"))
+            (lines > FILE_LIMIT).then(|| format!("{relative}: {lines} lines"))
         })
         .collect();
     long.sort();

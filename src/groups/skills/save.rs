@@ -1,22 +1,20 @@
 //! `SkillSave`: writes a skill through [`crate::skills::save`], then rescans the roots so the
 //! catalog, `index.json`, resources, prompts and search see it at once. It asks the user once
-//! per skill by default (its definition's permission, and [`Tool::consent`]), since it
+//! per skill by default (its declared permission, and [`TypedTool::consent`]), since it
 //! writes to disk.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::groups::{off_thread, structured};
+use super::Skills;
 use crate::skills::save;
 use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, Consent, Permission, Policy, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput,
+    Annotations, Consent, Context, Declaration, Permission, Policy, Runs, ToolError, TypedTool,
 };
 
 const DESCRIPTION: &str = "Save a skill you wrote (or an improved version of one) \
@@ -60,52 +58,27 @@ pub struct SaveOutput {
 }
 
 /// `SkillSave`: saving writes to disk, so it asks once per skill unless the configuration
-/// says otherwise.
-pub(super) struct SkillSave {
-    definition: ToolDefinition,
-    shelf: Arc<Shelf>,
-}
-
-impl SkillSave {
-    pub(super) fn new(shelf: Arc<Shelf>) -> Self {
-        let definition = ToolDefinition::new::<SaveArguments>(
-            "SkillSave",
-            DESCRIPTION,
-            // Saving over an existing skill replaces its files.
-            Annotations {
-                destructive: true,
-                idempotent: true,
-                ..Annotations::default()
-            },
-        )
-        .with_title("Save skill")
-        .changing_shared_state()
-        .with_output::<SaveOutput>()
-        .with_permission(Permission {
+/// says otherwise. It writes files and rescans every skill root, on the blocking pool.
+impl TypedTool for SaveArguments {
+    type Service = Skills;
+    type Output = SaveOutput;
+    const TOOL: Declaration = Declaration {
+        changes_shared_state: true,
+        runs: Runs::OnBlockingPool,
+        permission: Permission {
             execution: Policy::AskOnce,
             result: Policy::Auto,
-        });
-        Self { definition, shelf }
-    }
-}
+        },
+        // Saving over an existing skill replaces its files.
+        ..Declaration::new("SkillSave", "Save skill", REPLACES, DESCRIPTION)
+    };
 
-impl Tool for SkillSave {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    /// Writes files and rescans every skill root, on the blocking pool.
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let skills = Arc::clone(&self.shelf);
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: SaveArguments, _| structured(&save_skill(&skills, arguments)?),
-        )
+    async fn run(self, context: Context<'_, Skills>) -> Result<SaveOutput, ToolError> {
+        save_skill(&context.service.shelf, self)
     }
 
     /// A save is approved per skill: approving a save of one skill never covers another.
-    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
+    fn consent(_skills: &Skills, arguments: &Value) -> Result<Consent, ToolError> {
         let scope = arguments
             .get("name")
             .and_then(Value::as_str)
@@ -113,6 +86,12 @@ impl Tool for SkillSave {
         Ok(Consent::Asked { scope })
     }
 }
+
+const REPLACES: Annotations = Annotations {
+    destructive: true,
+    idempotent: true,
+    ..Annotations::NONE
+};
 
 /// Saves the skill, then reloads the library so everything sees it at once.
 fn save_skill(shelf: &Shelf, arguments: SaveArguments) -> Result<SaveOutput, ToolError> {

@@ -4,18 +4,16 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, WRITES};
-use crate::groups::{off_thread, structured};
+use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, WRITES, declare, service};
 use crate::snapshots::builtins::strip_mvu_metadata;
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::{Applied, Processed, Snapshots, Start};
 use crate::store::StoredSnapshot;
-use crate::tools::{Caching, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, Truncation};
+use crate::tools::{Caching, Context, Declaration, ToolError, Truncation, TypedTool};
 
 const PROCESS: &str = "Update a role-play chat's state from the function calls in its AI replies \
     (`@.SET(\"角色.金币\", 100);` …). Pass the chat's messages as SillyTavern stores them (`is_user`, \
@@ -60,62 +58,41 @@ pub struct ProcessArguments {
 /// `SnapshotProcess`: takes whole chats and answers for a program. Its arguments run to
 /// megabytes, and caching them and the result as variables would cost a durable write of that
 /// size per call and evict the variables an agent keeps; and the result is never cut to the
-/// output limit, since a binding left out would leave its message without a snapshot.
-pub(super) struct SnapshotProcess {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
-
-impl SnapshotProcess {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<ProcessArguments>("SnapshotProcess", PROCESS, WRITES)
-                .with_title("Process chat into snapshots")
-                .with_output::<Processed>()
-                .with_caching(Caching::Off)
-                .with_truncation(Truncation::Never);
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for SnapshotProcess {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(&self.definition, call, move |arguments, cancellation| {
-            process(&service, arguments, &|| cancellation.is_cancelled())
-        })
-    }
-}
-
-/// Processes the chat until done or cancelled; what was processed is stored either way.
-fn process(
-    service: &Snapshots,
-    arguments: ProcessArguments,
-    cancelled: &dyn Fn() -> bool,
-) -> Result<ToolOutput, ToolError> {
-    let start = Start {
-        character_id: arguments.character_id.as_deref(),
-        template: arguments.template,
-        base_id: arguments.base_id.as_deref(),
+/// output limit, since a binding left out would leave its message without a snapshot. It
+/// processes the chat until done or cancelled; what was processed is stored either way.
+impl TypedTool for ProcessArguments {
+    type Service = Arc<Snapshots>;
+    type Output = Processed;
+    const TOOL: Declaration = Declaration {
+        caching: Caching::Off,
+        truncation: Truncation::Never,
+        ..declare(
+            "SnapshotProcess",
+            "Process chat into snapshots",
+            WRITES,
+            PROCESS,
+        )
     };
-    let processed =
-        service.process_from(&arguments.chat_file, &arguments.messages, &start, cancelled)?;
-    if let Some(stopped) = processed.stopped {
-        tracing::info!(
-            chat_file = arguments.chat_file,
-            processed = stopped.processed,
-            remaining = stopped.remaining,
-            "SnapshotProcess cancelled; the snapshots of the processed messages are stored"
-        );
+
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Processed, ToolError> {
+        let start = Start {
+            character_id: self.character_id.as_deref(),
+            template: self.template,
+            base_id: self.base_id.as_deref(),
+        };
+        let cancelled = || context.cancellation.is_cancelled();
+        let processed =
+            service(&context).process_from(&self.chat_file, &self.messages, &start, &cancelled)?;
+        if let Some(stopped) = &processed.stopped {
+            tracing::info!(
+                chat_file = self.chat_file,
+                processed = stopped.processed,
+                remaining = stopped.remaining,
+                "SnapshotProcess cancelled; the snapshots of the processed messages are stored"
+            );
+        }
+        Ok(processed)
     }
-    structured(&processed)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -133,44 +110,22 @@ pub struct ApplyArguments {
 }
 
 /// `SnapshotApply`: one text's calls applied to a snapshot, stored as a new one.
-pub(super) struct SnapshotApply {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for ApplyArguments {
+    type Service = Arc<Snapshots>;
+    type Output = Applied;
+    const TOOL: Declaration = declare("SnapshotApply", "Apply calls to a snapshot", WRITES, APPLY);
 
-impl SnapshotApply {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition = ToolDefinition::new::<ApplyArguments>("SnapshotApply", APPLY, WRITES)
-            .with_title("Apply calls to a snapshot")
-            .with_output::<Applied>();
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for SnapshotApply {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: ApplyArguments, cancellation| {
-                structured(&service.apply(
-                    &arguments.chat_file,
-                    &arguments.text,
-                    arguments.base_id.as_deref(),
-                    arguments.character_id.as_deref(),
-                    arguments.message_index,
-                    &|| cancellation.is_cancelled(),
-                )?)
-            },
-        )
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Applied, ToolError> {
+        let (base, character) = (self.base_id.as_deref(), self.character_id.as_deref());
+        let cancelled = || context.cancellation.is_cancelled();
+        Ok(service(&context).apply(
+            &self.chat_file,
+            &self.text,
+            base,
+            character,
+            self.message_index,
+            &cancelled,
+        )?)
     }
 }
 
@@ -190,42 +145,22 @@ pub struct SnapshotOutput {
 }
 
 /// A stored snapshot with its size.
-fn snapshot_output(service: &Snapshots, id: &str) -> Result<ToolOutput, ToolError> {
+fn snapshot_output(service: &Snapshots, id: &str) -> Result<SnapshotOutput, ToolError> {
     let stored = service.snapshot(id)?;
-    structured(&SnapshotOutput {
+    Ok(SnapshotOutput {
         bytes: stored.value.to_string().len(),
         stored,
     })
 }
 
 /// `SnapshotGet`: a stored snapshot by id.
-pub(super) struct SnapshotGet {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for GetArguments {
+    type Service = Arc<Snapshots>;
+    type Output = SnapshotOutput;
+    const TOOL: Declaration = declare("SnapshotGet", "Get snapshot", CACHED_READ, GET);
 
-impl SnapshotGet {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition = ToolDefinition::new::<GetArguments>("SnapshotGet", GET, CACHED_READ)
-            .with_title("Get snapshot")
-            .with_output::<SnapshotOutput>();
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for SnapshotGet {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(&self.definition, call, move |arguments: GetArguments, _| {
-            snapshot_output(&service, &arguments.id)
-        })
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<SnapshotOutput, ToolError> {
+        snapshot_output(&service(&context), &self.id)
     }
 }
 
@@ -243,43 +178,24 @@ pub struct UpdateArguments {
 
 /// `SnapshotUpdate`: a snapshot's state replaced in place; the old state is gone, so it asks
 /// first.
-pub(super) struct SnapshotUpdate {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for UpdateArguments {
+    type Service = Arc<Snapshots>;
+    type Output = SnapshotOutput;
+    const TOOL: Declaration = Declaration {
+        permission: ASKS_FIRST,
+        ..declare("SnapshotUpdate", "Update snapshot", OVERWRITES, UPDATE)
+    };
 
-impl SnapshotUpdate {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<UpdateArguments>("SnapshotUpdate", UPDATE, OVERWRITES)
-                .with_title("Update snapshot")
-                .with_output::<SnapshotOutput>()
-                .with_permission(ASKS_FIRST);
-        Self {
-            definition,
-            service,
+    async fn run(
+        mut self,
+        context: Context<'_, Arc<Snapshots>>,
+    ) -> Result<SnapshotOutput, ToolError> {
+        if self.mvu_strip {
+            strip_mvu_metadata(&mut self.snapshot);
         }
-    }
-}
-
-impl Tool for SnapshotUpdate {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |mut arguments: UpdateArguments, _| {
-                if arguments.mvu_strip {
-                    strip_mvu_metadata(&mut arguments.snapshot);
-                }
-                service.update(&arguments.id, &arguments.snapshot)?;
-                snapshot_output(&service, &arguments.id)
-            },
-        )
+        let service = service(&context);
+        service.update(&self.id, &self.snapshot)?;
+        snapshot_output(&service, &self.id)
     }
 }
 
@@ -298,46 +214,25 @@ pub struct DeletedOutput {
 }
 
 /// `SnapshotDeleteChat`: every snapshot of a chat deleted.
-pub(super) struct SnapshotDeleteChat {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
-
-impl SnapshotDeleteChat {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition = ToolDefinition::new::<DeleteChatArguments>(
+impl TypedTool for DeleteChatArguments {
+    type Service = Arc<Snapshots>;
+    type Output = DeletedOutput;
+    const TOOL: Declaration = Declaration {
+        permission: ASKS_FIRST,
+        ..declare(
             "SnapshotDeleteChat",
-            DELETE_CHAT,
+            "Delete chat snapshots",
             DESTRUCTIVE,
+            DELETE_CHAT,
         )
-        .with_title("Delete chat snapshots")
-        .with_output::<DeletedOutput>()
-        .with_permission(ASKS_FIRST);
-        Self {
-            definition,
-            service,
-        }
-    }
-}
+    };
 
-impl Tool for SnapshotDeleteChat {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: DeleteChatArguments, _| {
-                let deleted = service.delete_chat(&arguments.chat_file)?;
-                structured(&DeletedOutput {
-                    chat_file: arguments.chat_file,
-                    deleted,
-                })
-            },
-        )
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<DeletedOutput, ToolError> {
+        let deleted = service(&context).delete_chat(&self.chat_file)?;
+        Ok(DeletedOutput {
+            chat_file: self.chat_file,
+            deleted,
+        })
     }
 }
 
@@ -361,46 +256,28 @@ pub struct CleanupOutput {
 }
 
 /// `SnapshotCleanup`: the snapshots of every chat no longer active deleted.
-pub(super) struct SnapshotCleanup {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
-
-impl SnapshotCleanup {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<CleanupArguments>("SnapshotCleanup", CLEANUP, DESTRUCTIVE)
-                .with_title("Clean up snapshots")
-                .with_output::<CleanupOutput>()
-                .with_permission(ASKS_FIRST);
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for SnapshotCleanup {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: CleanupArguments, _| {
-                let removed: Vec<DeletedOutput> = service
-                    .cleanup(&arguments.active_chat_files, arguments.all)?
-                    .into_iter()
-                    .map(|(chat_file, deleted)| DeletedOutput { chat_file, deleted })
-                    .collect();
-                structured(&CleanupOutput {
-                    deleted: removed.iter().map(|chat| chat.deleted).sum(),
-                    removed,
-                })
-            },
+impl TypedTool for CleanupArguments {
+    type Service = Arc<Snapshots>;
+    type Output = CleanupOutput;
+    const TOOL: Declaration = Declaration {
+        permission: ASKS_FIRST,
+        ..declare(
+            "SnapshotCleanup",
+            "Clean up snapshots",
+            DESTRUCTIVE,
+            CLEANUP,
         )
+    };
+
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<CleanupOutput, ToolError> {
+        let removed: Vec<DeletedOutput> = service(&context)
+            .cleanup(&self.active_chat_files, self.all)?
+            .into_iter()
+            .map(|(chat_file, deleted)| DeletedOutput { chat_file, deleted })
+            .collect();
+        Ok(CleanupOutput {
+            deleted: removed.iter().map(|chat| chat.deleted).sum(),
+            removed,
+        })
     }
 }

@@ -7,20 +7,19 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use futures::future::BoxFuture;
-
-use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, asked_when};
-use crate::groups::{off_thread, structured};
+use super::{
+    ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, asked_when, declare,
+    service,
+};
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::diff::Operation;
 use crate::snapshots::globals::Origin;
 use crate::snapshots::{FloorList, FloorQuery, Reprocessed, Snapshots, Source, Start};
 use crate::store::{Floor, GlobalSnapshot, GlobalSummary};
 use crate::tools::{
-    Caching, Consent, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, Truncation,
-    WORKSPACE_VIEW,
+    Caching, Consent, Context, Declaration, ToolError, Truncation, TypedTool, WORKSPACE_VIEW,
+    parse_arguments,
 };
 
 const LIST: &str = "List a chat's floors, a page at a time: every stored snapshot of each \
@@ -71,49 +70,22 @@ pub struct ListArguments {
 }
 
 /// `SnapshotList`: a chat's floors, or one floor's snapshots.
-pub(super) struct SnapshotList {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
-
-impl SnapshotList {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition = ToolDefinition::new::<ListArguments>("SnapshotList", LIST, CACHED_READ)
-            .with_title("List chat floors")
-            .with_output::<FloorList>()
-            .with_view(WORKSPACE_VIEW);
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for SnapshotList {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(&self.definition, call, move |arguments, cancellation| {
-            list(&service, &arguments, cancellation)
-        })
-    }
-}
-
-fn list(
-    service: &Snapshots,
-    arguments: &ListArguments,
-    _: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    let query = FloorQuery {
-        message_index: arguments.message_index,
-        from_index: arguments.from_index,
-        limit: arguments.limit,
+impl TypedTool for ListArguments {
+    type Service = Arc<Snapshots>;
+    type Output = FloorList;
+    const TOOL: Declaration = Declaration {
+        view: Some(WORKSPACE_VIEW),
+        ..declare("SnapshotList", "List chat floors", CACHED_READ, LIST)
     };
-    let floors = service.floors(&arguments.chat_file, query)?;
-    structured(&floors)
+
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<FloorList, ToolError> {
+        let query = FloorQuery {
+            message_index: self.message_index,
+            from_index: self.from_index,
+            limit: self.limit,
+        };
+        Ok(service(&context).floors(&self.chat_file, query)?)
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -135,43 +107,15 @@ pub struct DiffOutput {
 }
 
 /// `SnapshotDiff`: an RFC 6902 JSON Patch between two states.
-pub(super) struct SnapshotDiff {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for DiffArguments {
+    type Service = Arc<Snapshots>;
+    type Output = DiffOutput;
+    const TOOL: Declaration = declare("SnapshotDiff", "Diff two snapshots", CACHED_READ, DIFF);
 
-impl SnapshotDiff {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition = ToolDefinition::new::<DiffArguments>("SnapshotDiff", DIFF, CACHED_READ)
-            .with_title("Diff two snapshots")
-            .with_output::<DiffOutput>();
-        Self {
-            definition,
-            service,
-        }
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<DiffOutput, ToolError> {
+        let (from, to, patch) = service(&context).diff(&self.from, &self.to)?;
+        Ok(DiffOutput { from, to, patch })
     }
-}
-
-impl Tool for SnapshotDiff {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(&self.definition, call, move |arguments, cancellation| {
-            diff(&service, &arguments, cancellation)
-        })
-    }
-}
-
-fn diff(
-    service: &Snapshots,
-    arguments: &DiffArguments,
-    _: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    let (from, to, patch) = service.diff(&arguments.from, &arguments.to)?;
-    structured(&DiffOutput { from, to, patch })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -192,61 +136,37 @@ pub struct ReprocessArguments {
 /// `SnapshotReprocess`: a chat recomputed from a floor on. Like `SnapshotProcess` it takes
 /// whole chats, so it is neither cached nor cut; it deletes the old snapshots, so it asks first.
 /// Each call stores its snapshots under new ids, so it is not idempotent.
-pub(super) struct SnapshotReprocess {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
-
-impl SnapshotReprocess {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition = ToolDefinition::new::<ReprocessArguments>(
+impl TypedTool for ReprocessArguments {
+    type Service = Arc<Snapshots>;
+    type Output = Reprocessed;
+    const TOOL: Declaration = Declaration {
+        caching: Caching::Off,
+        truncation: Truncation::Never,
+        permission: ASKS_FIRST,
+        ..declare(
             "SnapshotReprocess",
-            REPROCESS,
+            "Reprocess chat from a floor",
             OVERWRITES_OR_ADDS,
+            REPROCESS,
         )
-        .with_title("Reprocess chat from a floor")
-        .with_output::<Reprocessed>()
-        .with_caching(Caching::Off)
-        .with_truncation(Truncation::Never)
-        .with_permission(ASKS_FIRST);
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for SnapshotReprocess {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(&self.definition, call, move |arguments, cancellation| {
-            reprocess(&service, &arguments, cancellation)
-        })
-    }
-}
-
-fn reprocess(
-    service: &Snapshots,
-    arguments: &ReprocessArguments,
-    cancellation: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    let start = Start {
-        character_id: arguments.character_id.as_deref(),
-        template: None,
-        base_id: arguments.base_id.as_deref(),
     };
-    let reprocessed = service.reprocess(
-        &arguments.chat_file,
-        arguments.from_index,
-        &arguments.messages,
-        &start,
-        &|| cancellation.is_cancelled(),
-    )?;
-    structured(&reprocessed)
+
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Reprocessed, ToolError> {
+        let start = Start {
+            character_id: self.character_id.as_deref(),
+            template: None,
+            base_id: self.base_id.as_deref(),
+        };
+        let cancelled = || context.cancellation.is_cancelled();
+        let service = service(&context);
+        Ok(service.reprocess(
+            &self.chat_file,
+            self.from_index,
+            &self.messages,
+            &start,
+            &cancelled,
+        )?)
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -257,44 +177,17 @@ pub struct DeleteArguments {
 }
 
 /// `SnapshotDelete`: one chat snapshot deleted; asks first.
-pub(super) struct SnapshotDelete {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for DeleteArguments {
+    type Service = Arc<Snapshots>;
+    type Output = Floor;
+    const TOOL: Declaration = Declaration {
+        permission: ASKS_FIRST,
+        ..declare("SnapshotDelete", "Delete snapshot", DESTRUCTIVE, DELETE)
+    };
 
-impl SnapshotDelete {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<DeleteArguments>("SnapshotDelete", DELETE, DESTRUCTIVE)
-                .with_title("Delete snapshot")
-                .with_output::<Floor>()
-                .with_permission(ASKS_FIRST);
-        Self {
-            definition,
-            service,
-        }
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Floor, ToolError> {
+        Ok(service(&context).delete_snapshot(&self.id)?)
     }
-}
-
-impl Tool for SnapshotDelete {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(&self.definition, call, move |arguments, cancellation| {
-            delete(&service, &arguments, cancellation)
-        })
-    }
-}
-
-fn delete(
-    service: &Snapshots,
-    arguments: &DeleteArguments,
-    _: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    structured(&service.delete_snapshot(&arguments.id)?)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -318,75 +211,41 @@ pub struct GlobalSaveArguments {
 
 /// `SnapshotGlobalSave`: a state saved as a labelled global snapshot; overwriting one
 /// (`replace: true` on a label in use) asks first.
-pub(super) struct SnapshotGlobalSave {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
-
-impl SnapshotGlobalSave {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition = ToolDefinition::new::<GlobalSaveArguments>(
+impl TypedTool for GlobalSaveArguments {
+    type Service = Arc<Snapshots>;
+    type Output = GlobalSnapshot;
+    const TOOL: Declaration = Declaration {
+        permission: ASKS_FIRST,
+        ..declare(
             "SnapshotGlobalSave",
-            GLOBAL_SAVE,
+            "Save global snapshot",
             OVERWRITES,
+            GLOBAL_SAVE,
         )
-        .with_title("Save global snapshot")
-        .with_output::<GlobalSnapshot>()
-        .with_permission(ASKS_FIRST);
-        Self {
-            definition,
-            service,
-        }
-    }
-}
+    };
 
-impl Tool for SnapshotGlobalSave {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<GlobalSnapshot, ToolError> {
+        let origin = match (self.from.as_deref(), self.snapshot) {
+            (Some(reference), None) => Origin::Reference(reference),
+            (None, Some(state)) => Origin::State(state),
+            _ => {
+                return Err(ToolError::invalid(
+                    "give exactly one of `from` (a snapshot id, a global label or template:<characterId>) and `snapshot` (a state)",
+                ));
+            }
+        };
+        let service = service(&context);
+        Ok(service.save_global(&self.label, &self.description, origin, self.replace)?)
     }
 
     /// A new label destroys nothing (and a label in use without `replace` is refused when the
     /// call runs); overwriting one is asked.
-    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
-        let arguments: GlobalSaveArguments = self.definition.parse(arguments.clone())?;
+    fn consent(service: &Arc<Snapshots>, arguments: &Value) -> Result<Consent, ToolError> {
+        let arguments: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
         let replaces = arguments.replace
-            && self
-                .service
-                .globals()?
-                .iter()
-                .any(|global| global.label == arguments.label);
+            && (service.globals()?.iter()).any(|global| global.label == arguments.label);
         Ok(asked_when(replaces))
     }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(&self.definition, call, move |arguments, cancellation| {
-            global_save(&service, arguments, cancellation)
-        })
-    }
-}
-
-fn global_save(
-    service: &Snapshots,
-    arguments: GlobalSaveArguments,
-    _: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    let origin = match (arguments.from.as_deref(), arguments.snapshot) {
-        (Some(reference), None) => Origin::Reference(reference),
-        (None, Some(state)) => Origin::State(state),
-        _ => {
-            return Err(ToolError::invalid(
-                "give exactly one of `from` (a snapshot id, a global label or template:<characterId>) and `snapshot` (a state)",
-            ));
-        }
-    };
-    let saved = service.save_global(
-        &arguments.label,
-        &arguments.description,
-        origin,
-        arguments.replace,
-    )?;
-    structured(&saved)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -399,44 +258,23 @@ pub struct GlobalListOutput {
 }
 
 /// `SnapshotGlobalList`: the global snapshots.
-pub(super) struct SnapshotGlobalList {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for NoArguments {
+    type Service = Arc<Snapshots>;
+    type Output = GlobalListOutput;
+    const TOOL: Declaration = declare(
+        "SnapshotGlobalList",
+        "List global snapshots",
+        CACHED_READ,
+        GLOBAL_LIST,
+    );
 
-impl SnapshotGlobalList {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<NoArguments>("SnapshotGlobalList", GLOBAL_LIST, CACHED_READ)
-                .with_title("List global snapshots")
-                .with_output::<GlobalListOutput>();
-        Self {
-            definition,
-            service,
-        }
+    async fn run(
+        self,
+        context: Context<'_, Arc<Snapshots>>,
+    ) -> Result<GlobalListOutput, ToolError> {
+        let globals = service(&context).globals()?;
+        Ok(GlobalListOutput { globals })
     }
-}
-
-impl Tool for SnapshotGlobalList {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(&self.definition, call, move |arguments, cancellation| {
-            global_list(&service, arguments, cancellation)
-        })
-    }
-}
-
-fn global_list(
-    service: &Snapshots,
-    _arguments: NoArguments,
-    _: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    let globals = service.globals()?;
-    structured(&GlobalListOutput { globals })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -447,91 +285,47 @@ pub struct GlobalArguments {
 }
 
 /// `SnapshotGlobalGet`: one global snapshot by id or label.
-pub(super) struct SnapshotGlobalGet {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for GlobalArguments {
+    type Service = Arc<Snapshots>;
+    type Output = GlobalSnapshot;
+    const TOOL: Declaration = declare(
+        "SnapshotGlobalGet",
+        "Get global snapshot",
+        CACHED_READ,
+        GLOBAL_GET,
+    );
 
-impl SnapshotGlobalGet {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<GlobalArguments>("SnapshotGlobalGet", GLOBAL_GET, CACHED_READ)
-                .with_title("Get global snapshot")
-                .with_output::<GlobalSnapshot>();
-        Self {
-            definition,
-            service,
-        }
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<GlobalSnapshot, ToolError> {
+        Ok(service(&context).global(&self.id)?)
     }
 }
 
-impl Tool for SnapshotGlobalGet {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(&self.definition, call, move |arguments, cancellation| {
-            global_get(&service, &arguments, cancellation)
-        })
-    }
-}
-
-fn global_get(
-    service: &Snapshots,
-    arguments: &GlobalArguments,
-    _: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    structured(&service.global(&arguments.id)?)
-}
+/// The arguments of `SnapshotGlobalDelete`, as `SnapshotGlobalGet`'s.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct GlobalDeleteArguments(pub GlobalArguments);
 
 /// `SnapshotGlobalDelete`: one global snapshot deleted; asks first.
-pub(super) struct SnapshotGlobalDelete {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
-
-impl SnapshotGlobalDelete {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition = ToolDefinition::new::<GlobalArguments>(
+impl TypedTool for GlobalDeleteArguments {
+    type Service = Arc<Snapshots>;
+    type Output = GlobalSummary;
+    const TOOL: Declaration = Declaration {
+        permission: ASKS_FIRST,
+        ..declare(
             "SnapshotGlobalDelete",
-            GLOBAL_DELETE,
+            "Delete global snapshot",
             DESTRUCTIVE,
+            GLOBAL_DELETE,
         )
-        .with_title("Delete global snapshot")
-        .with_output::<GlobalSummary>()
-        .with_permission(ASKS_FIRST);
-        Self {
-            definition,
-            service,
-        }
-    }
-}
+    };
 
-impl Tool for SnapshotGlobalDelete {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(&self.definition, call, move |arguments, cancellation| {
-            global_delete(&service, &arguments, cancellation)
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<GlobalSummary, ToolError> {
+        let deleted = service(&context).delete_global(&self.0.id)?;
+        Ok(GlobalSummary {
+            id: deleted.id,
+            label: deleted.label,
+            description: deleted.description,
+            created_at: deleted.created_at,
         })
     }
-}
-
-fn global_delete(
-    service: &Snapshots,
-    arguments: &GlobalArguments,
-    _: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    let deleted = service.delete_global(&arguments.id)?;
-    structured(&GlobalSummary {
-        id: deleted.id,
-        label: deleted.label,
-        description: deleted.description,
-        created_at: deleted.created_at,
-    })
 }

@@ -4,17 +4,17 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES_OR_ADDS, WRITES, asked_when};
-use crate::groups::{off_thread, structured};
+use super::{
+    ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES_OR_ADDS, WRITES, asked_when, declare, service,
+};
 use crate::snapshots::Snapshots;
 use crate::snapshots::functions::{Export, Scope, VarFunction};
 use crate::tools::{
-    Consent, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, WORKSPACE_VIEW,
+    Consent, Context, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, parse_arguments,
 };
 
 const FUNCTION_LIST: &str = "List the state functions: the global library (with the built-ins \
@@ -53,44 +53,30 @@ pub struct FunctionListOutput {
 }
 
 /// `FunctionList`: the global functions, and a character's own.
-pub(super) struct FunctionList {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
-
-impl FunctionList {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<ScopeArguments>("FunctionList", FUNCTION_LIST, CACHED_READ)
-                .with_title("List state functions")
-                .with_output::<FunctionListOutput>()
-                .with_view(WORKSPACE_VIEW);
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for FunctionList {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: ScopeArguments, _| {
-                let global = service.functions(&Scope::Global)?;
-                let local = match Scope::of(arguments.character_id.as_deref()) {
-                    Scope::Global => None,
-                    scope @ Scope::Character(_) => Some(service.functions(&scope)?),
-                };
-                structured(&FunctionListOutput { global, local })
-            },
+impl TypedTool for ScopeArguments {
+    type Service = Arc<Snapshots>;
+    type Output = FunctionListOutput;
+    const TOOL: Declaration = Declaration {
+        view: Some(WORKSPACE_VIEW),
+        ..declare(
+            "FunctionList",
+            "List state functions",
+            CACHED_READ,
+            FUNCTION_LIST,
         )
+    };
+
+    async fn run(
+        self,
+        context: Context<'_, Arc<Snapshots>>,
+    ) -> Result<FunctionListOutput, ToolError> {
+        let service = service(&context);
+        let global = service.functions(&Scope::Global)?;
+        let local = match Scope::of(self.character_id.as_deref()) {
+            Scope::Global => None,
+            scope @ Scope::Character(_) => Some(service.functions(&scope)?),
+        };
+        Ok(FunctionListOutput { global, local })
     }
 }
 
@@ -105,41 +91,31 @@ pub struct UpsertArguments {
 
 /// `FunctionUpsert`: a function created or replaced; replacing one's pattern, executor or
 /// description asks first (the old ones are gone).
-pub(super) struct FunctionUpsert {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
-
-impl FunctionUpsert {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition = ToolDefinition::new::<UpsertArguments>(
+impl TypedTool for UpsertArguments {
+    type Service = Arc<Snapshots>;
+    type Output = VarFunction;
+    const TOOL: Declaration = Declaration {
+        permission: ASKS_FIRST,
+        ..declare(
             "FunctionUpsert",
-            FUNCTION_UPSERT,
+            "Create or replace state function",
             OVERWRITES_OR_ADDS,
+            FUNCTION_UPSERT,
         )
-        .with_title("Create or replace state function")
-        .with_output::<VarFunction>()
-        .with_permission(ASKS_FIRST);
-        Self {
-            definition,
-            service,
-        }
-    }
-}
+    };
 
-impl Tool for FunctionUpsert {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<VarFunction, ToolError> {
+        let scope = Scope::of(self.character_id.as_deref());
+        Ok(service(&context).upsert_function(self.function, &scope)?)
     }
 
     /// A new function destroys nothing, and neither does a call that changes only `enabled`
     /// or `order` (what `FunctionEnable` and `FunctionReorder` change without asking);
     /// replacing anything else of a function of its library (a built-in included) is asked.
-    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
-        let arguments: UpsertArguments = self.definition.parse(arguments.clone())?;
+    fn consent(service: &Arc<Snapshots>, arguments: &Value) -> Result<Consent, ToolError> {
+        let arguments: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
         let new = arguments.function;
-        let stored = self
-            .service
+        let stored = service
             .functions(&Scope::of(arguments.character_id.as_deref()))?
             .into_iter()
             .find(|function| !new.id.is_empty() && function.id == new.id);
@@ -152,18 +128,6 @@ impl Tool for FunctionUpsert {
         });
         Ok(asked_when(replaces))
     }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: UpsertArguments, _| {
-                let scope = Scope::of(arguments.character_id.as_deref());
-                structured(&service.upsert_function(arguments.function, &scope)?)
-            },
-        )
-    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -174,40 +138,22 @@ pub struct RemoveArguments {
 }
 
 /// `FunctionRemove`: a function removed by id.
-pub(super) struct FunctionRemove {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
-
-impl FunctionRemove {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<RemoveArguments>("FunctionRemove", FUNCTION_REMOVE, DESTRUCTIVE)
-                .with_title("Remove state function")
-                .with_output::<VarFunction>()
-                .with_permission(ASKS_FIRST);
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for FunctionRemove {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: RemoveArguments, _| {
-                let scope = Scope::of(arguments.character_id.as_deref());
-                structured(&service.remove_function(&arguments.id, &scope)?)
-            },
+impl TypedTool for RemoveArguments {
+    type Service = Arc<Snapshots>;
+    type Output = VarFunction;
+    const TOOL: Declaration = Declaration {
+        permission: ASKS_FIRST,
+        ..declare(
+            "FunctionRemove",
+            "Remove state function",
+            DESTRUCTIVE,
+            FUNCTION_REMOVE,
         )
+    };
+
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<VarFunction, ToolError> {
+        let scope = Scope::of(self.character_id.as_deref());
+        Ok(service(&context).remove_function(&self.id, &scope)?)
     }
 }
 
@@ -228,46 +174,26 @@ pub struct ImportOutput {
 }
 
 /// `FunctionImport`: functions from the export format, each with a new id, all disabled.
-pub(super) struct FunctionImport {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for ImportArguments {
+    type Service = Arc<Snapshots>;
+    type Output = ImportOutput;
+    const TOOL: Declaration = declare(
+        "FunctionImport",
+        "Import state functions",
+        WRITES,
+        FUNCTION_IMPORT,
+    );
 
-impl FunctionImport {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<ImportArguments>("FunctionImport", FUNCTION_IMPORT, WRITES)
-                .with_title("Import state functions")
-                .with_output::<ImportOutput>();
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for FunctionImport {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: ImportArguments, _| {
-                let scope = Scope::of(arguments.character_id.as_deref());
-                let imported = service.import(export_of(arguments.data)?, &scope)?;
-                structured(&ImportOutput {
-                    note: format!(
-                        "{} functions imported, all disabled: enable each with FunctionUpsert after reviewing it",
-                        imported.len()
-                    ),
-                    imported,
-                })
-            },
-        )
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<ImportOutput, ToolError> {
+        let scope = Scope::of(self.character_id.as_deref());
+        let imported = service(&context).import(export_of(self.data)?, &scope)?;
+        Ok(ImportOutput {
+            note: format!(
+                "{} functions imported, all disabled: enable each with FunctionUpsert after reviewing it",
+                imported.len()
+            ),
+            imported,
+        })
     }
 }
 
@@ -294,38 +220,18 @@ pub struct ExportArguments {
 }
 
 /// `FunctionExport`: functions in the shareable format.
-pub(super) struct FunctionExport {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for ExportArguments {
+    type Service = Arc<Snapshots>;
+    type Output = Export;
+    const TOOL: Declaration = declare(
+        "FunctionExport",
+        "Export state functions",
+        CACHED_READ,
+        FUNCTION_EXPORT,
+    );
 
-impl FunctionExport {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<ExportArguments>("FunctionExport", FUNCTION_EXPORT, CACHED_READ)
-                .with_title("Export state functions")
-                .with_output::<Export>();
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for FunctionExport {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: ExportArguments, _| {
-                let scope = Scope::of(arguments.character_id.as_deref());
-                structured(&service.export(arguments.ids.as_deref(), &scope)?)
-            },
-        )
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Export, ToolError> {
+        let scope = Scope::of(self.character_id.as_deref());
+        Ok(service(&context).export(self.ids.as_deref(), &scope)?)
     }
 }

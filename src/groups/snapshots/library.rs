@@ -5,18 +5,14 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{OVERWRITES, annotations};
-use crate::groups::{off_thread, structured};
+use super::{OVERWRITES, annotations, declare, service};
 use crate::snapshots::functions::{Scope, VarFunction};
 use crate::snapshots::{Snapshots, TestBase, Tested};
-use crate::tools::{
-    Annotations, Caching, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, Truncation,
-};
+use crate::tools::{Annotations, Caching, Context, Declaration, ToolError, Truncation, TypedTool};
 
 /// Reads only, and stores nothing (not even its result as a variable).
 const READS: Annotations = annotations(true, false, true);
@@ -64,44 +60,25 @@ pub struct MovedOutput {
 }
 
 /// `FunctionMove`: a function moved between the global library and a character's.
-pub(super) struct FunctionMove {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for MoveArguments {
+    type Service = Arc<Snapshots>;
+    type Output = MovedOutput;
+    const TOOL: Declaration = declare(
+        "FunctionMove",
+        "Move state function between libraries",
+        OVERWRITES,
+        MOVE,
+    );
 
-impl FunctionMove {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition = ToolDefinition::new::<MoveArguments>("FunctionMove", MOVE, OVERWRITES)
-            .with_title("Move state function between libraries")
-            .with_output::<MovedOutput>();
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for FunctionMove {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: MoveArguments, _| {
-                let from = Scope::of(arguments.character_id.as_deref());
-                let to = Scope::of(arguments.to_character_id.as_deref());
-                let function = service.move_function(&arguments.id, &from, &to)?;
-                structured(&MovedOutput {
-                    function,
-                    from: from.key(),
-                    to: to.key(),
-                })
-            },
-        )
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<MovedOutput, ToolError> {
+        let from = Scope::of(self.character_id.as_deref());
+        let to = Scope::of(self.to_character_id.as_deref());
+        let function = service(&context).move_function(&self.id, &from, &to)?;
+        Ok(MovedOutput {
+            function,
+            from: from.key(),
+            to: to.key(),
+        })
     }
 }
 
@@ -121,40 +98,20 @@ pub struct FunctionsOutput {
 }
 
 /// `FunctionReorder`: a library in a new running order.
-pub(super) struct FunctionReorder {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for ReorderArguments {
+    type Service = Arc<Snapshots>;
+    type Output = FunctionsOutput;
+    const TOOL: Declaration = declare(
+        "FunctionReorder",
+        "Reorder state functions",
+        OVERWRITES,
+        REORDER,
+    );
 
-impl FunctionReorder {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<ReorderArguments>("FunctionReorder", REORDER, OVERWRITES)
-                .with_title("Reorder state functions")
-                .with_output::<FunctionsOutput>();
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for FunctionReorder {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: ReorderArguments, _| {
-                let scope = Scope::of(arguments.character_id.as_deref());
-                let functions = service.reorder(&arguments.ids, &scope)?;
-                structured(&FunctionsOutput { functions })
-            },
-        )
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<FunctionsOutput, ToolError> {
+        let scope = Scope::of(self.character_id.as_deref());
+        let functions = service(&context).reorder(&self.ids, &scope)?;
+        Ok(FunctionsOutput { functions })
     }
 }
 
@@ -170,40 +127,20 @@ pub struct EnableArguments {
 }
 
 /// `FunctionEnable`: functions turned on or off in bulk.
-pub(super) struct FunctionEnable {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for EnableArguments {
+    type Service = Arc<Snapshots>;
+    type Output = FunctionsOutput;
+    const TOOL: Declaration = declare(
+        "FunctionEnable",
+        "Enable or disable state functions",
+        OVERWRITES,
+        ENABLE,
+    );
 
-impl FunctionEnable {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<EnableArguments>("FunctionEnable", ENABLE, OVERWRITES)
-                .with_title("Enable or disable state functions")
-                .with_output::<FunctionsOutput>();
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for FunctionEnable {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: EnableArguments, _| {
-                let scope = Scope::of(arguments.character_id.as_deref());
-                let functions = service.set_enabled(&arguments.ids, arguments.enabled, &scope)?;
-                structured(&FunctionsOutput { functions })
-            },
-        )
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<FunctionsOutput, ToolError> {
+        let scope = Scope::of(self.character_id.as_deref());
+        let functions = service(&context).set_enabled(&self.ids, self.enabled, &scope)?;
+        Ok(FunctionsOutput { functions })
     }
 }
 
@@ -223,52 +160,31 @@ pub struct TestArguments {
     pub function: Option<VarFunction>,
 }
 
-/// `FunctionTest`: a dry run over a text. It is neither cached nor cut: it stores nothing, and its steps are what
-/// the caller asked to see.
-pub(super) struct FunctionTest {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
-
-impl FunctionTest {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition = ToolDefinition::new::<TestArguments>("FunctionTest", TEST, READS)
-            .with_title("Test state functions on a text")
-            .with_output::<Tested>()
-            .with_caching(Caching::Off)
-            .with_truncation(Truncation::Never);
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for FunctionTest {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: TestArguments, cancellation| {
-                let base = match arguments.snapshot {
-                    None => TestBase::Template,
-                    Some(Value::String(id)) => TestBase::Snapshot(id),
-                    Some(state) => TestBase::State(state),
-                };
-                let tested = service.test(
-                    &arguments.text,
-                    base,
-                    arguments.character_id.as_deref(),
-                    arguments.function,
-                    &|| cancellation.is_cancelled(),
-                )?;
-                structured(&tested)
-            },
+/// `FunctionTest`: a dry run over a text. It is neither cached nor cut: it stores nothing, and
+/// its steps are what the caller asked to see.
+impl TypedTool for TestArguments {
+    type Service = Arc<Snapshots>;
+    type Output = Tested;
+    const TOOL: Declaration = Declaration {
+        caching: Caching::Off,
+        truncation: Truncation::Never,
+        ..declare(
+            "FunctionTest",
+            "Test state functions on a text",
+            READS,
+            TEST,
         )
+    };
+
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Tested, ToolError> {
+        let base = match self.snapshot {
+            None => TestBase::Template,
+            Some(Value::String(id)) => TestBase::Snapshot(id),
+            Some(state) => TestBase::State(state),
+        };
+        let character = self.character_id.as_deref();
+        let cancelled = || context.cancellation.is_cancelled();
+        let service = service(&context);
+        Ok(service.test(&self.text, base, character, self.function, &cancelled)?)
     }
 }

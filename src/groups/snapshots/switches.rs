@@ -3,15 +3,13 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::OVERWRITES;
-use crate::groups::{off_thread, structured};
+use super::{OVERWRITES, declare, service};
 use crate::snapshots::Snapshots;
 use crate::snapshots::switches::{Setting, Switches};
-use crate::tools::{Tool, ToolCall, ToolDefinition, ToolError, ToolOutput};
+use crate::tools::{Context, Declaration, ToolError, TypedTool};
 
 const SWITCH: &str = "Switch state processing on or off for a chat (`chatFile`) or a character \
     (`characterId`); `inherit` removes the setting. A chat's setting wins over its character's; \
@@ -30,42 +28,18 @@ pub struct SwitchArguments {
 }
 
 /// `SnapshotEnable`: a chat's or a character's processing switched; answers every switch set.
-pub(super) struct SnapshotEnable {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for SwitchArguments {
+    type Service = Arc<Snapshots>;
+    type Output = Switches;
+    const TOOL: Declaration = declare(
+        "SnapshotEnable",
+        "Switch chat state processing on or off",
+        OVERWRITES,
+        SWITCH,
+    );
 
-impl SnapshotEnable {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<SwitchArguments>("SnapshotEnable", SWITCH, OVERWRITES)
-                .with_title("Switch chat state processing on or off")
-                .with_output::<Switches>();
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for SnapshotEnable {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: SwitchArguments, _| {
-                let switches = service.set_switch(
-                    arguments.chat_file.as_deref(),
-                    arguments.character_id.as_deref(),
-                    arguments.setting,
-                )?;
-                structured(&switches)
-            },
-        )
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Switches, ToolError> {
+        let (chat, character) = (self.chat_file.as_deref(), self.character_id.as_deref());
+        Ok(service(&context).set_switch(chat, character, self.setting)?)
     }
 }

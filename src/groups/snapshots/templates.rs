@@ -3,16 +3,14 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ASKS_FIRST, CACHED_READ, OVERWRITES, asked_when};
-use crate::groups::{off_thread, structured};
+use super::{ASKS_FIRST, CACHED_READ, OVERWRITES, asked_when, declare, service};
 use crate::snapshots::Snapshots;
 use crate::snapshots::builtins::strip_mvu_metadata;
-use crate::tools::{Consent, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput};
+use crate::tools::{Consent, Context, Declaration, ToolError, TypedTool, parse_arguments};
 
 const TEMPLATE_GET: &str = "Read a character's template: the state a chat starts from.";
 
@@ -36,42 +34,22 @@ pub struct TemplateOutput {
 }
 
 /// `TemplateGet`: a character's template.
-pub(super) struct TemplateGet {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for TemplateGetArguments {
+    type Service = Arc<Snapshots>;
+    type Output = TemplateOutput;
+    const TOOL: Declaration = declare(
+        "TemplateGet",
+        "Get character template",
+        CACHED_READ,
+        TEMPLATE_GET,
+    );
 
-impl TemplateGet {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<TemplateGetArguments>("TemplateGet", TEMPLATE_GET, CACHED_READ)
-                .with_title("Get character template")
-                .with_output::<TemplateOutput>();
-        Self {
-            definition,
-            service,
-        }
-    }
-}
-
-impl Tool for TemplateGet {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |arguments: TemplateGetArguments, _| {
-                let template = service.template(&arguments.character_id)?;
-                structured(&TemplateOutput {
-                    character_id: arguments.character_id,
-                    template: template.unwrap_or(Value::Null),
-                })
-            },
-        )
+    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<TemplateOutput, ToolError> {
+        let template = service(&context).template(&self.character_id)?;
+        Ok(TemplateOutput {
+            character_id: self.character_id,
+            template: template.unwrap_or(Value::Null),
+        })
     }
 }
 
@@ -88,52 +66,38 @@ pub struct TemplateSetArguments {
 }
 
 /// `TemplateSet`: a character's template set; replacing one asks first.
-pub(super) struct TemplateSet {
-    definition: ToolDefinition,
-    service: Arc<Snapshots>,
-}
+impl TypedTool for TemplateSetArguments {
+    type Service = Arc<Snapshots>;
+    type Output = TemplateOutput;
+    const TOOL: Declaration = Declaration {
+        permission: ASKS_FIRST,
+        ..declare(
+            "TemplateSet",
+            "Set character template",
+            OVERWRITES,
+            TEMPLATE_SET,
+        )
+    };
 
-impl TemplateSet {
-    pub(super) fn new(service: Arc<Snapshots>) -> Self {
-        let definition =
-            ToolDefinition::new::<TemplateSetArguments>("TemplateSet", TEMPLATE_SET, OVERWRITES)
-                .with_title("Set character template")
-                .with_output::<TemplateOutput>()
-                .with_permission(ASKS_FIRST);
-        Self {
-            definition,
-            service,
+    async fn run(
+        mut self,
+        context: Context<'_, Arc<Snapshots>>,
+    ) -> Result<TemplateOutput, ToolError> {
+        if self.mvu_strip {
+            strip_mvu_metadata(&mut self.template);
         }
-    }
-}
-
-impl Tool for TemplateSet {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
+        service(&context).set_template(&self.character_id, &self.template)?;
+        Ok(TemplateOutput {
+            character_id: self.character_id,
+            template: self.template,
+        })
     }
 
     /// A character's first template destroys nothing; replacing one is asked.
-    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
-        let arguments: TemplateSetArguments = self.definition.parse(arguments.clone())?;
-        let replaces = self.service.template(&arguments.character_id)?.is_some();
-        Ok(asked_when(replaces))
-    }
-
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let service = self.service.of(call.workspace.name());
-        off_thread(
-            &self.definition,
-            call,
-            move |mut arguments: TemplateSetArguments, _| {
-                if arguments.mvu_strip {
-                    strip_mvu_metadata(&mut arguments.template);
-                }
-                service.set_template(&arguments.character_id, &arguments.template)?;
-                structured(&TemplateOutput {
-                    character_id: arguments.character_id,
-                    template: arguments.template,
-                })
-            },
-        )
+    fn consent(service: &Arc<Snapshots>, arguments: &Value) -> Result<Consent, ToolError> {
+        let arguments: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
+        Ok(asked_when(
+            service.template(&arguments.character_id)?.is_some(),
+        ))
     }
 }

@@ -1,14 +1,12 @@
 //! The text `SkillLoad` and `SkillReadFile` serve: a skill's instructions in `<skill_content>`
-//! (whole, as their opening and table of sections, or one section), and a markdown file's
-//! opening and table of sections or one of its sections. The cutting is
-//! [`crate::skills::sections`]'; here it is only written out for the model.
+//! (whole, as their opening and table of sections, or one section), and a window of a file, a
+//! markdown file's opening and table of sections or one of its sections. The cutting is
+//! [`super::sections`]'; here it is only written out for the model.
 
 use std::fmt::Write as _;
 
-use super::escape;
-use crate::skills::sections::{self, Outline, Part};
-use crate::skills::{SKILL_MD, Skill};
-use crate::tools::ToolError;
+use super::sections::{self, Outline, Part};
+use super::{Error, SKILL_MD, Skill};
 
 /// The activation text clients follow best, around the whole body.
 pub fn skill_content(skill: &Skill, body: &str) -> String {
@@ -20,7 +18,7 @@ pub fn instructions(
     skill: &Skill,
     section: Option<&str>,
     body_limit: usize,
-) -> Result<String, ToolError> {
+) -> Result<String, Error> {
     let body = skill.body()?;
     // A body of no more bytes than the limit has no more characters: served whole, unparsed.
     if section.is_none() && body.len() <= body_limit {
@@ -59,15 +57,15 @@ pub fn instructions(
 
 /// `SkillReadFile` with `section`: a window (`start`, `length`, in characters) of one
 /// section of a markdown file.
-pub(super) fn file_section(
+fn file_section(
     skill: &Skill,
     path: &str,
     section: &str,
     start: usize,
     length: usize,
-) -> Result<String, ToolError> {
+) -> Result<String, Error> {
     if !sections::is_markdown(path) {
-        return Err(skill.not_markdown(path).into());
+        return Err(skill.not_markdown(path));
     }
     let text = skill.read_text(path)?;
     let outline = Outline::parse(&text);
@@ -92,11 +90,7 @@ pub(super) fn file_section(
 /// `SkillReadFile` with no window: for a markdown file of more than `body_limit` characters
 /// with sections, its opening and table of sections; `None` for any other file, which is read
 /// in windows as before. A file too large to count is left to windows too.
-pub(super) fn file_overview(
-    skill: &Skill,
-    path: &str,
-    body_limit: usize,
-) -> Result<Option<String>, ToolError> {
+fn file_overview(skill: &Skill, path: &str, body_limit: usize) -> Result<Option<String>, Error> {
     if !sections::is_markdown(path) {
         return Ok(None);
     }
@@ -175,4 +169,59 @@ fn wrap(skill: &Skill, section: Option<&str>, inner: &str) -> String {
     }
     text.push_str("</skill_content>");
     text
+}
+
+/// What of a skill's file to read: a window (`start`, `length`, in characters) of the file or
+/// of one of its sections.
+pub struct FileRequest<'a> {
+    pub path: &'a str,
+    pub section: Option<&'a str>,
+    pub start: Option<usize>,
+    pub length: Option<usize>,
+}
+
+/// A window of the file, of one of its sections, or, for a long markdown file read with no
+/// window, its opening and table of sections. `limits`: the output limit (the default window)
+/// and the body limit (the most characters of a markdown file read whole).
+pub fn file_text(
+    skill: &Skill,
+    request: &FileRequest<'_>,
+    (output_limit, body_limit): (Option<usize>, usize),
+) -> Result<String, Error> {
+    let path = request.path;
+    let start = request.start.unwrap_or(0);
+    let length = request.length.or(output_limit).unwrap_or(usize::MAX);
+    if let Some(section) = request.section {
+        return file_section(skill, path, section, start, length);
+    }
+    if request.start.is_none()
+        && request.length.is_none()
+        && let Some(overview) = file_overview(skill, path, body_limit)?
+    {
+        return Ok(overview);
+    }
+    let window = skill.read_window(path, start, length)?;
+    let name = &skill.name;
+    let (start, end) = (window.start, window.end);
+    let total = window
+        .total
+        .map_or_else(|| "a large file".to_owned(), |total| total.to_string());
+    let header = if window.more {
+        format!(
+            "[File `{path}` of skill `{name}`: characters {start}–{end} of {total}; more remains: SkillReadFile {{\"name\": \"{name}\", \"path\": \"{path}\", \"start\": {end}}}]"
+        )
+    } else {
+        format!(
+            "[File `{path}` of skill `{name}`: characters {start}–{end} of {total}; nothing more remains]"
+        )
+    };
+    Ok(format!("{header}\n{}", window.text))
+}
+
+/// Text made safe inside an XML-like element or attribute.
+pub fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }

@@ -1,0 +1,121 @@
+//! A whole plan run as one tool call (`RunPlan`): its parts taken from the call, validated
+//! against the enabled tools, the state and the variables, then run, and the answer.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::plan::{self, World};
+use super::run::{StateChange, StepStatus, StepTrace};
+use crate::tools::{PlanScope, ToolCall, ToolError};
+
+/// Steps run at once when a plan does not say.
+pub const DEFAULT_PARALLEL: usize = 4;
+
+/// What `RunPlan` answers.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunPlanOutput {
+    /// Every step succeeded (or, for a dry run, the plan is valid).
+    pub ok: bool,
+    /// The execution order: each inner list may run at the same time.
+    pub order: Vec<Vec<String>>,
+    /// Per step: status, timing, written paths, the variable holding its result.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepTrace>,
+    /// What the plan changed in the state document.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub state_diff: Vec<StateChange>,
+}
+
+/// Validates the plan, then runs it (`dry_run`: only returns the order).
+pub async fn run(
+    call: &ToolCall<'_>,
+    (steps, input): (&[Value], Value),
+    dry_run: bool,
+    parallel: usize,
+) -> Result<RunPlanOutput, ToolError> {
+    let steps = plan::parse(steps).map_err(|problems| invalid_plan(&problems))?;
+    let state_before = call.workspace.state()?;
+    let world = Catalog {
+        call,
+        state: state_before.clone(),
+    };
+    let validated =
+        plan::validate(&steps, &input, &world).map_err(|problems| invalid_plan(&problems))?;
+    if dry_run {
+        return Ok(RunPlanOutput {
+            ok: true,
+            order: validated.order,
+            steps: Vec::new(),
+            state_diff: Vec::new(),
+        });
+    }
+    let scope = PlanScope::new(input);
+    let traces = super::run::run(call, &steps, &validated.dependencies, &scope, parallel).await;
+    let state_after = call.workspace.state()?;
+    Ok(RunPlanOutput {
+        ok: traces
+            .iter()
+            .all(|trace| trace.status == StepStatus::Success),
+        order: validated.order,
+        steps: traces,
+        state_diff: super::run::state_diff(&state_before, &state_after),
+    })
+}
+
+/// The steps and input, from `steps`/`input` or from a whole `plan` (object or JSON text).
+pub fn parts(
+    steps: Option<Vec<Value>>,
+    plan: Option<Value>,
+    input: Option<Value>,
+) -> Result<(Vec<Value>, Value), ToolError> {
+    let empty = || Value::Object(Map::new());
+    let Some(plan) = plan else {
+        let steps =
+            steps.ok_or_else(|| ToolError::invalid("RunPlan needs `steps` (or a whole `plan`)"))?;
+        return Ok((steps, input.unwrap_or_else(empty)));
+    };
+    let plan = match plan {
+        Value::String(text) => serde_json::from_str(&text)
+            .map_err(|error| ToolError::invalid(format!("`plan` is text but not JSON: {error}")))?,
+        other => other,
+    };
+    let steps = match plan.get("steps") {
+        Some(Value::Array(steps)) => steps.clone(),
+        _ => return Err(ToolError::invalid("`plan` must hold a `steps` array")),
+    };
+    let input = input
+        .or_else(|| plan.get("input").cloned())
+        .unwrap_or_else(empty);
+    Ok((steps, input))
+}
+
+fn invalid_plan(problems: &[String]) -> ToolError {
+    ToolError::Invalid(format!(
+        "the plan is not valid ({} problems):\n- {}",
+        problems.len(),
+        problems.join("\n- ")
+    ))
+}
+
+/// Validation's view of the server: enabled tools, the state, the variables.
+struct Catalog<'a> {
+    call: &'a ToolCall<'a>,
+    state: Value,
+}
+
+impl World for Catalog<'_> {
+    fn tool_schema(&self, name: &str) -> Option<Map<String, Value>> {
+        let tool = self.call.executor.tools().find(name)?;
+        Some(tool.definition().input_schema.as_ref().clone())
+    }
+
+    fn state(&self) -> &Value {
+        &self.state
+    }
+
+    fn variable_exists(&self, name: &str) -> bool {
+        self.call.workspace.peek(name).is_some()
+    }
+}

@@ -1,0 +1,46 @@
+//! Caching a call's result and arguments as `{tool}_{nodeId}_result` / `_args` variables, in
+//! the room the caller may take.
+
+use serde_json::Value;
+
+use super::Executor;
+use crate::tools::{Caching, Tool};
+use crate::vars::{NewVariable, ValueKind, VarType};
+use crate::workspace::Room;
+
+impl Executor {
+    /// Stores the formatted result and the arguments as `{tool}_{nodeId}_result` / `_args`, and
+    /// returns the result's variable name.
+    /// A result recomputable from files is written lazily (see [`crate::workspace::Workspace::insert_all_lazily`]).
+    pub(super) fn cache(
+        &self,
+        tool: &dyn Tool,
+        formatted: &str,
+        arguments: &Value,
+    ) -> Result<String, crate::workspace::Error> {
+        let recomputable = tool.definition().caching == Caching::Lazy;
+        let tool = tool.definition().name.as_str();
+        let node = uuid::Uuid::new_v4().simple().to_string();
+        let node = &node[..8];
+        let result_name = format!("{tool}_{node}_result");
+        let args_name = format!("{tool}_{node}_args");
+        let mut result = NewVariable::text(&result_name, formatted, VarType::ToolCallResult);
+        result.desc = Some(format!("Result of the {tool} call {node}"));
+        result.tags = vec![tool.to_owned()];
+        let mut args = NewVariable::text(&args_name, arguments.to_string(), VarType::ToolCallArgs);
+        args.kind = ValueKind::Json;
+        args.desc = Some(format!("Arguments of the {tool} call {node}"));
+        args.tags = vec![tool.to_owned()];
+        let room = if self.caller.read_only {
+            Room::Free
+        } else {
+            Room::Evicting
+        };
+        if recomputable {
+            self.workspace.insert_all_lazily(vec![args, result], room)?;
+        } else {
+            self.workspace.insert_all_within(vec![args, result], room)?;
+        }
+        Ok(result_name)
+    }
+}

@@ -1,0 +1,430 @@
+//! Typed tools: a built-in tool is its argument type, implementing [`TypedTool`] — a
+//! [`Declaration`] (what `tools/list` shows and how the executor treats the calls, as data), an
+//! [`Reply`] type and one `run` that calls the domain. The one blanket implementation here,
+//! [`Typed`], makes it a [`Tool`]: it decodes the arguments, runs the tool where its
+//! [`Declaration::runs`] says (on the session, or on tokio's blocking pool) and builds the result.
+//! Tools of other origins (another MCP server's, a script folder's) implement [`Tool`] directly.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    Annotations, Caching, Consent, Daggers, Permission, Policy, Tool, ToolCall, ToolDefinition,
+    ToolError, ToolOutput, Truncation, output_schema, parse_arguments,
+};
+use crate::workspace::Workspace;
+
+/// Where a typed tool's calls run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// On the session's own thread: quick work, or work that waits without blocking (the
+    /// client's model, a script's process, the steps of a plan).
+    OnSession,
+    /// On tokio's blocking pool, with the call's cancellation, for synchronous work that may
+    /// take long (a rescan of every skill root, a whole chat): the server's runtime is
+    /// single-threaded (`main.rs` says why), and a long call on it would hold up every other
+    /// request of the session. The arguments are decoded there too, since a whole chat takes a
+    /// while to decode.
+    OnBlockingPool,
+}
+
+/// A tool's declaration as constant data; the schemas come from its argument and answer types.
+/// [`Declaration::new`] gives the default handling (auto-approved, cached durably, cut to the
+/// configured limit, `†` resolved); a tool changes what differs with struct update syntax.
+#[derive(Debug, Clone, Copy)]
+pub struct Declaration {
+    pub name: &'static str,
+    pub title: &'static str,
+    /// What the model reads (trimmed).
+    pub description: &'static str,
+    pub annotations: Annotations,
+    pub permission: Permission,
+    pub caching: Caching,
+    pub truncation: Truncation,
+    pub daggers: Daggers,
+    pub always_listed: bool,
+    pub view: Option<&'static str>,
+    pub changes_shared_state: bool,
+    /// Where the calls run.
+    pub runs: Runs,
+}
+
+impl Declaration {
+    pub const fn new(
+        name: &'static str,
+        title: &'static str,
+        annotations: Annotations,
+        description: &'static str,
+    ) -> Self {
+        Self {
+            name,
+            title,
+            description,
+            annotations,
+            permission: Permission {
+                execution: Policy::Auto,
+                result: Policy::Auto,
+            },
+            caching: Caching::Durable,
+            truncation: Truncation::Configured,
+            daggers: Daggers::Resolved,
+            always_listed: false,
+            view: None,
+            changes_shared_state: false,
+            runs: Runs::OnSession,
+        }
+    }
+
+    /// The [`ToolDefinition`] of a tool taking `Arguments` and answering with `Output`.
+    pub fn definition<Arguments: JsonSchema, Output: Reply>(&self) -> ToolDefinition {
+        let mut definition =
+            ToolDefinition::new::<Arguments>(self.name, self.description, self.annotations)
+                .with_title(self.title)
+                .with_permission(self.permission)
+                .with_caching(self.caching)
+                .with_truncation(self.truncation)
+                .with_daggers(self.daggers);
+        definition.output_schema = Output::schema();
+        definition.always_listed = self.always_listed;
+        definition.view = self.view;
+        definition.changes_shared_state = self.changes_shared_state;
+        definition
+    }
+}
+
+/// What a typed tool answers with: text for the model ([`Text`]), or any serializable value,
+/// sent as structured content under its generated output schema.
+pub trait Reply: Send + 'static {
+    /// The output schema `tools/list` shows; `None` for text.
+    fn schema() -> Option<Arc<Map<String, Value>>>;
+
+    fn into_output(self) -> Result<ToolOutput, ToolError>;
+}
+
+/// A text answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Text(pub String);
+
+impl Reply for Text {
+    fn schema() -> Option<Arc<Map<String, Value>>> {
+        None
+    }
+
+    fn into_output(self) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::Text(self.0))
+    }
+}
+
+impl<Output: Serialize + JsonSchema + Send + 'static> Reply for Output {
+    fn schema() -> Option<Arc<Map<String, Value>>> {
+        Some(output_schema::<Output>())
+    }
+
+    fn into_output(self) -> Result<ToolOutput, ToolError> {
+        structured(&self)
+    }
+}
+
+/// Structured output from a serializable value.
+pub fn structured(value: &impl Serialize) -> Result<ToolOutput, ToolError> {
+    serde_json::to_value(value)
+        .map(ToolOutput::Structured)
+        .map_err(|error| ToolError::Internal(format!("cannot serialize a result: {error}")))
+}
+
+/// What a running typed tool may use.
+pub struct Context<'a, Service> {
+    /// What the tool was built with (the snapshot service, the skills shelf); `()` for none.
+    pub service: &'a Service,
+    pub workspace: &'a Arc<Workspace>,
+    /// The client cancelled, or left.
+    pub cancellation: &'a CancellationToken,
+    /// The output limit in force for this call (`None`: no truncation); tools that page their
+    /// own output use it as their page size.
+    pub output_limit: Option<usize>,
+    /// The rest of the call (the executor, the client's model, …), on the session only.
+    session: Option<&'a ToolCall<'a>>,
+}
+
+impl<'a, Service> Context<'a, Service> {
+    /// The call as the session has it: the executor, the asker, the sampler, progress. A tool
+    /// that runs [`Runs::OnBlockingPool`] has none.
+    pub fn session(&self) -> Result<&'a ToolCall<'a>, ToolError> {
+        self.session.ok_or_else(|| {
+            ToolError::Internal("the tool runs on the blocking pool, away from the session".into())
+        })
+    }
+}
+
+/// A built-in tool: `Self` is its arguments (decoded from the call, `///` documented for the
+/// input schema).
+pub trait TypedTool: DeserializeOwned + JsonSchema + Send + Sized + 'static {
+    /// What the tool is built with; cloned into a call on the blocking pool.
+    type Service: Clone + Send + Sync + 'static;
+    type Output: Reply;
+    const TOOL: Declaration;
+
+    fn run(
+        self,
+        context: Context<'_, Self::Service>,
+    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+
+    /// As [`Tool::consent`].
+    fn consent(_service: &Self::Service, _arguments: &Value) -> Result<Consent, ToolError> {
+        Ok(Consent::Asked { scope: None })
+    }
+
+    /// As [`Tool::format_for_llm`].
+    fn format_for_llm(output: &ToolOutput, _arguments: &Value) -> String {
+        super::plain_text(output)
+    }
+}
+
+/// A [`TypedTool`] with its definition and service, as a [`Tool`].
+pub struct Typed<T: TypedTool> {
+    definition: ToolDefinition,
+    service: T::Service,
+}
+
+impl<T: TypedTool> Typed<T> {
+    pub fn new(service: T::Service) -> Self {
+        Self {
+            definition: T::TOOL.definition::<T, T::Output>(),
+            service,
+        }
+    }
+}
+
+/// The tool `T`, built with `service`, ready for a group.
+pub fn typed<T: TypedTool>(service: T::Service) -> Arc<dyn Tool> {
+    Arc::new(Typed::<T>::new(service))
+}
+
+impl<T: TypedTool> Tool for Typed<T> {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        match T::TOOL.runs {
+            Runs::OnSession => Box::pin(async move {
+                let mut call = call;
+                let arguments: T =
+                    parse_arguments(T::TOOL.name, std::mem::take(&mut call.arguments))?;
+                let context = Context {
+                    service: &self.service,
+                    workspace: call.workspace,
+                    cancellation: &call.cancellation,
+                    output_limit: call.output_limit,
+                    session: Some(&call),
+                };
+                arguments.run(context).await?.into_output()
+            }),
+            Runs::OnBlockingPool => {
+                let service = self.service.clone();
+                let workspace = Arc::clone(call.workspace);
+                let (arguments, cancellation) = (call.arguments, call.cancellation);
+                let output_limit = call.output_limit;
+                Box::pin(async move {
+                    tokio::task::spawn_blocking(move || {
+                        let arguments: T = parse_arguments(T::TOOL.name, arguments)?;
+                        let context = Context {
+                            service: &service,
+                            workspace: &workspace,
+                            cancellation: &cancellation,
+                            output_limit,
+                            session: None,
+                        };
+                        finish(arguments.run(context))?.into_output()
+                    })
+                    .await
+                    .map_err(|error| {
+                        ToolError::Internal(format!("the tool's task failed: {error}"))
+                    })?
+                })
+            }
+        }
+    }
+
+    fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
+        T::consent(&self.service, arguments)
+    }
+
+    fn format_for_llm(&self, output: &ToolOutput, arguments: &Value) -> String {
+        T::format_for_llm(output, arguments)
+    }
+}
+
+/// Drives a tool's `run` on a blocking-pool thread. The body of a tool that runs there is
+/// synchronous, so one poll finishes it, and it may itself block on a future (the shelf's
+/// library) without nesting executors; one that does wait is driven to its end here.
+fn finish<Work: Future>(work: Work) -> Work::Output {
+    let mut work = std::pin::pin!(work);
+    let mut waker = std::task::Context::from_waker(std::task::Waker::noop());
+    match work.as_mut().poll(&mut waker) {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => futures::executor::block_on(work),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use pretty_assertions::assert_eq;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use serde_json::json;
+    use tokio_util::sync::CancellationToken;
+
+    use super::{Context, Declaration, Runs, Text, TypedTool, typed};
+    use crate::tools::{
+        Annotations, Asking, Caching, CallRequest, ExecuteStatus, Executor, ExecutorSettings,
+        Origin, Outcome, Registry, ToolDefinition, ToolError, ToolGroup, ToolOutput, Truncation,
+    };
+    use crate::vars::ManualClock;
+    use crate::workspace::Workspace;
+
+    /// Echoes its word, with the service's prefix, where its declaration says it runs.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct EchoArguments {
+        /// The word.
+        word: String,
+    }
+
+    #[derive(Debug, Serialize, JsonSchema)]
+    struct Echoed {
+        echoed: String,
+        on_session: bool,
+    }
+
+    impl TypedTool for EchoArguments {
+        type Service = String;
+        type Output = Echoed;
+        const TOOL: Declaration = Declaration {
+            caching: Caching::Off,
+            ..Declaration::new("Echo", "Echo", Annotations::NONE, " Echoes. ")
+        };
+
+        async fn run(self, context: Context<'_, String>) -> Result<Echoed, ToolError> {
+            Ok(Echoed {
+                echoed: format!("{}{}", context.service, self.word),
+                on_session: context.session().is_ok(),
+            })
+        }
+    }
+
+    /// The same, on the blocking pool, answering text.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    struct PooledArguments {
+        word: String,
+    }
+
+    impl TypedTool for PooledArguments {
+        type Service = ();
+        type Output = Text;
+        const TOOL: Declaration = Declaration {
+            caching: Caching::Off,
+            truncation: Truncation::Never,
+            runs: Runs::OnBlockingPool,
+            ..Declaration::new("Pooled", "Pooled", Annotations::NONE, "Pooled.")
+        };
+
+        async fn run(self, context: Context<'_, ()>) -> Result<Text, ToolError> {
+            let place = if context.session().is_ok() {
+                "session"
+            } else {
+                "pool"
+            };
+            Ok(Text(format!("{} on the {place}", self.word)))
+        }
+    }
+
+    #[test]
+    fn a_declaration_makes_the_definition_a_hand_built_one_would() {
+        let declared = super::Typed::<EchoArguments>::new("> ".to_owned());
+        let built = ToolDefinition::new::<EchoArguments>("Echo", "Echoes.", Annotations::NONE)
+            .with_title("Echo")
+            .with_output::<Echoed>()
+            .with_caching(Caching::Off);
+        assert_eq!(crate::tools::Tool::definition(&declared), &built);
+    }
+
+    async fn call(executor: &Executor, tool: &str, arguments: serde_json::Value) -> Outcome {
+        let serde_json::Value::Object(arguments) = arguments else {
+            panic!("arguments are an object");
+        };
+        executor
+            .execute(CallRequest {
+                tool,
+                arguments: Some(arguments),
+                asking: Asking::Unavailable,
+                resume: None,
+                cancellation: CancellationToken::new(),
+                plan: None,
+                progress: None,
+                sampler: None,
+                relay: None,
+            })
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_typed_tool_decodes_runs_where_declared_and_answers() {
+        let workspace = Arc::new(Workspace::in_memory(
+            "test",
+            16,
+            Arc::new(ManualClock::new(1)),
+        ));
+        let executor = Executor::new(
+            Arc::new(Registry::default()),
+            workspace,
+            ExecutorSettings::default(),
+        );
+        let group = ToolGroup {
+            name: "test".to_owned(),
+            origin: Origin::BuiltIn,
+            tools: vec![
+                typed::<EchoArguments>("> ".to_owned()),
+                typed::<PooledArguments>(()),
+            ],
+            rule_prompt: None,
+            rules: Vec::new(),
+        };
+        executor.register_group(group, true).unwrap();
+        let Outcome::Finished(echoed) = call(&executor, "Echo", json!({"word": "hi"})).await else {
+            panic!("no question is asked");
+        };
+        assert_eq!(
+            echoed.data,
+            Some(ToolOutput::Structured(
+                json!({"echoed": "> hi", "on_session": true})
+            ))
+        );
+        let Outcome::Finished(pooled) = call(&executor, "Pooled", json!({"word": "hi"})).await
+        else {
+            panic!("no question is asked");
+        };
+        assert_eq!(
+            pooled.data,
+            Some(ToolOutput::Text("hi on the pool".to_owned()))
+        );
+        let Outcome::Finished(refused) = call(&executor, "Echo", json!({"wrod": "hi"})).await
+        else {
+            panic!("no question is asked");
+        };
+        assert_eq!(refused.status, ExecuteStatus::Error);
+        assert_eq!(
+            refused.final_text,
+            "invalid arguments for Echo: unknown field `wrod`, expected `word`"
+        );
+    }
+}
