@@ -1,0 +1,399 @@
+// The synapse-mcp extension for SillyTavern (1.12.6 and later): on a finished AI reply, a swipe,
+// an edit, a deletion, a chat change and a chat's first load it sends the chat's new messages to
+// a synapse-mcp server's `SnapshotProcess`, binds each processed swipe to its snapshot id in
+// `extra.synapse_snapshot`, and makes the newest state the chat variable and macro
+// `{{vs_stat_data}}`. Plain JavaScript, loaded by SillyTavern as it is; the logic lives in
+// `lib/flow.js` and the client in `lib/mcp-client.js`, which `node --test` checks.
+
+import { McpClient, McpError } from './lib/mcp-client.js';
+import {
+    VARIABLE,
+    Notices,
+    activeSwipe,
+    applyResult,
+    boundId,
+    classifyToolError,
+    describeError,
+    elicitationResult,
+    formFields,
+    isAi,
+    lastBoundIndex,
+    missingTools,
+    processRequest,
+    stateText,
+    upToDate,
+    wireMessage,
+} from './lib/flow.js';
+
+const MODULE = 'synapse';
+const DEFAULTS = Object.freeze({ enabled: false, url: 'http://127.0.0.1:8765/mcp', token: '' });
+/** The chat metadata key naming the snapshot `vs_stat_data` was read from. */
+const STATE_OF = 'synapse_state_of';
+/** A call that has not answered in this long is given up (the chat goes on). */
+const CALL_TIMEOUT_MS = 120_000;
+
+const context = () => SillyTavern.getContext();
+const notices = new Notices();
+
+let client = null;
+let clientKey = '';
+let verified = false;
+let next = null;
+let running = null;
+let status = 'idle';
+
+function settings() {
+    const all = context().extensionSettings;
+    all[MODULE] = Object.assign({}, DEFAULTS, all[MODULE] || {});
+    return all[MODULE];
+}
+
+function show(text, level = 'info') {
+    status = text;
+    const line = document.getElementById('synapse_status');
+    if (line) {
+        line.textContent = text;
+        line.dataset.level = level;
+    }
+}
+
+function warnOnce(kind, text) {
+    const shown = notices.report(kind, text);
+    if (shown) {
+        toastr.warning(shown, 'synapse-mcp', { timeOut: 10000 });
+    }
+    show(text, 'error');
+}
+
+/** Answers an approval (or any form) the server asks for in SillyTavern's own dialog. */
+async function elicit(method, params) {
+    if (method !== 'elicitation/create') {
+        throw new Error(`this client does not answer ${method}`);
+    }
+    const { Popup, POPUP_TYPE, POPUP_RESULT } = context();
+    const fields = formFields(params.requestedSchema);
+    const form = document.createElement('div');
+    form.className = 'synapse-approval';
+    const title = document.createElement('h3');
+    title.textContent = 'synapse-mcp asks';
+    const message = document.createElement('p');
+    message.textContent = params.message || '';
+    form.append(title, message);
+    const inputs = {};
+    for (const field of fields) {
+        if (field.name === 'approve' && field.type === 'boolean') {
+            continue;
+        }
+        const label = document.createElement('label');
+        label.className = field.type === 'boolean' ? 'checkbox_label' : 'synapse-field';
+        const input = field.type === 'enum' ? document.createElement('select') : document.createElement('input');
+        input.name = field.name;
+        if (field.type === 'boolean') {
+            input.type = 'checkbox';
+            input.checked = Boolean(field.defaultValue);
+        } else if (field.type === 'enum') {
+            for (const option of field.options) {
+                const element = document.createElement('option');
+                element.value = element.textContent = String(option);
+                input.append(element);
+            }
+        } else {
+            input.type = field.type === 'number' ? 'number' : 'text';
+            input.className = 'text_pole';
+        }
+        const text = document.createElement('span');
+        text.textContent = field.description ? `${field.title}: ${field.description}` : field.title;
+        label.append(input, text);
+        form.append(label);
+        inputs[field.name] = input;
+    }
+    const popup = new Popup(form, POPUP_TYPE.CONFIRM, '', { okButton: 'Approve', cancelButton: 'Refuse' });
+    const answer = await popup.show();
+    const values = {};
+    for (const [name, input] of Object.entries(inputs)) {
+        values[name] = input.type === 'checkbox' ? input.checked : input.value;
+    }
+    return elicitationResult(fields, values, answer === POPUP_RESULT.AFFIRMATIVE);
+}
+
+/** The client for the settings as they are now (a new one when the URL or token changed). */
+async function connected() {
+    const { url, token } = settings();
+    const key = `${url}\n${token}`;
+    if (!client || key !== clientKey) {
+        if (client) {
+            client.close();
+        }
+        client = new McpClient({
+            url,
+            token,
+            fetch: (...args) => fetch(...args),
+            onRequest: elicit,
+            clientInfo: { name: 'synapse-sillytavern', version: '0.1.0' },
+        });
+        clientKey = key;
+        verified = false;
+    }
+    if (!verified) {
+        const signal = AbortSignal.timeout(CALL_TIMEOUT_MS);
+        const problem = missingTools(await client.listTools(signal));
+        if (problem) {
+            throw new McpError(problem, { kind: 'version' });
+        }
+        verified = true;
+    }
+    return client;
+}
+
+function characterKey(ctx) {
+    if (ctx.groupId) {
+        return undefined;
+    }
+    return ctx.characters?.[ctx.characterId]?.avatar;
+}
+
+function chatVariables(ctx) {
+    const metadata = ctx.chatMetadata;
+    if (!metadata.variables || typeof metadata.variables !== 'object') {
+        metadata.variables = {};
+    }
+    return metadata.variables;
+}
+
+/** One pass over the current chat: `job.from` reprocesses from that message on. */
+async function run(job) {
+    const ctx = context();
+    const chatFile = ctx.getCurrentChatId();
+    const chat = ctx.chat;
+    if (!chatFile || !Array.isArray(chat) || chat.length === 0) {
+        return;
+    }
+    const newest = chat.length - 1;
+    // Already done: the newest bound swipe is the state the variable holds.
+    if (job.from === undefined && upToDate(chat) && ctx.chatMetadata[STATE_OF] === boundId(chat[lastBoundIndex(chat)])) {
+        return;
+    }
+    const mcp = await connected();
+    const characterId = characterKey(ctx);
+    const signal = AbortSignal.timeout(CALL_TIMEOUT_MS);
+    let result;
+    if (job.from !== undefined) {
+        const request = { chatFile, fromIndex: job.from, messages: chat.map(wireMessage) };
+        if (characterId) {
+            request.characterId = characterId;
+        }
+        result = await mcp.callTool('SnapshotReprocess', request, signal);
+    } else {
+        try {
+            result = await mcp.callTool('SnapshotProcess', processRequest(chat, { chatFile, characterId }), signal);
+        } catch (error) {
+            if (!(error instanceof McpError) || error.kind !== 'tool' || classifyToolError(error.message) !== 'whole') {
+                throw error;
+            }
+            result = await mcp.callTool('SnapshotProcess', processRequest(chat, { chatFile, characterId, whole: true }), signal);
+        }
+    }
+    const now = context();
+    if (now.getCurrentChatId() !== chatFile || now.chat !== chat || chat.length - 1 < newest) {
+        // The chat changed while the server worked: its snapshots are stored, and the event of
+        // the change processes the chat that is open now.
+        return;
+    }
+    const changed = applyResult(chat, result);
+    const variables = chatVariables(now);
+    variables[VARIABLE] = stateText(result.vs_stat_data);
+    now.chatMetadata[STATE_OF] = result.latestSnapshotId || null;
+    await now.saveChat();
+    notices.reset();
+    const bound = result.latestSnapshotId ? ` (snapshot ${result.latestSnapshotId})` : '';
+    const errors = (result.errors || []).length;
+    if (result.disabled) {
+        show(`processing is off for this ${result.disabled.by}; the state is as it stood${bound}`);
+    } else {
+        show(`up to date: ${result.bindings.length} message(s) processed, ${changed} swipe(s) bound${bound}${errors ? `, ${errors} call(s) failed` : ''}`);
+    }
+    if (errors) {
+        console.info('[synapse] calls that failed', result.errors);
+    }
+}
+
+async function drain() {
+    while (next) {
+        const job = next;
+        next = null;
+        try {
+            await run(job);
+        } catch (error) {
+            const { url } = settings();
+            if (error instanceof McpError) {
+                if (error.kind !== 'tool') {
+                    verified = false;
+                }
+                warnOnce(error.kind, describeError(error, url));
+            } else if (error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
+                warnOnce('timeout', `synapse-mcp did not answer within ${CALL_TIMEOUT_MS / 1000} s; the chat goes on without state.`);
+            } else {
+                warnOnce('unexpected', describeError(error, url));
+                console.warn('[synapse]', error);
+            }
+        }
+    }
+    running = null;
+}
+
+/** Queues a pass (merged with one already waiting); answers when the queue is empty. */
+function schedule(job = {}) {
+    if (!settings().enabled) {
+        return Promise.resolve();
+    }
+    if (next === null) {
+        next = { ...job };
+    } else if (job.from !== undefined) {
+        next.from = next.from === undefined ? job.from : Math.min(next.from, job.from);
+    }
+    if (!running) {
+        running = drain();
+    }
+    return running;
+}
+
+function onSwiped(messageId) {
+    const message = context().chat[messageId];
+    // A swipe past the last one generates a new reply: MESSAGE_RECEIVED follows it.
+    if (!message || !Array.isArray(message.swipes) || activeSwipe(message) >= message.swipes.length) {
+        return undefined;
+    }
+    return schedule();
+}
+
+function onEdited(messageId) {
+    const chat = context().chat;
+    const message = chat[Number(messageId)];
+    if (!isAi(message)) {
+        return undefined;
+    }
+    // A bound message whose text changed: its snapshot and every later one are stale.
+    if (boundId(message)) {
+        return schedule({ from: Number(messageId) });
+    }
+    return schedule();
+}
+
+function currentState() {
+    const variables = context().chatMetadata?.variables;
+    const value = variables ? variables[VARIABLE] : undefined;
+    return typeof value === 'string' ? value : '';
+}
+
+function settingsPanel() {
+    const panel = document.createElement('div');
+    panel.className = 'synapse-settings';
+    panel.innerHTML = `
+        <div class="inline-drawer">
+            <div class="inline-drawer-toggle inline-drawer-header">
+                <b>synapse-mcp state</b>
+                <div class="inline-drawer-icon fa-solid fa-circle-chevron-down down"></div>
+            </div>
+            <div class="inline-drawer-content">
+                <label class="checkbox_label" for="synapse_enabled">
+                    <input id="synapse_enabled" type="checkbox">
+                    <span>Process chats (state snapshots and <code>{{vs_stat_data}}</code>)</span>
+                </label>
+                <label for="synapse_url">Server URL (Streamable HTTP)</label>
+                <input id="synapse_url" class="text_pole" type="url" placeholder="${DEFAULTS.url}">
+                <label for="synapse_token">Token (<code>synapse-mcp token add</code>)</label>
+                <input id="synapse_token" class="text_pole" type="password" autocomplete="off" placeholder="syn_…">
+                <div class="synapse-row">
+                    <div id="synapse_check" class="menu_button">Check connection</div>
+                    <div id="synapse_process" class="menu_button">Process this chat now</div>
+                </div>
+                <div id="synapse_status" class="synapse-status"></div>
+                <details class="synapse-state">
+                    <summary>Current state (<code>{{vs_stat_data}}</code>)</summary>
+                    <pre id="synapse_state_view"></pre>
+                </details>
+            </div>
+        </div>`;
+    return panel;
+}
+
+async function checkConnection() {
+    const { url } = settings();
+    show('checking…');
+    try {
+        verified = false;
+        const mcp = await connected();
+        const info = mcp.serverInfo || {};
+        show(`connected: ${info.name || 'server'} ${info.version || ''}, MCP ${mcp.protocolVersion}`.trim(), 'ok');
+        notices.reset();
+    } catch (error) {
+        show(describeError(error, url), 'error');
+    }
+}
+
+function bindPanel() {
+    const values = settings();
+    const enabled = document.getElementById('synapse_enabled');
+    const url = document.getElementById('synapse_url');
+    const token = document.getElementById('synapse_token');
+    enabled.checked = values.enabled;
+    url.value = values.url;
+    token.value = values.token;
+    const save = () => context().saveSettingsDebounced();
+    enabled.addEventListener('change', () => {
+        settings().enabled = enabled.checked;
+        save();
+        if (enabled.checked) {
+            schedule();
+        } else {
+            show('off: no calls are made');
+        }
+    });
+    url.addEventListener('change', () => {
+        settings().url = url.value.trim() || DEFAULTS.url;
+        save();
+    });
+    token.addEventListener('change', () => {
+        settings().token = token.value.trim();
+        save();
+    });
+    document.getElementById('synapse_check').addEventListener('click', checkConnection);
+    document.getElementById('synapse_process').addEventListener('click', () => schedule());
+    document.querySelector('.synapse-state').addEventListener('toggle', refreshStateView);
+}
+
+function refreshStateView() {
+    const view = document.getElementById('synapse_state_view');
+    if (!view) {
+        return;
+    }
+    const text = currentState();
+    try {
+        view.textContent = text ? JSON.stringify(JSON.parse(text), null, 2) : '(none yet)';
+    } catch {
+        view.textContent = text;
+    }
+}
+
+function start() {
+    const ctx = context();
+    settings();
+    const host = document.getElementById('extensions_settings2') || document.getElementById('extensions_settings');
+    host.append(settingsPanel());
+    bindPanel();
+    ctx.registerMacro(VARIABLE, () => currentState());
+    const { eventSource, eventTypes } = ctx;
+    eventSource.on(eventTypes.MESSAGE_RECEIVED, () => schedule());
+    eventSource.on(eventTypes.MESSAGE_SWIPED, onSwiped);
+    eventSource.on(eventTypes.MESSAGE_EDITED, onEdited);
+    eventSource.on(eventTypes.MESSAGE_DELETED, () => schedule());
+    eventSource.on(eventTypes.CHAT_CHANGED, () => {
+        refreshStateView();
+        return schedule();
+    });
+    // For tests and the console: wait until every queued pass is done.
+    globalThis.synapseExtension = { idle: () => running || Promise.resolve(), status: () => status };
+    show(settings().enabled ? 'on' : 'off: no calls are made');
+}
+
+start();

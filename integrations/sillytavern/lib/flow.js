@@ -1,0 +1,276 @@
+// The extension's logic over a SillyTavern chat, with no SillyTavern in it (so `node --test`
+// runs it): which messages an event sends to `SnapshotProcess`, how the returned bindings are
+// written back into the chat, what an approval form looks like, and when to say something to
+// the user.
+
+/** The key of `message.extra` (and of `swipe_info[n].extra`) holding a swipe's snapshot id. */
+export const BINDING_KEY = 'synapse_snapshot';
+/** The field of `swipes_info[n]` the server reads a binding from. */
+export const SERVER_BINDING_FIELD = 'st_var_system_snapshot_id';
+/** The chat variable and macro holding the newest snapshot's JSON. */
+export const VARIABLE = 'vs_stat_data';
+
+export function isAi(message) {
+    return Boolean(message) && !message.is_user && !message.is_system;
+}
+
+export function activeSwipe(message) {
+    const swipe = Number(message.swipe_id);
+    return Number.isInteger(swipe) && swipe >= 0 ? swipe : 0;
+}
+
+/** The snapshot id bound to a swipe of a message (the active swipe's `extra` wins). */
+export function boundId(message, swipe = activeSwipe(message)) {
+    const id = swipe === activeSwipe(message) ? message.extra?.[BINDING_KEY] : undefined;
+    const fromInfo = Array.isArray(message.swipe_info) ? message.swipe_info[swipe]?.extra?.[BINDING_KEY] : undefined;
+    const found = id || fromInfo;
+    return typeof found === 'string' && found ? found : null;
+}
+
+/** A message as `SnapshotProcess` takes it: the active text, and every swipe's binding. */
+export function wireMessage(message) {
+    const swipes = Array.isArray(message.swipes) ? message.swipes.length : 0;
+    const count = Math.max(swipes, activeSwipe(message) + 1, 1);
+    const swipesInfo = [];
+    for (let swipe = 0; swipe < count; swipe++) {
+        const id = boundId(message, swipe);
+        swipesInfo.push(id ? { [SERVER_BINDING_FIELD]: id } : {});
+    }
+    const wire = {
+        is_user: Boolean(message.is_user),
+        is_system: Boolean(message.is_system),
+        mes: typeof message.mes === 'string' ? message.mes : '',
+        swipe_id: activeSwipe(message),
+        swipes_info: swipesInfo,
+    };
+    if (typeof message.send_date === 'number' || typeof message.send_date === 'string') {
+        wire.send_date = message.send_date;
+    }
+    return wire;
+}
+
+/** The index of the newest AI message whose active swipe is bound, or -1. */
+export function lastBoundIndex(chat) {
+    for (let index = chat.length - 1; index >= 0; index--) {
+        if (isAi(chat[index]) && boundId(chat[index])) {
+            return index;
+        }
+    }
+    return -1;
+}
+
+/**
+ * What an event sends: the messages from the newest bound AI message on (`firstIndex` says where
+ * they start in the chat), or the whole chat when `whole` or when nothing is bound yet. A reply
+ * in a 1,000-message chat sends its anchor, the user's message and the reply.
+ */
+export function processRequest(chat, { chatFile, characterId, whole = false }) {
+    const anchor = whole ? -1 : lastBoundIndex(chat);
+    const firstIndex = Math.max(anchor, 0);
+    const request = {
+        chatFile,
+        messages: chat.slice(firstIndex).map(wireMessage),
+    };
+    if (firstIndex > 0) {
+        request.firstIndex = firstIndex;
+    }
+    if (characterId !== undefined && characterId !== null && characterId !== '') {
+        request.characterId = String(characterId);
+    }
+    return request;
+}
+
+/** True when the chat has nothing to process: no AI message after the newest bound one. */
+export function upToDate(chat) {
+    const anchor = lastBoundIndex(chat);
+    for (let index = chat.length - 1; index > anchor; index--) {
+        if (isAi(chat[index])) {
+            return false;
+        }
+    }
+    return anchor >= 0;
+}
+
+function setBinding(message, swipe, id) {
+    if (swipe === activeSwipe(message)) {
+        message.extra = message.extra && typeof message.extra === 'object' ? message.extra : {};
+        if (id) {
+            message.extra[BINDING_KEY] = id;
+        } else {
+            delete message.extra[BINDING_KEY];
+        }
+    }
+    const hasSwipes = Array.isArray(message.swipes) && message.swipes.length > swipe;
+    if (!Array.isArray(message.swipe_info)) {
+        if (!hasSwipes) {
+            return;
+        }
+        message.swipe_info = [];
+    }
+    while (message.swipe_info.length <= swipe) {
+        message.swipe_info.push({ extra: {} });
+    }
+    const info = message.swipe_info[swipe] && typeof message.swipe_info[swipe] === 'object' ? message.swipe_info[swipe] : {};
+    message.swipe_info[swipe] = info;
+    info.extra = info.extra && typeof info.extra === 'object' ? info.extra : {};
+    if (id) {
+        info.extra[BINDING_KEY] = id;
+    } else {
+        delete info.extra[BINDING_KEY];
+    }
+}
+
+/**
+ * Writes a `SnapshotProcess` (or `SnapshotReprocess`) result into the chat: each binding into
+ * its swipe's `extra` (the active swipe's `message.extra` too), each dropped or cleared id out
+ * of the swipe that still holds it. A binding whose message is gone is skipped. Answers how many
+ * swipes changed.
+ */
+export function applyResult(chat, result) {
+    let changed = 0;
+    const unbind = (binding) => {
+        const message = chat[binding.messageIndex];
+        if (message && boundId(message, binding.swipeId) === binding.snapshotId) {
+            setBinding(message, binding.swipeId, null);
+            changed++;
+        }
+    };
+    for (const binding of result.dropped || []) {
+        unbind(binding);
+    }
+    for (const binding of result.cleared || []) {
+        unbind(binding);
+    }
+    for (const binding of result.bindings || []) {
+        const message = chat[binding.messageIndex];
+        if (!message) {
+            continue;
+        }
+        setBinding(message, binding.swipeId, binding.snapshotId);
+        changed++;
+    }
+    return changed;
+}
+
+/** The value of `{{vs_stat_data}}`: the state as JSON text. */
+export function stateText(state) {
+    return JSON.stringify(state ?? {});
+}
+
+/**
+ * What a server error means for the next call: `whole` (send the whole chat: the tail's anchor
+ * is not stored, or the chat was rewritten before it) or `report` (tell the user).
+ */
+export function classifyToolError(message) {
+    return /send the whole chat|firstIndex/i.test(message) ? 'whole' : 'report';
+}
+
+/**
+ * An elicitation's form, as fields to draw: booleans are check boxes, strings and numbers text
+ * fields, enums choices. The server's approval form is `{approve, remember, reason}`.
+ */
+export function formFields(schema) {
+    const properties = (schema && schema.properties) || {};
+    const required = new Set((schema && schema.required) || []);
+    return Object.entries(properties).map(([name, property]) => ({
+        name,
+        title: property.title || name,
+        description: property.description || '',
+        type: Array.isArray(property.enum) ? 'enum' : (property.type === 'boolean' ? 'boolean' : (property.type === 'integer' || property.type === 'number' ? 'number' : 'string')),
+        options: Array.isArray(property.enum) ? property.enum : undefined,
+        defaultValue: property.default,
+        required: required.has(name),
+    }));
+}
+
+/**
+ * The elicitation result for a form the user answered (`values` by field name) or dismissed
+ * (`values` null). A form with an `approve` box answers accepted with `approve: true` when
+ * the user confirmed it, so a plain Yes/No dialog is enough.
+ */
+export function elicitationResult(fields, values, confirmed) {
+    if (!confirmed) {
+        return { action: 'decline' };
+    }
+    const content = {};
+    for (const field of fields) {
+        let value = values ? values[field.name] : undefined;
+        if (field.name === 'approve' && field.type === 'boolean') {
+            value = true;
+        }
+        if (value === undefined || value === '') {
+            if (field.defaultValue !== undefined) {
+                content[field.name] = field.defaultValue;
+            } else if (field.type === 'boolean') {
+                content[field.name] = false;
+            }
+            continue;
+        }
+        if (field.type === 'number') {
+            const number = Number(value);
+            if (!Number.isNaN(number)) {
+                content[field.name] = number;
+            }
+        } else if (field.type === 'boolean') {
+            content[field.name] = Boolean(value);
+        } else {
+            content[field.name] = String(value);
+        }
+    }
+    return { action: 'accept', content };
+}
+
+/**
+ * Says each kind of trouble once: answers the text to show for an error, or null when the same
+ * kind was shown already and nothing worked since. `reset` after a call that worked.
+ */
+export class Notices {
+    constructor() {
+        this.shown = new Set();
+    }
+
+    report(kind, text) {
+        if (this.shown.has(kind)) {
+            return null;
+        }
+        this.shown.add(kind);
+        return text;
+    }
+
+    reset() {
+        this.shown.clear();
+    }
+}
+
+/** The message shown for an error of the client, by kind, in the user's words. */
+export function describeError(error, url) {
+    switch (error && error.kind) {
+    case 'unreachable':
+        return `synapse-mcp is not reachable at ${url}. The chat goes on without state; start the server (synapse-mcp serve --http …) and check the URL.`;
+    case 'auth':
+        return `synapse-mcp refused the token (${error.status}). Set a token made with \`synapse-mcp token add\` in the extension's settings.`;
+    case 'version':
+        return `This synapse-mcp server is of another version: ${error.message}. The chat goes on without state.`;
+    case 'http':
+        return `synapse-mcp answered ${error.status}: ${error.message}. If it says the Origin is not allowed, start it with --allowed-origin set to this page's origin.`;
+    default:
+        return `synapse-mcp: ${error && error.message ? error.message : error}`;
+    }
+}
+
+/** The tools the extension calls; a server without them is of another version (or has the group off). */
+export const REQUIRED_TOOLS = ['SnapshotProcess', 'SnapshotReprocess', 'SnapshotGet'];
+
+/** Checks a `tools/list` answer: null when fine, else what is missing. */
+export function missingTools(tools) {
+    const names = new Set(tools.map((tool) => tool.name));
+    const missing = REQUIRED_TOOLS.filter((name) => !names.has(name));
+    if (missing.length > 0) {
+        return `the server lists no ${missing.join(', ')} (is the snapshots group switched off?)`;
+    }
+    const process = tools.find((tool) => tool.name === 'SnapshotProcess');
+    if (!process.inputSchema?.properties?.firstIndex) {
+        return 'its SnapshotProcess takes no firstIndex (update synapse-mcp)';
+    }
+    return null;
+}
