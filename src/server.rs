@@ -6,6 +6,7 @@
 
 mod approval;
 mod completion;
+mod cors;
 mod errors;
 pub mod http;
 mod logging;

@@ -57,6 +57,32 @@ pub enum Error {
     Store(#[from] store::Error),
 }
 
+/// A chat sent from `first_index` on must start from a stored snapshot among the messages
+/// given, made for the message it is bound to now: otherwise the messages before them were
+/// never processed, or were deleted or inserted since (the floor moved), and processing the
+/// tail alone would build on a state the chat no longer has.
+fn tail_is_anchored(
+    first_index: usize,
+    anchor: Option<&(usize, String)>,
+    loaded: Option<&StoredSnapshot>,
+) -> Result<(), Error> {
+    let (Some((index, id)), Some(found)) = (anchor, loaded) else {
+        return invalid(format!(
+            "no AI message among those given from firstIndex {first_index} is bound to a stored \
+             snapshot: send the whole chat (firstIndex 0)"
+        ));
+    };
+    let now = first_index + index;
+    match found.message_id {
+        Some(made_for) if made_for != now as u64 => invalid(format!(
+            "snapshot {id}, bound to message {now}, was made for message {made_for}: messages \
+             before it were deleted or inserted since; send the whole chat (firstIndex 0), or \
+             SnapshotReprocess from the first message that changed"
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn invalid<T>(message: impl Into<String>) -> Result<T, Error> {
     Err(Error::Invalid(message.into()))
 }
@@ -125,6 +151,11 @@ pub struct Start<'a> {
     pub template: Option<Value>,
     /// A global snapshot (id or label) to start from (wins over both templates).
     pub base_id: Option<&'a str>,
+    /// The index in the whole chat of the first message given: a caller that sends only the
+    /// messages from its newest bound AI message on says where they start, and every index
+    /// answered or stored is counted in the whole chat. With it above 0, one of the messages
+    /// given must be bound to a stored snapshot made for that same message index.
+    pub first_index: usize,
 }
 
 /// How far a cancelled `SnapshotProcess` got.
@@ -479,6 +510,7 @@ impl Snapshots {
             character_id,
             template,
             base_id: None,
+            first_index: 0,
         };
         self.process_from(chat_file, messages, &start, cancelled)
     }
@@ -513,11 +545,15 @@ impl Snapshots {
         if let Some(error) = failure {
             return Err(error.into());
         }
+        let offset = start.first_index;
+        if offset > 0 {
+            tail_is_anchored(offset, anchor.start.as_ref(), loaded.as_ref())?;
+        }
         let (mut state, base) = match (&anchor.start, loaded) {
             (Some((index, id)), Some(found)) => (
                 found.value,
                 Base::Snapshot {
-                    message_index: *index,
+                    message_index: offset + *index,
                     snapshot_id: id.clone(),
                 },
             ),
@@ -539,6 +575,7 @@ impl Snapshots {
                 break;
             }
             let message = &messages[index];
+            let index = offset + index;
             let context = MessageContext {
                 chat_file: chat_file.to_owned(),
                 message_index: Some(index),
@@ -580,9 +617,13 @@ impl Snapshots {
             .last()
             .map(|binding| binding.snapshot_id.clone())
             .or_else(|| anchor.start.as_ref().map(|(_, id)| id.clone()));
+        let mut dropped = anchor.dropped;
+        for binding in &mut dropped {
+            binding.message_index += offset;
+        }
         Ok(Processed {
             bindings,
-            dropped: anchor.dropped,
+            dropped,
             base,
             latest_snapshot_id,
             vs_stat_data: state,

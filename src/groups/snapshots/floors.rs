@@ -238,6 +238,7 @@ fn reprocess(
         character_id: arguments.character_id.as_deref(),
         template: None,
         base_id: arguments.base_id.as_deref(),
+        first_index: 0,
     };
     let reprocessed = service.reprocess(
         &arguments.chat_file,
