@@ -16,6 +16,7 @@ import {
     describeError,
     elicitationResult,
     formFields,
+    holdsBinding,
     isAi,
     lastBoundIndex,
     missingTools,
@@ -257,10 +258,23 @@ function schedule(job = {}) {
     return running;
 }
 
+/**
+ * True while SillyTavern generates (its stop button shows): a streamed reply is announced with
+ * `...` as its text before it is written, so what is received then waits for GENERATION_ENDED.
+ */
+function generating() {
+    const stop = document.getElementById('mes_stop');
+    return Boolean(stop) && getComputedStyle(stop).display !== 'none';
+}
+
+function onReceived() {
+    return generating() ? undefined : schedule();
+}
+
 function onSwiped(messageId) {
     const message = context().chat[messageId];
     // A swipe past the last one generates a new reply: MESSAGE_RECEIVED follows it.
-    if (!message || !Array.isArray(message.swipes) || activeSwipe(message) >= message.swipes.length) {
+    if (generating() || !message || !Array.isArray(message.swipes) || activeSwipe(message) >= message.swipes.length) {
         return undefined;
     }
     return schedule();
@@ -273,7 +287,7 @@ function onEdited(messageId) {
         return undefined;
     }
     // A bound message whose text changed: its snapshot and every later one are stale.
-    if (boundId(message)) {
+    if (holdsBinding(message)) {
         return schedule({ from: Number(messageId) });
     }
     return schedule();
@@ -383,11 +397,16 @@ function start() {
     bindPanel();
     ctx.registerMacro(VARIABLE, () => currentState());
     const { eventSource, eventTypes } = ctx;
-    eventSource.on(eventTypes.MESSAGE_RECEIVED, () => schedule());
-    eventSource.on(eventTypes.MESSAGE_SWIPED, onSwiped);
-    eventSource.on(eventTypes.MESSAGE_EDITED, onEdited);
-    eventSource.on(eventTypes.MESSAGE_DELETED, () => schedule());
-    eventSource.on(eventTypes.CHAT_CHANGED, () => {
+    const on = (type, handler) => eventSource.on(type, (...args) => {
+        console.debug('[synapse] event', type, ...args);
+        return handler(...args);
+    });
+    on(eventTypes.MESSAGE_RECEIVED, onReceived);
+    on(eventTypes.GENERATION_ENDED, () => schedule());
+    on(eventTypes.MESSAGE_SWIPED, onSwiped);
+    on(eventTypes.MESSAGE_EDITED, onEdited);
+    on(eventTypes.MESSAGE_DELETED, () => schedule());
+    on(eventTypes.CHAT_CHANGED, () => {
         refreshStateView();
         return schedule();
     });

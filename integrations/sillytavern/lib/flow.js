@@ -5,6 +5,17 @@
 
 /** The key of `message.extra` (and of `swipe_info[n].extra`) holding a swipe's snapshot id. */
 export const BINDING_KEY = 'synapse_snapshot';
+/**
+ * The key beside it naming the swipe the id was bound to: SillyTavern starts a new swipe with a
+ * copy of the active swipe's `extra`, and a copied id (its swipe number differs) binds nothing.
+ */
+export const BINDING_SWIPE_KEY = 'synapse_swipe';
+/**
+ * The key beside it holding a digest of the text the snapshot was made from: SillyTavern
+ * announces a streamed swipe while its text is still `...`, and an edited text is not the one
+ * the snapshot was made from. A binding whose text changed binds nothing.
+ */
+export const BINDING_TEXT_KEY = 'synapse_text';
 /** The field of `swipes_info[n]` the server reads a binding from. */
 export const SERVER_BINDING_FIELD = 'st_var_system_snapshot_id';
 /** The chat variable and macro holding the newest snapshot's JSON. */
@@ -19,12 +30,55 @@ export function activeSwipe(message) {
     return Number.isInteger(swipe) && swipe >= 0 ? swipe : 0;
 }
 
-/** The snapshot id bound to a swipe of a message (the active swipe's `extra` wins). */
+/** A short digest of a text (FNV-1a over its UTF-16 code units, and its length). */
+export function textDigest(text) {
+    let hash = 0x811c9dc5;
+    for (let index = 0; index < text.length; index++) {
+        hash ^= text.charCodeAt(index);
+        hash = Math.imul(hash, 0x01000193) >>> 0;
+    }
+    return `${hash.toString(16).padStart(8, '0')}-${text.length}`;
+}
+
+/** The text of a swipe of a message (the active one is `mes`). */
+export function swipeText(message, swipe = activeSwipe(message)) {
+    const text = swipe === activeSwipe(message) ? message.mes : message.swipes?.[swipe];
+    return typeof text === 'string' ? text : '';
+}
+
+function bindingIn(extra, swipe, text) {
+    const id = extra && typeof extra === 'object' ? extra[BINDING_KEY] : undefined;
+    const valid = typeof id === 'string' && id && extra[BINDING_SWIPE_KEY] === swipe && extra[BINDING_TEXT_KEY] === textDigest(text);
+    return valid ? id : null;
+}
+
+/**
+ * The snapshot id bound to a swipe of a message (the active swipe's `extra` wins), if it was
+ * bound to that swipe and made from the text the swipe has now.
+ */
 export function boundId(message, swipe = activeSwipe(message)) {
-    const id = swipe === activeSwipe(message) ? message.extra?.[BINDING_KEY] : undefined;
-    const fromInfo = Array.isArray(message.swipe_info) ? message.swipe_info[swipe]?.extra?.[BINDING_KEY] : undefined;
-    const found = id || fromInfo;
-    return typeof found === 'string' && found ? found : null;
+    const text = swipeText(message, swipe);
+    const fromExtra = swipe === activeSwipe(message) ? bindingIn(message.extra, swipe, text) : null;
+    const fromInfo = Array.isArray(message.swipe_info) ? bindingIn(message.swipe_info[swipe]?.extra, swipe, text) : null;
+    return fromExtra || fromInfo;
+}
+
+/** True when any swipe of the message holds a snapshot id, valid or not (an edit made it stale). */
+export function holdsBinding(message) {
+    const held = (extra) => Boolean(extra && typeof extra === 'object' && extra[BINDING_KEY]);
+    return held(message.extra) || (Array.isArray(message.swipe_info) && message.swipe_info.some((info) => held(info?.extra)));
+}
+
+function writeBinding(extra, swipe, id, text) {
+    if (id) {
+        extra[BINDING_KEY] = id;
+        extra[BINDING_SWIPE_KEY] = swipe;
+        extra[BINDING_TEXT_KEY] = textDigest(text);
+    } else {
+        delete extra[BINDING_KEY];
+        delete extra[BINDING_SWIPE_KEY];
+        delete extra[BINDING_TEXT_KEY];
+    }
 }
 
 /** A message as `SnapshotProcess` takes it: the active text, and every swipe's binding. */
@@ -92,13 +146,10 @@ export function upToDate(chat) {
 }
 
 function setBinding(message, swipe, id) {
+    const text = swipeText(message, swipe);
     if (swipe === activeSwipe(message)) {
         message.extra = message.extra && typeof message.extra === 'object' ? message.extra : {};
-        if (id) {
-            message.extra[BINDING_KEY] = id;
-        } else {
-            delete message.extra[BINDING_KEY];
-        }
+        writeBinding(message.extra, swipe, id, text);
     }
     const hasSwipes = Array.isArray(message.swipes) && message.swipes.length > swipe;
     if (!Array.isArray(message.swipe_info)) {
@@ -113,11 +164,7 @@ function setBinding(message, swipe, id) {
     const info = message.swipe_info[swipe] && typeof message.swipe_info[swipe] === 'object' ? message.swipe_info[swipe] : {};
     message.swipe_info[swipe] = info;
     info.extra = info.extra && typeof info.extra === 'object' ? info.extra : {};
-    if (id) {
-        info.extra[BINDING_KEY] = id;
-    } else {
-        delete info.extra[BINDING_KEY];
-    }
+    writeBinding(info.extra, swipe, id, text);
 }
 
 /**
@@ -130,7 +177,10 @@ export function applyResult(chat, result) {
     let changed = 0;
     const unbind = (binding) => {
         const message = chat[binding.messageIndex];
-        if (message && boundId(message, binding.swipeId) === binding.snapshotId) {
+        const swipe = binding.swipeId;
+        const held = message && [swipe === activeSwipe(message) ? message.extra : null, message.swipe_info?.[swipe]?.extra]
+            .some((extra) => extra && extra[BINDING_KEY] === binding.snapshotId);
+        if (held) {
             setBinding(message, binding.swipeId, null);
             changed++;
         }

@@ -11,22 +11,25 @@ import {
     describeError,
     elicitationResult,
     formFields,
+    holdsBinding,
     lastBoundIndex,
     missingTools,
     processRequest,
     stateText,
+    textDigest,
     upToDate,
     wireMessage,
 } from '../lib/flow.js';
 
 const user = (mes) => ({ is_user: true, mes });
+const bound = (id, text, swipe = 0) => ({ synapse_snapshot: id, synapse_swipe: swipe, synapse_text: textDigest(text) });
 const reply = (mes, id) => ({
     is_user: false,
     mes,
     swipe_id: 0,
     swipes: [mes],
-    swipe_info: [{ send_date: 'now', extra: id ? { synapse_snapshot: id } : {} }],
-    extra: id ? { synapse_snapshot: id } : {},
+    swipe_info: [{ send_date: 'now', extra: id ? bound(id, mes) : {} }],
+    extra: id ? bound(id, mes) : {},
 });
 
 test('a message goes on the wire with its active text and every swipe binding', () => {
@@ -35,8 +38,8 @@ test('a message goes on the wire with its active text and every swipe binding', 
         mes: 'second',
         swipe_id: 1,
         swipes: ['first', 'second', 'third'],
-        swipe_info: [{ extra: { synapse_snapshot: 'A' } }, { extra: {} }, {}],
-        extra: { synapse_snapshot: 'B' },
+        swipe_info: [{ extra: bound('A', 'first', 0) }, { extra: {} }, {}],
+        extra: bound('B', 'second', 1),
         send_date: 'November 27, 2026 5:47pm',
     };
     assert.deepEqual(wireMessage(message), {
@@ -91,22 +94,53 @@ test('a swipe to an unbound reply rebases on the bound one before it', () => {
     assert.equal(upToDate(chat), false);
 });
 
+test('a new swipe starts with a copy of the bound swipe\'s extra, which binds nothing', () => {
+    // What SillyTavern does on a swipe that generates: the new swipe's extra is a copy.
+    const message = reply('first', 'S0');
+    message.swipes.push('second');
+    message.swipe_id = 1;
+    message.mes = 'second';
+    message.swipe_info.push({ extra: structuredClone(message.extra) });
+    assert.equal(boundId(message), null);
+    assert.equal(boundId(message, 0), 'S0');
+    assert.deepEqual(wireMessage(message).swipes_info, [{ st_var_system_snapshot_id: 'S0' }, {}]);
+    assert.equal(upToDate([message]), false);
+    applyResult([message], { bindings: [{ messageIndex: 0, swipeId: 1, snapshotId: 'S1' }] });
+    assert.deepEqual([message.extra, message.swipe_info[1].extra], [bound('S1', 'second', 1), bound('S1', 'second', 1)]);
+    assert.equal(boundId(message), 'S1');
+});
+
+test('a binding made from another text binds nothing: a streamed swipe, an edit', () => {
+    // SillyTavern announces a streamed swipe while its text is `...`.
+    const message = reply('...', null);
+    applyResult([message], { bindings: [{ messageIndex: 0, swipeId: 0, snapshotId: 'EARLY' }] });
+    assert.equal(boundId(message), 'EARLY');
+    message.mes = 'The potion was poison! @.SET("hero.hp", 1);';
+    message.swipes[0] = message.mes;
+    assert.equal(boundId(message), null);
+    assert.equal(holdsBinding(message), true, 'an edit of it still reprocesses');
+    assert.equal(upToDate([message]), false);
+    assert.deepEqual(wireMessage(message).swipes_info, [{}]);
+    assert.notEqual(textDigest('a'), textDigest('b'));
+    assert.equal(textDigest(''), '811c9dc5-0');
+});
+
 test('bindings are written into extra and swipe_info, dropped and cleared ones removed', () => {
     const chat = [reply('a', 'A'), user('u'), reply('b', 'OLD')];
     chat[2].swipes.push('b2');
-    chat[2].swipe_info.push({ send_date: 'later', extra: { synapse_snapshot: 'GONE' } });
+    chat[2].swipe_info.push({ send_date: 'later', extra: bound('GONE', 'b2', 1) });
     const changed = applyResult(chat, {
         bindings: [{ messageIndex: 2, swipeId: 0, snapshotId: 'NEW' }],
         dropped: [{ messageIndex: 2, swipeId: 1, snapshotId: 'GONE' }],
         cleared: [{ messageIndex: 0, swipeId: 0, snapshotId: 'NOT-THERE' }],
     });
     assert.equal(changed, 2);
-    assert.deepEqual(chat[2].extra, { synapse_snapshot: 'NEW' });
+    assert.deepEqual(chat[2].extra, bound('NEW', 'b'));
     assert.deepEqual(chat[2].swipe_info, [
-        { send_date: 'now', extra: { synapse_snapshot: 'NEW' } },
+        { send_date: 'now', extra: bound('NEW', 'b') },
         { send_date: 'later', extra: {} },
     ]);
-    assert.deepEqual(chat[0].extra, { synapse_snapshot: 'A' }, 'a cleared id it does not hold leaves it alone');
+    assert.deepEqual(chat[0].extra, bound('A', 'a'), 'a cleared id it does not hold leaves it alone');
     assert.equal(upToDate(chat), true);
 });
 
@@ -114,7 +148,7 @@ test('a binding for an inactive swipe does not touch the message extra', () => {
     const message = { is_user: false, mes: 'x', swipe_id: 1, swipes: ['w', 'x'], extra: { other: 1 } };
     applyResult([message], { bindings: [{ messageIndex: 0, swipeId: 0, snapshotId: 'S0' }] });
     assert.deepEqual(message.extra, { other: 1 });
-    assert.deepEqual(message.swipe_info, [{ extra: { synapse_snapshot: 'S0' } }]);
+    assert.deepEqual(message.swipe_info, [{ extra: bound('S0', 'w') }]);
 });
 
 test('a message without swipes is bound in extra only; a vanished message is skipped', () => {
@@ -123,7 +157,7 @@ test('a message without swipes is bound in extra only; a vanished message is ski
         bindings: [{ messageIndex: 0, swipeId: 0, snapshotId: 'G' }, { messageIndex: 5, swipeId: 0, snapshotId: 'X' }],
     });
     assert.equal(changed, 1);
-    assert.deepEqual(greeting, { is_user: false, mes: 'hello', extra: { synapse_snapshot: 'G' } });
+    assert.deepEqual(greeting, { is_user: false, mes: 'hello', extra: bound('G', 'hello') });
 });
 
 test('the state text is the JSON of the state', () => {
