@@ -21,6 +21,8 @@ import {
     lastBoundIndex,
     missingTools,
     processRequest,
+    SNAPSHOT_GROUP,
+    switchesOnGroup,
     stateText,
     upToDate,
     wireMessage,
@@ -137,7 +139,14 @@ async function connected() {
     }
     if (!verified) {
         const signal = AbortSignal.timeout(CALL_TIMEOUT_MS);
-        const problem = missingTools(await client.listTools(signal));
+        let tools = await client.listTools(signal);
+        if (missingTools(tools) && switchesOnGroup(tools)) {
+            // The workspace has the snapshots group off: switch it on for the workspace, which
+            // the server asks the user about (in SillyTavern's dialog), not a model.
+            await client.callTool('ToolGroups', { action: 'enable', group: SNAPSHOT_GROUP }, signal);
+            tools = await client.listTools(signal);
+        }
+        const problem = missingTools(tools);
         if (problem) {
             throw new McpError(problem, { kind: 'version' });
         }

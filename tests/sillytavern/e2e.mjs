@@ -106,6 +106,9 @@ try {
         { env: { ...process.env, HOME: home } }, /ready on (http:\/\/[^/\s]+)/);
     children.push(synapse.child);
     const mcpUrl = `${synapse.found[1]}/mcp`;
+    const admin = new McpClient({ url: mcpUrl, token, fetch, onRequest: async () => ({ action: 'accept', content: { approve: true, remember: false } }) });
+    await admin.callTool('ToolGroups', { action: 'disable', group: 'snapshots' });
+    await admin.close();
 
     // SillyTavern with a data root of its own and the extension installed as a user copies it.
     const dataRoot = join(work, 'st-data');
@@ -209,7 +212,14 @@ try {
         for (const id of ['synapse_url', 'synapse_token']) document.getElementById(id).dispatchEvent(new Event('change'));
         document.getElementById('synapse_check').click();
     });
+    // The workspace starts with the snapshots group switched off: the check switches it on
+    // through ToolGroups, and the server asks the user in SillyTavern's dialog.
+    const approvals = page.locator('dialog.popup .synapse-approval');
+    await approvals.waitFor({ timeout: WAIT_MS });
+    const asked = await approvals.innerText();
+    await page.click('dialog.popup .popup-button-ok');
     await page.waitForFunction(() => /connected:/.test(document.querySelector('#synapse_status').textContent), null, { timeout: WAIT_MS });
+    check('a workspace with the snapshots group off is switched on after the user approves it', /ToolGroups/.test(asked), asked.split('\n').slice(0, 2).join(' '));
     check('connection check', true, await page.textContent('#synapse_status'));
     await setEnabled(true);
 

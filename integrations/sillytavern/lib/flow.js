@@ -308,6 +308,17 @@ export function describeError(error, url) {
     }
 }
 
+/** The server's tool group holding the snapshot tools. */
+export const SNAPSHOT_GROUP = 'snapshots';
+
+/**
+ * True when the snapshot tools are missing but the server offers `ToolGroups`, which can switch
+ * their group on for the workspace (with the user's approval).
+ */
+export function switchesOnGroup(tools) {
+    return !tools.some((tool) => tool.name === 'SnapshotProcess') && tools.some((tool) => tool.name === 'ToolGroups');
+}
+
 /** The tools the extension calls; a server without them is of another version (or has the group off). */
 export const REQUIRED_TOOLS = ['SnapshotProcess', 'SnapshotReprocess', 'SnapshotGet'];
 

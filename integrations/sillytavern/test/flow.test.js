@@ -16,6 +16,7 @@ import {
     missingTools,
     processRequest,
     stateText,
+    switchesOnGroup,
     textDigest,
     upToDate,
     wireMessage,
@@ -215,4 +216,10 @@ test('a server without the snapshot tools, or an older one, is of another versio
     assert.equal(missingTools(tools), null);
     assert.match(missingTools([{ name: 'ReadVar' }]), /no SnapshotProcess, SnapshotReprocess, SnapshotGet/);
     assert.match(missingTools([{ name: 'SnapshotProcess', inputSchema: { properties: {} } }, tools[1], tools[2]]), /takes no firstIndex/);
+});
+
+test('a workspace with the snapshots group off is switched on through ToolGroups', () => {
+    assert.equal(switchesOnGroup([{ name: 'ReadVar' }, { name: 'ToolGroups' }]), true);
+    assert.equal(switchesOnGroup([{ name: 'ReadVar' }]), false, 'ToolGroups is off too: nothing to do');
+    assert.equal(switchesOnGroup([{ name: 'SnapshotProcess' }, { name: 'ToolGroups' }]), false);
 });
