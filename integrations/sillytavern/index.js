@@ -30,7 +30,7 @@ import {
 
 const MODULE = 'synapse';
 const DEFAULTS = Object.freeze({ enabled: false, url: 'http://127.0.0.1:8765/mcp', token: '' });
-/** The chat metadata key naming the snapshot `vs_stat_data` was read from. */
+/** The chat metadata key naming the snapshot `vs_stat_data` was read from, and its message. */
 const STATE_OF = 'synapse_state_of';
 /** A call that has not answered in this long is given up (the chat goes on). */
 const CALL_TIMEOUT_MS = 120_000;
@@ -179,28 +179,39 @@ async function run(job) {
         return;
     }
     const newest = chat.length - 1;
-    // Already done: the newest bound swipe is the state the variable holds.
-    if (job.from === undefined && upToDate(chat) && ctx.chatMetadata[STATE_OF] === boundId(chat[lastBoundIndex(chat)])) {
+    // Already done: the newest bound swipe, at the same place, is the state the variable holds.
+    // (A floor that moved, a message deleted before it, is sent: the server tells.)
+    const newestBound = lastBoundIndex(chat);
+    if (job.from === undefined && upToDate(chat) && ctx.chatMetadata[STATE_OF] === `${boundId(chat[newestBound])}@${newestBound}`) {
         return;
     }
     const mcp = await connected();
     const characterId = characterKey(ctx);
     const signal = AbortSignal.timeout(CALL_TIMEOUT_MS);
-    let result;
-    if (job.from !== undefined) {
-        const request = { chatFile, fromIndex: job.from, messages: chat.map(wireMessage) };
+    const reprocess = (fromIndex) => {
+        const request = { chatFile, fromIndex, messages: chat.map(wireMessage) };
         if (characterId) {
             request.characterId = characterId;
         }
-        result = await mcp.callTool('SnapshotReprocess', request, signal);
+        return mcp.callTool('SnapshotReprocess', request, signal);
+    };
+    let result;
+    if (job.from !== undefined) {
+        result = await reprocess(job.from);
     } else {
         try {
             result = await mcp.callTool('SnapshotProcess', processRequest(chat, { chatFile, characterId }), signal);
         } catch (error) {
-            if (!(error instanceof McpError) || error.kind !== 'tool' || classifyToolError(error.message) !== 'whole') {
+            const next = error instanceof McpError && error.kind === 'tool' ? classifyToolError(error.message) : 'report';
+            if (next === 'whole') {
+                result = await mcp.callTool('SnapshotProcess', processRequest(chat, { chatFile, characterId, whole: true }), signal);
+            } else if (next === 'rewritten') {
+                // A message was deleted or inserted before the newest floor: where is unknown,
+                // so the chat is reprocessed from its start.
+                result = await reprocess(0);
+            } else {
                 throw error;
             }
-            result = await mcp.callTool('SnapshotProcess', processRequest(chat, { chatFile, characterId, whole: true }), signal);
         }
     }
     const now = context();
@@ -212,7 +223,8 @@ async function run(job) {
     const changed = applyResult(chat, result);
     const variables = chatVariables(now);
     variables[VARIABLE] = stateText(result.vs_stat_data);
-    now.chatMetadata[STATE_OF] = result.latestSnapshotId || null;
+    const latest = lastBoundIndex(chat);
+    now.chatMetadata[STATE_OF] = latest >= 0 ? `${boundId(chat[latest])}@${latest}` : null;
     await now.saveChat();
     notices.reset();
     const bound = result.latestSnapshotId ? ` (snapshot ${result.latestSnapshotId})` : '';

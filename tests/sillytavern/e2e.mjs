@@ -346,7 +346,25 @@ try {
     await idle();
     check('an edited reply is reprocessed after the approval', (await macro()) === '{"hero":{"hp":9,"gold":10}}', await macro());
 
-    // 6. Enabled off: no call at all, and the chat goes on.
+    // 6. Messages deleted in the middle: the later floors moved, so the chat is reprocessed and
+    // its state is what processing the chat as it is now from scratch gives.
+    await page.evaluate(async () => {
+        const context = SillyTavern.getContext();
+        context.chat.splice(1, 2);
+        await context.saveChat();
+        await context.reloadCurrentChat();
+    });
+    await page.waitForTimeout(500);
+    for (let round = 0; round < 3 && await approvals.count() > 0; round++) {
+        await page.click('dialog.popup .popup-button-ok');
+        await page.waitForTimeout(300);
+    }
+    await idle();
+    const remaining = await ctx(() => SillyTavern.getContext().chat.map((message) => ({ is_user: Boolean(message.is_user), is_system: Boolean(message.is_system), mes: message.mes })));
+    const fresh = await server.callTool('SnapshotProcess', { chatFile: 'from-scratch', messages: remaining });
+    check('a message deleted in the middle reprocesses the chat as it is now', (await macro()) === JSON.stringify(fresh.vs_stat_data), `${await macro()} against ${JSON.stringify(fresh.vs_stat_data)}`);
+
+    // 7. Enabled off: no call at all, and the chat goes on.
     await setEnabled(false);
     const callsBefore = synapseCalls.length;
     backend.replies.push('Quiet now. @.SET("hero.hp", 2);');
@@ -356,7 +374,7 @@ try {
     check('with enabled off no call reaches the server', synapseCalls.length === callsBefore, `${synapseCalls.length - callsBefore} calls`);
     check('with enabled off the reply is left unbound', !(await lastMessage()).extra?.synapse_snapshot);
 
-    // 7. The server down: said once, the chat goes on.
+    // 8. The server down: said once, the chat goes on.
     await setEnabled(true);
     await idle();
     synapse.child.kill('SIGTERM');

@@ -208,11 +208,15 @@ export function stateText(state) {
 }
 
 /**
- * What a server error means for the next call: `whole` (send the whole chat: the tail's anchor
- * is not stored, or the chat was rewritten before it) or `report` (tell the user).
+ * What a server error means for the next call: `rewritten` (messages before the tail's anchor
+ * were deleted or inserted: every later floor is stale, reprocess the chat), `whole` (the
+ * tail's anchor is not stored: send the whole chat) or `report` (tell the user).
  */
 export function classifyToolError(message) {
-    return /send the whole chat|firstIndex/i.test(message) ? 'whole' : 'report';
+    if (/was made for message \d+/.test(message)) {
+        return 'rewritten';
+    }
+    return /send the whole chat/i.test(message) ? 'whole' : 'report';
 }
 
 /**

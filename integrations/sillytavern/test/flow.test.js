@@ -168,6 +168,7 @@ test('the state text is the JSON of the state', () => {
 
 test('a tail whose anchor is not stored asks for the whole chat', () => {
     assert.equal(classifyToolError('SnapshotProcess: no message among those given from firstIndex 998 is bound to a stored snapshot; send the whole chat (firstIndex 0)'), 'whole');
+    assert.equal(classifyToolError('SnapshotProcess: snapshot 9f, bound to message 7, was made for message 8: messages before it were deleted or inserted since; send the whole chat (firstIndex 0), or SnapshotReprocess from the first message that changed'), 'rewritten');
     assert.equal(classifyToolError('SnapshotProcess: `template` must be a JSON object'), 'report');
 });
 
