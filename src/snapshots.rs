@@ -515,18 +515,11 @@ impl Snapshots {
         self.process_from(chat_file, messages, &start, cancelled)
     }
 
-    /// The flow over a whole chat from where `start` says when no message is bound.
-    pub fn process_from(
+    /// The newest AI message bound to a stored snapshot, with that snapshot.
+    fn anchor(
         &self,
-        chat_file: &str,
         messages: &[ChatMessage],
-        start: &Start<'_>,
-        cancelled: &dyn Fn() -> bool,
-    ) -> Result<Processed, Error> {
-        let character_id = start.character_id;
-        if let Some(disabled) = self.disabled(chat_file, character_id)? {
-            return self.unprocessed(messages, start, disabled);
-        }
+    ) -> Result<(chat::Anchor, Option<StoredSnapshot>), Error> {
         let mut loaded: Option<StoredSnapshot> = None;
         let mut failure = None;
         let anchor = chat::anchor(messages, |id| {
@@ -542,9 +535,25 @@ impl Snapshots {
                 }
             }
         });
-        if let Some(error) = failure {
-            return Err(error.into());
+        match failure {
+            Some(error) => Err(error.into()),
+            None => Ok((anchor, loaded)),
         }
+    }
+
+    /// The flow over a whole chat from where `start` says when no message is bound.
+    pub fn process_from(
+        &self,
+        chat_file: &str,
+        messages: &[ChatMessage],
+        start: &Start<'_>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Processed, Error> {
+        let character_id = start.character_id;
+        if let Some(disabled) = self.disabled(chat_file, character_id)? {
+            return self.unprocessed(messages, start, disabled);
+        }
+        let (anchor, loaded) = self.anchor(messages)?;
         let offset = start.first_index;
         if offset > 0 {
             tail_is_anchored(offset, anchor.start.as_ref(), loaded.as_ref())?;
