@@ -6,6 +6,7 @@
 // `lib/flow.js` and the client in `lib/mcp-client.js`, which `node --test` checks.
 
 import { McpClient, McpError } from './lib/mcp-client.js';
+import { screens } from './screens.js';
 import {
     VARIABLE,
     Notices,
@@ -263,9 +264,12 @@ async function drain() {
     running = null;
 }
 
-/** Queues a pass (merged with one already waiting); answers when the queue is empty. */
-function schedule(job = {}) {
-    if (!settings().enabled) {
+/**
+ * Queues a pass (merged with one already waiting); answers when the queue is empty. `asked`: the
+ * user asked for it in a screen, which runs even while processing is off.
+ */
+function schedule(job = {}, asked = false) {
+    if (!settings().enabled && !asked) {
         return Promise.resolve();
     }
     if (next === null) {
@@ -342,6 +346,10 @@ function settingsPanel() {
                     <div id="synapse_check" class="menu_button">Check connection</div>
                     <div id="synapse_process" class="menu_button">Process this chat now</div>
                 </div>
+                <div class="synapse-row">
+                    <div id="synapse_functions" class="menu_button">Function library…</div>
+                    <div id="synapse_floors" class="menu_button">Floors of this chat…</div>
+                </div>
                 <div id="synapse_status" class="synapse-status"></div>
                 <details class="synapse-state">
                     <summary>Current state (<code>{{vs_stat_data}}</code>)</summary>
@@ -394,6 +402,21 @@ function bindPanel() {
     });
     document.getElementById('synapse_check').addEventListener('click', checkConnection);
     document.getElementById('synapse_process').addEventListener('click', () => schedule());
+    const manage = screens({
+        context,
+        call: async (name, args) => (await connected()).callTool(name, args, AbortSignal.timeout(CALL_TIMEOUT_MS)),
+        characterId: () => characterKey(context()),
+        reprocess: (from) => schedule({ from }, true),
+    });
+    const opening = (open) => async () => {
+        try {
+            await open();
+        } catch (error) {
+            show(describeError(error, settings().url), 'error');
+        }
+    };
+    document.getElementById('synapse_functions').addEventListener('click', opening(manage.functions));
+    document.getElementById('synapse_floors').addEventListener('click', opening(manage.floors));
     document.querySelector('.synapse-state').addEventListener('toggle', refreshStateView);
 }
 

@@ -9,7 +9,7 @@
 //   SILLYTAVERN_DIR=… SYNAPSE_MCP=target/debug/synapse-mcp node tests/sillytavern/e2e.mjs [--screenshots DIR]
 
 import { spawn, execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -364,7 +364,137 @@ try {
     const fresh = await server.callTool('SnapshotProcess', { chatFile: 'from-scratch', messages: remaining });
     check('a message deleted in the middle reprocesses the chat as it is now', (await macro()) === JSON.stringify(fresh.vs_stat_data), `${await macro()} against ${JSON.stringify(fresh.vs_stat_data)}`);
 
-    // 7. Enabled off: no call at all, and the chat goes on.
+    // 7. The management screens, from the panel: every operation, checked on the server.
+    const approvalDialog = 'dialog.popup:has(.synapse-approval)';
+    const settle = async (what, condition) => {
+        const deadline = Date.now() + WAIT_MS;
+        while (Date.now() < deadline) {
+            if (await page.locator(approvalDialog).count() > 0) {
+                await page.locator(`${approvalDialog} .popup-button-ok`).first().click();
+                await page.waitForTimeout(200);
+                continue;
+            }
+            if (await condition()) return true;
+            await page.waitForTimeout(200);
+        }
+        throw new Error(`timed out waiting for ${what}`);
+    };
+    const screen = (name) => page.locator(`[data-screen="${name}"]`);
+    const act = (name, action, within = '') => page.locator(`[data-screen="${name}"] ${within} [data-action="${action}"]`).first().click();
+    const library = async (characterId) => {
+        const listed = await server.callTool('FunctionList', characterId ? { characterId } : {});
+        return characterId ? listed.local : listed.global;
+    };
+    const closeScreen = async (name) => {
+        await page.locator(`dialog.popup:has([data-screen="${name}"]) .popup-button-ok`).click();
+        await screen(name).waitFor({ state: 'detached', timeout: WAIT_MS });
+    };
+    const scratch = join(work, 'files');
+    mkdirSync(scratch);
+
+    await openPanel();
+    await page.click('#synapse_functions');
+    await screen('functions').locator('[data-name="SET"]').waitFor({ timeout: WAIT_MS });
+    check('the function library lists the built-ins', true);
+    await act('functions', 'new');
+    await act('functions', 'save');
+    await settle('DOUBLE saved', async () => (await library()).some((item) => item.name === 'DOUBLE'));
+    await screen('functions').locator('[data-name="DOUBLE"]').waitFor({ timeout: WAIT_MS });
+    check('a function is added from the editor', true);
+    await act('functions', 'test');
+    await settle('the test result', async () => (await screen('functions').locator('[data-field="test-result"]').textContent()).includes('"snapshot"'));
+    const tested = JSON.parse(await screen('functions').locator('[data-field="test-result"]').textContent());
+    check('a text is tested against the library', JSON.stringify(tested.snapshot) === '{"hero":{"hp":10}}', JSON.stringify(tested.snapshot));
+    const edited = JSON.parse(await screen('functions').locator('[data-field="function"]').inputValue());
+    edited.pattern = '@\\.TRIPLE\\("([^"]+)"\\);';
+    edited.executor = 'const path = args[0];\n_.set(snapshot, path, (_.get(snapshot, path) || 0) * 3);\nreturn snapshot;';
+    await screen('functions').locator('[data-field="function"]').fill(JSON.stringify(edited));
+    await screen('functions').locator('[data-field="test-text"]').fill('@.SET("hero.hp", 5); @.TRIPLE("hero.hp");');
+    await screen('functions').locator('[data-field="test-unsaved"]').check();
+    await act('functions', 'test');
+    await settle('the unsaved test', async () => (await screen('functions').locator('[data-field="test-result"]').textContent()).includes('"hp": 15'));
+    check('an unsaved pattern is tested, nothing stored', (await library()).find((item) => item.name === 'DOUBLE').pattern.includes('DOUBLE'));
+    await screen('functions').locator('[data-name="DOUBLE"] [data-field="enabled"]').uncheck();
+    await settle('DOUBLE disabled', async () => (await library()).find((item) => item.name === 'DOUBLE').enabled === false);
+    check('a function is switched off', true);
+    const running = async () => (await library()).sort((a, b) => a.order - b.order).map((item) => item.name);
+    const orderBefore = await running();
+    const step = orderBefore.indexOf('DOUBLE') === 0 ? 1 : -1;
+    await act('functions', step > 0 ? 'down' : 'up', '[data-name="DOUBLE"]');
+    await settle('DOUBLE moved', async () => (await running()).indexOf('DOUBLE') === orderBefore.indexOf('DOUBLE') + step);
+    check('a function is moved in the running order', true, `${step > 0 ? 'down' : 'up'} to ${orderBefore.indexOf('DOUBLE') + step}`);
+    const [download] = await Promise.all([page.waitForEvent('download'), act('functions', 'export')]);
+    const exportedPath = join(scratch, 'functions.json');
+    await download.saveAs(exportedPath);
+    const exported = JSON.parse(readFileSync(exportedPath, 'utf8'));
+    check('the library is exported', exported.version === '1.0' && exported.functions.some((item) => item.name === 'DOUBLE'), `${exported.functions.length} functions`);
+    await act('functions', 'move', '[data-name="DOUBLE"]');
+    await settle('DOUBLE in Hero.png', async () => (await library('Hero.png')).some((item) => item.name === 'DOUBLE'));
+    check('a function is moved to the character\'s library', !(await library()).some((item) => item.name === 'DOUBLE'));
+    await screen('functions').locator('[data-field="scope"]').selectOption('character');
+    await screen('functions').locator('[data-name="DOUBLE"]').waitFor({ timeout: WAIT_MS });
+    await act('functions', 'delete', '[data-name="DOUBLE"]');
+    await settle('DOUBLE deleted', async () => !(await library('Hero.png')).some((item) => item.name === 'DOUBLE'));
+    check('a function is deleted (after the approval)', true);
+    const [chooser] = await Promise.all([page.waitForEvent('filechooser'), act('functions', 'import')]);
+    await chooser.setFiles(exportedPath);
+    await settle('the import', async () => (await library('Hero.png')).some((item) => item.name === 'DOUBLE'));
+    check('an export is imported (switched off)', (await library('Hero.png')).find((item) => item.name === 'DOUBLE').enabled === false);
+    await closeScreen('functions');
+
+    await page.click('#synapse_floors');
+    await screen('floors').locator('.synapse-floor').first().waitFor({ timeout: WAIT_MS });
+    const floorIds = await screen('floors').locator('.synapse-floor').evaluateAll((rows) => rows.map((row) => row.dataset.snapshot));
+    const listedFloors = (await server.callTool('SnapshotList', { chatFile: await ctx(() => SillyTavern.getContext().getCurrentChatId()) })).floors;
+    check('the floors are listed', JSON.stringify(floorIds) === JSON.stringify(listedFloors.map((floor) => floor.snapshotId)), `${floorIds.length} floors`);
+    const lastFloor = listedFloors.at(-1);
+    await screen('floors').locator(`[data-snapshot="${lastFloor.snapshotId}"]`).click();
+    await settle('the floor view', async () => (await screen('floors').locator('[data-field="state"]').inputValue()).includes('hero'));
+    const viewed = JSON.parse(await screen('floors').locator('[data-field="state"]').inputValue());
+    check('a floor is viewed', JSON.stringify(viewed) === JSON.stringify((await snapshotGet(lastFloor.snapshotId)).snapshot), JSON.stringify(viewed));
+    await act('floors', 'diff');
+    await settle('the diff', async () => (await screen('floors').locator('[data-field="diff"]').textContent()).includes('"patch"'));
+    check('a floor is diffed with the one before', JSON.parse(await screen('floors').locator('[data-field="diff"]').textContent()).patch.length > 0);
+    await screen('floors').locator('[data-field="label"]').fill('after the potion');
+    await act('floors', 'save-global');
+    await settle('the global snapshot', async () => (await server.callTool('SnapshotGlobalList', {})).globals.some((item) => item.label === 'after the potion'));
+    check('a floor is saved as a global snapshot', true);
+    await screen('floors').locator('[data-field="state"]').fill('{"hero": {"hp": 50, "gold": 10}}');
+    await act('floors', 'save-edit');
+    await settle('the edit', async () => (await snapshotGet(lastFloor.snapshotId)).snapshot.hero.hp === 50);
+    check('a floor is edited (after the approval)', true);
+    const [floorDownload] = await Promise.all([page.waitForEvent('download'), act('floors', 'export')]);
+    const floorPath = join(scratch, 'floor.json');
+    await floorDownload.saveAs(floorPath);
+    check('a floor is exported as JSON', readFileSync(floorPath, 'utf8').includes('"hp": 50'));
+    const mvuPath = join(scratch, 'mvu.json');
+    writeFileSync(mvuPath, JSON.stringify({ hero: { hp: 7, $meta: { extensible: true } }, $meta: { strictTemplate: false } }));
+    const [floorChooser] = await Promise.all([page.waitForEvent('filechooser'), act('floors', 'import')]);
+    await floorChooser.setFiles(mvuPath);
+    await settle('the import', async () => (await snapshotGet(lastFloor.snapshotId)).snapshot.hero.hp === 7);
+    check('floor JSON is imported with MVU metadata stripped', JSON.stringify((await snapshotGet(lastFloor.snapshotId)).snapshot) === '{"hero":{"hp":7}}', JSON.stringify((await snapshotGet(lastFloor.snapshotId)).snapshot));
+    await act('floors', 'reprocess');
+    await settle('the reprocessing', async () => (await macro()) === JSON.stringify(fresh.vs_stat_data)
+        && /floor\(s\)/.test(await screen('floors').locator('.synapse-screen-status').textContent()));
+    check('reprocessing from a floor rebuilds it from the chat', true);
+    await screen('floors').locator('[data-field="chat-switch"]').selectOption('off');
+    await settle('the chat switch', async () => /this chat: off/.test(await screen('floors').locator('.synapse-screen-status').textContent()));
+    const switched = await server.callTool('SnapshotProcess', { chatFile: await ctx(() => SillyTavern.getContext().getCurrentChatId()), messages: [] });
+    check('processing is switched off for the chat from the screen', switched.disabled?.by === 'chat', JSON.stringify(switched.disabled));
+    await screen('floors').locator('[data-field="chat-switch"]').selectOption('inherit');
+    await settle('the chat switch back', async () => /this chat: inherit/.test(await screen('floors').locator('.synapse-screen-status').textContent()));
+    if (SCREENSHOTS) {
+        await page.locator('dialog.popup:has([data-screen="floors"])').screenshot({ path: join(SCREENSHOTS, 'sillytavern-floors.png') });
+    }
+    await closeScreen('floors');
+    if (SCREENSHOTS) {
+        await page.click('#synapse_functions');
+        await screen('functions').locator('[data-name="SET"]').waitFor({ timeout: WAIT_MS });
+        await page.locator('dialog.popup:has([data-screen="functions"])').screenshot({ path: join(SCREENSHOTS, 'sillytavern-functions.png') });
+        await closeScreen('functions');
+    }
+
+    // 8. Enabled off: no call at all, and the chat goes on.
     await setEnabled(false);
     const callsBefore = synapseCalls.length;
     backend.replies.push('Quiet now. @.SET("hero.hp", 2);');
@@ -374,7 +504,7 @@ try {
     check('with enabled off no call reaches the server', synapseCalls.length === callsBefore, `${synapseCalls.length - callsBefore} calls`);
     check('with enabled off the reply is left unbound', !(await lastMessage()).extra?.synapse_snapshot);
 
-    // 8. The server down: said once, the chat goes on.
+    // 9. The server down: said once, the chat goes on.
     await setEnabled(true);
     await idle();
     synapse.child.kill('SIGTERM');
@@ -394,6 +524,8 @@ try {
 } catch (error) {
     check('the run finished', false, error.stack || String(error));
     const status = await page?.textContent('#synapse_status').catch(() => null);
+    const screens = await page?.locator('.synapse-screen-status').allTextContents().catch(() => []);
+    console.log(`screen status: ${JSON.stringify(screens)}`);
     console.log(`extension status: ${status}\nconsole errors:\n  ${consoleErrors.join('\n  ')}`);
 } finally {
     await browser?.close().catch(() => {});
