@@ -23,6 +23,7 @@ import {
     missingTools,
     processRequest,
     SNAPSHOT_GROUP,
+    staleFrom,
     switchesOnGroup,
     stateText,
     upToDate,
@@ -180,6 +181,9 @@ async function run(job) {
         return;
     }
     const newest = chat.length - 1;
+    if (job.from === undefined && staleFrom(chat) >= 0) {
+        job = { from: staleFrom(chat) };
+    }
     // Already done: the newest bound swipe, at the same place, is the state the variable holds.
     // (A floor that moved, a message deleted before it, is sent: the server tells.)
     const newestBound = lastBoundIndex(chat);

@@ -505,8 +505,20 @@ try {
     check('with enabled off the reply is left unbound', !(await lastMessage()).extra?.synapse_snapshot);
 
     // 9. The server down: said once, the chat goes on.
+    // An earlier reply edited while the extension was off: switching it on reprocesses from it.
+    await page.evaluate(() => {
+        const context = SillyTavern.getContext();
+        const index = context.chat.findIndex((message) => !message.is_user && /hero\.gold/.test(message.mes));
+        const message = context.chat[index];
+        message.mes = message.mes.replace('"hero.gold", 10', '"hero.gold", 20');
+        if (Array.isArray(message.swipes)) message.swipes[message.swipe_id ?? 0] = message.mes;
+    });
     await setEnabled(true);
+    const editedOff = await ctx(() => SillyTavern.getContext().chat.map((message) => ({ is_user: Boolean(message.is_user), is_system: Boolean(message.is_system), mes: message.mes })));
+    const expected = await server.callTool('SnapshotProcess', { chatFile: 'from-scratch-2', messages: editedOff });
+    await settle('the stale floors reprocessed', async () => (await macro()) === JSON.stringify(expected.vs_stat_data));
     await idle();
+    check('a reply edited while the extension was off is reprocessed when it is switched on', true, await macro());
     synapse.child.kill('SIGTERM');
     await new Promise((done) => synapse.child.once('exit', done));
     backend.replies.push('Still here.');

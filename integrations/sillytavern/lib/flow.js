@@ -134,6 +134,23 @@ export function processRequest(chat, { chatFile, characterId, whole = false }) {
     return request;
 }
 
+/**
+ * The earliest AI message before the newest bound one whose binding went stale — it holds a
+ * snapshot id, but its text or active swipe is no longer the one the snapshot was made from (an
+ * edit or a swipe made while the extension was off or the server down) — or -1. Every floor from
+ * there on is stale: reprocess from it.
+ */
+export function staleFrom(chat) {
+    const anchor = lastBoundIndex(chat);
+    for (let index = 0; index < anchor; index++) {
+        const message = chat[index];
+        if (isAi(message) && holdsBinding(message) && !boundId(message)) {
+            return index;
+        }
+    }
+    return -1;
+}
+
 /** True when the chat has nothing to process: no AI message after the newest bound one. */
 export function upToDate(chat) {
     const anchor = lastBoundIndex(chat);

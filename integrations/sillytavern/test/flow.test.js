@@ -16,6 +16,7 @@ import {
     missingTools,
     processRequest,
     stateText,
+    staleFrom,
     switchesOnGroup,
     textDigest,
     upToDate,
@@ -223,4 +224,13 @@ test('a workspace with the snapshots group off is switched on through ToolGroups
     assert.equal(switchesOnGroup([{ name: 'ReadVar' }, { name: 'ToolGroups' }]), true);
     assert.equal(switchesOnGroup([{ name: 'ReadVar' }]), false, 'ToolGroups is off too: nothing to do');
     assert.equal(switchesOnGroup([{ name: 'SnapshotProcess' }, { name: 'ToolGroups' }]), false);
+});
+
+test('an earlier reply edited while the extension was off is found, and reprocessed from', () => {
+    const chat = [reply('a', 'A'), user('u'), reply('b', 'B'), user('v'), reply('c', 'C'), user('w'), reply('new')];
+    assert.equal(staleFrom(chat), -1);
+    chat[2].mes = 'b, edited';
+    chat[2].swipes[0] = chat[2].mes;
+    assert.equal(staleFrom(chat), 2);
+    assert.equal(staleFrom([reply('only', 'X')]), -1, 'the newest bound message is the anchor, not stale');
 });
