@@ -528,6 +528,13 @@ try {
     const toasts = await page.locator('#toast-container .toast-warning').count();
     check('a server that is down is said once and the chat goes on', toasts === 1 && (await lastMessage()).mes === 'Yes.', `${toasts} warnings`);
 
+    // The settings are SillyTavern's: they survive a reload.
+    await page.waitForTimeout(1500); // saveSettingsDebounced
+    await open();
+    await openPanel();
+    const kept = { enabled: await page.isChecked('#synapse_enabled'), url: await page.inputValue('#synapse_url'), token: await page.inputValue('#synapse_token') };
+    check('the settings are kept in SillyTavern\'s settings across a reload', kept.enabled && kept.url === mcpUrl && kept.token === token, JSON.stringify({ ...kept, token: kept.token ? 'syn_…' : '' }));
+
     const fromExtension = consoleErrors.filter((text) => /synapse|third-party/i.test(text));
     check('no console error from the extension', fromExtension.length === 0, fromExtension.join(' | '));
     if (consoleErrors.length > 0) {
