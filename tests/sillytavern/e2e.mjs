@@ -6,7 +6,8 @@
 // re-injects; a chat change injects that chat's state; `enabled` off stops every call; an edit
 // of a bound reply reprocesses after an approval answered in SillyTavern's dialog; and no
 // console error comes from the extension. Usage (tests/sillytavern/run.sh sets these up):
-//   SILLYTAVERN_DIR=… SYNAPSE_MCP=target/debug/synapse-mcp node tests/sillytavern/e2e.mjs [--screenshots DIR]
+//   SILLYTAVERN_DIR=… SYNAPSE_MCP=target/debug/synapse-mcp [SYNAPSE_MCP_OTHER=an older build] \
+//       node tests/sillytavern/e2e.mjs [--screenshots DIR]
 
 import { spawn, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -535,6 +536,32 @@ try {
     const kept = { enabled: await page.isChecked('#synapse_enabled'), url: await page.inputValue('#synapse_url'), token: await page.inputValue('#synapse_token') };
     check('the settings are kept in SillyTavern\'s settings across a reload', kept.enabled && kept.url === mcpUrl && kept.token === token, JSON.stringify({ ...kept, token: kept.token ? 'syn_…' : '' }));
 
+    // An older synapse-mcp (SYNAPSE_MCP_OTHER): it allows no page's origin (no CORS), so the
+    // browser cannot read it: said once, and the chat goes on.
+    if (process.env.SYNAPSE_MCP_OTHER) {
+        const other = await startProcess(resolve(process.env.SYNAPSE_MCP_OTHER), ['serve', '--http', '127.0.0.1:0', '--tokens', tokens, '--store', 'memory', '--allowed-origin', origin],
+            { env: { ...process.env, HOME: home } }, /ready on (http:\/\/[^/\s]+)/);
+        children.push(other.child);
+        await openPanel();
+        await page.fill('#synapse_url', `${other.found[1]}/mcp`);
+        await page.evaluate(() => document.getElementById('synapse_url').dispatchEvent(new Event('change')));
+        await page.evaluate(() => document.querySelectorAll('#toast-container .toast').forEach((toast) => toast.remove()));
+        await selectCharacter('Hero');
+        // After the reload the backend connects again as a user does, with the API button.
+        await page.evaluate(() => $('#api_button_openai').trigger('click'));
+        await page.waitForFunction(() => SillyTavern.getContext().onlineStatus !== 'no_connection', null, { timeout: WAIT_MS });
+        backend.replies.push('Other server.');
+        await send('And now?');
+        backend.replies.push('Still fine.');
+        await send('Still there?');
+        const warnings = await page.locator('#toast-container .toast-warning').allTextContents();
+        check('an older synapse-mcp is said once and the chat goes on', warnings.length === 1 && /allows this page/.test(warnings[0]) && (await lastMessage()).mes === 'Still fine.', `${warnings.join(' | ')} / ${await page.textContent('#synapse_status')} / ${(await lastMessage()).mes}`);
+        await openPanel();
+        await page.fill('#synapse_url', mcpUrl);
+        await page.evaluate(() => document.getElementById('synapse_url').dispatchEvent(new Event('change')));
+    }
+
+
     const fromExtension = consoleErrors.filter((text) => /synapse|third-party/i.test(text));
     check('no console error from the extension', fromExtension.length === 0, fromExtension.join(' | '));
     if (consoleErrors.length > 0) {
@@ -545,6 +572,7 @@ try {
     const status = await page?.textContent('#synapse_status').catch(() => null);
     const screens = await page?.locator('.synapse-screen-status').allTextContents().catch(() => []);
     console.log(`screen status: ${JSON.stringify(screens)}`);
+    if (process.env.E2E_DEBUG) await page?.screenshot({ path: '/tmp/e2e-failure.png' }).catch(() => {});
     console.log(`extension status: ${status}\nconsole errors:\n  ${consoleErrors.join('\n  ')}`);
 } finally {
     await browser?.close().catch(() => {});

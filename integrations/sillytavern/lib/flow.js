@@ -317,7 +317,7 @@ export class Notices {
 export function describeError(error, url) {
     switch (error && error.kind) {
     case 'unreachable':
-        return `synapse-mcp is not reachable at ${url}. The chat goes on without state; start the server (synapse-mcp serve --http …) and check the URL.`;
+        return `synapse-mcp is not reachable at ${url}. The chat goes on without state; start the server (synapse-mcp serve --http …), check the URL, and that it allows this page (--allowed-origin ${globalThis.location ? globalThis.location.origin : 'ORIGIN'}; a synapse-mcp older than the extension allows none).`;
     case 'auth':
         return `synapse-mcp refused the token (${error.status}). Set a token made with \`synapse-mcp token add\` in the extension's settings.`;
     case 'version':
