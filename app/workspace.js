@@ -550,7 +550,28 @@ async function showFloor(floor, index) {
   } else {
     patch.append(span("hint", "The first floor: nothing before it to compare with."));
   }
-  detail.replaceChildren(heading, facts, patch);
+  // Saving the floor as a global snapshot: a state to start other chats from (asks nothing:
+  // a new label only adds).
+  const label = document.createElement("input");
+  label.id = "global-label";
+  label.placeholder = "Label";
+  label.setAttribute("aria-label", "Label of the global snapshot");
+  const save = document.createElement("button");
+  save.id = "save-global";
+  save.textContent = "Save as global snapshot";
+  save.addEventListener("click", async () => {
+    if (!label.value.trim()) return status("Give the global snapshot a label", "error");
+    try {
+      await callTool("SnapshotGlobalSave", { label: label.value.trim(), from: floor.snapshotId });
+      status(`Saved as the global snapshot ${label.value.trim()}`);
+    } catch (error) {
+      status(error.message, "error");
+    }
+  });
+  const actions = document.createElement("div");
+  actions.className = "actions";
+  actions.append(label, save);
+  detail.replaceChildren(heading, facts, patch, actions);
 }
 
 // Not a form: hosts sandbox the view without `allow-forms`, where a form never submits.
@@ -587,6 +608,10 @@ async function loadFunctions() {
 
 function chooseFunction(fn) {
   chosenFunction = fn;
+  document.getElementById("save-function").disabled = fn.type !== "active" || Boolean(fn.builtin);
+  document.getElementById("toggle-function").disabled = false;
+  document.getElementById("toggle-function").textContent = fn.enabled ? "Turn off" : "Turn on";
+  document.getElementById("delete-function").disabled = Boolean(fn.builtin);
   document.getElementById("function-name").textContent = fn.name;
   document.getElementById("function-description").textContent = fn.description || (fn.signature ?? "");
   const pattern = document.getElementById("pattern");
@@ -649,6 +674,33 @@ function showTested(tested) {
   steps.replaceChildren(...items);
   document.getElementById("tested-state").textContent = JSON.stringify(tested.snapshot, null, 2);
 }
+
+// Writes go through the tools a model calls, with the same approvals (a changed pattern and a
+// deletion ask the user first).
+async function changeFunction(tool, args, done) {
+  const characterId = document.getElementById("character").value.trim();
+  if (chosenFunction.local && characterId) args.characterId = characterId;
+  try {
+    await callTool(tool, args);
+    chosenFunction = null;
+    for (const id of ["save-function", "toggle-function", "delete-function"]) document.getElementById(id).disabled = true;
+    await loadFunctions();
+    status(done);
+  } catch (error) {
+    status(error.message, "error");
+  }
+}
+document.getElementById("save-function").addEventListener("click", () => {
+  const { local, builtin, signature, example, ...stored } = chosenFunction;
+  changeFunction("FunctionUpsert", { function: { ...stored, pattern: document.getElementById("pattern").value } }, `Saved ${stored.name}`);
+});
+document.getElementById("toggle-function").addEventListener("click", () => {
+  const enabled = !chosenFunction.enabled;
+  changeFunction("FunctionEnable", { ids: [chosenFunction.id], enabled }, `${chosenFunction.name} ${enabled ? "on" : "off"}`);
+});
+document.getElementById("delete-function").addEventListener("click", () => {
+  changeFunction("FunctionRemove", { id: chosenFunction.id }, `Deleted ${chosenFunction.name}`);
+});
 
 document.getElementById("show-functions").addEventListener("click", loadFunctions);
 document.getElementById("character").addEventListener("keydown", (event) => {

@@ -7,6 +7,7 @@
 mod access;
 mod approval;
 mod completion;
+mod cors;
 mod errors;
 pub mod http;
 mod logging;

@@ -137,6 +137,11 @@ pub struct Start<'a> {
     pub template: Option<Value>,
     /// A global snapshot (id or label) to start from (wins over both templates).
     pub base_id: Option<&'a str>,
+    /// The index in the whole chat of the first message given: a caller that sends only the
+    /// messages from its newest bound AI message on says where they start, and every index
+    /// answered or stored is counted in the whole chat. With it above 0, one of the messages
+    /// given must be bound to a stored snapshot made for that same message index.
+    pub first_index: usize,
 }
 
 /// How far a cancelled `SnapshotProcess` got.

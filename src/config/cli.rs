@@ -134,8 +134,12 @@ pub struct ServeArgs {
     /// host name (and `host:port`) clients use.
     #[arg(long = "allowed-host", value_name = "HOST")]
     pub allowed_hosts: Vec<String>,
-    /// A browser `Origin` allowed to call (repeatable, with its scheme: `https://app.example`);
-    /// none given: requests carrying an `Origin` are checked against nothing.
+    /// A browser page's origin allowed to call `/mcp` (repeatable; scheme, host and port as
+    /// the browser sends them: `http://127.0.0.1:8000`, or `http://localhost:*` for any port).
+    /// Requests with another `Origin` get 403; those origins also get CORS (preflights
+    /// answered, `Authorization`, `Content-Type`, `Mcp-Session-Id`, `MCP-Protocol-Version` and
+    /// `Last-Event-ID` allowed, `Mcp-Session-Id` exposed). None given: only loopback pages
+    /// (`http://localhost:*`, `http://127.0.0.1:*`, `http://[::1]:*`) may call, without CORS.
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     pub allowed_origins: Vec<String>,
     /// Largest HTTP request body accepted, in bytes (default 4 MiB); larger ones get 413.

@@ -132,7 +132,10 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
     if let Some(idle) = idle {
         tokio::spawn(Arc::clone(&gate.sessions).close_idle(idle, stop.clone()));
     }
-    let router = router(&gate, settings, stop.clone());
+    let router = super::cors::layer(
+        router(&gate, settings, stop.clone()),
+        &settings.allowed_origins,
+    );
     let listener = tokio::net::TcpListener::bind(settings.listen)
         .await
         .map_err(|error| Error::Start(format!("cannot listen on {}: {error}", settings.listen)))?;

@@ -60,6 +60,7 @@ impl Snapshots {
             character_id,
             template,
             base_id: None,
+            first_index: 0,
         };
         self.process_from(chat_file, messages, &start, cancelled)
     }
@@ -76,12 +77,19 @@ impl Snapshots {
         if let Some(disabled) = self.disabled(chat_file, character_id)? {
             return self.unprocessed(messages, start, disabled);
         }
-        let (anchor, loaded) = self.anchored(messages)?;
+        let (mut anchor, loaded) = self.anchored(messages)?;
+        let offset = start.first_index;
+        if offset > 0 {
+            tail_is_anchored(offset, anchor.start.as_ref(), loaded.as_ref())?;
+        }
+        for binding in &mut anchor.dropped {
+            binding.message_index += offset;
+        }
         let (mut state, base) = match (&anchor.start, loaded) {
             (Some((index, id)), Some(found)) => (
                 found.value,
                 Base::Snapshot {
-                    message_index: *index,
+                    message_index: offset + *index,
                     snapshot_id: id.clone(),
                 },
             ),
@@ -103,6 +111,7 @@ impl Snapshots {
                 break;
             }
             let message = &messages[index];
+            let index = offset + index;
             let context = MessageContext {
                 chat_file: chat_file.to_owned(),
                 message_index: Some(index),
@@ -297,4 +306,36 @@ fn lay_out(
         key.stored_bytes = Some(bytes as u64);
     }
     Ok(())
+}
+
+/// A chat sent from `first_index` on must start from a stored snapshot among the messages
+/// given, made for the message it is bound to now: otherwise the messages before them were
+/// never processed, or were deleted or inserted since (the floor moved), and processing the
+/// tail alone would build on a state the chat no longer has.
+fn tail_is_anchored(
+    first_index: usize,
+    anchor: Option<&(usize, String)>,
+    loaded: Option<&StoredSnapshot>,
+) -> Result<(), Error> {
+    let (Some((index, id)), Some(found)) = (anchor, loaded) else {
+        return invalid(
+            format!("firstIndex {first_index}"),
+            format!(
+                "no AI message among those given from firstIndex {first_index} is bound to a \
+                 stored snapshot: send the whole chat (firstIndex 0)"
+            ),
+        );
+    };
+    let now = first_index + index;
+    match found.message_id {
+        Some(made_for) if made_for != now as u64 => invalid(
+            id,
+            format!(
+                "snapshot {id}, bound to message {now}, was made for message {made_for}: \
+                 messages before it were deleted or inserted since; send the whole chat \
+                 (firstIndex 0), or SnapshotReprocess from the first message that changed"
+            ),
+        ),
+        _ => Ok(()),
+    }
 }

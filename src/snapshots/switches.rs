@@ -154,7 +154,7 @@ impl Snapshots {
         }
         let (state, base, latest_snapshot_id) = if let Some((message_index, stored)) = bound {
             let base = Base::Snapshot {
-                message_index,
+                message_index: start.first_index + message_index,
                 snapshot_id: stored.id.clone(),
             };
             (stored.value, base, Some(stored.id))

@@ -24,6 +24,7 @@ mod executor;
 mod faults;
 mod floor_pages;
 mod floors;
+mod front_end;
 mod function_tools;
 mod fuzz_regressions;
 mod http;

@@ -53,6 +53,11 @@ pub struct ProcessArguments {
     pub template: Option<Value>,
     /// A global snapshot (id or label) to start from instead of any template.
     pub base_id: Option<String>,
+    /// Where `messages` start in the chat (default 0). Send the messages from the newest AI
+    /// message whose swipe is bound on, with its index here, and a reply costs the same in a
+    /// chat of any length; indices answered count in the whole chat. Refused (send the whole
+    /// chat) when none of them is bound to a stored snapshot made for that message.
+    pub first_index: Option<usize>,
 }
 
 /// `SnapshotProcess`: takes whole chats and answers for a program. Its arguments run to
@@ -79,6 +84,7 @@ impl TypedTool for ProcessArguments {
             character_id: self.character_id.as_deref(),
             template: self.template,
             base_id: self.base_id.as_deref(),
+            first_index: self.first_index.unwrap_or(0),
         };
         let cancelled = || context.cancellation.is_cancelled();
         let processed =

@@ -156,6 +156,7 @@ impl TypedTool for ReprocessArguments {
             character_id: self.character_id.as_deref(),
             template: None,
             base_id: self.base_id.as_deref(),
+            first_index: 0,
         };
         let cancelled = || context.cancellation.is_cancelled();
         let service = service(&context);

@@ -311,6 +311,53 @@ async function checks() {
       if (!stored.pattern.includes("HEAL")) throw new Fail(`the tester stored its draft: ${stored.pattern}`);
       return `HEAL(5) → 85; the draft pattern CURE: HEAL(5) → 80, CURE(7) → 87 (${steps.join("; ")}); nothing stored`;
     });
+    await check(`${theme}: the library changed from the view: a pattern saved, switched off and on, a function deleted`, async () => {
+      const stored = async (name) => (await call("FunctionList", {})).structuredContent.global.find((fn) => fn.name === name);
+      const done = (text) => frame.waitForFunction((text) => document.getElementById("status").textContent === text, text, { timeout: WAIT_MS });
+      const asked = questions.length;
+      await frame.click('#functions .row:has-text("HEAL")');
+      const original = (await stored("HEAL")).pattern;
+      await frame.fill("#pattern", "@\\.CURE\\((\\d+)\\);?");
+      await frame.click("#save-function");
+      await done("Saved HEAL");
+      if ((await stored("HEAL")).pattern !== "@\\.CURE\\((\\d+)\\);?") throw new Fail(`the pattern was not saved: ${(await stored("HEAL")).pattern}`);
+      await frame.click('#functions .row:has-text("HEAL")');
+      await frame.fill("#pattern", original);
+      await frame.click("#save-function");
+      await done("Saved HEAL");
+      await frame.click('#functions .row:has-text("HEAL")');
+      await frame.click("#toggle-function");
+      await done("HEAL off");
+      const off = (await stored("HEAL")).enabled;
+      await frame.click('#functions .row:has-text("HEAL")');
+      await frame.click("#toggle-function");
+      await done("HEAL on");
+      const name = `SCRATCH_${theme.toUpperCase()}`;
+      await call("FunctionUpsert", { function: { name, type: "active", pattern: `@\\.${name}\\(\\);`, executor: "return snapshot;" } });
+      await frame.click("#show-functions");
+      await frame.click(`#functions .row:has-text("${name}")`);
+      await frame.click("#delete-function");
+      await done(`Deleted ${name}`);
+      if (off !== false || (await stored("HEAL")).enabled !== true || (await stored("HEAL")).pattern !== original || (await stored(name))) {
+        throw new Fail(`off ${off}, HEAL ${JSON.stringify(await stored("HEAL"))}, ${name} ${JSON.stringify(await stored(name))}`);
+      }
+      return `HEAL's pattern saved and restored, switched off and on, ${name} deleted; the user was asked ${questions.length - asked}x`;
+    });
+    await check(`${theme}: a floor saved as a global snapshot from the view`, async () => {
+      await frame.click("#tab-floors");
+      await frame.fill("#chat", chat.chatFile);
+      await frame.fill("#jump", "2");
+      await frame.press("#jump", "Enter");
+      await frame.waitForFunction(() => document.querySelector("#floor h2")?.textContent === "Message 2, swipe 1" && document.getElementById("save-global"), null, { timeout: WAIT_MS });
+      await frame.fill("#global-label", `floor-${theme}`);
+      await frame.click("#save-global");
+      await frame.waitForFunction((text) => document.getElementById("status").textContent === text, `Saved as the global snapshot floor-${theme}`, { timeout: WAIT_MS })
+        .catch(async () => { throw new Fail(`status: ${await frame.textContent("#status")}; heading: ${await frame.textContent("#floor h2")}`); });
+      const globals = (await call("SnapshotGlobalList", {})).structuredContent.globals;
+      if (!globals.some((global) => global.label === `floor-${theme}`)) throw new Fail(`no global floor-${theme}: ${JSON.stringify(globals)}`);
+      await frame.click("#tab-functions");
+      return `floor-${theme} listed by SnapshotGlobalList`;
+    });
     if (options.screenshots) {
       await check(`${theme}: screenshot of the functions`, () => page.screenshot({ path: join(options.screenshots, `functions-${theme}.png`) }).then(() => ""));
     }
