@@ -99,6 +99,8 @@ pub enum Error {
     Maintenance(#[from] maintenance::Error),
     #[error(transparent)]
     Tokens(#[from] tokens::Error),
+    #[error(transparent)]
+    Hosts(#[from] hosts::HostError),
 }
 
 /// Serves MCP over stdio until the client disconnects (over HTTP until SIGTERM with `serve
@@ -146,8 +148,81 @@ pub async fn run(
         Some(config::Command::Doctor { repair }) => {
             maintenance::doctor(config, *repair, &mut stdout)?;
         }
+        Some(config::Command::Config {
+            host,
+            write,
+            name,
+            arguments,
+        }) => {
+            host_entry(host, *write, name, arguments, &mut stdout)?;
+        }
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `config HOST [--write]`: the host's entry for this binary on stdout, and, with `--write`,
+/// merged into the host's file.
+fn host_entry(
+    host: &str,
+    write: bool,
+    name: &str,
+    arguments: &[String],
+    out: &mut impl std::io::Write,
+) -> Result<(), Error> {
+    let host = hosts::Host::parse(host)?;
+    let binary = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .map_err(|source| hosts::HostError::Io {
+            action: "find the path of",
+            file: "this binary".into(),
+            source,
+        })?;
+    let current = std::env::current_dir().map_err(|source| hosts::HostError::Io {
+        action: "read",
+        file: "the current folder".into(),
+        source,
+    })?;
+    let places = hosts::Places {
+        home: std::env::var_os("HOME")
+            .or_else(|| std::env::var_os("USERPROFILE"))
+            .map_or_else(|| current.clone(), std::path::PathBuf::from),
+        config_home: std::env::var_os(if cfg!(windows) {
+            "APPDATA"
+        } else {
+            "XDG_CONFIG_HOME"
+        })
+        .map(std::path::PathBuf::from),
+        current,
+    };
+    let said = if write {
+        let seconds = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs());
+        let entry = host.server_entry(&binary, arguments);
+        let written = hosts::write(host, &host.file(&places), name, entry, seconds)?;
+        let verb = if written.replaced {
+            "replaced"
+        } else {
+            "added"
+        };
+        match written.backup {
+            Some(backup) => format!(
+                "{verb} `{name}` in {}; the file as it was is {}\n",
+                written.file.display(),
+                backup.display()
+            ),
+            None => format!("{verb} `{name}` in {}\n", written.file.display()),
+        }
+    } else {
+        host.instructions(name, &binary, arguments, &places)
+    };
+    out.write_all(said.as_bytes())
+        .map_err(|source| hosts::HostError::Io {
+            action: "write to",
+            file: "stdout".into(),
+            source,
+        })?;
+    Ok(())
 }
 
 /// `token add|list|revoke`: the new token, or the list, on stdout; what was done on stderr.

@@ -114,6 +114,26 @@ pub enum Command {
     /// Work with script tool folders.
     #[command(subcommand)]
     Tools(ToolsCommand),
+    /// Print the entry a host needs to start this binary (its absolute path), ready to paste:
+    /// `claude-desktop`, `claude-code`, `cursor` or `vscode`; with --write, merge it into the
+    /// host's file, keeping what is there and a copy of the file as it was.
+    #[command(
+        after_help = "Examples:\n  synapse-mcp config claude-desktop --write\n          synapse-mcp config vscode -- --workspace notes"
+    )]
+    Config {
+        /// The host: claude-desktop, claude-code, cursor or vscode.
+        host: String,
+        /// Merge the entry into the host's file (Claude Desktop's and Cursor's of this user,
+        /// Claude Code's `.mcp.json` and VS Code's `.vscode/mcp.json` of the current folder).
+        #[arg(long)]
+        write: bool,
+        /// The server's name in the host.
+        #[arg(long, default_value = "synapse")]
+        name: String,
+        /// Arguments the host passes to synapse-mcp (after `--`).
+        #[arg(last = true, value_name = "ARGS")]
+        arguments: Vec<String>,
+    },
 }
 
 /// `serve`: stdio unless `--http` (or `[http] listen` in the config file) gives an address.

@@ -575,11 +575,15 @@ pub(crate) fn assert_golden_text(relative: &str, actual: &str) {
 }
 
 /// What a command that failed printed from its `Error:` line on, without the log lines around
-/// it (whose order and timings vary: a thread may still log after the error).
+/// it (whose order and timings vary: a thread may still log after the error) or a backtrace.
 pub(crate) fn error_part(stderr: &str) -> String {
     let from_error = stderr
         .find("Error: ")
         .map_or(stderr, |start| &stderr[start..]);
+    // Where `RUST_BACKTRACE` is set, the error's backtrace follows it.
+    let from_error = from_error
+        .find("\n\nStack backtrace:")
+        .map_or(from_error, |end| &from_error[..=end]);
     let mut kept = String::new();
     for line in from_error.lines().filter(|line| !is_log_line(line)) {
         kept.push_str(line);

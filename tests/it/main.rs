@@ -27,6 +27,7 @@ mod floors;
 mod front_end;
 mod function_tools;
 mod fuzz_regressions;
+mod hosts;
 mod http;
 mod http_edges;
 mod instances;
