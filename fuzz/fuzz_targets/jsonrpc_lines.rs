@@ -19,7 +19,8 @@ use rmcp::ServiceExt;
 use serde_json::json;
 use serde_json::value::RawValue;
 use synapse_mcp::app::App;
-use synapse_mcp::config::{Cli, Config};
+use synapse_mcp::app::Settings;
+use synapse_mcp::config::Cli;
 use synapse_mcp::server::Server;
 use synapse_mcp::server::transport::LineTransport;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -73,7 +74,7 @@ fn server() -> Server {
         .clone()
 }
 
-fn config() -> Config {
+fn config() -> Settings {
     let root = skills_root().display().to_string();
     let cli = <Cli as clap::Parser>::parse_from([
         "synapse-mcp",
@@ -82,7 +83,7 @@ fn config() -> Config {
         "--skills",
         root.as_str(),
     ]);
-    Config::load(&cli).expect("the fuzz configuration loads")
+    Settings::load(&cli).expect("the fuzz configuration loads")
 }
 
 /// The members of a JSON object, each value as written.
