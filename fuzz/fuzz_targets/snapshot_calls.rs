@@ -51,11 +51,13 @@ fuzz_target!(|text: &str| {
         let outcome = match &call.action {
             Action::Builtin(builtin, arguments) => builtin
                 .apply(&mut snapshot, arguments)
-                .map(|path| changed.path(&path)),
+                .map(|path| changed.path(&path))
+                .map_err(|error| error.to_string()),
             Action::Patch(operations) => operations.iter().try_for_each(|operation| {
                 operation
                     .apply(&mut snapshot)
                     .map(|paths| paths.iter().for_each(|path| changed.path(path)))
+                    .map_err(|error| error.to_string())
             }),
             Action::Malformed(_) => Err(String::new()),
         };
