@@ -148,8 +148,8 @@ impl Settings {
             .iter()
             .map(|(name, tool)| {
                 let over = ToolOverride {
-                    execution: tool.execution.map(Into::into),
-                    result: tool.result.map(Into::into),
+                    execution: tool.execution,
+                    result: tool.result,
                     output_limit: tool.output_limit,
                 };
                 (name.clone(), over)
@@ -201,7 +201,7 @@ impl Settings {
                 .collect(),
             executor: ExecutorSettings {
                 output_limit: file.output_limit.unwrap_or(defaults.output_limit),
-                fallback: file.approval_fallback.map_or(defaults.fallback, fallback),
+                fallback: file.approval_fallback.unwrap_or(defaults.fallback),
                 overrides,
             },
             script_limits,
@@ -283,14 +283,6 @@ fn skill_roots(
             },
         )
         .collect()
-}
-
-/// The file's fallback words as the executor's.
-fn fallback(fallback: config::Fallback) -> crate::tools::Fallback {
-    match fallback {
-        config::Fallback::Deny => crate::tools::Fallback::Deny,
-        config::Fallback::Allow => crate::tools::Fallback::Allow,
-    }
 }
 
 /// `skills_update_interval`, read and checked.

@@ -152,7 +152,7 @@ pub struct ToolConfig {
     pub enabled: Option<bool>,
 }
 
-// The file's words for the executor's approval policies (`tools::Policy`).
+// The approval policies, in the words of the file and of the executor alike (`tools::Policy`).
 /// When to ask the user.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
@@ -171,7 +171,7 @@ pub enum Policy {
     AskAlways,
 }
 
-// The file's words for the executor's `tools::Fallback`.
+// The fallback, in the words of the file and of the executor alike (`tools::Fallback`).
 /// What happens when a policy asks but the client can neither elicit nor retry with input.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,

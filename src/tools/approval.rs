@@ -10,45 +10,18 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::truncate_content;
 
-/// When to ask the user.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Policy {
-    /// Never ask.
-    #[default]
-    #[serde(alias = "never")]
-    Auto,
-    /// Ask the first time a tool is called with a given argument shape (and scope, such as the
-    /// skill a save writes); an approval the user marks "from now on" is remembered for the
-    /// workspace.
-    AskOnce,
-    /// Ask every time.
-    AskAlways,
-}
+// The approval words are the config file's own: one definition serves the file and the executor.
+pub use crate::config::{Fallback, Policy};
 
 /// A tool's approval policies for running it and for showing its result.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Permission {
     pub execution: Policy,
     pub result: Policy,
-}
-
-/// What happens when a policy asks but the client can neither elicit nor retry with input.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Fallback {
-    #[default]
-    Deny,
-    Allow,
 }
 
 /// Which gate is asking.

@@ -73,17 +73,6 @@ pub fn read(path: &Path) -> Result<(Vec<Upstream>, FileConfig), config::Error> {
     Ok((upstreams, file))
 }
 
-/// The file's policy words as the executor's policies.
-impl From<config::Policy> for Policy {
-    fn from(policy: config::Policy) -> Self {
-        match policy {
-            config::Policy::Auto => Self::Auto,
-            config::Policy::AskOnce => Self::AskOnce,
-            config::Policy::AskAlways => Self::AskAlways,
-        }
-    }
-}
-
 /// Checks every table; `folder` is the config file's folder. The first table that breaks a
 /// rule is refused with a message naming it and the key.
 pub fn check(tables: &[UpstreamTable], folder: &Path) -> Result<Vec<Upstream>, String> {
@@ -124,8 +113,8 @@ pub fn check(tables: &[UpstreamTable], folder: &Path) -> Result<Vec<Upstream>, S
             env: table.env.clone(),
             cwd: table.cwd.as_ref().map(|cwd| folder.join(cwd)),
             enabled: table.enabled.unwrap_or(true),
-            execution: table.execution.map(Policy::from),
-            result: table.result.map(Policy::from),
+            execution: table.execution,
+            result: table.result,
             limits: limits(table).map_err(|problem| format!("{which}: {problem}"))?,
         });
     }
