@@ -200,8 +200,17 @@ fn https_location(repository: &str) -> Result<(String, Option<&str>), String> {
                 .to_owned(),
         );
     }
-    if host.is_empty() || host.contains(['?', ' ', '%', '\\']) {
-        return Err(format!("`{host}` is not a host name"));
+    // What a URL parser reads as this same host: letters, digits, `-` and `.`, a port after
+    // `:`, an IPv6 address in brackets. Anything else (a control character, an escape, a
+    // name outside ASCII) is read differently by the HTTP client than by the allowlist.
+    let host_characters =
+        |character: char| character.is_ascii_alphanumeric() || "-.:[]".contains(character);
+    if host.is_empty() || !host.chars().all(host_characters) {
+        return Err(format!(
+            "`{}` is not a host name; write it in ASCII letters, digits, `-` and `.` (a name \
+             in another script in its `xn--` form)",
+            host.escape_debug()
+        ));
     }
     let (path, reference) = match path.rsplit_once('@') {
         Some((path, reference)) => (path, Some(reference)),
@@ -541,6 +550,29 @@ mod tests {
         assert!(problem("git+https://github.com/org/repo@v..1").contains("not a ref name"));
         assert!(problem("git+https://user@host/org/repo@v1").contains("credentials"));
         assert!(problem("git+https://host@v1").contains("not a repository path"));
+    }
+
+    /// Found by the `skill_sources` fuzz target: a host holding control characters was
+    /// accepted, and the URL fetched was not the location the allowlist checked.
+    #[test]
+    fn a_host_a_url_parser_reads_otherwise_is_refused() {
+        let refusals: Vec<String> = [
+            "git+https://github.c\u{16}\0\0/r(po@v2",
+            "git+https://gith%75b.com/org/repo@v1",
+            "git+https://bücher.example/org/repo@v1",
+        ]
+        .iter()
+        .map(|spec| problem(spec))
+        .collect();
+        assert_eq!(
+            refusals,
+            [
+                "bad skill source `git+https://github.c\u{16}\0\0/r(po@v2`: `github.c\\u{16}\\0\\0` is not a host name; write it in ASCII letters, digits, `-` and `.` (a name in another script in its `xn--` form)",
+                "bad skill source `git+https://gith%75b.com/org/repo@v1`: `gith%75b.com` is not a host name; write it in ASCII letters, digits, `-` and `.` (a name in another script in its `xn--` form)",
+                "bad skill source `git+https://bücher.example/org/repo@v1`: `bücher.example` is not a host name; write it in ASCII letters, digits, `-` and `.` (a name in another script in its `xn--` form)",
+            ]
+        );
+        assert!(Source::parse("git+https://[::1]:8443/org/repo@v1").is_ok());
     }
 
     #[test]
