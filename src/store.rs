@@ -53,6 +53,45 @@ pub enum Error {
     UnknownWorkspace { name: String, path: PathBuf },
 }
 
+/// A driver's `message` with the store's location left out: its path or URL, and a PostgreSQL
+/// URL's database name and address, which the server's own messages quote.
+fn without_location(message: &str, location: &Path) -> String {
+    let location = location.display().to_string();
+    let mut parts = vec![location.clone()];
+    if let Some(rest) = location.split_once("://").map(|(_, rest)| rest) {
+        let address = rest.rsplit('@').next().unwrap_or(rest);
+        let (host, database) = address.split_once('/').unwrap_or((address, ""));
+        let database = database.split('?').next().unwrap_or_default();
+        parts.extend([host.to_owned(), database.to_owned()]);
+    }
+    parts
+        .iter()
+        .filter(|part| !part.is_empty())
+        .fold(message.to_owned(), |message, part| message.replace(part.as_str(), "…"))
+}
+
+impl Error {
+    /// What a client is told: the failure without where the store is (its file's path, or its
+    /// PostgreSQL URL), which is the operator's business and goes to the log.
+    pub fn for_clients(&self) -> String {
+        match self {
+            Self::Open { path, message } => {
+                format!("cannot open the store: {}", without_location(message, path))
+            }
+            Self::NewerSchema {
+                found, supported, ..
+            } => format!(
+                "the store has schema version {found}, newer than this synapse-mcp supports \
+                 ({supported})"
+            ),
+            Self::Database { path, message } => {
+                format!("the store failed: {}", without_location(message, path))
+            }
+            Self::UnknownWorkspace { name, .. } => format!("workspace `{name}` does not exist"),
+        }
+    }
+}
+
 /// What a workspace holds at one point in its change sequence.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Loaded {

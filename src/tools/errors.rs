@@ -16,9 +16,11 @@ use crate::skills::{self, scripts};
 use crate::{runner, script_tools, snapshots, store, vars, workspace};
 
 impl From<store::Error> for ToolError {
-    /// Whatever the store says, the caller cannot fix it by calling again.
+    /// Whatever the store says, the caller cannot fix it by calling again. The client is told
+    /// what failed; where the store is (a path, a PostgreSQL URL) goes to the log only.
     fn from(error: store::Error) -> Self {
-        Self::Internal(error.to_string())
+        tracing::error!(%error, "the store failed");
+        Self::Internal(error.for_clients())
     }
 }
 
@@ -168,9 +170,7 @@ mod tests {
 
     #[test]
     fn a_store_failure_is_internal_whichever_domain_reports_it() {
-        let expected = ToolError::Internal(
-            "the store at /data/synapse.db failed: database or disk is full".to_owned(),
-        );
+        let expected = ToolError::Internal("the store failed: database or disk is full".to_owned());
         assert_eq!(ToolError::from(store_failure()), expected);
         assert_eq!(
             ToolError::from(workspace::Error::Store(store_failure())),

@@ -468,6 +468,40 @@ async fn export_delete_import_restores_the_workspace_byte_for_byte(place: Place)
     client.cancel().await.unwrap();
 }
 
+/// A store that fails under a running server is an error the client reads without where the
+/// store is (review finding: it named the database's path or URL).
+#[tokio::test]
+async fn a_failing_store_is_reported_without_where_it_is() {
+    let Some(place) = Place::postgres() else {
+        return;
+    };
+    let client = durable_client(&place, &[]).await;
+    let written = call(&client, "WriteVar", json!({"name": "a", "value": "1"})).await;
+    assert!(!is_error(&written), "{}", text(&written));
+    crate::postgres_server::drop_database(&place.store[1]);
+    let failed = client
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("WriteVar").with_arguments(
+                json!({"name": "b", "value": "2"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    let database = place.store[1].rsplit('/').next().unwrap();
+    assert!(
+        !failed.contains("127.0.0.1")
+            && !failed.contains("postgres://")
+            && !failed.contains(database),
+        "{failed}"
+    );
+    assert_golden_text("store/failing-store.txt", &failed);
+    client.cancel().await.unwrap();
+}
+
 #[test]
 fn doctor_reports_the_store_and_its_integrity() {
     let directory = tempfile::tempdir().unwrap();

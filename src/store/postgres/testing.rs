@@ -75,6 +75,29 @@ pub(crate) fn database() -> Option<String> {
     ))
 }
 
+/// Drops a database made by [`database`] while clients may still be connected to it: the
+/// store under a running server goes away.
+pub(crate) fn drop_database(url: &str) {
+    let Some(Ok(server)) = SERVER.get() else {
+        panic!("no test PostgreSQL server runs");
+    };
+    let name = url.rsplit('/').next().unwrap_or_default();
+    let status = server
+        .command("dropdb")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &server.port.to_string(),
+            "-U",
+            "postgres",
+        ])
+        .args(["--force", name])
+        .status()
+        .unwrap_or_else(|error| panic!("cannot run dropdb: {error}"));
+    assert!(status.success(), "dropdb {name} exited with {status}");
+}
+
 impl Server {
     fn command(&self, tool: &str) -> Command {
         let program = self.bin.join(tool);
