@@ -67,7 +67,9 @@ fn without_location(message: &str, location: &Path) -> String {
     parts
         .iter()
         .filter(|part| !part.is_empty())
-        .fold(message.to_owned(), |message, part| message.replace(part.as_str(), "…"))
+        .fold(message.to_owned(), |message, part| {
+            message.replace(part.as_str(), "…")
+        })
 }
 
 impl Error {

@@ -77,6 +77,10 @@ pub(crate) fn database() -> Option<String> {
 
 /// Drops a database made by [`database`] while clients may still be connected to it: the
 /// store under a running server goes away.
+#[allow(
+    dead_code,
+    reason = "the integration tests use it; the unit tests that include this file too do not"
+)]
 pub(crate) fn drop_database(url: &str) {
     let Some(Ok(server)) = SERVER.get() else {
         panic!("no test PostgreSQL server runs");
