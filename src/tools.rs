@@ -45,7 +45,9 @@ pub use registry::{GroupOverview, GroupState, Held, Registry, RegistryError, Too
 pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 pub use scope::{PlanScope, ReferenceContext};
 pub use truncate::OUTPUT_LIMIT_ARGUMENT;
-pub use typed::{Context, Declaration, Reply, Runs, Text, Typed, TypedTool, structured, typed};
+pub use typed::{
+    Answered, Context, Declaration, Reply, Runs, Text, Typed, TypedTool, declare, structured, typed,
+};
 
 /// Why a group could not be registered.
 #[derive(Debug, thiserror::Error)]

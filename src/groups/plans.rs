@@ -9,8 +9,8 @@ use crate::json::path::Path;
 use crate::plans::whole::{self, RunPlanOutput};
 use crate::text::{Chunk, window};
 use crate::tools::{
-    Annotations, Caching, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
-    Truncation, TypedTool, WORKSPACE_VIEW, typed,
+    Annotations, Answered, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
+    TypedTool, WORKSPACE_VIEW, declare, typed,
 };
 
 pub const GROUP: &str = "plans";
@@ -20,9 +20,9 @@ pub fn group() -> ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
         tools: vec![
-            typed::<ReadStateArguments>(()),
-            typed::<WriteStateArguments>(()),
-            typed::<RunPlanArguments>(()),
+            typed::<ReadStateArguments, _>(()),
+            typed::<WriteStateArguments, _>(()),
+            typed::<RunPlanArguments, _>(()),
         ],
         rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/plans-group.md").to_owned(),
@@ -45,16 +45,13 @@ pub struct ReadStateArguments {
 /// `ReadState`: a window of the state document. It pages its own output, so it is never cut,
 /// and, like a variable read, never cached.
 impl TypedTool for ReadStateArguments {
-    type Service = ();
     type Output = Text;
-    const TOOL: Declaration = Declaration {
-        view: Some(WORKSPACE_VIEW),
-        truncation: Truncation::Never,
-        caching: Caching::Off,
-        ..Declaration::new("ReadState", "Read state", READ_ONLY, READ_STATE)
-    };
+    const TOOL: Declaration = declare("ReadState", "Read state", READ_ONLY, READ_STATE)
+        .view(WORKSPACE_VIEW)
+        .whole()
+        .uncached();
 
-    async fn run(self, context: Context<'_, ()>) -> Result<Text, ToolError> {
+    async fn run(self, context: Context<'_>) -> Answered<Text> {
         let path = match self.path.as_deref() {
             None | Some("") => Path::root(),
             Some(text) => Path::parse(text)?,
@@ -120,15 +117,12 @@ pub struct WriteStateOutput {
 
 /// `WriteState`: a value written into the state document at a dot path; not cached.
 impl TypedTool for WriteStateArguments {
-    type Service = ();
     type Output = WriteStateOutput;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Off,
-        // Writing over an existing path replaces what was there.
-        ..Declaration::new("WriteState", "Write state", OVERWRITES, WRITE_STATE)
-    };
+    // Writing over an existing path replaces what was there.
+    const TOOL: Declaration =
+        declare("WriteState", "Write state", OVERWRITES, WRITE_STATE).uncached();
 
-    async fn run(self, context: Context<'_, ()>) -> Result<WriteStateOutput, ToolError> {
+    async fn run(self, context: Context<'_>) -> Answered<WriteStateOutput> {
         let path = Path::parse(&self.path)?;
         // The inner error is a value nested too deep for the path: the caller's to fix.
         (context.workspace)
@@ -171,16 +165,13 @@ pub struct RunPlanArguments {
 /// `RunPlan`: validates a whole graph of tool calls and runs it. It resolves the steps' `†`
 /// references itself, as their results come in.
 impl TypedTool for RunPlanArguments {
-    type Service = ();
     type Output = RunPlanOutput;
-    const TOOL: Declaration = Declaration {
-        view: Some(WORKSPACE_VIEW),
-        daggers: Daggers::Kept,
-        // A plan runs any enabled tool, destructive ones included.
-        ..Declaration::new("RunPlan", "Run plan", RUNS_ANY_TOOL, RUN_PLAN)
-    };
+    // A plan runs any enabled tool, destructive ones included.
+    const TOOL: Declaration = declare("RunPlan", "Run plan", RUNS_ANY_TOOL, RUN_PLAN)
+        .view(WORKSPACE_VIEW)
+        .daggers(Daggers::Kept);
 
-    async fn run(self, context: Context<'_, ()>) -> Result<RunPlanOutput, ToolError> {
+    async fn run(self, context: Context<'_>) -> Answered<RunPlanOutput> {
         let (steps, input) = whole::parts(self.steps, self.plan, self.input)?;
         let dry_run = self.dry_run.unwrap_or(false);
         let parallel = self.max_parallel.unwrap_or(whole::DEFAULT_PARALLEL);

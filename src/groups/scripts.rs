@@ -17,8 +17,8 @@ use crate::runner::{self, MAX_TIMEOUT, OUTPUT_CAP};
 use crate::skills::scripts;
 use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, Consent, Context, Declaration, Origin, Permission, Policy, ToolError, ToolGroup,
-    TypedTool, parse_arguments, typed,
+    Annotations, Answered, Consent, Context, Declaration, Origin, ToolError, ToolGroup, TypedTool,
+    declare, parse_arguments, typed,
 };
 
 pub const GROUP: &str = "scripts";
@@ -38,7 +38,7 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
-        tools: vec![typed::<RunArguments>(Scripts {
+        tools: vec![typed::<RunArguments, _>(Scripts {
             shelf,
             asked: Arc::default(),
         })],
@@ -82,19 +82,13 @@ pub struct RunOutput {
 
 /// `SkillRunScript`: running code needs the user's consent, so it asks once per script and
 /// digest set unless the configuration says otherwise.
-impl TypedTool for RunArguments {
-    type Service = Scripts;
+impl TypedTool<Scripts> for RunArguments {
     type Output = RunOutput;
-    const TOOL: Declaration = Declaration {
-        changes_shared_state: true,
-        permission: Permission {
-            execution: Policy::AskOnce,
-            result: Policy::Auto,
-        },
-        ..Declaration::new("SkillRunScript", "Run skill script", RUNS_CODE, DESCRIPTION)
-    };
+    const TOOL: Declaration = declare("SkillRunScript", "Run skill script", RUNS_CODE, DESCRIPTION)
+        .changes_shared_state()
+        .asks_once();
 
-    async fn run(self, context: Context<'_, Scripts>) -> Result<RunOutput, ToolError> {
+    async fn run(self, context: Context<'_, Scripts>) -> Answered<RunOutput> {
         let scripts = context.service;
         let approved = scripts.asked.take(&format!("{self:?}"));
         let (name, script) = scripts.locate(&self)?;

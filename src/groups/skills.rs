@@ -20,8 +20,8 @@ use crate::skills::find::{self, Found};
 use crate::skills::served::{FileRequest, file_text};
 use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, Caching, Context, Declaration, Origin, Runs, Sampler, SamplingRequest, Text,
-    ToolError, ToolGroup, ToolOutput, Truncation, TypedTool, typed,
+    Annotations, Answered, Caching, Context, Declaration, Origin, Sampler, SamplingRequest, Text,
+    ToolError, ToolGroup, ToolOutput, Truncation, TypedTool, declare, typed,
 };
 
 pub const GROUP: &str = "skills";
@@ -34,10 +34,10 @@ pub fn group(shelf: Arc<Shelf>, body_limit: usize) -> ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
         tools: vec![
-            typed::<SearchArguments>(skills.clone()),
-            typed::<LoadArguments>(skills.clone()),
-            typed::<save::SaveArguments>(skills.clone()),
-            typed::<ReadFileArguments>(skills),
+            typed::<SearchArguments, _>(skills.clone()),
+            typed::<LoadArguments, _>(skills.clone()),
+            typed::<save::SaveArguments, _>(skills.clone()),
+            typed::<ReadFileArguments, _>(skills),
         ],
         rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/skills-group.md").to_owned(),
@@ -107,15 +107,12 @@ pub struct SearchArguments {
 /// reorder the best of them. Its cached results can be recomputed from the skill folders, so
 /// they reach the store lazily. The only skill tool that may wait on the client (its model,
 /// for `rerank`).
-impl TypedTool for SearchArguments {
-    type Service = Skills;
+impl TypedTool<Skills> for SearchArguments {
     type Output = Found;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Lazy,
-        ..Declaration::new("SkillSearch", "Search skills", CACHES, SKILL_SEARCH)
-    };
+    const TOOL: Declaration =
+        declare("SkillSearch", "Search skills", CACHES, SKILL_SEARCH).caching(Caching::Lazy);
 
-    async fn run(self, context: Context<'_, Skills>) -> Result<Found, ToolError> {
+    async fn run(self, context: Context<'_, Skills>) -> Answered<Found> {
         if self.query.trim().is_empty() {
             return Err(ToolError::invalid(
                 "`query` is empty: describe the task in a few words",
@@ -184,16 +181,13 @@ pub struct LoadArguments {
 /// 40,000 characters (about 10,000 tokens, twice the size the specification recommends for a
 /// whole body), and cached lazily, since it can be read again from disk. Quick once the first
 /// scan is done; until then, it waits for it without blocking.
-impl TypedTool for LoadArguments {
-    type Service = Skills;
+impl TypedTool<Skills> for LoadArguments {
     type Output = Text;
-    const TOOL: Declaration = Declaration {
-        truncation: Truncation::Default(40_000),
-        caching: Caching::Lazy,
-        ..Declaration::new("SkillLoad", "Load skill", CACHES, SKILL_LOAD)
-    };
+    const TOOL: Declaration = declare("SkillLoad", "Load skill", CACHES, SKILL_LOAD)
+        .truncation(Truncation::Default(40_000))
+        .caching(Caching::Lazy);
 
-    async fn run(self, context: Context<'_, Skills>) -> Result<Text, ToolError> {
+    async fn run(self, context: Context<'_, Skills>) -> Answered<Text> {
         let library = context.service.shelf.loaded().await;
         let skill = library.get(&self.name)?;
         let body_limit = context.service.body_limit;
@@ -224,17 +218,14 @@ pub struct ReadFileArguments {
 /// `SkillReadFile`: a window of one file of a skill, read from disk beside the session. It
 /// pages the file itself, like `ReadVar`, and the file stays addressable, so its pages are
 /// neither cut again nor cached as variables.
-impl TypedTool for ReadFileArguments {
-    type Service = Skills;
+impl TypedTool<Skills> for ReadFileArguments {
     type Output = Text;
-    const TOOL: Declaration = Declaration {
-        truncation: Truncation::Never,
-        caching: Caching::Off,
-        runs: Runs::OnBlockingPool,
-        ..Declaration::new("SkillReadFile", "Read skill file", READS, SKILL_READ_FILE)
-    };
+    const TOOL: Declaration = declare("SkillReadFile", "Read skill file", READS, SKILL_READ_FILE)
+        .whole()
+        .uncached()
+        .pooled();
 
-    async fn run(self, context: Context<'_, Skills>) -> Result<Text, ToolError> {
+    async fn run(self, context: Context<'_, Skills>) -> Answered<Text> {
         let request = FileRequest {
             path: &self.path,
             section: self.section.as_deref(),

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tools::{
-    Annotations, Consent, Context, Declaration, GroupOverview, Origin, Permission, Policy,
-    ToolError, ToolGroup, TypedTool, View, parse_arguments, typed,
+    Annotations, Answered, Consent, Context, Declaration, GroupOverview, Origin, ToolError,
+    ToolGroup, TypedTool, View, declare, parse_arguments, typed,
 };
 use crate::workspace::Target;
 
@@ -97,7 +97,7 @@ pub fn group() -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
-        tools: vec![typed::<Arguments>(())],
+        tools: vec![typed::<Arguments, _>(())],
         rule_prompt: None,
         rules: Vec::new(),
     }
@@ -106,17 +106,11 @@ pub fn group() -> ToolGroup {
 /// `ToolGroups`: switches are stored in the workspace before the registry changes, so an
 /// acknowledged switch survives a restart.
 impl TypedTool for Arguments {
-    type Service = ();
     type Output = Output;
-    const TOOL: Declaration = Declaration {
-        permission: Permission {
-            execution: Policy::AskOnce,
-            result: Policy::Auto,
-        },
-        ..Declaration::new(NAME, "Tool groups on and off", SWITCHES, DESCRIPTION)
-    };
+    const TOOL: Declaration =
+        declare(NAME, "Tool groups on and off", SWITCHES, DESCRIPTION).asks_once();
 
-    async fn run(self, context: Context<'_, ()>) -> Result<Output, ToolError> {
+    async fn run(self, context: Context<'_>) -> Answered<Output> {
         let tools = context.session()?.executor.tools();
         let switch = Switch::of(&self)?;
         let changed = match &switch {

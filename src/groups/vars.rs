@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tools::{
-    Annotations, Caching, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
-    Truncation, TypedTool, WORKSPACE_VIEW, typed,
+    Annotations, Answered, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
+    TypedTool, WORKSPACE_VIEW, declare, typed,
 };
 use crate::vars::{Chunk, ListFilter, RemoveOutcome, ValueKind, VarType, Variable};
 use crate::workspace::{OwnWrite, Written};
@@ -20,10 +20,10 @@ pub fn group() -> ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
         tools: vec![
-            typed::<ReadVarArguments>(()),
-            typed::<ListVarsArguments>(()),
-            typed::<WriteVarArguments>(()),
-            typed::<RemoveVarsArguments>(()),
+            typed::<ReadVarArguments, _>(()),
+            typed::<ListVarsArguments, _>(()),
+            typed::<WriteVarArguments, _>(()),
+            typed::<RemoveVarsArguments, _>(()),
         ],
         rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/vars-group.md").to_owned(),
@@ -79,16 +79,13 @@ pub struct ReadVarArguments {
 /// and the other variable tools are never cached, so reading a variable never creates another
 /// one.
 impl TypedTool for ReadVarArguments {
-    type Service = ();
     type Output = Text;
-    const TOOL: Declaration = Declaration {
-        always_listed: true,
-        truncation: Truncation::Never,
-        caching: Caching::Off,
-        ..Declaration::new("ReadVar", "Read variable", READ_ONLY, READ_VAR)
-    };
+    const TOOL: Declaration = declare("ReadVar", "Read variable", READ_ONLY, READ_VAR)
+        .always_listed()
+        .whole()
+        .uncached();
 
-    async fn run(self, context: Context<'_, ()>) -> Result<Text, ToolError> {
+    async fn run(self, context: Context<'_>) -> Answered<Text> {
         let length = self.length.or(context.output_limit);
         let chunk = (context.workspace).read_chunk(&self.name, self.start.unwrap_or(0), length)?;
         Ok(Text(chunk_text(&self.name, &chunk)))
@@ -189,16 +186,13 @@ pub struct ListVarsOutput {
 
 /// `ListVars`: the variables' metadata, never their values.
 impl TypedTool for ListVarsArguments {
-    type Service = ();
     type Output = ListVarsOutput;
-    const TOOL: Declaration = Declaration {
-        view: Some(WORKSPACE_VIEW),
-        always_listed: true,
-        caching: Caching::Off,
-        ..Declaration::new("ListVars", "List variables", READ_ONLY, LIST_VARS)
-    };
+    const TOOL: Declaration = declare("ListVars", "List variables", READ_ONLY, LIST_VARS)
+        .view(WORKSPACE_VIEW)
+        .always_listed()
+        .uncached();
 
-    async fn run(self, context: Context<'_, ()>) -> Result<ListVarsOutput, ToolError> {
+    async fn run(self, context: Context<'_>) -> Answered<ListVarsOutput> {
         let filter = self.filter.unwrap_or_default();
         let filter = ListFilter {
             var_type: filter.var_type,
@@ -248,15 +242,12 @@ pub struct WriteVarOutput {
 /// references as written, so that a plan template keeps its `†input` and `†steps` references
 /// for `RunPlan`.
 impl TypedTool for WriteVarArguments {
-    type Service = ();
     type Output = WriteVarOutput;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Off,
-        daggers: Daggers::KeptOutsidePlans,
-        ..Declaration::new("WriteVar", "Write variable", OVERWRITES, WRITE_VAR)
-    };
+    const TOOL: Declaration = declare("WriteVar", "Write variable", OVERWRITES, WRITE_VAR)
+        .uncached()
+        .daggers(Daggers::KeptOutsidePlans);
 
-    async fn run(self, context: Context<'_, ()>) -> Result<WriteVarOutput, ToolError> {
+    async fn run(self, context: Context<'_>) -> Answered<WriteVarOutput> {
         let written = context.workspace.write_own(self.into())?;
         Ok(written.map_err(ToolError::invalid)?.into())
     }
@@ -318,14 +309,11 @@ pub struct RemoveVarsOutput {
 
 /// `RemoveVars`: deletes variables, never rules.
 impl TypedTool for RemoveVarsArguments {
-    type Service = ();
     type Output = RemoveVarsOutput;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Off,
-        ..Declaration::new("RemoveVars", "Remove variables", OVERWRITES, REMOVE_VARS)
-    };
+    const TOOL: Declaration =
+        declare("RemoveVars", "Remove variables", OVERWRITES, REMOVE_VARS).uncached();
 
-    async fn run(self, context: Context<'_, ()>) -> Result<RemoveVarsOutput, ToolError> {
+    async fn run(self, context: Context<'_>) -> Answered<RemoveVarsOutput> {
         Ok(context.workspace.remove(&self.names)?.into())
     }
 }

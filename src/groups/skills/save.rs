@@ -14,7 +14,7 @@ use super::Skills;
 use crate::skills::save;
 use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, Consent, Context, Declaration, Permission, Policy, Runs, ToolError, TypedTool,
+    Annotations, Answered, Consent, Context, Declaration, ToolError, TypedTool, declare,
 };
 
 const DESCRIPTION: &str = "Save a skill you wrote (or an improved version of one) \
@@ -59,21 +59,15 @@ pub struct SaveOutput {
 
 /// `SkillSave`: saving writes to disk, so it asks once per skill unless the configuration
 /// says otherwise. It writes files and rescans every skill root, on the blocking pool.
-impl TypedTool for SaveArguments {
-    type Service = Skills;
+impl TypedTool<Skills> for SaveArguments {
     type Output = SaveOutput;
-    const TOOL: Declaration = Declaration {
-        changes_shared_state: true,
-        runs: Runs::OnBlockingPool,
-        permission: Permission {
-            execution: Policy::AskOnce,
-            result: Policy::Auto,
-        },
-        // Saving over an existing skill replaces its files.
-        ..Declaration::new("SkillSave", "Save skill", REPLACES, DESCRIPTION)
-    };
+    // Saving over an existing skill replaces its files.
+    const TOOL: Declaration = declare("SkillSave", "Save skill", REPLACES, DESCRIPTION)
+        .changes_shared_state()
+        .pooled()
+        .asks_once();
 
-    async fn run(self, context: Context<'_, Skills>) -> Result<SaveOutput, ToolError> {
+    async fn run(self, context: Context<'_, Skills>) -> Answered<SaveOutput> {
         save_skill(&context.service.shelf, self)
     }
 

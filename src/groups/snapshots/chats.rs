@@ -8,12 +8,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, WRITES, declare, service};
+use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, WRITES, declare, service};
 use crate::snapshots::builtins::strip_mvu_metadata;
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::{Applied, Processed, Snapshots, Start};
 use crate::store::StoredSnapshot;
-use crate::tools::{Caching, Context, Declaration, ToolError, Truncation, TypedTool};
+use crate::tools::{Answered, Declaration, ToolError, TypedTool};
 
 const PROCESS: &str = "Update a role-play chat's state from the function calls in its AI replies \
     (`@.SET(\"角色.金币\", 100);` …). Pass the chat's messages as SillyTavern stores them (`is_user`, \
@@ -65,21 +65,18 @@ pub struct ProcessArguments {
 /// size per call and evict the variables an agent keeps; and the result is never cut to the
 /// output limit, since a binding left out would leave its message without a snapshot. It
 /// processes the chat until done or cancelled; what was processed is stored either way.
-impl TypedTool for ProcessArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ProcessArguments {
     type Output = Processed;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Off,
-        truncation: Truncation::Never,
-        ..declare(
-            "SnapshotProcess",
-            "Process chat into snapshots",
-            WRITES,
-            PROCESS,
-        )
-    };
+    const TOOL: Declaration = declare(
+        "SnapshotProcess",
+        "Process chat into snapshots",
+        WRITES,
+        PROCESS,
+    )
+    .uncached()
+    .whole();
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Processed, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<Processed> {
         let start = Start {
             character_id: self.character_id.as_deref(),
             template: self.template,
@@ -116,12 +113,11 @@ pub struct ApplyArguments {
 }
 
 /// `SnapshotApply`: one text's calls applied to a snapshot, stored as a new one.
-impl TypedTool for ApplyArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ApplyArguments {
     type Output = Applied;
     const TOOL: Declaration = declare("SnapshotApply", "Apply calls to a snapshot", WRITES, APPLY);
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Applied, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<Applied> {
         let (base, character) = (self.base_id.as_deref(), self.character_id.as_deref());
         let cancelled = || context.cancellation.is_cancelled();
         Ok(service(&context).apply(
@@ -160,12 +156,11 @@ fn snapshot_output(service: &Snapshots, id: &str) -> Result<SnapshotOutput, Tool
 }
 
 /// `SnapshotGet`: a stored snapshot by id.
-impl TypedTool for GetArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for GetArguments {
     type Output = SnapshotOutput;
     const TOOL: Declaration = declare("SnapshotGet", "Get snapshot", CACHED_READ, GET);
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<SnapshotOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<SnapshotOutput> {
         snapshot_output(&service(&context), &self.id)
     }
 }
@@ -184,18 +179,12 @@ pub struct UpdateArguments {
 
 /// `SnapshotUpdate`: a snapshot's state replaced in place; the old state is gone, so it asks
 /// first.
-impl TypedTool for UpdateArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for UpdateArguments {
     type Output = SnapshotOutput;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare("SnapshotUpdate", "Update snapshot", OVERWRITES, UPDATE)
-    };
+    const TOOL: Declaration =
+        declare("SnapshotUpdate", "Update snapshot", OVERWRITES, UPDATE).asks_once();
 
-    async fn run(
-        mut self,
-        context: Context<'_, Arc<Snapshots>>,
-    ) -> Result<SnapshotOutput, ToolError> {
+    async fn run(mut self, context: Call<'_>) -> Answered<SnapshotOutput> {
         if self.mvu_strip {
             strip_mvu_metadata(&mut self.snapshot);
         }
@@ -220,20 +209,17 @@ pub struct DeletedOutput {
 }
 
 /// `SnapshotDeleteChat`: every snapshot of a chat deleted.
-impl TypedTool for DeleteChatArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for DeleteChatArguments {
     type Output = DeletedOutput;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "SnapshotDeleteChat",
-            "Delete chat snapshots",
-            DESTRUCTIVE,
-            DELETE_CHAT,
-        )
-    };
+    const TOOL: Declaration = declare(
+        "SnapshotDeleteChat",
+        "Delete chat snapshots",
+        DESTRUCTIVE,
+        DELETE_CHAT,
+    )
+    .asks_once();
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<DeletedOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<DeletedOutput> {
         let deleted = service(&context).delete_chat(&self.chat_file)?;
         Ok(DeletedOutput {
             chat_file: self.chat_file,
@@ -262,20 +248,17 @@ pub struct CleanupOutput {
 }
 
 /// `SnapshotCleanup`: the snapshots of every chat no longer active deleted.
-impl TypedTool for CleanupArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for CleanupArguments {
     type Output = CleanupOutput;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "SnapshotCleanup",
-            "Clean up snapshots",
-            DESTRUCTIVE,
-            CLEANUP,
-        )
-    };
+    const TOOL: Declaration = declare(
+        "SnapshotCleanup",
+        "Clean up snapshots",
+        DESTRUCTIVE,
+        CLEANUP,
+    )
+    .asks_once();
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<CleanupOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<CleanupOutput> {
         let removed: Vec<DeletedOutput> = service(&context)
             .cleanup(&self.active_chat_files, self.all)?
             .into_iter()

@@ -9,8 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, asked_when, declare,
-    service,
+    CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, asked_when, declare, service,
 };
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::diff::Operation;
@@ -18,8 +17,7 @@ use crate::snapshots::globals::Origin;
 use crate::snapshots::{FloorList, FloorQuery, Reprocessed, Snapshots, Source, Start};
 use crate::store::{Floor, GlobalSnapshot, GlobalSummary};
 use crate::tools::{
-    Caching, Consent, Context, Declaration, ToolError, Truncation, TypedTool, WORKSPACE_VIEW,
-    parse_arguments,
+    Answered, Consent, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, parse_arguments,
 };
 
 const LIST: &str = "List a chat's floors, a page at a time: every stored snapshot of each \
@@ -70,15 +68,12 @@ pub struct ListArguments {
 }
 
 /// `SnapshotList`: a chat's floors, or one floor's snapshots.
-impl TypedTool for ListArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ListArguments {
     type Output = FloorList;
-    const TOOL: Declaration = Declaration {
-        view: Some(WORKSPACE_VIEW),
-        ..declare("SnapshotList", "List chat floors", CACHED_READ, LIST)
-    };
+    const TOOL: Declaration =
+        declare("SnapshotList", "List chat floors", CACHED_READ, LIST).view(WORKSPACE_VIEW);
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<FloorList, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<FloorList> {
         let query = FloorQuery {
             message_index: self.message_index,
             from_index: self.from_index,
@@ -107,12 +102,11 @@ pub struct DiffOutput {
 }
 
 /// `SnapshotDiff`: an RFC 6902 JSON Patch between two states.
-impl TypedTool for DiffArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for DiffArguments {
     type Output = DiffOutput;
     const TOOL: Declaration = declare("SnapshotDiff", "Diff two snapshots", CACHED_READ, DIFF);
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<DiffOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<DiffOutput> {
         let (from, to, patch) = service(&context).diff(&self.from, &self.to)?;
         Ok(DiffOutput { from, to, patch })
     }
@@ -136,22 +130,19 @@ pub struct ReprocessArguments {
 /// `SnapshotReprocess`: a chat recomputed from a floor on. Like `SnapshotProcess` it takes
 /// whole chats, so it is neither cached nor cut; it deletes the old snapshots, so it asks first.
 /// Each call stores its snapshots under new ids, so it is not idempotent.
-impl TypedTool for ReprocessArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ReprocessArguments {
     type Output = Reprocessed;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Off,
-        truncation: Truncation::Never,
-        permission: ASKS_FIRST,
-        ..declare(
-            "SnapshotReprocess",
-            "Reprocess chat from a floor",
-            OVERWRITES_OR_ADDS,
-            REPROCESS,
-        )
-    };
+    const TOOL: Declaration = declare(
+        "SnapshotReprocess",
+        "Reprocess chat from a floor",
+        OVERWRITES_OR_ADDS,
+        REPROCESS,
+    )
+    .uncached()
+    .whole()
+    .asks_once();
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Reprocessed, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<Reprocessed> {
         let start = Start {
             character_id: self.character_id.as_deref(),
             template: None,
@@ -178,15 +169,12 @@ pub struct DeleteArguments {
 }
 
 /// `SnapshotDelete`: one chat snapshot deleted; asks first.
-impl TypedTool for DeleteArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for DeleteArguments {
     type Output = Floor;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare("SnapshotDelete", "Delete snapshot", DESTRUCTIVE, DELETE)
-    };
+    const TOOL: Declaration =
+        declare("SnapshotDelete", "Delete snapshot", DESTRUCTIVE, DELETE).asks_once();
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Floor, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<Floor> {
         Ok(service(&context).delete_snapshot(&self.id)?)
     }
 }
@@ -212,20 +200,17 @@ pub struct GlobalSaveArguments {
 
 /// `SnapshotGlobalSave`: a state saved as a labelled global snapshot; overwriting one
 /// (`replace: true` on a label in use) asks first.
-impl TypedTool for GlobalSaveArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for GlobalSaveArguments {
     type Output = GlobalSnapshot;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "SnapshotGlobalSave",
-            "Save global snapshot",
-            OVERWRITES,
-            GLOBAL_SAVE,
-        )
-    };
+    const TOOL: Declaration = declare(
+        "SnapshotGlobalSave",
+        "Save global snapshot",
+        OVERWRITES,
+        GLOBAL_SAVE,
+    )
+    .asks_once();
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<GlobalSnapshot, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<GlobalSnapshot> {
         let origin = match (self.from.as_deref(), self.snapshot) {
             (Some(reference), None) => Origin::Reference(reference),
             (None, Some(state)) => Origin::State(state),
@@ -259,8 +244,7 @@ pub struct GlobalListOutput {
 }
 
 /// `SnapshotGlobalList`: the global snapshots.
-impl TypedTool for NoArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for NoArguments {
     type Output = GlobalListOutput;
     const TOOL: Declaration = declare(
         "SnapshotGlobalList",
@@ -269,10 +253,7 @@ impl TypedTool for NoArguments {
         GLOBAL_LIST,
     );
 
-    async fn run(
-        self,
-        context: Context<'_, Arc<Snapshots>>,
-    ) -> Result<GlobalListOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<GlobalListOutput> {
         let globals = service(&context).globals()?;
         Ok(GlobalListOutput { globals })
     }
@@ -286,8 +267,7 @@ pub struct GlobalArguments {
 }
 
 /// `SnapshotGlobalGet`: one global snapshot by id or label.
-impl TypedTool for GlobalArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for GlobalArguments {
     type Output = GlobalSnapshot;
     const TOOL: Declaration = declare(
         "SnapshotGlobalGet",
@@ -296,7 +276,7 @@ impl TypedTool for GlobalArguments {
         GLOBAL_GET,
     );
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<GlobalSnapshot, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<GlobalSnapshot> {
         Ok(service(&context).global(&self.id)?)
     }
 }
@@ -307,20 +287,17 @@ impl TypedTool for GlobalArguments {
 pub struct GlobalDeleteArguments(pub GlobalArguments);
 
 /// `SnapshotGlobalDelete`: one global snapshot deleted; asks first.
-impl TypedTool for GlobalDeleteArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for GlobalDeleteArguments {
     type Output = GlobalSummary;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "SnapshotGlobalDelete",
-            "Delete global snapshot",
-            DESTRUCTIVE,
-            GLOBAL_DELETE,
-        )
-    };
+    const TOOL: Declaration = declare(
+        "SnapshotGlobalDelete",
+        "Delete global snapshot",
+        DESTRUCTIVE,
+        GLOBAL_DELETE,
+    )
+    .asks_once();
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<GlobalSummary, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<GlobalSummary> {
         let deleted = service(&context).delete_global(&self.0.id)?;
         Ok(GlobalSummary {
             id: deleted.id,

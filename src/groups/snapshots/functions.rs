@@ -9,12 +9,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES_OR_ADDS, WRITES, asked_when, declare, service,
+    CACHED_READ, Call, DESTRUCTIVE, OVERWRITES_OR_ADDS, WRITES, asked_when, declare, service,
 };
 use crate::snapshots::Snapshots;
 use crate::snapshots::functions::{Export, Scope, VarFunction};
 use crate::tools::{
-    Consent, Context, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, parse_arguments,
+    Answered, Consent, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, parse_arguments,
 };
 
 const FUNCTION_LIST: &str = "List the state functions: the global library (with the built-ins \
@@ -53,23 +53,17 @@ pub struct FunctionListOutput {
 }
 
 /// `FunctionList`: the global functions, and a character's own.
-impl TypedTool for ScopeArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ScopeArguments {
     type Output = FunctionListOutput;
-    const TOOL: Declaration = Declaration {
-        view: Some(WORKSPACE_VIEW),
-        ..declare(
-            "FunctionList",
-            "List state functions",
-            CACHED_READ,
-            FUNCTION_LIST,
-        )
-    };
+    const TOOL: Declaration = declare(
+        "FunctionList",
+        "List state functions",
+        CACHED_READ,
+        FUNCTION_LIST,
+    )
+    .view(WORKSPACE_VIEW);
 
-    async fn run(
-        self,
-        context: Context<'_, Arc<Snapshots>>,
-    ) -> Result<FunctionListOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<FunctionListOutput> {
         let service = service(&context);
         let global = service.functions(&Scope::Global)?;
         let local = match Scope::of(self.character_id.as_deref()) {
@@ -91,20 +85,17 @@ pub struct UpsertArguments {
 
 /// `FunctionUpsert`: a function created or replaced; replacing one's pattern, executor or
 /// description asks first (the old ones are gone).
-impl TypedTool for UpsertArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for UpsertArguments {
     type Output = VarFunction;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "FunctionUpsert",
-            "Create or replace state function",
-            OVERWRITES_OR_ADDS,
-            FUNCTION_UPSERT,
-        )
-    };
+    const TOOL: Declaration = declare(
+        "FunctionUpsert",
+        "Create or replace state function",
+        OVERWRITES_OR_ADDS,
+        FUNCTION_UPSERT,
+    )
+    .asks_once();
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<VarFunction, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<VarFunction> {
         let scope = Scope::of(self.character_id.as_deref());
         Ok(service(&context).upsert_function(self.function, &scope)?)
     }
@@ -138,20 +129,17 @@ pub struct RemoveArguments {
 }
 
 /// `FunctionRemove`: a function removed by id.
-impl TypedTool for RemoveArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for RemoveArguments {
     type Output = VarFunction;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "FunctionRemove",
-            "Remove state function",
-            DESTRUCTIVE,
-            FUNCTION_REMOVE,
-        )
-    };
+    const TOOL: Declaration = declare(
+        "FunctionRemove",
+        "Remove state function",
+        DESTRUCTIVE,
+        FUNCTION_REMOVE,
+    )
+    .asks_once();
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<VarFunction, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<VarFunction> {
         let scope = Scope::of(self.character_id.as_deref());
         Ok(service(&context).remove_function(&self.id, &scope)?)
     }
@@ -174,8 +162,7 @@ pub struct ImportOutput {
 }
 
 /// `FunctionImport`: functions from the export format, each with a new id, all disabled.
-impl TypedTool for ImportArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ImportArguments {
     type Output = ImportOutput;
     const TOOL: Declaration = declare(
         "FunctionImport",
@@ -184,7 +171,7 @@ impl TypedTool for ImportArguments {
         FUNCTION_IMPORT,
     );
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<ImportOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<ImportOutput> {
         let scope = Scope::of(self.character_id.as_deref());
         let imported = service(&context).import(export_of(self.data)?, &scope)?;
         Ok(ImportOutput {
@@ -220,8 +207,7 @@ pub struct ExportArguments {
 }
 
 /// `FunctionExport`: functions in the shareable format.
-impl TypedTool for ExportArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ExportArguments {
     type Output = Export;
     const TOOL: Declaration = declare(
         "FunctionExport",
@@ -230,7 +216,7 @@ impl TypedTool for ExportArguments {
         FUNCTION_EXPORT,
     );
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Export, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<Export> {
         let scope = Scope::of(self.character_id.as_deref());
         Ok(service(&context).export(self.ids.as_deref(), &scope)?)
     }

@@ -9,10 +9,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{OVERWRITES, annotations, declare, service};
+use super::{Call, OVERWRITES, annotations, declare, service};
 use crate::snapshots::functions::{Scope, VarFunction};
 use crate::snapshots::{Snapshots, TestBase, Tested};
-use crate::tools::{Annotations, Caching, Context, Declaration, ToolError, Truncation, TypedTool};
+use crate::tools::{Annotations, Answered, Declaration, TypedTool};
 
 /// Reads only, and stores nothing (not even its result as a variable).
 const READS: Annotations = annotations(true, false, true);
@@ -60,8 +60,7 @@ pub struct MovedOutput {
 }
 
 /// `FunctionMove`: a function moved between the global library and a character's.
-impl TypedTool for MoveArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for MoveArguments {
     type Output = MovedOutput;
     const TOOL: Declaration = declare(
         "FunctionMove",
@@ -70,7 +69,7 @@ impl TypedTool for MoveArguments {
         MOVE,
     );
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<MovedOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<MovedOutput> {
         let from = Scope::of(self.character_id.as_deref());
         let to = Scope::of(self.to_character_id.as_deref());
         let function = service(&context).move_function(&self.id, &from, &to)?;
@@ -98,8 +97,7 @@ pub struct FunctionsOutput {
 }
 
 /// `FunctionReorder`: a library in a new running order.
-impl TypedTool for ReorderArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ReorderArguments {
     type Output = FunctionsOutput;
     const TOOL: Declaration = declare(
         "FunctionReorder",
@@ -108,7 +106,7 @@ impl TypedTool for ReorderArguments {
         REORDER,
     );
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<FunctionsOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<FunctionsOutput> {
         let scope = Scope::of(self.character_id.as_deref());
         let functions = service(&context).reorder(&self.ids, &scope)?;
         Ok(FunctionsOutput { functions })
@@ -127,8 +125,7 @@ pub struct EnableArguments {
 }
 
 /// `FunctionEnable`: functions turned on or off in bulk.
-impl TypedTool for EnableArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for EnableArguments {
     type Output = FunctionsOutput;
     const TOOL: Declaration = declare(
         "FunctionEnable",
@@ -137,7 +134,7 @@ impl TypedTool for EnableArguments {
         ENABLE,
     );
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<FunctionsOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<FunctionsOutput> {
         let scope = Scope::of(self.character_id.as_deref());
         let functions = service(&context).set_enabled(&self.ids, self.enabled, &scope)?;
         Ok(FunctionsOutput { functions })
@@ -162,21 +159,18 @@ pub struct TestArguments {
 
 /// `FunctionTest`: a dry run over a text. It is neither cached nor cut: it stores nothing, and
 /// its steps are what the caller asked to see.
-impl TypedTool for TestArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for TestArguments {
     type Output = Tested;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Off,
-        truncation: Truncation::Never,
-        ..declare(
-            "FunctionTest",
-            "Test state functions on a text",
-            READS,
-            TEST,
-        )
-    };
+    const TOOL: Declaration = declare(
+        "FunctionTest",
+        "Test state functions on a text",
+        READS,
+        TEST,
+    )
+    .uncached()
+    .whole();
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Tested, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<Tested> {
         let base = match self.snapshot {
             None => TestBase::Template,
             Some(Value::String(id)) => TestBase::Snapshot(id),

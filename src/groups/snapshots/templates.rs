@@ -7,10 +7,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ASKS_FIRST, CACHED_READ, OVERWRITES, asked_when, declare, service};
+use super::{CACHED_READ, Call, OVERWRITES, asked_when, declare, service};
 use crate::snapshots::Snapshots;
 use crate::snapshots::builtins::strip_mvu_metadata;
-use crate::tools::{Consent, Context, Declaration, ToolError, TypedTool, parse_arguments};
+use crate::tools::{Answered, Consent, Declaration, ToolError, TypedTool, parse_arguments};
 
 const TEMPLATE_GET: &str = "Read a character's template: the state a chat starts from.";
 
@@ -34,8 +34,7 @@ pub struct TemplateOutput {
 }
 
 /// `TemplateGet`: a character's template.
-impl TypedTool for TemplateGetArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for TemplateGetArguments {
     type Output = TemplateOutput;
     const TOOL: Declaration = declare(
         "TemplateGet",
@@ -44,7 +43,7 @@ impl TypedTool for TemplateGetArguments {
         TEMPLATE_GET,
     );
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<TemplateOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<TemplateOutput> {
         let template = service(&context).template(&self.character_id)?;
         Ok(TemplateOutput {
             character_id: self.character_id,
@@ -66,23 +65,17 @@ pub struct TemplateSetArguments {
 }
 
 /// `TemplateSet`: a character's template set; replacing one asks first.
-impl TypedTool for TemplateSetArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for TemplateSetArguments {
     type Output = TemplateOutput;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "TemplateSet",
-            "Set character template",
-            OVERWRITES,
-            TEMPLATE_SET,
-        )
-    };
+    const TOOL: Declaration = declare(
+        "TemplateSet",
+        "Set character template",
+        OVERWRITES,
+        TEMPLATE_SET,
+    )
+    .asks_once();
 
-    async fn run(
-        mut self,
-        context: Context<'_, Arc<Snapshots>>,
-    ) -> Result<TemplateOutput, ToolError> {
+    async fn run(mut self, context: Call<'_>) -> Answered<TemplateOutput> {
         if self.mvu_strip {
             strip_mvu_metadata(&mut self.template);
         }
