@@ -14,8 +14,7 @@ pub mod snapshots;
 pub mod tool_groups;
 pub mod vars;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use crate::rules::AGENT_GROUP;
 use crate::skills::shelf::Shelf;
@@ -106,35 +105,6 @@ pub fn enabled_by_default(name: &str) -> Option<bool> {
     (BUILT_IN_GROUPS.iter())
         .find(|group| group.name == name)
         .map(|group| group.enabled)
-}
-
-/// How many calls may wait for an answer at once before the oldest digests are forgotten.
-const ASKED_LIMIT: usize = 64;
-
-/// What each call of a script-running tool was asked about: the digest of the files its
-/// approval is bound to, by the call's arguments, from the consent hook until the call runs, so
-/// that a file changed while the user was being asked is not run on the strength of that
-/// approval (`SkillRunScript`, script tools).
-#[derive(Default)]
-struct Asked(Mutex<HashMap<String, String>>);
-
-impl Asked {
-    /// Remembers the digest a call's consent is asked with, by a key of its arguments.
-    fn remember(&self, key: String, digest: String) {
-        let mut asked = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if asked.len() >= ASKED_LIMIT {
-            asked.clear();
-        }
-        asked.insert(key, digest);
-    }
-
-    /// The digest the call was asked with, if it was asked.
-    fn take(&self, key: &str) -> Option<String> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(key)
-    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ mod output_path;
 mod registry;
 mod result;
 mod scope;
+mod switch;
 mod truncate;
 mod typed;
 
@@ -34,7 +35,9 @@ use tokio_util::sync::CancellationToken;
 use crate::rules::SkillRule;
 use crate::workspace::Workspace;
 
-pub use approval::{Answer, ApprovalQuestion, Asker, Asking, Fallback, Permission, Policy, Stage};
+pub use approval::{
+    Answer, ApprovalQuestion, Asked, Asker, Asking, Fallback, Permission, Policy, Stage,
+};
 pub use definition::{
     Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW, input_schema,
     make_foreign_schema_portable, output_schema, parse_arguments,
@@ -44,6 +47,7 @@ pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};
 pub use registry::{GroupOverview, GroupState, Held, Registry, RegistryError, ToolOverview, View};
 pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 pub use scope::{PlanScope, ReferenceContext};
+pub use switch::{Switch, Switched};
 pub use truncate::OUTPUT_LIMIT_ARGUMENT;
 pub use typed::{
     Answered, Context, Declaration, Reply, Runs, Text, Typed, TypedTool, declare, structured, typed,
