@@ -187,6 +187,30 @@ pub trait Sampler: Send + Sync {
     ) -> BoxFuture<'a, Result<Sampled, SamplingError>>;
 }
 
+/// The client's model, asked through MCP sampling.
+impl crate::skills::find::Model for &dyn Sampler {
+    fn ask<'a>(
+        &'a self,
+        system: &'a str,
+        message: String,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<crate::skills::find::Answer, String>> {
+        Box::pin(async move {
+            let system = system.to_owned();
+            let request = SamplingRequest {
+                system,
+                message,
+                max_tokens,
+            };
+            let sampled = self.sample(&request).await.map_err(|error| error.0)?;
+            Ok(crate::skills::find::Answer {
+                text: sampled.text,
+                model: sampled.model,
+            })
+        })
+    }
+}
+
 /// One tool: its definition (which also says how the executor treats its calls) and an
 /// `execute`, plus the few hooks a tool implements with code of its own.
 pub trait Tool: Send + Sync {

@@ -7,7 +7,6 @@ use serde_json::{Map, Value};
 
 use crate::json::path::Path;
 use crate::plans::whole::{self, RunPlanOutput};
-use crate::text::{Chunk, window};
 use crate::tools::{
     Annotations, Answered, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
     TypedTool, WORKSPACE_VIEW, declare, typed,
@@ -56,48 +55,19 @@ impl TypedTool for ReadStateArguments {
             None | Some("") => Path::root(),
             Some(text) => Path::parse(text)?,
         };
-        let value = context.workspace.state_at(&path)?.ok_or_else(|| {
+        let length = self.length.or(context.output_limit);
+        let window = (context.workspace).state_window(&path, self.start.unwrap_or(0), length)?;
+        Ok(Text(window.ok_or_else(|| {
             ToolError::invalid(format!(
                 "the state has nothing at `{path}`; ReadState without a path shows the whole document"
             ))
-        })?;
-        let length = self.length.or(context.output_limit);
-        Ok(Text(state_window(&path, &value, self.start, length)))
+        })?))
     }
 }
 
-const READ_ONLY: Annotations = Annotations {
-    read_only: true,
-    idempotent: true,
-    ..Annotations::NONE
-};
+const READ_ONLY: Annotations = Annotations::READ_ONLY;
 
 const READ_STATE: &str = "Read the workspace's state document, whole or at a dot path (`user.summary`, `items.0`). The state is where `_outputPath` writes results and what `†state.<path>` references read. Large values come in windows, like ReadVar.";
-
-/// A window of a value's pretty JSON text, under a line giving the window and the total.
-fn state_window(path: &Path, value: &Value, start: Option<usize>, length: Option<usize>) -> String {
-    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
-    let Chunk {
-        text: window,
-        start,
-        end,
-        total,
-        ..
-    } = window(&text, start.unwrap_or(0), length);
-    let shown = if path.is_root() {
-        "state".to_owned()
-    } else {
-        format!("state `{path}`")
-    };
-    let header = if end < total {
-        format!(
-            "[{shown}: characters {start}–{end} of {total}; more remains: ReadState {{\"path\": \"{path}\", \"start\": {end}}}]"
-        )
-    } else {
-        format!("[{shown}: characters {start}–{end} of {total}]")
-    };
-    format!("{header}\n{window}")
-}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -135,11 +105,7 @@ impl TypedTool for WriteStateArguments {
     }
 }
 
-const OVERWRITES: Annotations = Annotations {
-    destructive: true,
-    idempotent: true,
-    ..Annotations::NONE
-};
+const OVERWRITES: Annotations = Annotations::OVERWRITES;
 
 const WRITE_STATE: &str = "Write a JSON value into the workspace's state document at a dot path. Plans and `_outputPath` write here too; `†state.<path>` in any tool's arguments reads it back.";
 
@@ -179,9 +145,6 @@ impl TypedTool for RunPlanArguments {
     }
 }
 
-const RUNS_ANY_TOOL: Annotations = Annotations {
-    destructive: true,
-    ..Annotations::NONE
-};
+const RUNS_ANY_TOOL: Annotations = Annotations::DESTRUCTIVE;
 
 const RUN_PLAN: &str = "Run several tool calls as one declarative plan: steps linked by `†steps.<id>` / `†state.<path>` references are validated together (unknown tools or steps, dangling references, cycles and bad arguments are all reported at once), then run in dependency order with independent steps in parallel. Use it when a task needs three or more calls whose outputs feed each other; `dryRun` shows the order without running. Returns a trace per step and the state changes.";

@@ -11,7 +11,6 @@ pub use crate::skills::served::{instructions, skill_content};
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -20,8 +19,8 @@ use crate::skills::find::{self, Found};
 use crate::skills::served::{FileRequest, file_text};
 use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, Answered, Caching, Context, Declaration, Origin, Sampler, SamplingRequest, Text,
-    ToolError, ToolGroup, ToolOutput, Truncation, TypedTool, declare, typed,
+    Annotations, Answered, Caching, Context, Declaration, Origin, Text, ToolError, ToolGroup,
+    ToolOutput, Truncation, TypedTool, declare, typed,
 };
 
 pub const GROUP: &str = "skills";
@@ -58,12 +57,7 @@ pub struct Skills {
 /// its result as a variable the user can list, which is not such a write: read-only, so a
 /// read-only principal may call them (its cached result displaces nothing a writing principal
 /// stored), and not idempotent, since each call caches a new result.
-const CACHES: Annotations = Annotations {
-    read_only: true,
-    destructive: false,
-    idempotent: false,
-    open_world: false,
-};
+const CACHES: Annotations = Annotations::CACHED_READ;
 
 const SKILL_SEARCH: &str = "Search the skill library. ALWAYS call this before starting any \
     non-trivial task (writing, analysing, converting, building, reviewing, planning): skills \
@@ -135,30 +129,6 @@ impl TypedTool<Skills> for SearchArguments {
             ToolOutput::Structured(value) => find::text_for_model(value),
             ToolOutput::Text(text) => text.clone(),
         }
-    }
-}
-
-/// The client's model, asked through MCP sampling.
-impl find::Model for &dyn Sampler {
-    fn ask<'a>(
-        &'a self,
-        system: &'a str,
-        message: String,
-        max_tokens: u32,
-    ) -> BoxFuture<'a, Result<find::Answer, String>> {
-        Box::pin(async move {
-            let system = system.to_owned();
-            let request = SamplingRequest {
-                system,
-                message,
-                max_tokens,
-            };
-            let sampled = self.sample(&request).await.map_err(|error| error.0)?;
-            Ok(find::Answer {
-                text: sampled.text,
-                model: sampled.model,
-            })
-        })
     }
 }
 
@@ -238,8 +208,4 @@ impl TypedTool<Skills> for ReadFileArguments {
     }
 }
 
-const READS: Annotations = Annotations {
-    read_only: true,
-    idempotent: true,
-    ..Annotations::NONE
-};
+const READS: Annotations = Annotations::READ_ONLY;

@@ -23,15 +23,15 @@ pub const GROUP: &str = "snapshots";
 /// user can list, which is not a write to the user's data: read-only, so a read-only principal
 /// may call them (its cached result displaces nothing a writing principal stored), and not
 /// idempotent, since each call caches a new result.
-const CACHED_READ: Annotations = annotations(true, false, false);
+const CACHED_READ: Annotations = Annotations::CACHED_READ;
 /// Adds new records, replacing none.
-const WRITES: Annotations = annotations(false, false, false);
+const WRITES: Annotations = Annotations::NONE;
 /// Replaces what is stored under a name or id; the same call again changes nothing more.
-const OVERWRITES: Annotations = annotations(false, true, true);
+const OVERWRITES: Annotations = Annotations::OVERWRITES;
 /// Replaces what is stored, or adds a new record (with a new id) each time it is called.
-const OVERWRITES_OR_ADDS: Annotations = annotations(false, true, false);
+const OVERWRITES_OR_ADDS: Annotations = Annotations::DESTRUCTIVE;
 /// Deletes stored records.
-const DESTRUCTIVE: Annotations = annotations(false, true, true);
+const DESTRUCTIVE: Annotations = Annotations::OVERWRITES;
 
 /// The consent of a tool that replaces or adds: only a call that replaces what is stored is
 /// asked; one that adds destroys nothing.
@@ -40,15 +40,6 @@ fn asked_when(replaces: bool) -> Consent {
         Consent::Asked { scope: None }
     } else {
         Consent::NotNeeded
-    }
-}
-
-const fn annotations(read_only: bool, destructive: bool, idempotent: bool) -> Annotations {
-    Annotations {
-        read_only,
-        destructive,
-        idempotent,
-        open_world: false,
     }
 }
 

@@ -9,7 +9,7 @@ use crate::tools::{
     Annotations, Answered, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
     TypedTool, WORKSPACE_VIEW, declare, typed,
 };
-use crate::vars::{Chunk, ListFilter, RemoveOutcome, ValueKind, VarType, Variable};
+use crate::vars::{ListFilter, RemoveOutcome, ValueKind, VarType, Variable};
 use crate::workspace::{OwnWrite, Written};
 
 pub const GROUP: &str = "vars";
@@ -32,20 +32,10 @@ pub fn group() -> ToolGroup {
     }
 }
 
-const READ_ONLY: Annotations = Annotations {
-    read_only: true,
-    destructive: false,
-    idempotent: true,
-    open_world: false,
-};
+const READ_ONLY: Annotations = Annotations::READ_ONLY;
 
 /// Writing over an existing name replaces its value; removing deletes.
-const OVERWRITES: Annotations = Annotations {
-    read_only: false,
-    destructive: true,
-    idempotent: true,
-    open_world: false,
-};
+const OVERWRITES: Annotations = Annotations::OVERWRITES;
 
 const READ_VAR: &str = "Read a stored variable's value, whole or a window of it (by characters). \
     Use it to read the rest of a truncated tool result (the truncation hint names the variable \
@@ -87,30 +77,11 @@ impl TypedTool for ReadVarArguments {
 
     async fn run(self, context: Context<'_>) -> Answered<Text> {
         let length = self.length.or(context.output_limit);
-        let chunk = (context.workspace).read_chunk(&self.name, self.start.unwrap_or(0), length)?;
-        Ok(Text(chunk_text(&self.name, &chunk)))
+        let start = self.start.unwrap_or(0);
+        Ok(Text(
+            context.workspace.read_window(&self.name, start, length)?,
+        ))
     }
-}
-
-/// A window of a value, under a line giving the window, the total and whether more remains.
-fn chunk_text(name: &str, chunk: &Chunk) -> String {
-    let header = if chunk.has_more {
-        format!(
-            "[Variable `{name}`: characters {}–{} of {}; more remains: ReadVar {{\"name\": \"{name}\", \"start\": {}}}]",
-            chunk.start, chunk.end, chunk.total, chunk.end
-        )
-    } else if chunk.start == 0 {
-        format!(
-            "[Variable `{name}`: whole value, {} characters]",
-            chunk.total
-        )
-    } else {
-        format!(
-            "[Variable `{name}`: characters {}–{} of {}; nothing more remains]",
-            chunk.start, chunk.end, chunk.total
-        )
-    };
-    format!("{header}\n{}", chunk.text)
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

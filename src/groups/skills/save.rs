@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use super::Skills;
 use crate::skills::save;
-use crate::skills::shelf::Shelf;
 use crate::tools::{
     Annotations, Answered, Consent, Context, Declaration, ToolError, TypedTool, declare,
 };
@@ -68,7 +67,9 @@ impl TypedTool<Skills> for SaveArguments {
         .asks_once();
 
     async fn run(self, context: Context<'_, Skills>) -> Answered<SaveOutput> {
-        save_skill(&context.service.shelf, self)
+        let request = save::Request::from(self);
+        let saved = context.service.shelf.save(&request)?;
+        Ok(SaveOutput::new(request.name, saved))
     }
 
     /// A save is approved per skill: approving a save of one skill never covers another.
@@ -81,30 +82,28 @@ impl TypedTool<Skills> for SaveArguments {
     }
 }
 
-const REPLACES: Annotations = Annotations {
-    destructive: true,
-    idempotent: true,
-    ..Annotations::NONE
-};
+const REPLACES: Annotations = Annotations::OVERWRITES;
 
-/// Saves the skill, then reloads the library so everything sees it at once.
-fn save_skill(shelf: &Shelf, arguments: SaveArguments) -> Result<SaveOutput, ToolError> {
-    let request = save::Request {
-        name: arguments.name,
-        description: arguments.description,
-        body: arguments.body,
-        files: arguments.files.unwrap_or_default(),
-        root: arguments.root,
-    };
-    let saved = save::save(&shelf.library(), shelf.roots(), &request)?;
-    let library = shelf.reload();
-    // The new library's search index is built beside the session, as at start-up.
-    std::thread::spawn(move || library.warm_up());
-    Ok(SaveOutput {
-        name: request.name,
-        path: saved.folder.display().to_string(),
-        root: saved.root.map(|root| root.display().to_string()),
-        created: saved.created,
-        backup: saved.backup.map(|backup| backup.display().to_string()),
-    })
+impl From<SaveArguments> for save::Request {
+    fn from(arguments: SaveArguments) -> Self {
+        Self {
+            name: arguments.name,
+            description: arguments.description,
+            body: arguments.body,
+            files: arguments.files.unwrap_or_default(),
+            root: arguments.root,
+        }
+    }
+}
+
+impl SaveOutput {
+    fn new(name: String, saved: save::Saved) -> Self {
+        Self {
+            name,
+            path: saved.folder.display().to_string(),
+            root: saved.root.map(|root| root.display().to_string()),
+            created: saved.created,
+            backup: saved.backup.map(|backup| backup.display().to_string()),
+        }
+    }
 }

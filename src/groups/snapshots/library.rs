@@ -9,13 +9,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Call, OVERWRITES, annotations, declare, service};
+use super::{Call, OVERWRITES, declare, service};
 use crate::snapshots::functions::{Scope, VarFunction};
 use crate::snapshots::{Snapshots, TestBase, Tested};
 use crate::tools::{Annotations, Answered, Declaration, TypedTool};
 
 /// Reads only, and stores nothing (not even its result as a variable).
-const READS: Annotations = annotations(true, false, true);
+const READS: Annotations = Annotations::READ_ONLY;
 
 const MOVE: &str = "Move a state function (by id, or by name when unique) from one library to \
     another: from the global library or `characterId`'s, to the global library or \
