@@ -228,6 +228,36 @@ impl Snapshots {
         })
     }
 
+    /// The global functions, and the character's own when one is named (a call's
+    /// `characterId`).
+    pub fn function_lists(
+        &self,
+        character_id: Option<&str>,
+    ) -> Result<(Vec<VarFunction>, Option<Vec<VarFunction>>), Error> {
+        let global = self.functions(&Scope::Global)?;
+        let local = match Scope::of(character_id) {
+            Scope::Global => None,
+            scope @ Scope::Character(_) => Some(self.functions(&scope)?),
+        };
+        Ok((global, local))
+    }
+
+    /// Whether upserting `new` into `scope` replaces what the user would miss: a new function
+    /// destroys nothing, and neither does a change of only `enabled` or `order` (what
+    /// `FunctionEnable` and `FunctionReorder` change without asking); replacing anything else of
+    /// a function of its library (a built-in included) does.
+    pub fn upsert_replaces(&self, new: &VarFunction, scope: &Scope) -> Result<bool, Error> {
+        let stored = (self.functions(scope)?.into_iter())
+            .find(|function| !new.id.is_empty() && function.id == new.id);
+        Ok(stored.is_some_and(|stored| {
+            VarFunction {
+                enabled: new.enabled,
+                order: new.order,
+                ..stored
+            } != *new
+        }))
+    }
+
     /// Global and the character's functions together.
     pub fn library(&self, character_id: Option<&str>) -> Result<Vec<VarFunction>, Error> {
         let mut all = self.functions(&Scope::Global)?;

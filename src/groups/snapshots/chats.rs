@@ -60,6 +60,18 @@ pub struct ProcessArguments {
     pub first_index: Option<usize>,
 }
 
+impl ProcessArguments {
+    /// Where processing starts, with the template taken from the arguments.
+    fn start(&self, template: Option<Value>) -> Start<'_> {
+        Start {
+            character_id: self.character_id.as_deref(),
+            template,
+            base_id: self.base_id.as_deref(),
+            first_index: self.first_index.unwrap_or(0),
+        }
+    }
+}
+
 /// `SnapshotProcess`: takes whole chats and answers for a program. Its arguments run to
 /// megabytes, and caching them and the result as variables would cost a durable write of that
 /// size per call and evict the variables an agent keeps; and the result is never cut to the
@@ -76,13 +88,9 @@ impl TypedTool<Arc<Snapshots>> for ProcessArguments {
     .uncached()
     .whole();
 
-    async fn run(self, context: Call<'_>) -> Answered<Processed> {
-        let start = Start {
-            character_id: self.character_id.as_deref(),
-            template: self.template,
-            base_id: self.base_id.as_deref(),
-            first_index: self.first_index.unwrap_or(0),
-        };
+    async fn run(mut self, context: Call<'_>) -> Answered<Processed> {
+        let template = self.template.take();
+        let start = self.start(template);
         let cancelled = || context.cancellation.is_cancelled();
         let processed =
             service(&context).process_from(&self.chat_file, &self.messages, &start, &cancelled)?;
@@ -221,10 +229,8 @@ impl TypedTool<Arc<Snapshots>> for DeleteChatArguments {
 
     async fn run(self, context: Call<'_>) -> Answered<DeletedOutput> {
         let deleted = service(&context).delete_chat(&self.chat_file)?;
-        Ok(DeletedOutput {
-            chat_file: self.chat_file,
-            deleted,
-        })
+        let chat_file = self.chat_file;
+        Ok(DeletedOutput { chat_file, deleted })
     }
 }
 
@@ -259,14 +265,19 @@ impl TypedTool<Arc<Snapshots>> for CleanupArguments {
     .asks_once();
 
     async fn run(self, context: Call<'_>) -> Answered<CleanupOutput> {
-        let removed: Vec<DeletedOutput> = service(&context)
-            .cleanup(&self.active_chat_files, self.all)?
-            .into_iter()
+        let service = service(&context);
+        Ok(service.cleanup(&self.active_chat_files, self.all)?.into())
+    }
+}
+
+impl From<Vec<(String, u64)>> for CleanupOutput {
+    fn from(removed: Vec<(String, u64)>) -> Self {
+        let removed: Vec<DeletedOutput> = (removed.into_iter())
             .map(|(chat_file, deleted)| DeletedOutput { chat_file, deleted })
             .collect();
-        Ok(CleanupOutput {
+        Self {
             deleted: removed.iter().map(|chat| chat.deleted).sum(),
             removed,
-        })
+        }
     }
 }

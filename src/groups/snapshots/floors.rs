@@ -67,6 +67,16 @@ pub struct ListArguments {
     pub limit: Option<u64>,
 }
 
+impl ListArguments {
+    fn query(&self) -> FloorQuery {
+        FloorQuery {
+            message_index: self.message_index,
+            from_index: self.from_index,
+            limit: self.limit,
+        }
+    }
+}
+
 /// `SnapshotList`: a chat's floors, or one floor's snapshots.
 impl TypedTool<Arc<Snapshots>> for ListArguments {
     type Output = FloorList;
@@ -74,12 +84,7 @@ impl TypedTool<Arc<Snapshots>> for ListArguments {
         declare("SnapshotList", "List chat floors", CACHED_READ, LIST).view(WORKSPACE_VIEW);
 
     async fn run(self, context: Call<'_>) -> Answered<FloorList> {
-        let query = FloorQuery {
-            message_index: self.message_index,
-            from_index: self.from_index,
-            limit: self.limit,
-        };
-        Ok(service(&context).floors(&self.chat_file, query)?)
+        Ok(service(&context).floors(&self.chat_file, self.query())?)
     }
 }
 
@@ -127,6 +132,18 @@ pub struct ReprocessArguments {
     pub base_id: Option<String>,
 }
 
+impl ReprocessArguments {
+    /// Where reprocessing starts when no earlier floor is bound.
+    fn start(&self) -> Start<'_> {
+        Start {
+            character_id: self.character_id.as_deref(),
+            template: None,
+            base_id: self.base_id.as_deref(),
+            first_index: 0,
+        }
+    }
+}
+
 /// `SnapshotReprocess`: a chat recomputed from a floor on. Like `SnapshotProcess` it takes
 /// whole chats, so it is neither cached nor cut; it deletes the old snapshots, so it asks first.
 /// Each call stores its snapshots under new ids, so it is not idempotent.
@@ -143,21 +160,10 @@ impl TypedTool<Arc<Snapshots>> for ReprocessArguments {
     .asks_once();
 
     async fn run(self, context: Call<'_>) -> Answered<Reprocessed> {
-        let start = Start {
-            character_id: self.character_id.as_deref(),
-            template: None,
-            base_id: self.base_id.as_deref(),
-            first_index: 0,
-        };
+        let (start, from) = (self.start(), self.from_index);
         let cancelled = || context.cancellation.is_cancelled();
         let service = service(&context);
-        Ok(service.reprocess(
-            &self.chat_file,
-            self.from_index,
-            &self.messages,
-            &start,
-            &cancelled,
-        )?)
+        Ok(service.reprocess(&self.chat_file, from, &self.messages, &start, &cancelled)?)
     }
 }
 
@@ -211,15 +217,7 @@ impl TypedTool<Arc<Snapshots>> for GlobalSaveArguments {
     .asks_once();
 
     async fn run(self, context: Call<'_>) -> Answered<GlobalSnapshot> {
-        let origin = match (self.from.as_deref(), self.snapshot) {
-            (Some(reference), None) => Origin::Reference(reference),
-            (None, Some(state)) => Origin::State(state),
-            _ => {
-                return Err(ToolError::invalid(
-                    "give exactly one of `from` (a snapshot id, a global label or template:<characterId>) and `snapshot` (a state)",
-                ));
-            }
-        };
+        let origin = Origin::of(self.from.as_deref(), self.snapshot)?;
         let service = service(&context);
         Ok(service.save_global(&self.label, &self.description, origin, self.replace)?)
     }
@@ -228,9 +226,9 @@ impl TypedTool<Arc<Snapshots>> for GlobalSaveArguments {
     /// call runs); overwriting one is asked.
     fn consent(service: &Arc<Snapshots>, arguments: &Value) -> Result<Consent, ToolError> {
         let arguments: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
-        let replaces = arguments.replace
-            && (service.globals()?.iter()).any(|global| global.label == arguments.label);
-        Ok(asked_when(replaces))
+        Ok(asked_when(
+            service.replaces_global(&arguments.label, arguments.replace)?,
+        ))
     }
 }
 
@@ -298,12 +296,6 @@ impl TypedTool<Arc<Snapshots>> for GlobalDeleteArguments {
     .asks_once();
 
     async fn run(self, context: Call<'_>) -> Answered<GlobalSummary> {
-        let deleted = service(&context).delete_global(&self.0.id)?;
-        Ok(GlobalSummary {
-            id: deleted.id,
-            label: deleted.label,
-            description: deleted.description,
-            created_at: deleted.created_at,
-        })
+        Ok(service(&context).delete_global(&self.0.id)?.into())
     }
 }

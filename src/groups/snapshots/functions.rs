@@ -64,12 +64,8 @@ impl TypedTool<Arc<Snapshots>> for ScopeArguments {
     .view(WORKSPACE_VIEW);
 
     async fn run(self, context: Call<'_>) -> Answered<FunctionListOutput> {
-        let service = service(&context);
-        let global = service.functions(&Scope::Global)?;
-        let local = match Scope::of(self.character_id.as_deref()) {
-            Scope::Global => None,
-            scope @ Scope::Character(_) => Some(service.functions(&scope)?),
-        };
+        let character = self.character_id.as_deref();
+        let (global, local) = service(&context).function_lists(character)?;
         Ok(FunctionListOutput { global, local })
     }
 }
@@ -100,24 +96,13 @@ impl TypedTool<Arc<Snapshots>> for UpsertArguments {
         Ok(service(&context).upsert_function(self.function, &scope)?)
     }
 
-    /// A new function destroys nothing, and neither does a call that changes only `enabled`
-    /// or `order` (what `FunctionEnable` and `FunctionReorder` change without asking);
-    /// replacing anything else of a function of its library (a built-in included) is asked.
+    /// Replacing what the user would miss is asked ([`Snapshots::upsert_replaces`]).
     fn consent(service: &Arc<Snapshots>, arguments: &Value) -> Result<Consent, ToolError> {
         let arguments: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
-        let new = arguments.function;
-        let stored = service
-            .functions(&Scope::of(arguments.character_id.as_deref()))?
-            .into_iter()
-            .find(|function| !new.id.is_empty() && function.id == new.id);
-        let replaces = stored.is_some_and(|stored| {
-            VarFunction {
-                enabled: new.enabled,
-                order: new.order,
-                ..stored
-            } != new
-        });
-        Ok(asked_when(replaces))
+        let scope = Scope::of(arguments.character_id.as_deref());
+        Ok(asked_when(
+            service.upsert_replaces(&arguments.function, &scope)?,
+        ))
     }
 }
 
@@ -173,29 +158,22 @@ impl TypedTool<Arc<Snapshots>> for ImportArguments {
 
     async fn run(self, context: Call<'_>) -> Answered<ImportOutput> {
         let scope = Scope::of(self.character_id.as_deref());
-        let imported = service(&context).import(export_of(self.data)?, &scope)?;
-        Ok(ImportOutput {
+        Ok(service(&context)
+            .import(Export::parse(self.data)?, &scope)?
+            .into())
+    }
+}
+
+impl From<Vec<VarFunction>> for ImportOutput {
+    fn from(imported: Vec<VarFunction>) -> Self {
+        Self {
             note: format!(
                 "{} functions imported, all disabled: enable each with FunctionUpsert after reviewing it",
                 imported.len()
             ),
             imported,
-        })
+        }
     }
-}
-
-/// The export, given as an object or as its JSON text.
-fn export_of(data: Value) -> Result<Export, ToolError> {
-    let data = match data {
-        Value::String(text) => serde_json::from_str(&text)
-            .map_err(|error| ToolError::invalid(format!("`data` is not JSON: {error}")))?,
-        other => other,
-    };
-    serde_json::from_value(data).map_err(|error| {
-        ToolError::invalid(format!(
-            "`data` is not a function export ({{\"version\": \"1.0\", \"functions\": [...]}}): {error}"
-        ))
-    })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{Call, OVERWRITES, declare, service};
 use crate::snapshots::functions::{Scope, VarFunction};
-use crate::snapshots::{Snapshots, TestBase, Tested};
+use crate::snapshots::{Snapshots, Tested};
 use crate::tools::{Annotations, Answered, Declaration, TypedTool};
 
 /// Reads only, and stores nothing (not even its result as a variable).
@@ -73,11 +73,7 @@ impl TypedTool<Arc<Snapshots>> for MoveArguments {
         let from = Scope::of(self.character_id.as_deref());
         let to = Scope::of(self.to_character_id.as_deref());
         let function = service(&context).move_function(&self.id, &from, &to)?;
-        Ok(MovedOutput {
-            function,
-            from: from.key(),
-            to: to.key(),
-        })
+        Ok(MovedOutput::new(function, &from, &to))
     }
 }
 
@@ -171,14 +167,19 @@ impl TypedTool<Arc<Snapshots>> for TestArguments {
     .whole();
 
     async fn run(self, context: Call<'_>) -> Answered<Tested> {
-        let base = match self.snapshot {
-            None => TestBase::Template,
-            Some(Value::String(id)) => TestBase::Snapshot(id),
-            Some(state) => TestBase::State(state),
-        };
-        let character = self.character_id.as_deref();
+        let (base, character) = (self.snapshot.into(), self.character_id.as_deref());
         let cancelled = || context.cancellation.is_cancelled();
         let service = service(&context);
         Ok(service.test(&self.text, base, character, self.function, &cancelled)?)
+    }
+}
+
+impl MovedOutput {
+    fn new(function: VarFunction, from: &Scope, to: &Scope) -> Self {
+        Self {
+            function,
+            from: from.key(),
+            to: to.key(),
+        }
     }
 }

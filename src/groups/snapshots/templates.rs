@@ -45,10 +45,10 @@ impl TypedTool<Arc<Snapshots>> for TemplateGetArguments {
 
     async fn run(self, context: Call<'_>) -> Answered<TemplateOutput> {
         let template = service(&context).template(&self.character_id)?;
-        Ok(TemplateOutput {
-            character_id: self.character_id,
-            template: template.unwrap_or(Value::Null),
-        })
+        Ok(TemplateOutput::new(
+            self.character_id,
+            template.unwrap_or(Value::Null),
+        ))
     }
 }
 
@@ -80,10 +80,7 @@ impl TypedTool<Arc<Snapshots>> for TemplateSetArguments {
             strip_mvu_metadata(&mut self.template);
         }
         service(&context).set_template(&self.character_id, &self.template)?;
-        Ok(TemplateOutput {
-            character_id: self.character_id,
-            template: self.template,
-        })
+        Ok(TemplateOutput::new(self.character_id, self.template))
     }
 
     /// A character's first template destroys nothing; replacing one is asked.
@@ -92,5 +89,14 @@ impl TypedTool<Arc<Snapshots>> for TemplateSetArguments {
         Ok(asked_when(
             service.template(&arguments.character_id)?.is_some(),
         ))
+    }
+}
+
+impl TemplateOutput {
+    fn new(character_id: String, template: Value) -> Self {
+        Self {
+            character_id,
+            template,
+        }
     }
 }
