@@ -69,6 +69,25 @@ impl Error {
     }
 }
 
+impl Export {
+    /// The export, given as an object or as its JSON text (a call's `data`).
+    pub fn parse(data: Value) -> Result<Self, Error> {
+        let data = match data {
+            Value::String(text) => serde_json::from_str(&text)
+                .map_err(|error| Error::invalid("data", format!("`data` is not JSON: {error}")))?,
+            other => other,
+        };
+        serde_json::from_value(data).map_err(|error| {
+            Error::invalid(
+                "data",
+                format!(
+                    "`data` is not a function export ({{\"version\": \"1.0\", \"functions\": [...]}}): {error}"
+                ),
+            )
+        })
+    }
+}
+
 fn invalid<T>(value: impl std::fmt::Display, message: impl Into<String>) -> Result<T, Error> {
     Err(Error::invalid(value, message))
 }

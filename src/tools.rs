@@ -49,8 +49,9 @@ pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 pub use scope::{PlanScope, ReferenceContext};
 pub use switch::{Switch, Switched};
 pub use truncate::OUTPUT_LIMIT_ARGUMENT;
+pub(crate) use typed::declare;
 pub use typed::{
-    Answered, Context, Declaration, Reply, Runs, Text, Typed, TypedTool, declare, structured, typed,
+    Answered, Context, Declaration, Reply, Runs, Text, Typed, TypedTool, structured, typed,
 };
 
 /// Why a group could not be registered.

@@ -45,10 +45,9 @@ pub struct ReadStateArguments {
 /// and, like a variable read, never cached.
 impl TypedTool for ReadStateArguments {
     type Output = Text;
-    const TOOL: Declaration = declare("ReadState", "Read state", READ_ONLY, READ_STATE)
-        .view(WORKSPACE_VIEW)
-        .whole()
-        .uncached();
+    const TOOL: Declaration = declare! {
+        "ReadState", "Read state", READ_ONLY, READ_STATE, view(WORKSPACE_VIEW), whole, uncached
+    };
 
     async fn run(self, context: Context<'_>) -> Answered<Text> {
         let path = match self.path.as_deref() {
@@ -89,8 +88,9 @@ pub struct WriteStateOutput {
 impl TypedTool for WriteStateArguments {
     type Output = WriteStateOutput;
     // Writing over an existing path replaces what was there.
-    const TOOL: Declaration =
-        declare("WriteState", "Write state", OVERWRITES, WRITE_STATE).uncached();
+    const TOOL: Declaration = declare! {
+        "WriteState", "Write state", OVERWRITES, WRITE_STATE, uncached
+    };
 
     async fn run(self, context: Context<'_>) -> Answered<WriteStateOutput> {
         let path = Path::parse(&self.path)?;
@@ -133,9 +133,9 @@ pub struct RunPlanArguments {
 impl TypedTool for RunPlanArguments {
     type Output = RunPlanOutput;
     // A plan runs any enabled tool, destructive ones included.
-    const TOOL: Declaration = declare("RunPlan", "Run plan", RUNS_ANY_TOOL, RUN_PLAN)
-        .view(WORKSPACE_VIEW)
-        .daggers(Daggers::Kept);
+    const TOOL: Declaration = declare! {
+        "RunPlan", "Run plan", RUNS_ANY_TOOL, RUN_PLAN, view(WORKSPACE_VIEW), daggers(Daggers::Kept)
+    };
 
     async fn run(self, context: Context<'_>) -> Answered<RunPlanOutput> {
         let (steps, input) = whole::parts(self.steps, self.plan, self.input)?;

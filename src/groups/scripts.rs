@@ -81,9 +81,10 @@ pub struct RunOutput {
 /// digest set unless the configuration says otherwise.
 impl TypedTool<Scripts> for RunArguments {
     type Output = RunOutput;
-    const TOOL: Declaration = declare("SkillRunScript", "Run skill script", RUNS_CODE, DESCRIPTION)
-        .changes_shared_state()
-        .asks_once();
+    const TOOL: Declaration = declare! {
+        "SkillRunScript", "Run skill script", RUNS_CODE, DESCRIPTION,
+        changes_shared_state, asks_once
+    };
 
     async fn run(self, context: Context<'_, Scripts>) -> Answered<RunOutput> {
         let Scripts { shelf, asked } = context.service;

@@ -103,8 +103,9 @@ pub struct SearchArguments {
 /// for `rerank`).
 impl TypedTool<Skills> for SearchArguments {
     type Output = Found;
-    const TOOL: Declaration =
-        declare("SkillSearch", "Search skills", CACHES, SKILL_SEARCH).caching(Caching::Lazy);
+    const TOOL: Declaration = declare! {
+        "SkillSearch", "Search skills", CACHES, SKILL_SEARCH, caching(Caching::Lazy)
+    };
 
     async fn run(self, context: Context<'_, Skills>) -> Answered<Found> {
         if self.query.trim().is_empty() {
@@ -153,9 +154,10 @@ pub struct LoadArguments {
 /// scan is done; until then, it waits for it without blocking.
 impl TypedTool<Skills> for LoadArguments {
     type Output = Text;
-    const TOOL: Declaration = declare("SkillLoad", "Load skill", CACHES, SKILL_LOAD)
-        .truncation(Truncation::Default(40_000))
-        .caching(Caching::Lazy);
+    const TOOL: Declaration = declare! {
+        "SkillLoad", "Load skill", CACHES, SKILL_LOAD,
+        truncation(Truncation::Default(40_000)), caching(Caching::Lazy)
+    };
 
     async fn run(self, context: Context<'_, Skills>) -> Answered<Text> {
         let library = context.service.shelf.loaded().await;
@@ -190,10 +192,9 @@ pub struct ReadFileArguments {
 /// neither cut again nor cached as variables.
 impl TypedTool<Skills> for ReadFileArguments {
     type Output = Text;
-    const TOOL: Declaration = declare("SkillReadFile", "Read skill file", READS, SKILL_READ_FILE)
-        .whole()
-        .uncached()
-        .pooled();
+    const TOOL: Declaration = declare! {
+        "SkillReadFile", "Read skill file", READS, SKILL_READ_FILE, whole, uncached, pooled
+    };
 
     async fn run(self, context: Context<'_, Skills>) -> Answered<Text> {
         let request = FileRequest {

@@ -3,7 +3,13 @@
 //! ([`switches`]) and character templates ([`templates`]), as thin adapters over
 //! [`crate::snapshots::Snapshots`]. The work (SQLite, QuickJS) is synchronous and may take a
 //! while on a long chat, so every tool runs on tokio's blocking pool; the call's cancellation
-//! (the client cancelled, or left) reaches it there.
+//! (the client cancelled, or left) reaches it there (`pooled` in each declaration).
+//!
+//! A tool that destroys stored data that cannot be rebuilt (a state, a template, a function's
+//! code, a snapshot) asks the user once per argument shape first (`asks_once`), like the other
+//! tools that destroy what they cannot restore (`SkillSave`). The tools that only rearrange or
+//! switch what is stored (`FunctionMove`, `FunctionReorder`, `FunctionEnable`,
+//! `SnapshotEnable`) can be undone by another call, so they do not ask.
 
 pub mod chats;
 pub mod floors;
@@ -15,7 +21,7 @@ pub mod templates;
 use std::sync::Arc;
 
 use crate::snapshots::Snapshots;
-use crate::tools::{Annotations, Consent, Context, Declaration, Origin, ToolGroup, typed};
+use crate::tools::{Annotations, Consent, Context, Origin, ToolGroup, typed};
 
 pub const GROUP: &str = "snapshots";
 
@@ -90,19 +96,4 @@ type Call<'a> = Context<'a, Arc<Snapshots>>;
 /// The snapshot service of the call's workspace.
 fn service(context: &Call<'_>) -> Arc<Snapshots> {
     context.service.of(context.workspace.name())
-}
-
-// A tool that destroys stored data that cannot be rebuilt (a state, a template, a function's code, a
-// snapshot): asks the user once per argument shape first (`asks_once`), like the other tools that destroy
-// what they cannot restore (`SkillSave`). The tools that only rearrange or switch what is
-// stored (`FunctionMove`, `FunctionReorder`, `FunctionEnable`, `SnapshotEnable`) can be undone
-// by another call, so they do not ask.
-/// The declaration of a tool of the group: as [`crate::tools::declare`], on the blocking pool.
-const fn declare(
-    name: &'static str,
-    title: &'static str,
-    annotations: Annotations,
-    description: &'static str,
-) -> Declaration {
-    crate::tools::declare(name, title, annotations, description).pooled()
 }

@@ -106,8 +106,9 @@ pub fn group() -> ToolGroup {
 /// acknowledged switch survives a restart.
 impl TypedTool for Arguments {
     type Output = Output;
-    const TOOL: Declaration =
-        declare(NAME, "Tool groups on and off", SWITCHES, DESCRIPTION).asks_once();
+    const TOOL: Declaration = declare! {
+        NAME, "Tool groups on and off", SWITCHES, DESCRIPTION, asks_once
+    };
 
     async fn run(self, context: Context<'_>) -> Answered<Output> {
         let switch = self.switch()?;

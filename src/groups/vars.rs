@@ -70,10 +70,9 @@ pub struct ReadVarArguments {
 /// one.
 impl TypedTool for ReadVarArguments {
     type Output = Text;
-    const TOOL: Declaration = declare("ReadVar", "Read variable", READ_ONLY, READ_VAR)
-        .always_listed()
-        .whole()
-        .uncached();
+    const TOOL: Declaration = declare! {
+        "ReadVar", "Read variable", READ_ONLY, READ_VAR, always_listed, whole, uncached
+    };
 
     async fn run(self, context: Context<'_>) -> Answered<Text> {
         let length = self.length.or(context.output_limit);
@@ -158,10 +157,10 @@ pub struct ListVarsOutput {
 /// `ListVars`: the variables' metadata, never their values.
 impl TypedTool for ListVarsArguments {
     type Output = ListVarsOutput;
-    const TOOL: Declaration = declare("ListVars", "List variables", READ_ONLY, LIST_VARS)
-        .view(WORKSPACE_VIEW)
-        .always_listed()
-        .uncached();
+    const TOOL: Declaration = declare! {
+        "ListVars", "List variables", READ_ONLY, LIST_VARS,
+        view(WORKSPACE_VIEW), always_listed, uncached
+    };
 
     async fn run(self, context: Context<'_>) -> Answered<ListVarsOutput> {
         let filter = self.filter.unwrap_or_default();
@@ -214,9 +213,10 @@ pub struct WriteVarOutput {
 /// for `RunPlan`.
 impl TypedTool for WriteVarArguments {
     type Output = WriteVarOutput;
-    const TOOL: Declaration = declare("WriteVar", "Write variable", OVERWRITES, WRITE_VAR)
-        .uncached()
-        .daggers(Daggers::KeptOutsidePlans);
+    const TOOL: Declaration = declare! {
+        "WriteVar", "Write variable", OVERWRITES, WRITE_VAR,
+        uncached, daggers(Daggers::KeptOutsidePlans)
+    };
 
     async fn run(self, context: Context<'_>) -> Answered<WriteVarOutput> {
         let written = context.workspace.write_own(self.into())?;
@@ -281,8 +281,9 @@ pub struct RemoveVarsOutput {
 /// `RemoveVars`: deletes variables, never rules.
 impl TypedTool for RemoveVarsArguments {
     type Output = RemoveVarsOutput;
-    const TOOL: Declaration =
-        declare("RemoveVars", "Remove variables", OVERWRITES, REMOVE_VARS).uncached();
+    const TOOL: Declaration = declare! {
+        "RemoveVars", "Remove variables", OVERWRITES, REMOVE_VARS, uncached
+    };
 
     async fn run(self, context: Context<'_>) -> Answered<RemoveVarsOutput> {
         Ok(context.workspace.remove(&self.names)?.into())

@@ -11,7 +11,6 @@ use std::sync::{Arc, LazyLock};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::builtins::Builtin;
 use super::unknown::Known;
@@ -80,26 +79,6 @@ fn enabled_by_default() -> bool {
 pub struct Export {
     pub version: String,
     pub functions: Vec<VarFunction>,
-}
-
-impl Export {
-    /// The export, given as an object or as its JSON text (a call's `data`).
-    pub fn parse(data: Value) -> Result<Self, super::Error> {
-        let data = match data {
-            Value::String(text) => serde_json::from_str(&text).map_err(|error| {
-                super::Error::invalid("data", format!("`data` is not JSON: {error}"))
-            })?,
-            other => other,
-        };
-        serde_json::from_value(data).map_err(|error| {
-            super::Error::invalid(
-                "data",
-                format!(
-                    "`data` is not a function export ({{\"version\": \"1.0\", \"functions\": [...]}}): {error}"
-                ),
-            )
-        })
-    }
 }
 
 /// Where a function lives.

@@ -36,9 +36,9 @@ pub enum Runs {
 }
 
 /// A tool's declaration as constant data; the schemas come from its argument and answer types.
-/// [`declare`] gives the default handling (auto-approved, cached durably, cut to the configured
+/// [`Declaration::new`] gives the default handling (auto-approved, cached durably, cut to the configured
 /// limit, `†` resolved, on the session); a tool changes what differs with the `const` builder
-/// methods below (`declare(…).asks_once().pooled()`).
+/// methods below (`Declaration::new(…).asks_once().pooled()`), or, in one line, with [`declare!`].
 #[derive(Debug, Clone, Copy)]
 pub struct Declaration {
     pub name: &'static str,
@@ -57,33 +57,48 @@ pub struct Declaration {
     pub runs: Runs,
 }
 
-/// A tool's declaration with the default handling: see [`Declaration`].
-pub const fn declare(
-    name: &'static str,
-    title: &'static str,
-    annotations: Annotations,
-    description: &'static str,
-) -> Declaration {
-    Declaration {
-        name,
-        title,
-        description,
-        annotations,
-        permission: Permission {
-            execution: Policy::Auto,
-            result: Policy::Auto,
-        },
-        caching: Caching::Durable,
-        truncation: Truncation::Configured,
-        daggers: Daggers::Resolved,
-        always_listed: false,
-        view: None,
-        changes_shared_state: false,
-        runs: Runs::OnSession,
-    }
+/// A tool's [`Declaration`] in one line: name, title, annotations and description as
+/// [`Declaration::new`] takes them, then the builder methods that change the default handling,
+/// by name (with their arguments, if any): `declare! { "ReadVar", "Read variable", READ_ONLY, READ_VAR,
+/// always_listed, whole, uncached }`. Braces keep it to a line or two under rustfmt.
+macro_rules! declare {
+    (
+        $name:expr, $title:expr, $annotations:expr, $description:expr
+        $(, $method:ident $(($($argument:expr),*))?)*
+    ) => {
+        $crate::tools::Declaration::new($name, $title, $annotations, $description)
+            $(.$method($($($argument),*)?))*
+    };
 }
+pub(crate) use declare;
 
 impl Declaration {
+    /// A tool's declaration with the default handling: see [`Declaration`].
+    pub const fn new(
+        name: &'static str,
+        title: &'static str,
+        annotations: Annotations,
+        description: &'static str,
+    ) -> Self {
+        Self {
+            name,
+            title,
+            description,
+            annotations,
+            permission: Permission {
+                execution: Policy::Auto,
+                result: Policy::Auto,
+            },
+            caching: Caching::Durable,
+            truncation: Truncation::Configured,
+            daggers: Daggers::Resolved,
+            always_listed: false,
+            view: None,
+            changes_shared_state: false,
+            runs: Runs::OnSession,
+        }
+    }
+
     /// Runs on tokio's blocking pool ([`Runs::OnBlockingPool`]).
     #[must_use]
     pub const fn pooled(self) -> Self {
@@ -377,7 +392,7 @@ mod tests {
     use serde_json::json;
     use tokio_util::sync::CancellationToken;
 
-    use super::{Context, Declaration, Text, TypedTool, declare, typed};
+    use super::{Context, Declaration, Text, TypedTool, typed};
     use crate::tools::{
         Annotations, Asking, Caching, CallRequest, ExecuteStatus, Executor, ExecutorSettings,
         Origin, Outcome, Registry, ToolDefinition, ToolError, ToolGroup, ToolOutput,
@@ -402,7 +417,7 @@ mod tests {
     impl TypedTool<String> for EchoArguments {
         type Output = Echoed;
         const TOOL: Declaration =
-            declare("Echo", "Echo", Annotations::NONE, " Echoes. ").uncached();
+            Declaration::new("Echo", "Echo", Annotations::NONE, " Echoes. ").uncached();
 
         async fn run(self, context: Context<'_, String>) -> Result<Echoed, ToolError> {
             Ok(Echoed {
@@ -420,10 +435,11 @@ mod tests {
 
     impl TypedTool for PooledArguments {
         type Output = Text;
-        const TOOL: Declaration = declare("Pooled", "Pooled", Annotations::NONE, "Pooled.")
-            .uncached()
-            .whole()
-            .pooled();
+        const TOOL: Declaration =
+            Declaration::new("Pooled", "Pooled", Annotations::NONE, "Pooled.")
+                .uncached()
+                .whole()
+                .pooled();
 
         async fn run(self, context: Context<'_>) -> Result<Text, ToolError> {
             let place = if context.session().is_ok() {

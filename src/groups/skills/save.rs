@@ -61,10 +61,9 @@ pub struct SaveOutput {
 impl TypedTool<Skills> for SaveArguments {
     type Output = SaveOutput;
     // Saving over an existing skill replaces its files.
-    const TOOL: Declaration = declare("SkillSave", "Save skill", REPLACES, DESCRIPTION)
-        .changes_shared_state()
-        .pooled()
-        .asks_once();
+    const TOOL: Declaration = declare! {
+        "SkillSave", "Save skill", REPLACES, DESCRIPTION, changes_shared_state, pooled, asks_once
+    };
 
     async fn run(self, context: Context<'_, Skills>) -> Answered<SaveOutput> {
         let request = save::Request::from(self);

@@ -8,12 +8,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, WRITES, declare, service};
+use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, WRITES, service};
 use crate::snapshots::builtins::strip_mvu_metadata;
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::{Applied, Processed, Snapshots, Start};
 use crate::store::StoredSnapshot;
-use crate::tools::{Answered, Declaration, ToolError, TypedTool};
+use crate::tools::{Answered, Declaration, ToolError, TypedTool, declare};
 
 const PROCESS: &str = "Update a role-play chat's state from the function calls in its AI replies \
     (`@.SET(\"角色.金币\", 100);` …). Pass the chat's messages as SillyTavern stores them (`is_user`, \
@@ -79,14 +79,9 @@ impl ProcessArguments {
 /// processes the chat until done or cancelled; what was processed is stored either way.
 impl TypedTool<Arc<Snapshots>> for ProcessArguments {
     type Output = Processed;
-    const TOOL: Declaration = declare(
-        "SnapshotProcess",
-        "Process chat into snapshots",
-        WRITES,
-        PROCESS,
-    )
-    .uncached()
-    .whole();
+    const TOOL: Declaration = declare! {
+        "SnapshotProcess", "Process chat into snapshots", WRITES, PROCESS, pooled, uncached, whole
+    };
 
     async fn run(mut self, context: Call<'_>) -> Answered<Processed> {
         let template = self.template.take();
@@ -123,7 +118,9 @@ pub struct ApplyArguments {
 /// `SnapshotApply`: one text's calls applied to a snapshot, stored as a new one.
 impl TypedTool<Arc<Snapshots>> for ApplyArguments {
     type Output = Applied;
-    const TOOL: Declaration = declare("SnapshotApply", "Apply calls to a snapshot", WRITES, APPLY);
+    const TOOL: Declaration = declare! {
+        "SnapshotApply", "Apply calls to a snapshot", WRITES, APPLY, pooled
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<Applied> {
         let (base, character) = (self.base_id.as_deref(), self.character_id.as_deref());
@@ -166,7 +163,7 @@ fn snapshot_output(service: &Snapshots, id: &str) -> Result<SnapshotOutput, Tool
 /// `SnapshotGet`: a stored snapshot by id.
 impl TypedTool<Arc<Snapshots>> for GetArguments {
     type Output = SnapshotOutput;
-    const TOOL: Declaration = declare("SnapshotGet", "Get snapshot", CACHED_READ, GET);
+    const TOOL: Declaration = declare! { "SnapshotGet", "Get snapshot", CACHED_READ, GET, pooled };
 
     async fn run(self, context: Call<'_>) -> Answered<SnapshotOutput> {
         snapshot_output(&service(&context), &self.id)
@@ -189,8 +186,9 @@ pub struct UpdateArguments {
 /// first.
 impl TypedTool<Arc<Snapshots>> for UpdateArguments {
     type Output = SnapshotOutput;
-    const TOOL: Declaration =
-        declare("SnapshotUpdate", "Update snapshot", OVERWRITES, UPDATE).asks_once();
+    const TOOL: Declaration = declare! {
+        "SnapshotUpdate", "Update snapshot", OVERWRITES, UPDATE, pooled, asks_once
+    };
 
     async fn run(mut self, context: Call<'_>) -> Answered<SnapshotOutput> {
         if self.mvu_strip {
@@ -219,13 +217,9 @@ pub struct DeletedOutput {
 /// `SnapshotDeleteChat`: every snapshot of a chat deleted.
 impl TypedTool<Arc<Snapshots>> for DeleteChatArguments {
     type Output = DeletedOutput;
-    const TOOL: Declaration = declare(
-        "SnapshotDeleteChat",
-        "Delete chat snapshots",
-        DESTRUCTIVE,
-        DELETE_CHAT,
-    )
-    .asks_once();
+    const TOOL: Declaration = declare! {
+        "SnapshotDeleteChat", "Delete chat snapshots", DESTRUCTIVE, DELETE_CHAT, pooled, asks_once
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<DeletedOutput> {
         let deleted = service(&context).delete_chat(&self.chat_file)?;
@@ -256,13 +250,9 @@ pub struct CleanupOutput {
 /// `SnapshotCleanup`: the snapshots of every chat no longer active deleted.
 impl TypedTool<Arc<Snapshots>> for CleanupArguments {
     type Output = CleanupOutput;
-    const TOOL: Declaration = declare(
-        "SnapshotCleanup",
-        "Clean up snapshots",
-        DESTRUCTIVE,
-        CLEANUP,
-    )
-    .asks_once();
+    const TOOL: Declaration = declare! {
+        "SnapshotCleanup", "Clean up snapshots", DESTRUCTIVE, CLEANUP, pooled, asks_once
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<CleanupOutput> {
         let service = service(&context);

@@ -8,16 +8,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{
-    CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, asked_when, declare, service,
-};
+use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, asked_when, service};
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::diff::Operation;
 use crate::snapshots::globals::Origin;
 use crate::snapshots::{FloorList, FloorQuery, Reprocessed, Snapshots, Source, Start};
 use crate::store::{Floor, GlobalSnapshot, GlobalSummary};
 use crate::tools::{
-    Answered, Consent, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, parse_arguments,
+    Answered, Consent, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, declare, parse_arguments,
 };
 
 const LIST: &str = "List a chat's floors, a page at a time: every stored snapshot of each \
@@ -80,8 +78,9 @@ impl ListArguments {
 /// `SnapshotList`: a chat's floors, or one floor's snapshots.
 impl TypedTool<Arc<Snapshots>> for ListArguments {
     type Output = FloorList;
-    const TOOL: Declaration =
-        declare("SnapshotList", "List chat floors", CACHED_READ, LIST).view(WORKSPACE_VIEW);
+    const TOOL: Declaration = declare! {
+        "SnapshotList", "List chat floors", CACHED_READ, LIST, pooled, view(WORKSPACE_VIEW)
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<FloorList> {
         Ok(service(&context).floors(&self.chat_file, self.query())?)
@@ -109,7 +108,9 @@ pub struct DiffOutput {
 /// `SnapshotDiff`: an RFC 6902 JSON Patch between two states.
 impl TypedTool<Arc<Snapshots>> for DiffArguments {
     type Output = DiffOutput;
-    const TOOL: Declaration = declare("SnapshotDiff", "Diff two snapshots", CACHED_READ, DIFF);
+    const TOOL: Declaration = declare! {
+        "SnapshotDiff", "Diff two snapshots", CACHED_READ, DIFF, pooled
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<DiffOutput> {
         let (from, to, patch) = service(&context).diff(&self.from, &self.to)?;
@@ -149,15 +150,10 @@ impl ReprocessArguments {
 /// Each call stores its snapshots under new ids, so it is not idempotent.
 impl TypedTool<Arc<Snapshots>> for ReprocessArguments {
     type Output = Reprocessed;
-    const TOOL: Declaration = declare(
-        "SnapshotReprocess",
-        "Reprocess chat from a floor",
-        OVERWRITES_OR_ADDS,
-        REPROCESS,
-    )
-    .uncached()
-    .whole()
-    .asks_once();
+    const TOOL: Declaration = declare! {
+        "SnapshotReprocess", "Reprocess chat from a floor", OVERWRITES_OR_ADDS, REPROCESS,
+        pooled, uncached, whole, asks_once
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<Reprocessed> {
         let (start, from) = (self.start(), self.from_index);
@@ -177,8 +173,9 @@ pub struct DeleteArguments {
 /// `SnapshotDelete`: one chat snapshot deleted; asks first.
 impl TypedTool<Arc<Snapshots>> for DeleteArguments {
     type Output = Floor;
-    const TOOL: Declaration =
-        declare("SnapshotDelete", "Delete snapshot", DESTRUCTIVE, DELETE).asks_once();
+    const TOOL: Declaration = declare! {
+        "SnapshotDelete", "Delete snapshot", DESTRUCTIVE, DELETE, pooled, asks_once
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<Floor> {
         Ok(service(&context).delete_snapshot(&self.id)?)
@@ -208,13 +205,9 @@ pub struct GlobalSaveArguments {
 /// (`replace: true` on a label in use) asks first.
 impl TypedTool<Arc<Snapshots>> for GlobalSaveArguments {
     type Output = GlobalSnapshot;
-    const TOOL: Declaration = declare(
-        "SnapshotGlobalSave",
-        "Save global snapshot",
-        OVERWRITES,
-        GLOBAL_SAVE,
-    )
-    .asks_once();
+    const TOOL: Declaration = declare! {
+        "SnapshotGlobalSave", "Save global snapshot", OVERWRITES, GLOBAL_SAVE, pooled, asks_once
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<GlobalSnapshot> {
         let origin = Origin::of(self.from.as_deref(), self.snapshot)?;
@@ -244,12 +237,9 @@ pub struct GlobalListOutput {
 /// `SnapshotGlobalList`: the global snapshots.
 impl TypedTool<Arc<Snapshots>> for NoArguments {
     type Output = GlobalListOutput;
-    const TOOL: Declaration = declare(
-        "SnapshotGlobalList",
-        "List global snapshots",
-        CACHED_READ,
-        GLOBAL_LIST,
-    );
+    const TOOL: Declaration = declare! {
+        "SnapshotGlobalList", "List global snapshots", CACHED_READ, GLOBAL_LIST, pooled
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<GlobalListOutput> {
         let globals = service(&context).globals()?;
@@ -267,12 +257,9 @@ pub struct GlobalArguments {
 /// `SnapshotGlobalGet`: one global snapshot by id or label.
 impl TypedTool<Arc<Snapshots>> for GlobalArguments {
     type Output = GlobalSnapshot;
-    const TOOL: Declaration = declare(
-        "SnapshotGlobalGet",
-        "Get global snapshot",
-        CACHED_READ,
-        GLOBAL_GET,
-    );
+    const TOOL: Declaration = declare! {
+        "SnapshotGlobalGet", "Get global snapshot", CACHED_READ, GLOBAL_GET, pooled
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<GlobalSnapshot> {
         Ok(service(&context).global(&self.id)?)
@@ -287,13 +274,10 @@ pub struct GlobalDeleteArguments(pub GlobalArguments);
 /// `SnapshotGlobalDelete`: one global snapshot deleted; asks first.
 impl TypedTool<Arc<Snapshots>> for GlobalDeleteArguments {
     type Output = GlobalSummary;
-    const TOOL: Declaration = declare(
-        "SnapshotGlobalDelete",
-        "Delete global snapshot",
-        DESTRUCTIVE,
-        GLOBAL_DELETE,
-    )
-    .asks_once();
+    const TOOL: Declaration = declare! {
+        "SnapshotGlobalDelete", "Delete global snapshot", DESTRUCTIVE, GLOBAL_DELETE,
+        pooled, asks_once
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<GlobalSummary> {
         Ok(service(&context).delete_global(&self.0.id)?.into())

@@ -8,13 +8,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{
-    CACHED_READ, Call, DESTRUCTIVE, OVERWRITES_OR_ADDS, WRITES, asked_when, declare, service,
-};
+use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES_OR_ADDS, WRITES, asked_when, service};
 use crate::snapshots::Snapshots;
 use crate::snapshots::functions::{Export, Scope, VarFunction};
 use crate::tools::{
-    Answered, Consent, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, parse_arguments,
+    Answered, Consent, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, declare, parse_arguments,
 };
 
 const FUNCTION_LIST: &str = "List the state functions: the global library (with the built-ins \
@@ -55,13 +53,10 @@ pub struct FunctionListOutput {
 /// `FunctionList`: the global functions, and a character's own.
 impl TypedTool<Arc<Snapshots>> for ScopeArguments {
     type Output = FunctionListOutput;
-    const TOOL: Declaration = declare(
-        "FunctionList",
-        "List state functions",
-        CACHED_READ,
-        FUNCTION_LIST,
-    )
-    .view(WORKSPACE_VIEW);
+    const TOOL: Declaration = declare! {
+        "FunctionList", "List state functions", CACHED_READ, FUNCTION_LIST,
+        pooled, view(WORKSPACE_VIEW)
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<FunctionListOutput> {
         let character = self.character_id.as_deref();
@@ -83,13 +78,10 @@ pub struct UpsertArguments {
 /// description asks first (the old ones are gone).
 impl TypedTool<Arc<Snapshots>> for UpsertArguments {
     type Output = VarFunction;
-    const TOOL: Declaration = declare(
-        "FunctionUpsert",
-        "Create or replace state function",
-        OVERWRITES_OR_ADDS,
-        FUNCTION_UPSERT,
-    )
-    .asks_once();
+    const TOOL: Declaration = declare! {
+        "FunctionUpsert", "Create or replace state function", OVERWRITES_OR_ADDS, FUNCTION_UPSERT,
+        pooled, asks_once
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<VarFunction> {
         let scope = Scope::of(self.character_id.as_deref());
@@ -116,13 +108,9 @@ pub struct RemoveArguments {
 /// `FunctionRemove`: a function removed by id.
 impl TypedTool<Arc<Snapshots>> for RemoveArguments {
     type Output = VarFunction;
-    const TOOL: Declaration = declare(
-        "FunctionRemove",
-        "Remove state function",
-        DESTRUCTIVE,
-        FUNCTION_REMOVE,
-    )
-    .asks_once();
+    const TOOL: Declaration = declare! {
+        "FunctionRemove", "Remove state function", DESTRUCTIVE, FUNCTION_REMOVE, pooled, asks_once
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<VarFunction> {
         let scope = Scope::of(self.character_id.as_deref());
@@ -149,12 +137,9 @@ pub struct ImportOutput {
 /// `FunctionImport`: functions from the export format, each with a new id, all disabled.
 impl TypedTool<Arc<Snapshots>> for ImportArguments {
     type Output = ImportOutput;
-    const TOOL: Declaration = declare(
-        "FunctionImport",
-        "Import state functions",
-        WRITES,
-        FUNCTION_IMPORT,
-    );
+    const TOOL: Declaration = declare! {
+        "FunctionImport", "Import state functions", WRITES, FUNCTION_IMPORT, pooled
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<ImportOutput> {
         let scope = Scope::of(self.character_id.as_deref());
@@ -187,12 +172,9 @@ pub struct ExportArguments {
 /// `FunctionExport`: functions in the shareable format.
 impl TypedTool<Arc<Snapshots>> for ExportArguments {
     type Output = Export;
-    const TOOL: Declaration = declare(
-        "FunctionExport",
-        "Export state functions",
-        CACHED_READ,
-        FUNCTION_EXPORT,
-    );
+    const TOOL: Declaration = declare! {
+        "FunctionExport", "Export state functions", CACHED_READ, FUNCTION_EXPORT, pooled
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<Export> {
         let scope = Scope::of(self.character_id.as_deref());

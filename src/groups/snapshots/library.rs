@@ -9,10 +9,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Call, OVERWRITES, declare, service};
+use super::{Call, OVERWRITES, service};
 use crate::snapshots::functions::{Scope, VarFunction};
 use crate::snapshots::{Snapshots, Tested};
-use crate::tools::{Annotations, Answered, Declaration, TypedTool};
+use crate::tools::{Annotations, Answered, Declaration, TypedTool, declare};
 
 /// Reads only, and stores nothing (not even its result as a variable).
 const READS: Annotations = Annotations::READ_ONLY;
@@ -62,12 +62,9 @@ pub struct MovedOutput {
 /// `FunctionMove`: a function moved between the global library and a character's.
 impl TypedTool<Arc<Snapshots>> for MoveArguments {
     type Output = MovedOutput;
-    const TOOL: Declaration = declare(
-        "FunctionMove",
-        "Move state function between libraries",
-        OVERWRITES,
-        MOVE,
-    );
+    const TOOL: Declaration = declare! {
+        "FunctionMove", "Move state function between libraries", OVERWRITES, MOVE, pooled
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<MovedOutput> {
         let from = Scope::of(self.character_id.as_deref());
@@ -95,12 +92,9 @@ pub struct FunctionsOutput {
 /// `FunctionReorder`: a library in a new running order.
 impl TypedTool<Arc<Snapshots>> for ReorderArguments {
     type Output = FunctionsOutput;
-    const TOOL: Declaration = declare(
-        "FunctionReorder",
-        "Reorder state functions",
-        OVERWRITES,
-        REORDER,
-    );
+    const TOOL: Declaration = declare! {
+        "FunctionReorder", "Reorder state functions", OVERWRITES, REORDER, pooled
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<FunctionsOutput> {
         let scope = Scope::of(self.character_id.as_deref());
@@ -123,12 +117,9 @@ pub struct EnableArguments {
 /// `FunctionEnable`: functions turned on or off in bulk.
 impl TypedTool<Arc<Snapshots>> for EnableArguments {
     type Output = FunctionsOutput;
-    const TOOL: Declaration = declare(
-        "FunctionEnable",
-        "Enable or disable state functions",
-        OVERWRITES,
-        ENABLE,
-    );
+    const TOOL: Declaration = declare! {
+        "FunctionEnable", "Enable or disable state functions", OVERWRITES, ENABLE, pooled
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<FunctionsOutput> {
         let scope = Scope::of(self.character_id.as_deref());
@@ -157,14 +148,9 @@ pub struct TestArguments {
 /// its steps are what the caller asked to see.
 impl TypedTool<Arc<Snapshots>> for TestArguments {
     type Output = Tested;
-    const TOOL: Declaration = declare(
-        "FunctionTest",
-        "Test state functions on a text",
-        READS,
-        TEST,
-    )
-    .uncached()
-    .whole();
+    const TOOL: Declaration = declare! {
+        "FunctionTest", "Test state functions on a text", READS, TEST, pooled, uncached, whole
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<Tested> {
         let (base, character) = (self.snapshot.into(), self.character_id.as_deref());

@@ -7,10 +7,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CACHED_READ, Call, OVERWRITES, asked_when, declare, service};
+use super::{CACHED_READ, Call, OVERWRITES, asked_when, service};
 use crate::snapshots::Snapshots;
 use crate::snapshots::builtins::strip_mvu_metadata;
-use crate::tools::{Answered, Consent, Declaration, ToolError, TypedTool, parse_arguments};
+use crate::tools::{
+    Answered, Consent, Declaration, ToolError, TypedTool, declare, parse_arguments,
+};
 
 const TEMPLATE_GET: &str = "Read a character's template: the state a chat starts from.";
 
@@ -36,12 +38,9 @@ pub struct TemplateOutput {
 /// `TemplateGet`: a character's template.
 impl TypedTool<Arc<Snapshots>> for TemplateGetArguments {
     type Output = TemplateOutput;
-    const TOOL: Declaration = declare(
-        "TemplateGet",
-        "Get character template",
-        CACHED_READ,
-        TEMPLATE_GET,
-    );
+    const TOOL: Declaration = declare! {
+        "TemplateGet", "Get character template", CACHED_READ, TEMPLATE_GET, pooled
+    };
 
     async fn run(self, context: Call<'_>) -> Answered<TemplateOutput> {
         let template = service(&context).template(&self.character_id)?;
@@ -67,13 +66,9 @@ pub struct TemplateSetArguments {
 /// `TemplateSet`: a character's template set; replacing one asks first.
 impl TypedTool<Arc<Snapshots>> for TemplateSetArguments {
     type Output = TemplateOutput;
-    const TOOL: Declaration = declare(
-        "TemplateSet",
-        "Set character template",
-        OVERWRITES,
-        TEMPLATE_SET,
-    )
-    .asks_once();
+    const TOOL: Declaration = declare! {
+        "TemplateSet", "Set character template", OVERWRITES, TEMPLATE_SET, pooled, asks_once
+    };
 
     async fn run(mut self, context: Call<'_>) -> Answered<TemplateOutput> {
         if self.mvu_strip {
