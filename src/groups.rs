@@ -44,16 +44,8 @@ pub struct BuiltIn {
 /// The built-in groups, in the order they are registered (and listed).
 pub const BUILT_IN_GROUPS: [BuiltIn; 7] = [
     BuiltIn {
-        name: AGENT_GROUP,
-        enabled: true,
         configurable: false,
-        build: |_| ToolGroup {
-            name: AGENT_GROUP.to_owned(),
-            origin: Origin::BuiltIn,
-            tools: Vec::new(),
-            rule_prompt: None,
-            rules: crate::rules::agent_rules(),
-        },
+        ..built_in(AGENT_GROUP, true, agent_group)
     },
     built_in(vars::GROUP, true, |_| vars::group()),
     built_in(plans::GROUP, true, |_| plans::group()),
@@ -69,6 +61,17 @@ pub const BUILT_IN_GROUPS: [BuiltIn; 7] = [
     }),
     built_in(tool_groups::GROUP, true, |_| tool_groups::group()),
 ];
+
+/// The `Agent` group: the agent's rules, and no tools.
+fn agent_group(_: &Services<'_>) -> ToolGroup {
+    ToolGroup {
+        name: AGENT_GROUP.to_owned(),
+        origin: Origin::BuiltIn,
+        tools: Vec::new(),
+        rule_prompt: None,
+        rules: crate::rules::agent_rules(),
+    }
+}
 
 const fn built_in(
     name: &'static str,

@@ -147,6 +147,20 @@ pub struct Processed {
     pub disabled: Option<switches::Disabled>,
 }
 
+impl Processed {
+    /// Logs a run of `chat_file` that the cancellation stopped, with how far it got.
+    pub fn log_stop(&self, chat_file: &str) {
+        if let Some(stopped) = &self.stopped {
+            tracing::info!(
+                chat_file,
+                processed = stopped.processed,
+                remaining = stopped.remaining,
+                "SnapshotProcess cancelled; the snapshots of the processed messages are stored"
+            );
+        }
+    }
+}
+
 /// Where a chat starts when none of its AI messages is bound to a stored snapshot.
 #[derive(Debug, Clone, Default)]
 pub struct Start<'a> {

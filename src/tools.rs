@@ -254,6 +254,18 @@ pub enum Consent {
     Asked { scope: Option<String> },
 }
 
+impl Consent {
+    /// Asked (without a scope of its own) only when the call destroys something: a call that
+    /// replaces what is stored is asked, one that adds destroys nothing.
+    pub fn asked_when(destroys: bool) -> Self {
+        if destroys {
+            Self::Asked { scope: None }
+        } else {
+            Self::NotNeeded
+        }
+    }
+}
+
 /// A named set of tools with its rule prompt and declared skill rules.
 #[derive(Clone)]
 pub struct ToolGroup {

@@ -50,10 +50,7 @@ impl TypedTool for ReadStateArguments {
     };
 
     async fn run(self, context: Context<'_>) -> Answered<Text> {
-        let path = match self.path.as_deref() {
-            None | Some("") => Path::root(),
-            Some(text) => Path::parse(text)?,
-        };
+        let path = Path::parse_or_root(self.path.as_deref())?;
         let length = self.length.or(context.output_limit);
         let window = (context.workspace).state_window(&path, self.start.unwrap_or(0), length)?;
         Ok(Text(window.ok_or_else(|| {
@@ -84,6 +81,15 @@ pub struct WriteStateOutput {
     pub value: Value,
 }
 
+impl WriteStateOutput {
+    fn new(path: &Path, value: Value) -> Self {
+        Self {
+            path: path.to_string(),
+            value,
+        }
+    }
+}
+
 /// `WriteState`: a value written into the state document at a dot path; not cached.
 impl TypedTool for WriteStateArguments {
     type Output = WriteStateOutput;
@@ -95,13 +101,9 @@ impl TypedTool for WriteStateArguments {
     async fn run(self, context: Context<'_>) -> Answered<WriteStateOutput> {
         let path = Path::parse(&self.path)?;
         // The inner error is a value nested too deep for the path: the caller's to fix.
-        (context.workspace)
-            .write_state(&path, &self.value)?
-            .map_err(ToolError::Invalid)?;
-        Ok(WriteStateOutput {
-            path: path.to_string(),
-            value: self.value,
-        })
+        let written = context.workspace.write_state(&path, &self.value)?;
+        written.map_err(ToolError::Invalid)?;
+        Ok(WriteStateOutput::new(&path, self.value))
     }
 }
 

@@ -89,34 +89,28 @@ impl TypedTool<Scripts> for RunArguments {
     async fn run(self, context: Context<'_, Scripts>) -> Answered<RunOutput> {
         let Scripts { shelf, asked } = context.service;
         let approved = asked.take(&format!("{self:?}"));
-        let finished = scripts::run_named(
+        let run = scripts::run_named(
             shelf,
             self.into(),
             approved.as_deref(),
             context.cancellation,
         );
-        Ok(finished.await?.map_err(ToolError::invalid)?.into())
+        Ok(run.await?.map_err(ToolError::invalid)?.into())
     }
 
     /// The script, its skill and the digest of every file of the skill folder as it is now; a
     /// bad call (or a folder that cannot be digested whole) is refused here, before the user is
     /// asked.
-    fn consent(
-        Scripts { shelf, asked }: &Scripts,
-        arguments: &Value,
-    ) -> Result<Consent, ToolError> {
+    fn consent(service: &Scripts, arguments: &Value) -> Result<Consent, ToolError> {
         let parsed: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
-        let (scope, digest) = scripts::approval(shelf, parsed.name.as_deref(), &parsed.script)?;
-        asked.remember(format!("{parsed:?}"), digest);
+        let (name, script) = (parsed.name.as_deref(), &parsed.script);
+        let (scope, digest) = scripts::approval(&service.shelf, name, script)?;
+        service.asked.remember(format!("{parsed:?}"), digest);
         Ok(Consent::Asked { scope: Some(scope) })
     }
 }
 
-const RUNS_CODE: Annotations = Annotations {
-    destructive: true,
-    open_world: true,
-    ..Annotations::NONE
-};
+const RUNS_CODE: Annotations = Annotations::DESTRUCTIVE.open_world();
 
 /// What `SkillRunScript` is built with: the shelf, and the digest set each call was asked
 /// about, by its arguments.

@@ -97,6 +97,29 @@ pub struct SearchArguments {
     pub rerank: Option<bool>,
 }
 
+impl SearchArguments {
+    /// The search the arguments ask for; an empty query is refused.
+    fn request(
+        self,
+        model: Option<&dyn find::Model>,
+        body_limit: usize,
+    ) -> Result<find::Request<'_>, ToolError> {
+        if self.query.trim().is_empty() {
+            return Err(ToolError::invalid(
+                "`query` is empty: describe the task in a few words",
+            ));
+        }
+        Ok(find::Request {
+            query: self.query,
+            max_results: self.max_results,
+            tags: self.tags.unwrap_or_default(),
+            rerank: self.rerank == Some(true),
+            model,
+            body_limit,
+        })
+    }
+}
+
 /// `SkillSearch`: ranks the library's skills for a task, and may ask the client's model to
 /// reorder the best of them. Its cached results can be recomputed from the skill folders, so
 /// they reach the store lazily. The only skill tool that may wait on the client (its model,
@@ -108,20 +131,9 @@ impl TypedTool<Skills> for SearchArguments {
     };
 
     async fn run(self, context: Context<'_, Skills>) -> Answered<Found> {
-        if self.query.trim().is_empty() {
-            return Err(ToolError::invalid(
-                "`query` is empty: describe the task in a few words",
-            ));
-        }
         let sampler = context.session()?.sampler;
-        let request = find::Request {
-            query: self.query,
-            max_results: self.max_results,
-            tags: self.tags.unwrap_or_default(),
-            rerank: self.rerank == Some(true),
-            model: sampler.as_ref().map(|sampler| sampler as &dyn find::Model),
-            body_limit: context.service.body_limit,
-        };
+        let model = sampler.as_ref().map(|sampler| sampler as &dyn find::Model);
+        let request = self.request(model, context.service.body_limit)?;
         Ok(find::find(&context.service.shelf, request).await)
     }
 
@@ -161,12 +173,11 @@ impl TypedTool<Skills> for LoadArguments {
 
     async fn run(self, context: Context<'_, Skills>) -> Answered<Text> {
         let library = context.service.shelf.loaded().await;
-        let skill = library.get(&self.name)?;
-        let body_limit = context.service.body_limit;
+        let (skill, section) = (library.get(&self.name)?, self.section.as_deref());
         Ok(Text(instructions(
             skill,
-            self.section.as_deref(),
-            body_limit,
+            section,
+            context.service.body_limit,
         )?))
     }
 }
@@ -187,6 +198,17 @@ pub struct ReadFileArguments {
     pub section: Option<String>,
 }
 
+impl ReadFileArguments {
+    fn request(&self) -> FileRequest<'_> {
+        FileRequest {
+            path: &self.path,
+            section: self.section.as_deref(),
+            start: self.start,
+            length: self.length,
+        }
+    }
+}
+
 /// `SkillReadFile`: a window of one file of a skill, read from disk beside the session. It
 /// pages the file itself, like `ReadVar`, and the file stays addressable, so its pages are
 /// neither cut again nor cached as variables.
@@ -197,15 +219,13 @@ impl TypedTool<Skills> for ReadFileArguments {
     };
 
     async fn run(self, context: Context<'_, Skills>) -> Answered<Text> {
-        let request = FileRequest {
-            path: &self.path,
-            section: self.section.as_deref(),
-            start: self.start,
-            length: self.length,
-        };
         let library = context.service.shelf.library();
         let limits = (context.output_limit, context.service.body_limit);
-        Ok(Text(file_text(library.get(&self.name)?, &request, limits)?))
+        Ok(Text(file_text(
+            library.get(&self.name)?,
+            &self.request(),
+            limits,
+        )?))
     }
 }
 

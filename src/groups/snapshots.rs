@@ -21,7 +21,7 @@ pub mod templates;
 use std::sync::Arc;
 
 use crate::snapshots::Snapshots;
-use crate::tools::{Annotations, Consent, Context, Origin, ToolGroup, typed};
+use crate::tools::{Annotations, Context, Origin, ToolGroup, typed};
 
 pub const GROUP: &str = "snapshots";
 
@@ -38,16 +38,6 @@ const OVERWRITES: Annotations = Annotations::OVERWRITES;
 const OVERWRITES_OR_ADDS: Annotations = Annotations::DESTRUCTIVE;
 /// Deletes stored records.
 const DESTRUCTIVE: Annotations = Annotations::OVERWRITES;
-
-/// The consent of a tool that replaces or adds: only a call that replaces what is stored is
-/// asked; one that adds destroys nothing.
-fn asked_when(replaces: bool) -> Consent {
-    if replaces {
-        Consent::Asked { scope: None }
-    } else {
-        Consent::NotNeeded
-    }
-}
 
 /// The group with its tools and its rule prompt.
 pub fn group(service: &Arc<Snapshots>) -> ToolGroup {

@@ -136,10 +136,7 @@ impl Arguments {
 }
 
 /// Switching adds or removes nothing but the switch; the same switch again changes nothing.
-const SWITCHES: Annotations = Annotations {
-    idempotent: true,
-    ..Annotations::NONE
-};
+const SWITCHES: Annotations = Annotations::NONE.idempotent();
 
 impl From<Switched> for Output {
     fn from(switched: Switched) -> Self {

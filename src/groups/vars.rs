@@ -154,6 +154,26 @@ pub struct ListVarsOutput {
     pub capacity: usize,
 }
 
+impl From<ListVarsFilter> for ListFilter {
+    fn from(filter: ListVarsFilter) -> Self {
+        Self {
+            var_type: filter.var_type,
+            tag: filter.tag,
+            search: filter.search,
+        }
+    }
+}
+
+impl From<(Vec<VariableInfo>, usize)> for ListVarsOutput {
+    fn from((variables, capacity): (Vec<VariableInfo>, usize)) -> Self {
+        Self {
+            count: variables.len(),
+            variables,
+            capacity,
+        }
+    }
+}
+
 /// `ListVars`: the variables' metadata, never their values.
 impl TypedTool for ListVarsArguments {
     type Output = ListVarsOutput;
@@ -163,22 +183,12 @@ impl TypedTool for ListVarsArguments {
     };
 
     async fn run(self, context: Context<'_>) -> Answered<ListVarsOutput> {
-        let filter = self.filter.unwrap_or_default();
-        let filter = ListFilter {
-            var_type: filter.var_type,
-            tag: filter.tag,
-            search: filter.search,
-        };
-        let (variables, capacity) = context.workspace.with_variables(|system| {
-            let found: Vec<VariableInfo> =
-                system.list(&filter).into_iter().map(Into::into).collect();
+        let filter = self.filter.unwrap_or_default().into();
+        let listed = context.workspace.with_variables(|system| {
+            let found = system.list(&filter).into_iter().map(Into::into).collect();
             (found, system.capacity())
         })?;
-        Ok(ListVarsOutput {
-            count: variables.len(),
-            variables,
-            capacity,
-        })
+        Ok(listed.into())
     }
 }
 

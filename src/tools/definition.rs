@@ -62,6 +62,24 @@ impl Annotations {
         ..Self::NONE
     };
 
+    /// These hints, and the tool reaches outside the server (runs code, talks to the world).
+    #[must_use]
+    pub const fn open_world(self) -> Self {
+        Self {
+            open_world: true,
+            ..self
+        }
+    }
+
+    /// These hints, and the same call again changes nothing more.
+    #[must_use]
+    pub const fn idempotent(self) -> Self {
+        Self {
+            idempotent: true,
+            ..self
+        }
+    }
+
     /// May replace what is stored, and each call may change more (adds new records, or runs
     /// other tools).
     pub const DESTRUCTIVE: Self = Self {

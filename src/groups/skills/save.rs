@@ -73,10 +73,8 @@ impl TypedTool<Skills> for SaveArguments {
 
     /// A save is approved per skill: approving a save of one skill never covers another.
     fn consent(_skills: &Skills, arguments: &Value) -> Result<Consent, ToolError> {
-        let scope = arguments
-            .get("name")
-            .and_then(Value::as_str)
-            .map(|name| format!("skill `{name}` only"));
+        let name = arguments.get("name").and_then(Value::as_str);
+        let scope = name.map(|name| format!("skill `{name}` only"));
         Ok(Consent::Asked { scope })
     }
 }

@@ -13,7 +13,7 @@ use crate::snapshots::builtins::strip_mvu_metadata;
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::{Applied, Processed, Snapshots, Start};
 use crate::store::StoredSnapshot;
-use crate::tools::{Answered, Declaration, ToolError, TypedTool, declare};
+use crate::tools::{Answered, Declaration, TypedTool, declare};
 
 const PROCESS: &str = "Update a role-play chat's state from the function calls in its AI replies \
     (`@.SET(\"角色.金币\", 100);` …). Pass the chat's messages as SillyTavern stores them (`is_user`, \
@@ -89,14 +89,7 @@ impl TypedTool<Arc<Snapshots>> for ProcessArguments {
         let cancelled = || context.cancellation.is_cancelled();
         let processed =
             service(&context).process_from(&self.chat_file, &self.messages, &start, &cancelled)?;
-        if let Some(stopped) = &processed.stopped {
-            tracing::info!(
-                chat_file = self.chat_file,
-                processed = stopped.processed,
-                remaining = stopped.remaining,
-                "SnapshotProcess cancelled; the snapshots of the processed messages are stored"
-            );
-        }
+        processed.log_stop(&self.chat_file);
         Ok(processed)
     }
 }
@@ -124,15 +117,9 @@ impl TypedTool<Arc<Snapshots>> for ApplyArguments {
 
     async fn run(self, context: Call<'_>) -> Answered<Applied> {
         let (base, character) = (self.base_id.as_deref(), self.character_id.as_deref());
+        let (chat, text, index) = (&self.chat_file, &self.text, self.message_index);
         let cancelled = || context.cancellation.is_cancelled();
-        Ok(service(&context).apply(
-            &self.chat_file,
-            &self.text,
-            base,
-            character,
-            self.message_index,
-            &cancelled,
-        )?)
+        Ok(service(&context).apply(chat, text, base, character, index, &cancelled)?)
     }
 }
 
@@ -152,12 +139,13 @@ pub struct SnapshotOutput {
 }
 
 /// A stored snapshot with its size.
-fn snapshot_output(service: &Snapshots, id: &str) -> Result<SnapshotOutput, ToolError> {
-    let stored = service.snapshot(id)?;
-    Ok(SnapshotOutput {
-        bytes: stored.value.to_string().len(),
-        stored,
-    })
+impl From<StoredSnapshot> for SnapshotOutput {
+    fn from(stored: StoredSnapshot) -> Self {
+        Self {
+            bytes: stored.value.to_string().len(),
+            stored,
+        }
+    }
 }
 
 /// `SnapshotGet`: a stored snapshot by id.
@@ -166,7 +154,7 @@ impl TypedTool<Arc<Snapshots>> for GetArguments {
     const TOOL: Declaration = declare! { "SnapshotGet", "Get snapshot", CACHED_READ, GET, pooled };
 
     async fn run(self, context: Call<'_>) -> Answered<SnapshotOutput> {
-        snapshot_output(&service(&context), &self.id)
+        Ok(service(&context).snapshot(&self.id)?.into())
     }
 }
 
@@ -196,7 +184,7 @@ impl TypedTool<Arc<Snapshots>> for UpdateArguments {
         }
         let service = service(&context);
         service.update(&self.id, &self.snapshot)?;
-        snapshot_output(&service, &self.id)
+        Ok(service.snapshot(&self.id)?.into())
     }
 }
 

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, asked_when, service};
+use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, service};
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::diff::Operation;
 use crate::snapshots::globals::Origin;
@@ -219,9 +219,8 @@ impl TypedTool<Arc<Snapshots>> for GlobalSaveArguments {
     /// call runs); overwriting one is asked.
     fn consent(service: &Arc<Snapshots>, arguments: &Value) -> Result<Consent, ToolError> {
         let arguments: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
-        Ok(asked_when(
-            service.replaces_global(&arguments.label, arguments.replace)?,
-        ))
+        let replaces = service.replaces_global(&arguments.label, arguments.replace)?;
+        Ok(Consent::asked_when(replaces))
     }
 }
 

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES_OR_ADDS, WRITES, asked_when, service};
+use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES_OR_ADDS, WRITES, service};
 use crate::snapshots::Snapshots;
 use crate::snapshots::functions::{Export, Scope, VarFunction};
 use crate::tools::{
@@ -92,9 +92,8 @@ impl TypedTool<Arc<Snapshots>> for UpsertArguments {
     fn consent(service: &Arc<Snapshots>, arguments: &Value) -> Result<Consent, ToolError> {
         let arguments: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
         let scope = Scope::of(arguments.character_id.as_deref());
-        Ok(asked_when(
-            service.upsert_replaces(&arguments.function, &scope)?,
-        ))
+        let replaces = service.upsert_replaces(&arguments.function, &scope)?;
+        Ok(Consent::asked_when(replaces))
     }
 }
 

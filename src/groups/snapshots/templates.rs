@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CACHED_READ, Call, OVERWRITES, asked_when, service};
+use super::{CACHED_READ, Call, OVERWRITES, service};
 use crate::snapshots::Snapshots;
 use crate::snapshots::builtins::strip_mvu_metadata;
 use crate::tools::{
@@ -81,9 +81,8 @@ impl TypedTool<Arc<Snapshots>> for TemplateSetArguments {
     /// A character's first template destroys nothing; replacing one is asked.
     fn consent(service: &Arc<Snapshots>, arguments: &Value) -> Result<Consent, ToolError> {
         let arguments: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
-        Ok(asked_when(
-            service.template(&arguments.character_id)?.is_some(),
-        ))
+        let replaces = service.template(&arguments.character_id)?.is_some();
+        Ok(Consent::asked_when(replaces))
     }
 }
 
