@@ -141,8 +141,7 @@ impl TypedTool for RunPlanArguments {
 
     async fn run(self, context: Context<'_>) -> Answered<RunPlanOutput> {
         let (steps, input) = whole::parts(self.steps, self.plan, self.input)?;
-        let dry_run = self.dry_run.unwrap_or(false);
-        let parallel = self.max_parallel.unwrap_or(whole::DEFAULT_PARALLEL);
+        let (dry_run, parallel) = (self.dry_run, self.max_parallel);
         whole::run(context.session()?, (&steps, input), dry_run, parallel).await
     }
 }

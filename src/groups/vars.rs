@@ -77,9 +77,8 @@ impl TypedTool for ReadVarArguments {
     async fn run(self, context: Context<'_>) -> Answered<Text> {
         let length = self.length.or(context.output_limit);
         let start = self.start.unwrap_or(0);
-        Ok(Text(
-            context.workspace.read_window(&self.name, start, length)?,
-        ))
+        let window = context.workspace.read_window(&self.name, start, length)?;
+        Ok(Text(window))
     }
 }
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, WRITES, service};
-use crate::snapshots::builtins::strip_mvu_metadata;
+use crate::snapshots::builtins::without_mvu_metadata;
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::{Applied, Processed, Snapshots, Start};
 use crate::store::StoredSnapshot;
@@ -178,12 +178,10 @@ impl TypedTool<Arc<Snapshots>> for UpdateArguments {
         "SnapshotUpdate", "Update snapshot", OVERWRITES, UPDATE, pooled, asks_once
     };
 
-    async fn run(mut self, context: Call<'_>) -> Answered<SnapshotOutput> {
-        if self.mvu_strip {
-            strip_mvu_metadata(&mut self.snapshot);
-        }
+    async fn run(self, context: Call<'_>) -> Answered<SnapshotOutput> {
+        let snapshot = without_mvu_metadata(self.snapshot, self.mvu_strip);
         let service = service(&context);
-        service.update(&self.id, &self.snapshot)?;
+        service.update(&self.id, &snapshot)?;
         Ok(service.snapshot(&self.id)?.into())
     }
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{CACHED_READ, Call, OVERWRITES, service};
 use crate::snapshots::Snapshots;
-use crate::snapshots::builtins::strip_mvu_metadata;
+use crate::snapshots::builtins::without_mvu_metadata;
 use crate::tools::{
     Answered, Consent, Declaration, ToolError, TypedTool, declare, parse_arguments,
 };
@@ -44,10 +44,7 @@ impl TypedTool<Arc<Snapshots>> for TemplateGetArguments {
 
     async fn run(self, context: Call<'_>) -> Answered<TemplateOutput> {
         let template = service(&context).template(&self.character_id)?;
-        Ok(TemplateOutput::new(
-            self.character_id,
-            template.unwrap_or(Value::Null),
-        ))
+        Ok(TemplateOutput::new(self.character_id, template))
     }
 }
 
@@ -70,12 +67,10 @@ impl TypedTool<Arc<Snapshots>> for TemplateSetArguments {
         "TemplateSet", "Set character template", OVERWRITES, TEMPLATE_SET, pooled, asks_once
     };
 
-    async fn run(mut self, context: Call<'_>) -> Answered<TemplateOutput> {
-        if self.mvu_strip {
-            strip_mvu_metadata(&mut self.template);
-        }
-        service(&context).set_template(&self.character_id, &self.template)?;
-        Ok(TemplateOutput::new(self.character_id, self.template))
+    async fn run(self, context: Call<'_>) -> Answered<TemplateOutput> {
+        let template = without_mvu_metadata(self.template, self.mvu_strip);
+        service(&context).set_template(&self.character_id, &template)?;
+        Ok(TemplateOutput::new(self.character_id, Some(template)))
     }
 
     /// A character's first template destroys nothing; replacing one is asked.
@@ -87,10 +82,11 @@ impl TypedTool<Arc<Snapshots>> for TemplateSetArguments {
 }
 
 impl TemplateOutput {
-    fn new(character_id: String, template: Value) -> Self {
+    /// A character's template; none stored is answered as absent.
+    fn new(character_id: String, template: Option<Value>) -> Self {
         Self {
             character_id,
-            template,
+            template: template.unwrap_or(Value::Null),
         }
     }
 }
