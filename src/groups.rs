@@ -14,8 +14,7 @@ pub mod snapshots;
 pub mod tool_groups;
 pub mod vars;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use crate::rules::AGENT_GROUP;
 use crate::skills::shelf::Shelf;
@@ -45,16 +44,8 @@ pub struct BuiltIn {
 /// The built-in groups, in the order they are registered (and listed).
 pub const BUILT_IN_GROUPS: [BuiltIn; 7] = [
     BuiltIn {
-        name: AGENT_GROUP,
-        enabled: true,
         configurable: false,
-        build: |_| ToolGroup {
-            name: AGENT_GROUP.to_owned(),
-            origin: Origin::BuiltIn,
-            tools: Vec::new(),
-            rule_prompt: None,
-            rules: crate::rules::agent_rules(),
-        },
+        ..built_in(AGENT_GROUP, true, agent_group)
     },
     built_in(vars::GROUP, true, |_| vars::group()),
     built_in(plans::GROUP, true, |_| plans::group()),
@@ -70,6 +61,17 @@ pub const BUILT_IN_GROUPS: [BuiltIn; 7] = [
     }),
     built_in(tool_groups::GROUP, true, |_| tool_groups::group()),
 ];
+
+/// The `Agent` group: the agent's rules, and no tools.
+fn agent_group(_: &Services<'_>) -> ToolGroup {
+    ToolGroup {
+        name: AGENT_GROUP.to_owned(),
+        origin: Origin::BuiltIn,
+        tools: Vec::new(),
+        rule_prompt: None,
+        rules: crate::rules::agent_rules(),
+    }
+}
 
 const fn built_in(
     name: &'static str,
@@ -106,35 +108,6 @@ pub fn enabled_by_default(name: &str) -> Option<bool> {
     (BUILT_IN_GROUPS.iter())
         .find(|group| group.name == name)
         .map(|group| group.enabled)
-}
-
-/// How many calls may wait for an answer at once before the oldest digests are forgotten.
-const ASKED_LIMIT: usize = 64;
-
-/// What each call of a script-running tool was asked about: the digest of the files its
-/// approval is bound to, by the call's arguments, from the consent hook until the call runs, so
-/// that a file changed while the user was being asked is not run on the strength of that
-/// approval (`SkillRunScript`, script tools).
-#[derive(Default)]
-struct Asked(Mutex<HashMap<String, String>>);
-
-impl Asked {
-    /// Remembers the digest a call's consent is asked with, by a key of its arguments.
-    fn remember(&self, key: String, digest: String) {
-        let mut asked = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if asked.len() >= ASKED_LIMIT {
-            asked.clear();
-        }
-        asked.insert(key, digest);
-    }
-
-    /// The digest the call was asked with, if it was asked.
-    fn take(&self, key: &str) -> Option<String> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(key)
-    }
 }
 
 #[cfg(test)]

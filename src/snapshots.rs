@@ -69,6 +69,25 @@ impl Error {
     }
 }
 
+impl Export {
+    /// The export, given as an object or as its JSON text (a call's `data`).
+    pub fn parse(data: Value) -> Result<Self, Error> {
+        let data = match data {
+            Value::String(text) => serde_json::from_str(&text)
+                .map_err(|error| Error::invalid("data", format!("`data` is not JSON: {error}")))?,
+            other => other,
+        };
+        serde_json::from_value(data).map_err(|error| {
+            Error::invalid(
+                "data",
+                format!(
+                    "`data` is not a function export ({{\"version\": \"1.0\", \"functions\": [...]}}): {error}"
+                ),
+            )
+        })
+    }
+}
+
 fn invalid<T>(value: impl std::fmt::Display, message: impl Into<String>) -> Result<T, Error> {
     Err(Error::invalid(value, message))
 }
@@ -126,6 +145,20 @@ pub struct Processed {
     /// nothing was processed or stored, and `vs_stat_data` is the state as it stands.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disabled: Option<switches::Disabled>,
+}
+
+impl Processed {
+    /// Logs a run of `chat_file` that the cancellation stopped, with how far it got.
+    pub fn log_stop(&self, chat_file: &str) {
+        if let Some(stopped) = &self.stopped {
+            tracing::info!(
+                chat_file,
+                processed = stopped.processed,
+                remaining = stopped.remaining,
+                "SnapshotProcess cancelled; the snapshots of the processed messages are stored"
+            );
+        }
+    }
 }
 
 /// Where a chat starts when none of its AI messages is bound to a stored snapshot.
@@ -226,6 +259,36 @@ impl Snapshots {
             Scope::Global => functions::global_with_builtins(stored),
             Scope::Character(_) => stored,
         })
+    }
+
+    /// The global functions, and the character's own when one is named (a call's
+    /// `characterId`).
+    pub fn function_lists(
+        &self,
+        character_id: Option<&str>,
+    ) -> Result<(Vec<VarFunction>, Option<Vec<VarFunction>>), Error> {
+        let global = self.functions(&Scope::Global)?;
+        let local = match Scope::of(character_id) {
+            Scope::Global => None,
+            scope @ Scope::Character(_) => Some(self.functions(&scope)?),
+        };
+        Ok((global, local))
+    }
+
+    /// Whether upserting `new` into `scope` replaces what the user would miss: a new function
+    /// destroys nothing, and neither does a change of only `enabled` or `order` (what
+    /// `FunctionEnable` and `FunctionReorder` change without asking); replacing anything else of
+    /// a function of its library (a built-in included) does.
+    pub fn upsert_replaces(&self, new: &VarFunction, scope: &Scope) -> Result<bool, Error> {
+        let stored = (self.functions(scope)?.into_iter())
+            .find(|function| !new.id.is_empty() && function.id == new.id);
+        Ok(stored.is_some_and(|stored| {
+            VarFunction {
+                enabled: new.enabled,
+                order: new.order,
+                ..stored
+            } != *new
+        }))
     }
 
     /// Global and the character's functions together.

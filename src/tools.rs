@@ -22,6 +22,7 @@ mod output_path;
 mod registry;
 mod result;
 mod scope;
+mod switch;
 mod truncate;
 mod typed;
 
@@ -34,7 +35,9 @@ use tokio_util::sync::CancellationToken;
 use crate::rules::SkillRule;
 use crate::workspace::Workspace;
 
-pub use approval::{Answer, ApprovalQuestion, Asker, Asking, Fallback, Permission, Policy, Stage};
+pub use approval::{
+    Answer, ApprovalQuestion, Asked, Asker, Asking, Fallback, Permission, Policy, Stage,
+};
 pub use definition::{
     Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW, input_schema,
     make_foreign_schema_portable, output_schema, parse_arguments,
@@ -44,8 +47,12 @@ pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};
 pub use registry::{GroupOverview, GroupState, Held, Registry, RegistryError, ToolOverview, View};
 pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 pub use scope::{PlanScope, ReferenceContext};
+pub use switch::{Switch, Switched};
 pub use truncate::OUTPUT_LIMIT_ARGUMENT;
-pub use typed::{Context, Declaration, Reply, Runs, Text, Typed, TypedTool, structured, typed};
+pub(crate) use typed::declare;
+pub use typed::{
+    Answered, Context, Declaration, Reply, Runs, Text, Typed, TypedTool, structured, typed,
+};
 
 /// Why a group could not be registered.
 #[derive(Debug, thiserror::Error)]
@@ -181,6 +188,30 @@ pub trait Sampler: Send + Sync {
     ) -> BoxFuture<'a, Result<Sampled, SamplingError>>;
 }
 
+/// The client's model, asked through MCP sampling.
+impl crate::skills::find::Model for &dyn Sampler {
+    fn ask<'a>(
+        &'a self,
+        system: &'a str,
+        message: String,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<crate::skills::find::Answer, String>> {
+        Box::pin(async move {
+            let system = system.to_owned();
+            let request = SamplingRequest {
+                system,
+                message,
+                max_tokens,
+            };
+            let sampled = self.sample(&request).await.map_err(|error| error.0)?;
+            Ok(crate::skills::find::Answer {
+                text: sampled.text,
+                model: sampled.model,
+            })
+        })
+    }
+}
+
 /// One tool: its definition (which also says how the executor treats its calls) and an
 /// `execute`, plus the few hooks a tool implements with code of its own.
 pub trait Tool: Send + Sync {
@@ -221,6 +252,18 @@ pub enum Consent {
     /// Asked as the policy says; an approval is bound to the tool, the argument shape and,
     /// when given, this scope.
     Asked { scope: Option<String> },
+}
+
+impl Consent {
+    /// Asked (without a scope of its own) only when the call destroys something: a call that
+    /// replaces what is stored is asked, one that adds destroys nothing.
+    pub fn asked_when(destroys: bool) -> Self {
+        if destroys {
+            Self::Asked { scope: None }
+        } else {
+            Self::NotNeeded
+        }
+    }
 }
 
 /// A named set of tools with its rule prompt and declared skill rules.

@@ -17,6 +17,7 @@ mod durability;
 mod own_writes;
 mod state_document;
 pub mod switches;
+mod windows;
 
 use durability::Applied;
 

@@ -7,10 +7,9 @@ use serde_json::{Map, Value};
 
 use crate::json::path::Path;
 use crate::plans::whole::{self, RunPlanOutput};
-use crate::text::{Chunk, window};
 use crate::tools::{
-    Annotations, Caching, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
-    Truncation, TypedTool, WORKSPACE_VIEW, typed,
+    Annotations, Answered, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
+    TypedTool, WORKSPACE_VIEW, declare, typed,
 };
 
 pub const GROUP: &str = "plans";
@@ -20,9 +19,9 @@ pub fn group() -> ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
         tools: vec![
-            typed::<ReadStateArguments>(()),
-            typed::<WriteStateArguments>(()),
-            typed::<RunPlanArguments>(()),
+            typed::<ReadStateArguments, _>(()),
+            typed::<WriteStateArguments, _>(()),
+            typed::<RunPlanArguments, _>(()),
         ],
         rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/plans-group.md").to_owned(),
@@ -45,62 +44,26 @@ pub struct ReadStateArguments {
 /// `ReadState`: a window of the state document. It pages its own output, so it is never cut,
 /// and, like a variable read, never cached.
 impl TypedTool for ReadStateArguments {
-    type Service = ();
     type Output = Text;
-    const TOOL: Declaration = Declaration {
-        view: Some(WORKSPACE_VIEW),
-        truncation: Truncation::Never,
-        caching: Caching::Off,
-        ..Declaration::new("ReadState", "Read state", READ_ONLY, READ_STATE)
+    const TOOL: Declaration = declare! {
+        "ReadState", "Read state", READ_ONLY, READ_STATE, view(WORKSPACE_VIEW), whole, uncached
     };
 
-    async fn run(self, context: Context<'_, ()>) -> Result<Text, ToolError> {
-        let path = match self.path.as_deref() {
-            None | Some("") => Path::root(),
-            Some(text) => Path::parse(text)?,
-        };
-        let value = context.workspace.state_at(&path)?.ok_or_else(|| {
+    async fn run(self, context: Context<'_>) -> Answered<Text> {
+        let path = Path::parse_or_root(self.path.as_deref())?;
+        let length = self.length.or(context.output_limit);
+        let window = (context.workspace).state_window(&path, self.start.unwrap_or(0), length)?;
+        Ok(Text(window.ok_or_else(|| {
             ToolError::invalid(format!(
                 "the state has nothing at `{path}`; ReadState without a path shows the whole document"
             ))
-        })?;
-        let length = self.length.or(context.output_limit);
-        Ok(Text(state_window(&path, &value, self.start, length)))
+        })?))
     }
 }
 
-const READ_ONLY: Annotations = Annotations {
-    read_only: true,
-    idempotent: true,
-    ..Annotations::NONE
-};
+const READ_ONLY: Annotations = Annotations::READ_ONLY;
 
 const READ_STATE: &str = "Read the workspace's state document, whole or at a dot path (`user.summary`, `items.0`). The state is where `_outputPath` writes results and what `†state.<path>` references read. Large values come in windows, like ReadVar.";
-
-/// A window of a value's pretty JSON text, under a line giving the window and the total.
-fn state_window(path: &Path, value: &Value, start: Option<usize>, length: Option<usize>) -> String {
-    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
-    let Chunk {
-        text: window,
-        start,
-        end,
-        total,
-        ..
-    } = window(&text, start.unwrap_or(0), length);
-    let shown = if path.is_root() {
-        "state".to_owned()
-    } else {
-        format!("state `{path}`")
-    };
-    let header = if end < total {
-        format!(
-            "[{shown}: characters {start}–{end} of {total}; more remains: ReadState {{\"path\": \"{path}\", \"start\": {end}}}]"
-        )
-    } else {
-        format!("[{shown}: characters {start}–{end} of {total}]")
-    };
-    format!("{header}\n{window}")
-}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -118,34 +81,33 @@ pub struct WriteStateOutput {
     pub value: Value,
 }
 
-/// `WriteState`: a value written into the state document at a dot path; not cached.
-impl TypedTool for WriteStateArguments {
-    type Service = ();
-    type Output = WriteStateOutput;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Off,
-        // Writing over an existing path replaces what was there.
-        ..Declaration::new("WriteState", "Write state", OVERWRITES, WRITE_STATE)
-    };
-
-    async fn run(self, context: Context<'_, ()>) -> Result<WriteStateOutput, ToolError> {
-        let path = Path::parse(&self.path)?;
-        // The inner error is a value nested too deep for the path: the caller's to fix.
-        (context.workspace)
-            .write_state(&path, &self.value)?
-            .map_err(ToolError::Invalid)?;
-        Ok(WriteStateOutput {
+impl WriteStateOutput {
+    fn new(path: &Path, value: Value) -> Self {
+        Self {
             path: path.to_string(),
-            value: self.value,
-        })
+            value,
+        }
     }
 }
 
-const OVERWRITES: Annotations = Annotations {
-    destructive: true,
-    idempotent: true,
-    ..Annotations::NONE
-};
+/// `WriteState`: a value written into the state document at a dot path; not cached.
+impl TypedTool for WriteStateArguments {
+    type Output = WriteStateOutput;
+    // Writing over an existing path replaces what was there.
+    const TOOL: Declaration = declare! {
+        "WriteState", "Write state", OVERWRITES, WRITE_STATE, uncached
+    };
+
+    async fn run(self, context: Context<'_>) -> Answered<WriteStateOutput> {
+        let path = Path::parse(&self.path)?;
+        // The inner error is a value nested too deep for the path: the caller's to fix.
+        let written = context.workspace.write_state(&path, &self.value)?;
+        written.map_err(ToolError::Invalid)?;
+        Ok(WriteStateOutput::new(&path, self.value))
+    }
+}
+
+const OVERWRITES: Annotations = Annotations::OVERWRITES;
 
 const WRITE_STATE: &str = "Write a JSON value into the workspace's state document at a dot path. Plans and `_outputPath` write here too; `†state.<path>` in any tool's arguments reads it back.";
 
@@ -171,26 +133,19 @@ pub struct RunPlanArguments {
 /// `RunPlan`: validates a whole graph of tool calls and runs it. It resolves the steps' `†`
 /// references itself, as their results come in.
 impl TypedTool for RunPlanArguments {
-    type Service = ();
     type Output = RunPlanOutput;
-    const TOOL: Declaration = Declaration {
-        view: Some(WORKSPACE_VIEW),
-        daggers: Daggers::Kept,
-        // A plan runs any enabled tool, destructive ones included.
-        ..Declaration::new("RunPlan", "Run plan", RUNS_ANY_TOOL, RUN_PLAN)
+    // A plan runs any enabled tool, destructive ones included.
+    const TOOL: Declaration = declare! {
+        "RunPlan", "Run plan", RUNS_ANY_TOOL, RUN_PLAN, view(WORKSPACE_VIEW), daggers(Daggers::Kept)
     };
 
-    async fn run(self, context: Context<'_, ()>) -> Result<RunPlanOutput, ToolError> {
+    async fn run(self, context: Context<'_>) -> Answered<RunPlanOutput> {
         let (steps, input) = whole::parts(self.steps, self.plan, self.input)?;
-        let dry_run = self.dry_run.unwrap_or(false);
-        let parallel = self.max_parallel.unwrap_or(whole::DEFAULT_PARALLEL);
+        let (dry_run, parallel) = (self.dry_run, self.max_parallel);
         whole::run(context.session()?, (&steps, input), dry_run, parallel).await
     }
 }
 
-const RUNS_ANY_TOOL: Annotations = Annotations {
-    destructive: true,
-    ..Annotations::NONE
-};
+const RUNS_ANY_TOOL: Annotations = Annotations::DESTRUCTIVE;
 
 const RUN_PLAN: &str = "Run several tool calls as one declarative plan: steps linked by `†steps.<id>` / `†state.<path>` references are validated together (unknown tools or steps, dangling references, cycles and bad arguments are all reported at once), then run in dependency order with independent steps in parallel. Use it when a task needs three or more calls whose outputs feed each other; `dryRun` shows the order without running. Returns a trace per step and the state changes.";

@@ -14,12 +14,11 @@ use std::sync::{Arc, OnceLock};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::Asked;
 use crate::script_tools::call::{self, Output, Schemas};
 use crate::script_tools::{self, Approval, Script};
 use crate::tools::{
-    Annotations, Consent, Origin, Permission, Policy, Tool, ToolCall, ToolDefinition, ToolError,
-    ToolGroup, ToolOutput, Truncation,
+    Annotations, Asked, Consent, Origin, Permission, Policy, Tool, ToolCall, ToolDefinition,
+    ToolError, ToolGroup, ToolOutput, Truncation,
 };
 
 pub use served::ServedFolders;

@@ -6,19 +6,16 @@
 //! folder with a symlink leaving it cannot run at all.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Asked;
-use crate::runner::{self, MAX_TIMEOUT, OUTPUT_CAP};
 use crate::skills::scripts;
 use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, Consent, Context, Declaration, Origin, Permission, Policy, ToolError, ToolGroup,
-    TypedTool, parse_arguments, typed,
+    Annotations, Answered, Asked, Consent, Context, Declaration, Origin, ToolError, ToolGroup,
+    TypedTool, declare, parse_arguments, typed,
 };
 
 pub const GROUP: &str = "scripts";
@@ -38,7 +35,7 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
-        tools: vec![typed::<RunArguments>(Scripts {
+        tools: vec![typed::<RunArguments, _>(Scripts {
             shelf,
             asked: Arc::default(),
         })],
@@ -82,62 +79,38 @@ pub struct RunOutput {
 
 /// `SkillRunScript`: running code needs the user's consent, so it asks once per script and
 /// digest set unless the configuration says otherwise.
-impl TypedTool for RunArguments {
-    type Service = Scripts;
+impl TypedTool<Scripts> for RunArguments {
     type Output = RunOutput;
-    const TOOL: Declaration = Declaration {
-        changes_shared_state: true,
-        permission: Permission {
-            execution: Policy::AskOnce,
-            result: Policy::Auto,
-        },
-        ..Declaration::new("SkillRunScript", "Run skill script", RUNS_CODE, DESCRIPTION)
+    const TOOL: Declaration = declare! {
+        "SkillRunScript", "Run skill script", RUNS_CODE, DESCRIPTION,
+        changes_shared_state, asks_once
     };
 
-    async fn run(self, context: Context<'_, Scripts>) -> Result<RunOutput, ToolError> {
-        let scripts = context.service;
-        let approved = scripts.asked.take(&format!("{self:?}"));
-        let (name, script) = scripts.locate(&self)?;
-        if let Some(approved) = approved {
-            scripts.check_unchanged(name, &approved)?;
-        }
-        let timeout = (self.timeout_seconds)
-            .map(|seconds| Duration::from_secs(seconds.max(1)).min(MAX_TIMEOUT));
-        let request = runner::Request {
-            args: self.args.unwrap_or_default(),
-            stdin: self.stdin,
-            timeout,
-            environment: Vec::new(),
-        };
-        let ran = scripts::run(&script, request, context.cancellation).await?;
-        Ok(output(ran, timeout.unwrap_or(runner::DEFAULT_TIMEOUT)))
+    async fn run(self, context: Context<'_, Scripts>) -> Answered<RunOutput> {
+        let Scripts { shelf, asked } = context.service;
+        let approved = asked.take(&format!("{self:?}"));
+        let run = scripts::run_named(
+            shelf,
+            self.into(),
+            approved.as_deref(),
+            context.cancellation,
+        );
+        Ok(run.await?.map_err(ToolError::invalid)?.into())
     }
 
     /// The script, its skill and the digest of every file of the skill folder as it is now; a
     /// bad call (or a folder that cannot be digested whole) is refused here, before the user is
     /// asked.
-    fn consent(scripts: &Scripts, arguments: &Value) -> Result<Consent, ToolError> {
+    fn consent(service: &Scripts, arguments: &Value) -> Result<Consent, ToolError> {
         let parsed: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
-        let (name, script) = scripts.locate(&parsed)?;
-        let library = scripts.shelf.library();
-        let skill = library.get(name)?;
-        let digest = scripts::digest_set(skill)?;
-        scripts
-            .asked
-            .remember(format!("{parsed:?}"), digest.clone());
-        let scope = format!(
-            "script `{}` of skill `{}` only, while every file of the skill folder stays as it is now ({digest})",
-            script.relative, skill.name
-        );
+        let (name, script) = (parsed.name.as_deref(), &parsed.script);
+        let (scope, digest) = scripts::approval(&service.shelf, name, script)?;
+        service.asked.remember(format!("{parsed:?}"), digest);
         Ok(Consent::Asked { scope: Some(scope) })
     }
 }
 
-const RUNS_CODE: Annotations = Annotations {
-    destructive: true,
-    open_world: true,
-    ..Annotations::NONE
-};
+const RUNS_CODE: Annotations = Annotations::DESTRUCTIVE.open_world();
 
 /// What `SkillRunScript` is built with: the shelf, and the digest set each call was asked
 /// about, by its arguments.
@@ -147,50 +120,27 @@ pub struct Scripts {
     asked: Arc<Asked>,
 }
 
-impl Scripts {
-    /// The skill's name and the script, found where the call says.
-    fn locate<'a>(
-        &self,
-        arguments: &'a RunArguments,
-    ) -> Result<(&'a str, runner::Script), ToolError> {
-        let (name, script) = scripts::named(arguments.name.as_deref(), &arguments.script)?;
-        let library = self.shelf.library();
-        let skill = library.get(name)?;
-        Ok((name, scripts::locate(skill, script)?))
-    }
-
-    /// Refuses a run whose skill changed after its digest set was approved.
-    fn check_unchanged(&self, name: &str, approved: &str) -> Result<(), ToolError> {
-        let library = self.shelf.library();
-        let skill = library.get(name)?;
-        if scripts::digest_set(skill)? == approved {
-            return Ok(());
+impl From<RunArguments> for scripts::RunRequest {
+    fn from(arguments: RunArguments) -> Self {
+        Self {
+            name: arguments.name,
+            script: arguments.script,
+            args: arguments.args.unwrap_or_default(),
+            stdin: arguments.stdin,
+            timeout_seconds: arguments.timeout_seconds,
         }
-        Err(ToolError::invalid(format!(
-            "the files of skill `{name}` changed while the run waited for approval, so nothing \
-             ran; call SkillRunScript again to ask about the new version"
-        )))
     }
 }
 
-fn output(ran: runner::Ran, timeout: Duration) -> RunOutput {
-    let mut notes = Vec::new();
-    if ran.timed_out {
-        notes.push(format!(
-            "the script was killed after {} s; pass a larger `timeoutSeconds` (at most 300) if it needs longer",
-            timeout.as_secs()
-        ));
-    }
-    for (stream, cut) in [("stdout", ran.stdout_cut), ("stderr", ran.stderr_cut)] {
-        if cut {
-            notes.push(format!("{stream} was cut at {OUTPUT_CAP} bytes"));
+impl From<scripts::Finished> for RunOutput {
+    fn from(finished: scripts::Finished) -> Self {
+        let ran = finished.ran;
+        RunOutput {
+            exit_code: ran.exit_code,
+            stdout: ran.stdout,
+            stderr: ran.stderr,
+            timed_out: ran.timed_out,
+            note: finished.note,
         }
-    }
-    RunOutput {
-        exit_code: ran.exit_code,
-        stdout: ran.stdout,
-        stderr: ran.stderr,
-        timed_out: ran.timed_out,
-        note: (!notes.is_empty()).then(|| notes.join("; ")),
     }
 }

@@ -11,7 +11,6 @@ pub use crate::skills::served::{instructions, skill_content};
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -20,8 +19,8 @@ use crate::skills::find::{self, Found};
 use crate::skills::served::{FileRequest, file_text};
 use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, Caching, Context, Declaration, Origin, Runs, Sampler, SamplingRequest, Text,
-    ToolError, ToolGroup, ToolOutput, Truncation, TypedTool, typed,
+    Annotations, Answered, Caching, Context, Declaration, Origin, Text, ToolError, ToolGroup,
+    ToolOutput, Truncation, TypedTool, declare, typed,
 };
 
 pub const GROUP: &str = "skills";
@@ -34,10 +33,10 @@ pub fn group(shelf: Arc<Shelf>, body_limit: usize) -> ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
         tools: vec![
-            typed::<SearchArguments>(skills.clone()),
-            typed::<LoadArguments>(skills.clone()),
-            typed::<save::SaveArguments>(skills.clone()),
-            typed::<ReadFileArguments>(skills),
+            typed::<SearchArguments, _>(skills.clone()),
+            typed::<LoadArguments, _>(skills.clone()),
+            typed::<save::SaveArguments, _>(skills.clone()),
+            typed::<ReadFileArguments, _>(skills),
         ],
         rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/skills-group.md").to_owned(),
@@ -58,12 +57,7 @@ pub struct Skills {
 /// its result as a variable the user can list, which is not such a write: read-only, so a
 /// read-only principal may call them (its cached result displaces nothing a writing principal
 /// stored), and not idempotent, since each call caches a new result.
-const CACHES: Annotations = Annotations {
-    read_only: true,
-    destructive: false,
-    idempotent: false,
-    open_world: false,
-};
+const CACHES: Annotations = Annotations::CACHED_READ;
 
 const SKILL_SEARCH: &str = "Search the skill library. ALWAYS call this before starting any \
     non-trivial task (writing, analysing, converting, building, reviewing, planning): skills \
@@ -103,33 +97,43 @@ pub struct SearchArguments {
     pub rerank: Option<bool>,
 }
 
-/// `SkillSearch`: ranks the library's skills for a task, and may ask the client's model to
-/// reorder the best of them. Its cached results can be recomputed from the skill folders, so
-/// they reach the store lazily. The only skill tool that may wait on the client (its model,
-/// for `rerank`).
-impl TypedTool for SearchArguments {
-    type Service = Skills;
-    type Output = Found;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Lazy,
-        ..Declaration::new("SkillSearch", "Search skills", CACHES, SKILL_SEARCH)
-    };
-
-    async fn run(self, context: Context<'_, Skills>) -> Result<Found, ToolError> {
+impl SearchArguments {
+    /// The search the arguments ask for; an empty query is refused.
+    fn request(
+        self,
+        model: Option<&dyn find::Model>,
+        body_limit: usize,
+    ) -> Result<find::Request<'_>, ToolError> {
         if self.query.trim().is_empty() {
             return Err(ToolError::invalid(
                 "`query` is empty: describe the task in a few words",
             ));
         }
-        let sampler = context.session()?.sampler;
-        let request = find::Request {
+        Ok(find::Request {
             query: self.query,
             max_results: self.max_results,
             tags: self.tags.unwrap_or_default(),
             rerank: self.rerank == Some(true),
-            model: sampler.as_ref().map(|sampler| sampler as &dyn find::Model),
-            body_limit: context.service.body_limit,
-        };
+            model,
+            body_limit,
+        })
+    }
+}
+
+/// `SkillSearch`: ranks the library's skills for a task, and may ask the client's model to
+/// reorder the best of them. Its cached results can be recomputed from the skill folders, so
+/// they reach the store lazily. The only skill tool that may wait on the client (its model,
+/// for `rerank`).
+impl TypedTool<Skills> for SearchArguments {
+    type Output = Found;
+    const TOOL: Declaration = declare! {
+        "SkillSearch", "Search skills", CACHES, SKILL_SEARCH, caching(Caching::Lazy)
+    };
+
+    async fn run(self, context: Context<'_, Skills>) -> Answered<Found> {
+        let sampler = context.session()?.sampler;
+        let model = sampler.as_ref().map(|sampler| sampler as &dyn find::Model);
+        let request = self.request(model, context.service.body_limit)?;
         Ok(find::find(&context.service.shelf, request).await)
     }
 
@@ -138,30 +142,6 @@ impl TypedTool for SearchArguments {
             ToolOutput::Structured(value) => find::text_for_model(value),
             ToolOutput::Text(text) => text.clone(),
         }
-    }
-}
-
-/// The client's model, asked through MCP sampling.
-impl find::Model for &dyn Sampler {
-    fn ask<'a>(
-        &'a self,
-        system: &'a str,
-        message: String,
-        max_tokens: u32,
-    ) -> BoxFuture<'a, Result<find::Answer, String>> {
-        Box::pin(async move {
-            let system = system.to_owned();
-            let request = SamplingRequest {
-                system,
-                message,
-                max_tokens,
-            };
-            let sampled = self.sample(&request).await.map_err(|error| error.0)?;
-            Ok(find::Answer {
-                text: sampled.text,
-                model: sampled.model,
-            })
-        })
     }
 }
 
@@ -184,23 +164,20 @@ pub struct LoadArguments {
 /// 40,000 characters (about 10,000 tokens, twice the size the specification recommends for a
 /// whole body), and cached lazily, since it can be read again from disk. Quick once the first
 /// scan is done; until then, it waits for it without blocking.
-impl TypedTool for LoadArguments {
-    type Service = Skills;
+impl TypedTool<Skills> for LoadArguments {
     type Output = Text;
-    const TOOL: Declaration = Declaration {
-        truncation: Truncation::Default(40_000),
-        caching: Caching::Lazy,
-        ..Declaration::new("SkillLoad", "Load skill", CACHES, SKILL_LOAD)
+    const TOOL: Declaration = declare! {
+        "SkillLoad", "Load skill", CACHES, SKILL_LOAD,
+        truncation(Truncation::Default(40_000)), caching(Caching::Lazy)
     };
 
-    async fn run(self, context: Context<'_, Skills>) -> Result<Text, ToolError> {
+    async fn run(self, context: Context<'_, Skills>) -> Answered<Text> {
         let library = context.service.shelf.loaded().await;
-        let skill = library.get(&self.name)?;
-        let body_limit = context.service.body_limit;
+        let (skill, section) = (library.get(&self.name)?, self.section.as_deref());
         Ok(Text(instructions(
             skill,
-            self.section.as_deref(),
-            body_limit,
+            section,
+            context.service.body_limit,
         )?))
     }
 }
@@ -221,34 +198,35 @@ pub struct ReadFileArguments {
     pub section: Option<String>,
 }
 
-/// `SkillReadFile`: a window of one file of a skill, read from disk beside the session. It
-/// pages the file itself, like `ReadVar`, and the file stays addressable, so its pages are
-/// neither cut again nor cached as variables.
-impl TypedTool for ReadFileArguments {
-    type Service = Skills;
-    type Output = Text;
-    const TOOL: Declaration = Declaration {
-        truncation: Truncation::Never,
-        caching: Caching::Off,
-        runs: Runs::OnBlockingPool,
-        ..Declaration::new("SkillReadFile", "Read skill file", READS, SKILL_READ_FILE)
-    };
-
-    async fn run(self, context: Context<'_, Skills>) -> Result<Text, ToolError> {
-        let request = FileRequest {
+impl ReadFileArguments {
+    fn request(&self) -> FileRequest<'_> {
+        FileRequest {
             path: &self.path,
             section: self.section.as_deref(),
             start: self.start,
             length: self.length,
-        };
-        let library = context.service.shelf.library();
-        let limits = (context.output_limit, context.service.body_limit);
-        Ok(Text(file_text(library.get(&self.name)?, &request, limits)?))
+        }
     }
 }
 
-const READS: Annotations = Annotations {
-    read_only: true,
-    idempotent: true,
-    ..Annotations::NONE
-};
+/// `SkillReadFile`: a window of one file of a skill, read from disk beside the session. It
+/// pages the file itself, like `ReadVar`, and the file stays addressable, so its pages are
+/// neither cut again nor cached as variables.
+impl TypedTool<Skills> for ReadFileArguments {
+    type Output = Text;
+    const TOOL: Declaration = declare! {
+        "SkillReadFile", "Read skill file", READS, SKILL_READ_FILE, whole, uncached, pooled
+    };
+
+    async fn run(self, context: Context<'_, Skills>) -> Answered<Text> {
+        let library = context.service.shelf.library();
+        let limits = (context.output_limit, context.service.body_limit);
+        Ok(Text(file_text(
+            library.get(&self.name)?,
+            &self.request(),
+            limits,
+        )?))
+    }
+}
+
+const READS: Annotations = Annotations::READ_ONLY;

@@ -3,7 +3,13 @@
 //! ([`switches`]) and character templates ([`templates`]), as thin adapters over
 //! [`crate::snapshots::Snapshots`]. The work (SQLite, QuickJS) is synchronous and may take a
 //! while on a long chat, so every tool runs on tokio's blocking pool; the call's cancellation
-//! (the client cancelled, or left) reaches it there.
+//! (the client cancelled, or left) reaches it there (`pooled` in each declaration).
+//!
+//! A tool that destroys stored data that cannot be rebuilt (a state, a template, a function's
+//! code, a snapshot) asks the user once per argument shape first (`asks_once`), like the other
+//! tools that destroy what they cannot restore (`SkillSave`). The tools that only rearrange or
+//! switch what is stored (`FunctionMove`, `FunctionReorder`, `FunctionEnable`,
+//! `SnapshotEnable`) can be undone by another call, so they do not ask.
 
 pub mod chats;
 pub mod floors;
@@ -15,9 +21,7 @@ pub mod templates;
 use std::sync::Arc;
 
 use crate::snapshots::Snapshots;
-use crate::tools::{
-    Annotations, Consent, Context, Declaration, Origin, Permission, Policy, Runs, ToolGroup, typed,
-};
+use crate::tools::{Annotations, Context, Origin, ToolGroup, typed};
 
 pub const GROUP: &str = "snapshots";
 
@@ -25,44 +29,15 @@ pub const GROUP: &str = "snapshots";
 /// user can list, which is not a write to the user's data: read-only, so a read-only principal
 /// may call them (its cached result displaces nothing a writing principal stored), and not
 /// idempotent, since each call caches a new result.
-const CACHED_READ: Annotations = annotations(true, false, false);
+const CACHED_READ: Annotations = Annotations::CACHED_READ;
 /// Adds new records, replacing none.
-const WRITES: Annotations = annotations(false, false, false);
+const WRITES: Annotations = Annotations::NONE;
 /// Replaces what is stored under a name or id; the same call again changes nothing more.
-const OVERWRITES: Annotations = annotations(false, true, true);
+const OVERWRITES: Annotations = Annotations::OVERWRITES;
 /// Replaces what is stored, or adds a new record (with a new id) each time it is called.
-const OVERWRITES_OR_ADDS: Annotations = annotations(false, true, false);
+const OVERWRITES_OR_ADDS: Annotations = Annotations::DESTRUCTIVE;
 /// Deletes stored records.
-const DESTRUCTIVE: Annotations = annotations(false, true, true);
-
-/// Destroys stored data that cannot be rebuilt (a state, a template, a function's code, a
-/// snapshot): asks the user once per argument shape first, like the other tools that destroy
-/// what they cannot restore (`SkillSave`). The tools that only rearrange or switch what is
-/// stored (`FunctionMove`, `FunctionReorder`, `FunctionEnable`, `SnapshotEnable`) can be undone
-/// by another call, so they do not ask.
-const ASKS_FIRST: Permission = Permission {
-    execution: Policy::AskOnce,
-    result: Policy::Auto,
-};
-
-/// The consent of a tool that replaces or adds: only a call that replaces what is stored is
-/// asked; one that adds destroys nothing.
-fn asked_when(replaces: bool) -> Consent {
-    if replaces {
-        Consent::Asked { scope: None }
-    } else {
-        Consent::NotNeeded
-    }
-}
-
-const fn annotations(read_only: bool, destructive: bool, idempotent: bool) -> Annotations {
-    Annotations {
-        read_only,
-        destructive,
-        idempotent,
-        open_world: false,
-    }
-}
+const DESTRUCTIVE: Annotations = Annotations::OVERWRITES;
 
 /// The group with its tools and its rule prompt.
 pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
@@ -71,32 +46,32 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
         tools: vec![
-            typed::<chats::ProcessArguments>(service()),
-            typed::<chats::ApplyArguments>(service()),
-            typed::<chats::GetArguments>(service()),
-            typed::<chats::UpdateArguments>(service()),
-            typed::<chats::DeleteChatArguments>(service()),
-            typed::<chats::CleanupArguments>(service()),
-            typed::<switches::SwitchArguments>(service()),
-            typed::<functions::ScopeArguments>(service()),
-            typed::<functions::UpsertArguments>(service()),
-            typed::<functions::RemoveArguments>(service()),
-            typed::<functions::ImportArguments>(service()),
-            typed::<functions::ExportArguments>(service()),
-            typed::<library::MoveArguments>(service()),
-            typed::<library::ReorderArguments>(service()),
-            typed::<library::EnableArguments>(service()),
-            typed::<library::TestArguments>(service()),
-            typed::<templates::TemplateGetArguments>(service()),
-            typed::<templates::TemplateSetArguments>(service()),
-            typed::<floors::ListArguments>(service()),
-            typed::<floors::DiffArguments>(service()),
-            typed::<floors::ReprocessArguments>(service()),
-            typed::<floors::DeleteArguments>(service()),
-            typed::<floors::GlobalSaveArguments>(service()),
-            typed::<floors::NoArguments>(service()),
-            typed::<floors::GlobalArguments>(service()),
-            typed::<floors::GlobalDeleteArguments>(service()),
+            typed::<chats::ProcessArguments, _>(service()),
+            typed::<chats::ApplyArguments, _>(service()),
+            typed::<chats::GetArguments, _>(service()),
+            typed::<chats::UpdateArguments, _>(service()),
+            typed::<chats::DeleteChatArguments, _>(service()),
+            typed::<chats::CleanupArguments, _>(service()),
+            typed::<switches::SwitchArguments, _>(service()),
+            typed::<functions::ScopeArguments, _>(service()),
+            typed::<functions::UpsertArguments, _>(service()),
+            typed::<functions::RemoveArguments, _>(service()),
+            typed::<functions::ImportArguments, _>(service()),
+            typed::<functions::ExportArguments, _>(service()),
+            typed::<library::MoveArguments, _>(service()),
+            typed::<library::ReorderArguments, _>(service()),
+            typed::<library::EnableArguments, _>(service()),
+            typed::<library::TestArguments, _>(service()),
+            typed::<templates::TemplateGetArguments, _>(service()),
+            typed::<templates::TemplateSetArguments, _>(service()),
+            typed::<floors::ListArguments, _>(service()),
+            typed::<floors::DiffArguments, _>(service()),
+            typed::<floors::ReprocessArguments, _>(service()),
+            typed::<floors::DeleteArguments, _>(service()),
+            typed::<floors::GlobalSaveArguments, _>(service()),
+            typed::<floors::NoArguments, _>(service()),
+            typed::<floors::GlobalArguments, _>(service()),
+            typed::<floors::GlobalDeleteArguments, _>(service()),
         ],
         rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/snapshots-group.md").to_owned(),
@@ -105,20 +80,10 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
     }
 }
 
-/// The snapshot service of the call's workspace.
-fn service(context: &Context<'_, Arc<Snapshots>>) -> Arc<Snapshots> {
-    context.service.of(context.workspace.name())
-}
+/// What a tool of the group runs with.
+type Call<'a> = Context<'a, Arc<Snapshots>>;
 
-/// The declaration of a tool of the group: as [`Declaration::new`], on the blocking pool.
-const fn declare(
-    name: &'static str,
-    title: &'static str,
-    annotations: Annotations,
-    description: &'static str,
-) -> Declaration {
-    Declaration {
-        runs: Runs::OnBlockingPool,
-        ..Declaration::new(name, title, annotations, description)
-    }
+/// The snapshot service of the call's workspace.
+fn service(context: &Call<'_>) -> Arc<Snapshots> {
+    context.service.of(context.workspace.name())
 }

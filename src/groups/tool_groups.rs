@@ -15,10 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tools::{
-    Annotations, Consent, Context, Declaration, GroupOverview, Origin, Permission, Policy,
-    ToolError, ToolGroup, TypedTool, View, parse_arguments, typed,
+    Annotations, Answered, Consent, Context, Declaration, GroupOverview, Origin, Switch, Switched,
+    ToolError, ToolGroup, TypedTool, declare, parse_arguments, typed,
 };
-use crate::workspace::Target;
 
 pub const GROUP: &str = "tools";
 
@@ -97,7 +96,7 @@ pub fn group() -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
-        tools: vec![typed::<Arguments>(())],
+        tools: vec![typed::<Arguments, _>(())],
         rule_prompt: None,
         rules: Vec::new(),
     }
@@ -106,132 +105,64 @@ pub fn group() -> ToolGroup {
 /// `ToolGroups`: switches are stored in the workspace before the registry changes, so an
 /// acknowledged switch survives a restart.
 impl TypedTool for Arguments {
-    type Service = ();
     type Output = Output;
-    const TOOL: Declaration = Declaration {
-        permission: Permission {
-            execution: Policy::AskOnce,
-            result: Policy::Auto,
-        },
-        ..Declaration::new(NAME, "Tool groups on and off", SWITCHES, DESCRIPTION)
+    const TOOL: Declaration = declare! {
+        NAME, "Tool groups on and off", SWITCHES, DESCRIPTION, asks_once
     };
 
-    async fn run(self, context: Context<'_, ()>) -> Result<Output, ToolError> {
+    async fn run(self, context: Context<'_>) -> Answered<Output> {
+        let switch = self.switch()?;
         let tools = context.session()?.executor.tools();
-        let switch = Switch::of(&self)?;
-        let changed = match &switch {
-            Some(switch) => Some((switch.apply(&tools)?, switch.describe())),
-            None => None,
-        };
-        let groups = tools.overview().into_iter();
-        let groups = match &changed {
-            Some((group, _)) => groups
-                .filter(|overview| &overview.name == group)
-                .map(entry)
-                .collect(),
-            None => groups.map(entry).collect(),
-        };
-        Ok(Output {
-            groups,
-            changed: changed.map(|(_, described)| described),
-        })
+        Ok(tools.list_or_switch(switch.as_ref(), (NAME, GROUP))?.into())
     }
 
     /// Listing changes nothing; a switch is approved per target and direction.
     fn consent((): &(), arguments: &Value) -> Result<Consent, ToolError> {
         let arguments: Self = parse_arguments(NAME, arguments.clone())?;
-        Ok(match Switch::of(&arguments)? {
-            None => Consent::NotNeeded,
-            Some(switch) => Consent::Asked {
-                scope: Some(switch.describe()),
-            },
-        })
+        Ok(Switch::consent(arguments.switch()?.as_ref()))
+    }
+}
+
+impl Arguments {
+    /// The switch the arguments ask for; `None` to list.
+    fn switch(&self) -> Result<Option<Switch>, ToolError> {
+        let enabled = match self.action.unwrap_or_default() {
+            Action::List => None,
+            Action::Enable => Some(true),
+            Action::Disable => Some(false),
+        };
+        Switch::requested(enabled, self.group.as_deref(), self.tool.as_deref())
     }
 }
 
 /// Switching adds or removes nothing but the switch; the same switch again changes nothing.
-const SWITCHES: Annotations = Annotations {
-    idempotent: true,
-    ..Annotations::NONE
-};
+const SWITCHES: Annotations = Annotations::NONE.idempotent();
 
-/// One switch a call asks for.
-struct Switch {
-    target: Target,
-    enabled: bool,
-}
-
-impl Switch {
-    /// The switch `arguments` ask for; `None` to list.
-    fn of(arguments: &Arguments) -> Result<Option<Self>, ToolError> {
-        let action = arguments.action.unwrap_or_default();
-        let target = match (arguments.group.as_deref(), arguments.tool.as_deref()) {
-            (Some(group), None) => Some(Target::Group(group.to_owned())),
-            (None, Some(tool)) => Some(Target::Tool(tool.to_owned())),
-            (Some(_), Some(_)) => {
-                return Err(ToolError::invalid(
-                    "give either `group` or `tool`, not both: a switch changes one of them",
-                ));
-            }
-            (None, None) => None,
-        };
-        let enabled = match action {
-            Action::List if target.is_some() => {
-                return Err(ToolError::invalid(
-                    "`list` takes no `group` or `tool`; to switch one, give `action: \"enable\"` \
-                     or `\"disable\"`",
-                ));
-            }
-            Action::List => return Ok(None),
-            Action::Enable => true,
-            Action::Disable => false,
-        };
-        let Some(target) = target else {
-            return Err(ToolError::invalid(format!(
-                "`{}` needs the `group` or the `tool` to switch; `action: \"list\"` shows them",
-                if enabled { "enable" } else { "disable" }
-            )));
-        };
-        Ok(Some(Self { target, enabled }))
-    }
-
-    /// Switches it in the workspace, durably; returns the group it concerns.
-    fn apply(&self, tools: &View<'_>) -> Result<String, ToolError> {
-        let group = tools.group_of_target(&self.target)?;
-        if !self.enabled && (group == GROUP) {
-            return Err(ToolError::invalid(format!(
-                "`{NAME}` and its group `{GROUP}` stay on: with them off, nothing could switch \
-                 them back on"
-            )));
+impl From<Switched> for Output {
+    fn from(switched: Switched) -> Self {
+        Self {
+            groups: switched.groups.into_iter().map(Into::into).collect(),
+            changed: switched.changed,
         }
-        tools.switch(self.target.clone(), self.enabled)?;
-        Ok(group)
-    }
-
-    fn describe(&self) -> String {
-        let (kind, name) = match &self.target {
-            Target::Group(name) => ("group", name),
-            Target::Tool(name) => ("tool", name),
-        };
-        let state = if self.enabled { "on" } else { "off" };
-        format!("{kind} `{name}` switched {state}")
     }
 }
 
-fn entry(overview: GroupOverview) -> GroupEntry {
-    GroupEntry {
-        name: overview.name,
-        origin: overview.origin.to_string(),
-        enabled: overview.enabled,
-        tools: overview
-            .tools
-            .into_iter()
-            .map(|tool| ToolEntry {
-                name: tool.name,
-                origin_name: tool.origin_name,
-                enabled: tool.enabled,
-            })
-            .collect(),
-        unavailable: overview.unavailable,
+impl From<GroupOverview> for GroupEntry {
+    fn from(overview: GroupOverview) -> Self {
+        Self {
+            name: overview.name,
+            origin: overview.origin.to_string(),
+            enabled: overview.enabled,
+            tools: overview
+                .tools
+                .into_iter()
+                .map(|tool| ToolEntry {
+                    name: tool.name,
+                    origin_name: tool.origin_name,
+                    enabled: tool.enabled,
+                })
+                .collect(),
+            unavailable: overview.unavailable,
+        }
     }
 }

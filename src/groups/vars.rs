@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tools::{
-    Annotations, Caching, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
-    Truncation, TypedTool, WORKSPACE_VIEW, typed,
+    Annotations, Answered, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
+    TypedTool, WORKSPACE_VIEW, declare, typed,
 };
-use crate::vars::{Chunk, ListFilter, RemoveOutcome, ValueKind, VarType, Variable};
+use crate::vars::{ListFilter, RemoveOutcome, ValueKind, VarType, Variable};
 use crate::workspace::{OwnWrite, Written};
 
 pub const GROUP: &str = "vars";
@@ -20,10 +20,10 @@ pub fn group() -> ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
         tools: vec![
-            typed::<ReadVarArguments>(()),
-            typed::<ListVarsArguments>(()),
-            typed::<WriteVarArguments>(()),
-            typed::<RemoveVarsArguments>(()),
+            typed::<ReadVarArguments, _>(()),
+            typed::<ListVarsArguments, _>(()),
+            typed::<WriteVarArguments, _>(()),
+            typed::<RemoveVarsArguments, _>(()),
         ],
         rule_prompt: Some(
             include_str!("../../skills/synapse-workspace/rules/vars-group.md").to_owned(),
@@ -32,20 +32,10 @@ pub fn group() -> ToolGroup {
     }
 }
 
-const READ_ONLY: Annotations = Annotations {
-    read_only: true,
-    destructive: false,
-    idempotent: true,
-    open_world: false,
-};
+const READ_ONLY: Annotations = Annotations::READ_ONLY;
 
 /// Writing over an existing name replaces its value; removing deletes.
-const OVERWRITES: Annotations = Annotations {
-    read_only: false,
-    destructive: true,
-    idempotent: true,
-    open_world: false,
-};
+const OVERWRITES: Annotations = Annotations::OVERWRITES;
 
 const READ_VAR: &str = "Read a stored variable's value, whole or a window of it (by characters). \
     Use it to read the rest of a truncated tool result (the truncation hint names the variable \
@@ -79,41 +69,17 @@ pub struct ReadVarArguments {
 /// and the other variable tools are never cached, so reading a variable never creates another
 /// one.
 impl TypedTool for ReadVarArguments {
-    type Service = ();
     type Output = Text;
-    const TOOL: Declaration = Declaration {
-        always_listed: true,
-        truncation: Truncation::Never,
-        caching: Caching::Off,
-        ..Declaration::new("ReadVar", "Read variable", READ_ONLY, READ_VAR)
+    const TOOL: Declaration = declare! {
+        "ReadVar", "Read variable", READ_ONLY, READ_VAR, always_listed, whole, uncached
     };
 
-    async fn run(self, context: Context<'_, ()>) -> Result<Text, ToolError> {
+    async fn run(self, context: Context<'_>) -> Answered<Text> {
         let length = self.length.or(context.output_limit);
-        let chunk = (context.workspace).read_chunk(&self.name, self.start.unwrap_or(0), length)?;
-        Ok(Text(chunk_text(&self.name, &chunk)))
+        let start = self.start.unwrap_or(0);
+        let window = context.workspace.read_window(&self.name, start, length)?;
+        Ok(Text(window))
     }
-}
-
-/// A window of a value, under a line giving the window, the total and whether more remains.
-fn chunk_text(name: &str, chunk: &Chunk) -> String {
-    let header = if chunk.has_more {
-        format!(
-            "[Variable `{name}`: characters {}–{} of {}; more remains: ReadVar {{\"name\": \"{name}\", \"start\": {}}}]",
-            chunk.start, chunk.end, chunk.total, chunk.end
-        )
-    } else if chunk.start == 0 {
-        format!(
-            "[Variable `{name}`: whole value, {} characters]",
-            chunk.total
-        )
-    } else {
-        format!(
-            "[Variable `{name}`: characters {}–{} of {}; nothing more remains]",
-            chunk.start, chunk.end, chunk.total
-        )
-    };
-    format!("{header}\n{}", chunk.text)
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -187,34 +153,41 @@ pub struct ListVarsOutput {
     pub capacity: usize,
 }
 
-/// `ListVars`: the variables' metadata, never their values.
-impl TypedTool for ListVarsArguments {
-    type Service = ();
-    type Output = ListVarsOutput;
-    const TOOL: Declaration = Declaration {
-        view: Some(WORKSPACE_VIEW),
-        always_listed: true,
-        caching: Caching::Off,
-        ..Declaration::new("ListVars", "List variables", READ_ONLY, LIST_VARS)
-    };
-
-    async fn run(self, context: Context<'_, ()>) -> Result<ListVarsOutput, ToolError> {
-        let filter = self.filter.unwrap_or_default();
-        let filter = ListFilter {
+impl From<ListVarsFilter> for ListFilter {
+    fn from(filter: ListVarsFilter) -> Self {
+        Self {
             var_type: filter.var_type,
             tag: filter.tag,
             search: filter.search,
-        };
-        let (variables, capacity) = context.workspace.with_variables(|system| {
-            let found: Vec<VariableInfo> =
-                system.list(&filter).into_iter().map(Into::into).collect();
-            (found, system.capacity())
-        })?;
-        Ok(ListVarsOutput {
+        }
+    }
+}
+
+impl From<(Vec<VariableInfo>, usize)> for ListVarsOutput {
+    fn from((variables, capacity): (Vec<VariableInfo>, usize)) -> Self {
+        Self {
             count: variables.len(),
             variables,
             capacity,
-        })
+        }
+    }
+}
+
+/// `ListVars`: the variables' metadata, never their values.
+impl TypedTool for ListVarsArguments {
+    type Output = ListVarsOutput;
+    const TOOL: Declaration = declare! {
+        "ListVars", "List variables", READ_ONLY, LIST_VARS,
+        view(WORKSPACE_VIEW), always_listed, uncached
+    };
+
+    async fn run(self, context: Context<'_>) -> Answered<ListVarsOutput> {
+        let filter = self.filter.unwrap_or_default().into();
+        let listed = context.workspace.with_variables(|system| {
+            let found = system.list(&filter).into_iter().map(Into::into).collect();
+            (found, system.capacity())
+        })?;
+        Ok(listed.into())
     }
 }
 
@@ -248,15 +221,13 @@ pub struct WriteVarOutput {
 /// references as written, so that a plan template keeps its `†input` and `†steps` references
 /// for `RunPlan`.
 impl TypedTool for WriteVarArguments {
-    type Service = ();
     type Output = WriteVarOutput;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Off,
-        daggers: Daggers::KeptOutsidePlans,
-        ..Declaration::new("WriteVar", "Write variable", OVERWRITES, WRITE_VAR)
+    const TOOL: Declaration = declare! {
+        "WriteVar", "Write variable", OVERWRITES, WRITE_VAR,
+        uncached, daggers(Daggers::KeptOutsidePlans)
     };
 
-    async fn run(self, context: Context<'_, ()>) -> Result<WriteVarOutput, ToolError> {
+    async fn run(self, context: Context<'_>) -> Answered<WriteVarOutput> {
         let written = context.workspace.write_own(self.into())?;
         Ok(written.map_err(ToolError::invalid)?.into())
     }
@@ -318,14 +289,12 @@ pub struct RemoveVarsOutput {
 
 /// `RemoveVars`: deletes variables, never rules.
 impl TypedTool for RemoveVarsArguments {
-    type Service = ();
     type Output = RemoveVarsOutput;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Off,
-        ..Declaration::new("RemoveVars", "Remove variables", OVERWRITES, REMOVE_VARS)
+    const TOOL: Declaration = declare! {
+        "RemoveVars", "Remove variables", OVERWRITES, REMOVE_VARS, uncached
     };
 
-    async fn run(self, context: Context<'_, ()>) -> Result<RemoveVarsOutput, ToolError> {
+    async fn run(self, context: Context<'_>) -> Answered<RemoveVarsOutput> {
         Ok(context.workspace.remove(&self.names)?.into())
     }
 }

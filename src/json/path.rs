@@ -111,6 +111,14 @@ impl Path {
         Ok(Self { segments })
     }
 
+    /// A path given or not: the whole document when left out or empty.
+    pub fn parse_or_root(text: Option<&str>) -> Result<Self, Error> {
+        match text {
+            None | Some("") => Ok(Self::root()),
+            Some(text) => Self::parse(text),
+        }
+    }
+
     /// The whole document.
     pub fn root() -> Self {
         Self {

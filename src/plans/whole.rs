@@ -28,13 +28,18 @@ pub struct RunPlanOutput {
     pub state_diff: Vec<StateChange>,
 }
 
-/// Validates the plan, then runs it (`dry_run`: only returns the order).
+/// Validates the plan, then runs it (`dry_run`: only returns the order; `parallel`: most steps
+/// at once), both as the call gives them (defaults: run, [`DEFAULT_PARALLEL`]).
 pub async fn run(
     call: &ToolCall<'_>,
     (steps, input): (&[Value], Value),
-    dry_run: bool,
-    parallel: usize,
+    dry_run: Option<bool>,
+    parallel: Option<usize>,
 ) -> Result<RunPlanOutput, ToolError> {
+    let (dry_run, parallel) = (
+        dry_run.unwrap_or(false),
+        parallel.unwrap_or(DEFAULT_PARALLEL),
+    );
     let steps = plan::parse(steps).map_err(|problems| invalid_plan(&problems))?;
     let state_before = call.workspace.state()?;
     let world = Catalog {

@@ -3,9 +3,12 @@
 //! approval to run a skill's scripts is bound to. The run itself is [`crate::runner`]'s: in the
 //! skill folder, with `SKILL_DIR` set, a scrubbed environment, a timeout and capped output.
 
+use std::time::Duration;
+
 use tokio_util::sync::CancellationToken;
 
 use super::files::{self, FileError, Location};
+use super::shelf::Shelf;
 use super::{Error as SkillError, Skill};
 use crate::folders::sha256;
 use crate::runner;
@@ -265,6 +268,106 @@ pub fn digest_set(skill: &Skill) -> Result<String, Error> {
         lines.push_str(" special\n");
     }
     Ok(sha256(lines.as_bytes()))
+}
+
+/// A run of a skill's script as a call asks for it: the script by `name` and `script` as
+/// [`named`] reads them, its arguments, its input, and its timeout in seconds (1–300; the
+/// default when `None`).
+pub struct RunRequest {
+    pub name: Option<String>,
+    pub script: String,
+    pub args: Vec<String>,
+    pub stdin: Option<String>,
+    pub timeout_seconds: Option<u64>,
+}
+
+/// How a run ended, and a note of what was cut or killed, when something was.
+pub struct Finished {
+    pub ran: runner::Ran,
+    pub note: Option<String>,
+}
+
+/// The skill's files changed while the run waited for approval: nothing ran.
+#[derive(Debug)]
+pub struct Changed {
+    pub skill: String,
+}
+
+impl std::fmt::Display for Changed {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "the files of skill `{}` changed while the run waited for approval, so nothing \
+             ran; call SkillRunScript again to ask about the new version",
+            self.skill
+        )
+    }
+}
+
+/// What the user approves before a script of a skill runs: the scope they read, and the digest
+/// set of every file of the skill folder as it is now, which the approval is bound to. A bad
+/// call, or a folder that cannot be digested whole, is refused here, before anyone is asked.
+pub fn approval(
+    shelf: &Shelf,
+    name: Option<&str>,
+    script: &str,
+) -> Result<(String, String), Error> {
+    let (name, script) = named(name, script)?;
+    let library = shelf.library();
+    let skill = library.get(name)?;
+    let script = locate(skill, script)?;
+    let digest = digest_set(skill)?;
+    let scope = format!(
+        "script `{}` of skill `{}` only, while every file of the skill folder stays as it is now ({digest})",
+        script.relative, skill.name
+    );
+    Ok((scope, digest))
+}
+
+/// Runs the script a call names, unless the skill's files changed since `approved` (the digest
+/// set the user approved, when they were asked).
+pub async fn run_named(
+    shelf: &Shelf,
+    request: RunRequest,
+    approved: Option<&str>,
+    cancellation: &CancellationToken,
+) -> Result<Result<Finished, Changed>, Error> {
+    let (name, script) = named(request.name.as_deref(), &request.script)?;
+    let script = locate(shelf.library().get(name)?, script)?;
+    if let Some(approved) = approved
+        && digest_set(shelf.library().get(name)?)? != approved
+    {
+        let skill = name.to_owned();
+        return Ok(Err(Changed { skill }));
+    }
+    let timeout = (request.timeout_seconds)
+        .map(|seconds| Duration::from_secs(seconds.max(1)).min(runner::MAX_TIMEOUT));
+    let request = runner::Request {
+        args: request.args,
+        stdin: request.stdin,
+        timeout,
+        environment: Vec::new(),
+    };
+    let ran = run(&script, request, cancellation).await?;
+    let note = note(&ran, timeout.unwrap_or(runner::DEFAULT_TIMEOUT));
+    Ok(Ok(Finished { ran, note }))
+}
+
+/// What was cut or killed, when something was.
+fn note(ran: &runner::Ran, timeout: Duration) -> Option<String> {
+    let mut notes = Vec::new();
+    if ran.timed_out {
+        notes.push(format!(
+            "the script was killed after {} s; pass a larger `timeoutSeconds` (at most 300) if it needs longer",
+            timeout.as_secs()
+        ));
+    }
+    for (stream, cut) in [("stdout", ran.stdout_cut), ("stderr", ran.stderr_cut)] {
+        if cut {
+            notes.push(format!("{stream} was cut at {} bytes", runner::OUTPUT_CAP));
+        }
+    }
+    (!notes.is_empty()).then(|| notes.join("; "))
 }
 
 #[cfg(test)]

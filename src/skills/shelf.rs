@@ -98,6 +98,16 @@ impl Shelf {
         library
     }
 
+    /// Saves a skill ([`super::save::save`]), then scans the roots again so the catalog,
+    /// `index.json`, resources, prompts and search see it at once; the new library's search index
+    /// is built beside the caller, as at start-up.
+    pub fn save(&self, request: &super::save::Request) -> Result<super::save::Saved, super::Error> {
+        let saved = super::save::save(&self.library(), self.roots(), request)?;
+        let library = self.reload();
+        std::thread::spawn(move || library.warm_up());
+        Ok(saved)
+    }
+
     fn install(&self, library: Library) -> Arc<Library> {
         let library = Arc::new(library);
         self.current.send_replace(Some(library.clone()));

@@ -542,6 +542,14 @@ fn patch_path(text: &str) -> Result<Path, Error> {
     Ok(Path::from_segments(segments)?)
 }
 
+/// The value without MVU's metadata when `strip` (a call's `mvuStrip`), else as it is.
+pub fn without_mvu_metadata(mut value: Value, strip: bool) -> Value {
+    if strip {
+        strip_mvu_metadata(&mut value);
+    }
+    value
+}
+
 /// Removes MVU's metadata: every `$meta` and `$arrayMeta` key, at any depth,
 /// and the `"$__META_EXTENSIBLE__$"` marker from arrays.
 pub fn strip_mvu_metadata(value: &mut Value) {

@@ -22,6 +22,17 @@ pub enum TestBase {
     Template,
 }
 
+impl From<Option<Value>> for TestBase {
+    /// A call's `snapshot`: a stored snapshot's id, a state, or, left out, the template.
+    fn from(snapshot: Option<Value>) -> Self {
+        match snapshot {
+            None => Self::Template,
+            Some(Value::String(id)) => Self::Snapshot(id),
+            Some(state) => Self::State(state),
+        }
+    }
+}
+
 /// What a dry run found and did.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

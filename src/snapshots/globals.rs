@@ -17,6 +17,33 @@ pub enum Origin<'a> {
     State(Value),
 }
 
+impl<'a> Origin<'a> {
+    /// Where a call says the state comes from: exactly one of a reference (`from`) and a state
+    /// (`snapshot`).
+    pub fn of(from: Option<&'a str>, snapshot: Option<Value>) -> Result<Self, Error> {
+        match (from, snapshot) {
+            (Some(reference), None) => Ok(Self::Reference(reference)),
+            (None, Some(state)) => Ok(Self::State(state)),
+            _ => invalid(
+                "from",
+                "give exactly one of `from` (a snapshot id, a global label or template:<characterId>) and `snapshot` (a state)",
+            ),
+        }
+    }
+}
+
+/// The summary of a global snapshot (a deleted one, say).
+impl From<GlobalSnapshot> for GlobalSummary {
+    fn from(global: GlobalSnapshot) -> Self {
+        Self {
+            id: global.id,
+            label: global.label,
+            description: global.description,
+            created_at: global.created_at,
+        }
+    }
+}
+
 /// The longest label accepted, in characters.
 const LABEL_CHARACTERS: usize = 200;
 
@@ -86,6 +113,11 @@ impl Snapshots {
 
     pub fn globals(&self) -> Result<Vec<GlobalSummary>, Error> {
         Ok(self.store.globals(&self.workspace)?)
+    }
+
+    /// Whether `replace` would overwrite a global snapshot: a save with it on a label in use.
+    pub fn replaces_global(&self, label: &str, replace: bool) -> Result<bool, Error> {
+        Ok(replace && (self.globals()?.iter()).any(|global| global.label == label))
     }
 
     /// Deletes a global snapshot by id or label; returns it.

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::{Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -157,6 +158,35 @@ fn json_type(value: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
+    }
+}
+
+/// How many calls may wait for an answer at once before the oldest digests are forgotten.
+const ASKED_LIMIT: usize = 64;
+
+/// What each call of a script-running tool was asked about: the digest of the files its
+/// approval is bound to, by the call's arguments, from the consent hook until the call runs, so
+/// that a file changed while the user was being asked is not run on the strength of that
+/// approval (`SkillRunScript`, script tools).
+#[derive(Default)]
+pub struct Asked(Mutex<HashMap<String, String>>);
+
+impl Asked {
+    /// Remembers the digest a call's consent is asked with, by a key of its arguments.
+    pub fn remember(&self, key: String, digest: String) {
+        let mut asked = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if asked.len() >= ASKED_LIMIT {
+            asked.clear();
+        }
+        asked.insert(key, digest);
+    }
+
+    /// The digest the call was asked with, if it was asked.
+    pub fn take(&self, key: &str) -> Option<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key)
     }
 }
 

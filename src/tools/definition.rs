@@ -38,6 +38,54 @@ impl Annotations {
         idempotent: false,
         open_world: false,
     };
+
+    /// Reads, changing nothing: the same call again answers the same.
+    pub const READ_ONLY: Self = Self {
+        read_only: true,
+        idempotent: true,
+        ..Self::NONE
+    };
+
+    /// Reads, changing nothing in the user's data, but caches each result as a new variable the
+    /// user can list: read-only, so a read-only principal may call it (its cached result
+    /// displaces nothing a writing principal stored), and not idempotent.
+    pub const CACHED_READ: Self = Self {
+        read_only: true,
+        ..Self::NONE
+    };
+
+    /// Replaces or deletes what is stored under a name or id; the same call again changes
+    /// nothing more.
+    pub const OVERWRITES: Self = Self {
+        destructive: true,
+        idempotent: true,
+        ..Self::NONE
+    };
+
+    /// These hints, and the tool reaches outside the server (runs code, talks to the world).
+    #[must_use]
+    pub const fn open_world(self) -> Self {
+        Self {
+            open_world: true,
+            ..self
+        }
+    }
+
+    /// These hints, and the same call again changes nothing more.
+    #[must_use]
+    pub const fn idempotent(self) -> Self {
+        Self {
+            idempotent: true,
+            ..self
+        }
+    }
+
+    /// May replace what is stored, and each call may change more (adds new records, or runs
+    /// other tools).
+    pub const DESTRUCTIVE: Self = Self {
+        destructive: true,
+        ..Self::NONE
+    };
 }
 
 /// A tool's declaration, as data: what a client learns from `tools/list` (name, title,

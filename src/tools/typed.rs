@@ -36,8 +36,9 @@ pub enum Runs {
 }
 
 /// A tool's declaration as constant data; the schemas come from its argument and answer types.
-/// [`Declaration::new`] gives the default handling (auto-approved, cached durably, cut to the
-/// configured limit, `†` resolved); a tool changes what differs with struct update syntax.
+/// [`Declaration::new`] gives the default handling (auto-approved, cached durably, cut to the configured
+/// limit, `†` resolved, on the session); a tool changes what differs with the `const` builder
+/// methods below (`Declaration::new(…).asks_once().pooled()`), or, in one line, with [`declare!`].
 #[derive(Debug, Clone, Copy)]
 pub struct Declaration {
     pub name: &'static str,
@@ -56,7 +57,23 @@ pub struct Declaration {
     pub runs: Runs,
 }
 
+/// A tool's [`Declaration`] in one line: name, title, annotations and description as
+/// [`Declaration::new`] takes them, then the builder methods that change the default handling,
+/// by name (with their arguments, if any): `declare! { "ReadVar", "Read variable", READ_ONLY, READ_VAR,
+/// always_listed, whole, uncached }`. Braces keep it to a line or two under rustfmt.
+macro_rules! declare {
+    (
+        $name:expr, $title:expr, $annotations:expr, $description:expr
+        $(, $method:ident $(($($argument:expr),*))?)*
+    ) => {
+        $crate::tools::Declaration::new($name, $title, $annotations, $description)
+            $(.$method($($($argument),*)?))*
+    };
+}
+pub(crate) use declare;
+
 impl Declaration {
+    /// A tool's declaration with the default handling: see [`Declaration`].
     pub const fn new(
         name: &'static str,
         title: &'static str,
@@ -79,6 +96,82 @@ impl Declaration {
             view: None,
             changes_shared_state: false,
             runs: Runs::OnSession,
+        }
+    }
+
+    /// Runs on tokio's blocking pool ([`Runs::OnBlockingPool`]).
+    #[must_use]
+    pub const fn pooled(self) -> Self {
+        Self {
+            runs: Runs::OnBlockingPool,
+            ..self
+        }
+    }
+
+    /// Asks the user once before it runs ([`Policy::AskOnce`]); its results are not asked about.
+    #[must_use]
+    pub const fn asks_once(self) -> Self {
+        Self {
+            permission: Permission {
+                execution: Policy::AskOnce,
+                result: Policy::Auto,
+            },
+            ..self
+        }
+    }
+
+    /// Its results are never cached as variables.
+    #[must_use]
+    pub const fn uncached(self) -> Self {
+        self.caching(Caching::Off)
+    }
+
+    #[must_use]
+    pub const fn caching(self, caching: Caching) -> Self {
+        Self { caching, ..self }
+    }
+
+    /// Its results are never cut to the output limit (it pages its own, or must come whole).
+    #[must_use]
+    pub const fn whole(self) -> Self {
+        self.truncation(Truncation::Never)
+    }
+
+    #[must_use]
+    pub const fn truncation(self, truncation: Truncation) -> Self {
+        Self { truncation, ..self }
+    }
+
+    #[must_use]
+    pub const fn daggers(self, daggers: Daggers) -> Self {
+        Self { daggers, ..self }
+    }
+
+    /// Listed whenever any group is enabled.
+    #[must_use]
+    pub const fn always_listed(self) -> Self {
+        Self {
+            always_listed: true,
+            ..self
+        }
+    }
+
+    /// Shown in the MCP App `view`.
+    #[must_use]
+    pub const fn view(self, view: &'static str) -> Self {
+        Self {
+            view: Some(view),
+            ..self
+        }
+    }
+
+    /// Changes what every workspace of the process shares (the skills shelf): only a caller with
+    /// the skills grant may run it.
+    #[must_use]
+    pub const fn changes_shared_state(self) -> Self {
+        Self {
+            changes_shared_state: true,
+            ..self
         }
     }
 
@@ -139,8 +232,11 @@ pub fn structured(value: &impl Serialize) -> Result<ToolOutput, ToolError> {
         .map_err(|error| ToolError::Internal(format!("cannot serialize a result: {error}")))
 }
 
+/// What a typed tool's `run` answers.
+pub type Answered<Output> = Result<Output, ToolError>;
+
 /// What a running typed tool may use.
-pub struct Context<'a, Service> {
+pub struct Context<'a, Service = ()> {
     /// What the tool was built with (the snapshot service, the skills shelf); `()` for none.
     pub service: &'a Service,
     pub workspace: &'a Arc<Workspace>,
@@ -164,20 +260,22 @@ impl<'a, Service> Context<'a, Service> {
 }
 
 /// A built-in tool: `Self` is its arguments (decoded from the call, `///` documented for the
-/// input schema).
-pub trait TypedTool: DeserializeOwned + JsonSchema + Send + Sized + 'static {
-    /// What the tool is built with; cloned into a call on the blocking pool.
-    type Service: Clone + Send + Sync + 'static;
+/// input schema); `Service` is what it is built with (cloned into a call on the blocking pool),
+/// nothing by default.
+pub trait TypedTool<Service = ()>: DeserializeOwned + JsonSchema + Send + Sized + 'static
+where
+    Service: Clone + Send + Sync + 'static,
+{
     type Output: Reply;
     const TOOL: Declaration;
 
     fn run(
         self,
-        context: Context<'_, Self::Service>,
+        context: Context<'_, Service>,
     ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
 
     /// As [`Tool::consent`].
-    fn consent(_service: &Self::Service, _arguments: &Value) -> Result<Consent, ToolError> {
+    fn consent(_service: &Service, _arguments: &Value) -> Result<Consent, ToolError> {
         Ok(Consent::Asked { scope: None })
     }
 
@@ -188,26 +286,36 @@ pub trait TypedTool: DeserializeOwned + JsonSchema + Send + Sized + 'static {
 }
 
 /// A [`TypedTool`] with its definition and service, as a [`Tool`].
-pub struct Typed<T: TypedTool> {
+pub struct Typed<T, Service> {
     definition: ToolDefinition,
-    service: T::Service,
+    service: Service,
+    arguments: std::marker::PhantomData<fn() -> T>,
 }
 
-impl<T: TypedTool> Typed<T> {
-    pub fn new(service: T::Service) -> Self {
+impl<T: TypedTool<Service>, Service: Clone + Send + Sync + 'static> Typed<T, Service> {
+    pub fn new(service: Service) -> Self {
         Self {
             definition: T::TOOL.definition::<T, T::Output>(),
             service,
+            arguments: std::marker::PhantomData,
         }
     }
 }
 
-/// The tool `T`, built with `service`, ready for a group.
-pub fn typed<T: TypedTool>(service: T::Service) -> Arc<dyn Tool> {
-    Arc::new(Typed::<T>::new(service))
+/// The tool `T`, built with `service`, ready for a group: `typed::<ReadVarArguments, _>(())`.
+pub fn typed<T, Service>(service: Service) -> Arc<dyn Tool>
+where
+    T: TypedTool<Service>,
+    Service: Clone + Send + Sync + 'static,
+{
+    Arc::new(Typed::<T, Service>::new(service))
 }
 
-impl<T: TypedTool> Tool for Typed<T> {
+impl<T, Service> Tool for Typed<T, Service>
+where
+    T: TypedTool<Service>,
+    Service: Clone + Send + Sync + 'static,
+{
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }
@@ -284,10 +392,10 @@ mod tests {
     use serde_json::json;
     use tokio_util::sync::CancellationToken;
 
-    use super::{Context, Declaration, Runs, Text, TypedTool, typed};
+    use super::{Context, Declaration, Text, TypedTool, typed};
     use crate::tools::{
         Annotations, Asking, Caching, CallRequest, ExecuteStatus, Executor, ExecutorSettings,
-        Origin, Outcome, Registry, ToolDefinition, ToolError, ToolGroup, ToolOutput, Truncation,
+        Origin, Outcome, Registry, ToolDefinition, ToolError, ToolGroup, ToolOutput,
     };
     use crate::vars::ManualClock;
     use crate::workspace::Workspace;
@@ -306,13 +414,10 @@ mod tests {
         on_session: bool,
     }
 
-    impl TypedTool for EchoArguments {
-        type Service = String;
+    impl TypedTool<String> for EchoArguments {
         type Output = Echoed;
-        const TOOL: Declaration = Declaration {
-            caching: Caching::Off,
-            ..Declaration::new("Echo", "Echo", Annotations::NONE, " Echoes. ")
-        };
+        const TOOL: Declaration =
+            Declaration::new("Echo", "Echo", Annotations::NONE, " Echoes. ").uncached();
 
         async fn run(self, context: Context<'_, String>) -> Result<Echoed, ToolError> {
             Ok(Echoed {
@@ -329,16 +434,14 @@ mod tests {
     }
 
     impl TypedTool for PooledArguments {
-        type Service = ();
         type Output = Text;
-        const TOOL: Declaration = Declaration {
-            caching: Caching::Off,
-            truncation: Truncation::Never,
-            runs: Runs::OnBlockingPool,
-            ..Declaration::new("Pooled", "Pooled", Annotations::NONE, "Pooled.")
-        };
+        const TOOL: Declaration =
+            Declaration::new("Pooled", "Pooled", Annotations::NONE, "Pooled.")
+                .uncached()
+                .whole()
+                .pooled();
 
-        async fn run(self, context: Context<'_, ()>) -> Result<Text, ToolError> {
+        async fn run(self, context: Context<'_>) -> Result<Text, ToolError> {
             let place = if context.session().is_ok() {
                 "session"
             } else {
@@ -350,7 +453,7 @@ mod tests {
 
     #[test]
     fn a_declaration_makes_the_definition_a_hand_built_one_would() {
-        let declared = super::Typed::<EchoArguments>::new("> ".to_owned());
+        let declared = super::Typed::<EchoArguments, String>::new("> ".to_owned());
         let built = ToolDefinition::new::<EchoArguments>("Echo", "Echoes.", Annotations::NONE)
             .with_title("Echo")
             .with_output::<Echoed>()
@@ -393,8 +496,8 @@ mod tests {
             name: "test".to_owned(),
             origin: Origin::BuiltIn,
             tools: vec![
-                typed::<EchoArguments>("> ".to_owned()),
-                typed::<PooledArguments>(()),
+                typed::<EchoArguments, _>("> ".to_owned()),
+                typed::<PooledArguments, _>(()),
             ],
             rule_prompt: None,
             rules: Vec::new(),

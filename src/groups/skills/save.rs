@@ -12,9 +12,8 @@ use serde_json::Value;
 
 use super::Skills;
 use crate::skills::save;
-use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, Consent, Context, Declaration, Permission, Policy, Runs, ToolError, TypedTool,
+    Annotations, Answered, Consent, Context, Declaration, ToolError, TypedTool, declare,
 };
 
 const DESCRIPTION: &str = "Save a skill you wrote (or an improved version of one) \
@@ -59,58 +58,49 @@ pub struct SaveOutput {
 
 /// `SkillSave`: saving writes to disk, so it asks once per skill unless the configuration
 /// says otherwise. It writes files and rescans every skill root, on the blocking pool.
-impl TypedTool for SaveArguments {
-    type Service = Skills;
+impl TypedTool<Skills> for SaveArguments {
     type Output = SaveOutput;
-    const TOOL: Declaration = Declaration {
-        changes_shared_state: true,
-        runs: Runs::OnBlockingPool,
-        permission: Permission {
-            execution: Policy::AskOnce,
-            result: Policy::Auto,
-        },
-        // Saving over an existing skill replaces its files.
-        ..Declaration::new("SkillSave", "Save skill", REPLACES, DESCRIPTION)
+    // Saving over an existing skill replaces its files.
+    const TOOL: Declaration = declare! {
+        "SkillSave", "Save skill", REPLACES, DESCRIPTION, changes_shared_state, pooled, asks_once
     };
 
-    async fn run(self, context: Context<'_, Skills>) -> Result<SaveOutput, ToolError> {
-        save_skill(&context.service.shelf, self)
+    async fn run(self, context: Context<'_, Skills>) -> Answered<SaveOutput> {
+        let request = save::Request::from(self);
+        let saved = context.service.shelf.save(&request)?;
+        Ok(SaveOutput::new(request.name, saved))
     }
 
     /// A save is approved per skill: approving a save of one skill never covers another.
     fn consent(_skills: &Skills, arguments: &Value) -> Result<Consent, ToolError> {
-        let scope = arguments
-            .get("name")
-            .and_then(Value::as_str)
-            .map(|name| format!("skill `{name}` only"));
+        let name = arguments.get("name").and_then(Value::as_str);
+        let scope = name.map(|name| format!("skill `{name}` only"));
         Ok(Consent::Asked { scope })
     }
 }
 
-const REPLACES: Annotations = Annotations {
-    destructive: true,
-    idempotent: true,
-    ..Annotations::NONE
-};
+const REPLACES: Annotations = Annotations::OVERWRITES;
 
-/// Saves the skill, then reloads the library so everything sees it at once.
-fn save_skill(shelf: &Shelf, arguments: SaveArguments) -> Result<SaveOutput, ToolError> {
-    let request = save::Request {
-        name: arguments.name,
-        description: arguments.description,
-        body: arguments.body,
-        files: arguments.files.unwrap_or_default(),
-        root: arguments.root,
-    };
-    let saved = save::save(&shelf.library(), shelf.roots(), &request)?;
-    let library = shelf.reload();
-    // The new library's search index is built beside the session, as at start-up.
-    std::thread::spawn(move || library.warm_up());
-    Ok(SaveOutput {
-        name: request.name,
-        path: saved.folder.display().to_string(),
-        root: saved.root.map(|root| root.display().to_string()),
-        created: saved.created,
-        backup: saved.backup.map(|backup| backup.display().to_string()),
-    })
+impl From<SaveArguments> for save::Request {
+    fn from(arguments: SaveArguments) -> Self {
+        Self {
+            name: arguments.name,
+            description: arguments.description,
+            body: arguments.body,
+            files: arguments.files.unwrap_or_default(),
+            root: arguments.root,
+        }
+    }
+}
+
+impl SaveOutput {
+    fn new(name: String, saved: save::Saved) -> Self {
+        Self {
+            name,
+            path: saved.folder.display().to_string(),
+            root: saved.root.map(|root| root.display().to_string()),
+            created: saved.created,
+            backup: saved.backup.map(|backup| backup.display().to_string()),
+        }
+    }
 }

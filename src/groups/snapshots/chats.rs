@@ -8,12 +8,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, WRITES, declare, service};
-use crate::snapshots::builtins::strip_mvu_metadata;
+use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, WRITES, service};
+use crate::snapshots::builtins::without_mvu_metadata;
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::{Applied, Processed, Snapshots, Start};
 use crate::store::StoredSnapshot;
-use crate::tools::{Caching, Context, Declaration, ToolError, Truncation, TypedTool};
+use crate::tools::{Answered, Declaration, TypedTool, declare};
 
 const PROCESS: &str = "Update a role-play chat's state from the function calls in its AI replies \
     (`@.SET(\"角色.金币\", 100);` …). Pass the chat's messages as SillyTavern stores them (`is_user`, \
@@ -60,43 +60,36 @@ pub struct ProcessArguments {
     pub first_index: Option<usize>,
 }
 
+impl ProcessArguments {
+    /// Where processing starts, with the template taken from the arguments.
+    fn start(&self, template: Option<Value>) -> Start<'_> {
+        Start {
+            character_id: self.character_id.as_deref(),
+            template,
+            base_id: self.base_id.as_deref(),
+            first_index: self.first_index.unwrap_or(0),
+        }
+    }
+}
+
 /// `SnapshotProcess`: takes whole chats and answers for a program. Its arguments run to
 /// megabytes, and caching them and the result as variables would cost a durable write of that
 /// size per call and evict the variables an agent keeps; and the result is never cut to the
 /// output limit, since a binding left out would leave its message without a snapshot. It
 /// processes the chat until done or cancelled; what was processed is stored either way.
-impl TypedTool for ProcessArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ProcessArguments {
     type Output = Processed;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Off,
-        truncation: Truncation::Never,
-        ..declare(
-            "SnapshotProcess",
-            "Process chat into snapshots",
-            WRITES,
-            PROCESS,
-        )
+    const TOOL: Declaration = declare! {
+        "SnapshotProcess", "Process chat into snapshots", WRITES, PROCESS, pooled, uncached, whole
     };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Processed, ToolError> {
-        let start = Start {
-            character_id: self.character_id.as_deref(),
-            template: self.template,
-            base_id: self.base_id.as_deref(),
-            first_index: self.first_index.unwrap_or(0),
-        };
+    async fn run(mut self, context: Call<'_>) -> Answered<Processed> {
+        let template = self.template.take();
+        let start = self.start(template);
         let cancelled = || context.cancellation.is_cancelled();
         let processed =
             service(&context).process_from(&self.chat_file, &self.messages, &start, &cancelled)?;
-        if let Some(stopped) = &processed.stopped {
-            tracing::info!(
-                chat_file = self.chat_file,
-                processed = stopped.processed,
-                remaining = stopped.remaining,
-                "SnapshotProcess cancelled; the snapshots of the processed messages are stored"
-            );
-        }
+        processed.log_stop(&self.chat_file);
         Ok(processed)
     }
 }
@@ -116,22 +109,17 @@ pub struct ApplyArguments {
 }
 
 /// `SnapshotApply`: one text's calls applied to a snapshot, stored as a new one.
-impl TypedTool for ApplyArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ApplyArguments {
     type Output = Applied;
-    const TOOL: Declaration = declare("SnapshotApply", "Apply calls to a snapshot", WRITES, APPLY);
+    const TOOL: Declaration = declare! {
+        "SnapshotApply", "Apply calls to a snapshot", WRITES, APPLY, pooled
+    };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Applied, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<Applied> {
         let (base, character) = (self.base_id.as_deref(), self.character_id.as_deref());
+        let (chat, text, index) = (&self.chat_file, &self.text, self.message_index);
         let cancelled = || context.cancellation.is_cancelled();
-        Ok(service(&context).apply(
-            &self.chat_file,
-            &self.text,
-            base,
-            character,
-            self.message_index,
-            &cancelled,
-        )?)
+        Ok(service(&context).apply(chat, text, base, character, index, &cancelled)?)
     }
 }
 
@@ -151,22 +139,22 @@ pub struct SnapshotOutput {
 }
 
 /// A stored snapshot with its size.
-fn snapshot_output(service: &Snapshots, id: &str) -> Result<SnapshotOutput, ToolError> {
-    let stored = service.snapshot(id)?;
-    Ok(SnapshotOutput {
-        bytes: stored.value.to_string().len(),
-        stored,
-    })
+impl From<StoredSnapshot> for SnapshotOutput {
+    fn from(stored: StoredSnapshot) -> Self {
+        Self {
+            bytes: stored.value.to_string().len(),
+            stored,
+        }
+    }
 }
 
 /// `SnapshotGet`: a stored snapshot by id.
-impl TypedTool for GetArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for GetArguments {
     type Output = SnapshotOutput;
-    const TOOL: Declaration = declare("SnapshotGet", "Get snapshot", CACHED_READ, GET);
+    const TOOL: Declaration = declare! { "SnapshotGet", "Get snapshot", CACHED_READ, GET, pooled };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<SnapshotOutput, ToolError> {
-        snapshot_output(&service(&context), &self.id)
+    async fn run(self, context: Call<'_>) -> Answered<SnapshotOutput> {
+        Ok(service(&context).snapshot(&self.id)?.into())
     }
 }
 
@@ -184,24 +172,17 @@ pub struct UpdateArguments {
 
 /// `SnapshotUpdate`: a snapshot's state replaced in place; the old state is gone, so it asks
 /// first.
-impl TypedTool for UpdateArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for UpdateArguments {
     type Output = SnapshotOutput;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare("SnapshotUpdate", "Update snapshot", OVERWRITES, UPDATE)
+    const TOOL: Declaration = declare! {
+        "SnapshotUpdate", "Update snapshot", OVERWRITES, UPDATE, pooled, asks_once
     };
 
-    async fn run(
-        mut self,
-        context: Context<'_, Arc<Snapshots>>,
-    ) -> Result<SnapshotOutput, ToolError> {
-        if self.mvu_strip {
-            strip_mvu_metadata(&mut self.snapshot);
-        }
+    async fn run(self, context: Call<'_>) -> Answered<SnapshotOutput> {
+        let snapshot = without_mvu_metadata(self.snapshot, self.mvu_strip);
         let service = service(&context);
-        service.update(&self.id, &self.snapshot)?;
-        snapshot_output(&service, &self.id)
+        service.update(&self.id, &snapshot)?;
+        Ok(service.snapshot(&self.id)?.into())
     }
 }
 
@@ -220,25 +201,16 @@ pub struct DeletedOutput {
 }
 
 /// `SnapshotDeleteChat`: every snapshot of a chat deleted.
-impl TypedTool for DeleteChatArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for DeleteChatArguments {
     type Output = DeletedOutput;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "SnapshotDeleteChat",
-            "Delete chat snapshots",
-            DESTRUCTIVE,
-            DELETE_CHAT,
-        )
+    const TOOL: Declaration = declare! {
+        "SnapshotDeleteChat", "Delete chat snapshots", DESTRUCTIVE, DELETE_CHAT, pooled, asks_once
     };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<DeletedOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<DeletedOutput> {
         let deleted = service(&context).delete_chat(&self.chat_file)?;
-        Ok(DeletedOutput {
-            chat_file: self.chat_file,
-            deleted,
-        })
+        let chat_file = self.chat_file;
+        Ok(DeletedOutput { chat_file, deleted })
     }
 }
 
@@ -262,28 +234,26 @@ pub struct CleanupOutput {
 }
 
 /// `SnapshotCleanup`: the snapshots of every chat no longer active deleted.
-impl TypedTool for CleanupArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for CleanupArguments {
     type Output = CleanupOutput;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "SnapshotCleanup",
-            "Clean up snapshots",
-            DESTRUCTIVE,
-            CLEANUP,
-        )
+    const TOOL: Declaration = declare! {
+        "SnapshotCleanup", "Clean up snapshots", DESTRUCTIVE, CLEANUP, pooled, asks_once
     };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<CleanupOutput, ToolError> {
-        let removed: Vec<DeletedOutput> = service(&context)
-            .cleanup(&self.active_chat_files, self.all)?
-            .into_iter()
+    async fn run(self, context: Call<'_>) -> Answered<CleanupOutput> {
+        let service = service(&context);
+        Ok(service.cleanup(&self.active_chat_files, self.all)?.into())
+    }
+}
+
+impl From<Vec<(String, u64)>> for CleanupOutput {
+    fn from(removed: Vec<(String, u64)>) -> Self {
+        let removed: Vec<DeletedOutput> = (removed.into_iter())
             .map(|(chat_file, deleted)| DeletedOutput { chat_file, deleted })
             .collect();
-        Ok(CleanupOutput {
+        Self {
             deleted: removed.iter().map(|chat| chat.deleted).sum(),
             removed,
-        })
+        }
     }
 }

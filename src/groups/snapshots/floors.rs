@@ -8,18 +8,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{
-    ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, asked_when, declare,
-    service,
-};
+use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, service};
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::diff::Operation;
 use crate::snapshots::globals::Origin;
 use crate::snapshots::{FloorList, FloorQuery, Reprocessed, Snapshots, Source, Start};
 use crate::store::{Floor, GlobalSnapshot, GlobalSummary};
 use crate::tools::{
-    Caching, Consent, Context, Declaration, ToolError, Truncation, TypedTool, WORKSPACE_VIEW,
-    parse_arguments,
+    Answered, Consent, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, declare, parse_arguments,
 };
 
 const LIST: &str = "List a chat's floors, a page at a time: every stored snapshot of each \
@@ -69,22 +65,25 @@ pub struct ListArguments {
     pub limit: Option<u64>,
 }
 
-/// `SnapshotList`: a chat's floors, or one floor's snapshots.
-impl TypedTool for ListArguments {
-    type Service = Arc<Snapshots>;
-    type Output = FloorList;
-    const TOOL: Declaration = Declaration {
-        view: Some(WORKSPACE_VIEW),
-        ..declare("SnapshotList", "List chat floors", CACHED_READ, LIST)
-    };
-
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<FloorList, ToolError> {
-        let query = FloorQuery {
+impl ListArguments {
+    fn query(&self) -> FloorQuery {
+        FloorQuery {
             message_index: self.message_index,
             from_index: self.from_index,
             limit: self.limit,
-        };
-        Ok(service(&context).floors(&self.chat_file, query)?)
+        }
+    }
+}
+
+/// `SnapshotList`: a chat's floors, or one floor's snapshots.
+impl TypedTool<Arc<Snapshots>> for ListArguments {
+    type Output = FloorList;
+    const TOOL: Declaration = declare! {
+        "SnapshotList", "List chat floors", CACHED_READ, LIST, pooled, view(WORKSPACE_VIEW)
+    };
+
+    async fn run(self, context: Call<'_>) -> Answered<FloorList> {
+        Ok(service(&context).floors(&self.chat_file, self.query())?)
     }
 }
 
@@ -107,12 +106,13 @@ pub struct DiffOutput {
 }
 
 /// `SnapshotDiff`: an RFC 6902 JSON Patch between two states.
-impl TypedTool for DiffArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for DiffArguments {
     type Output = DiffOutput;
-    const TOOL: Declaration = declare("SnapshotDiff", "Diff two snapshots", CACHED_READ, DIFF);
+    const TOOL: Declaration = declare! {
+        "SnapshotDiff", "Diff two snapshots", CACHED_READ, DIFF, pooled
+    };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<DiffOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<DiffOutput> {
         let (from, to, patch) = service(&context).diff(&self.from, &self.to)?;
         Ok(DiffOutput { from, to, patch })
     }
@@ -133,40 +133,33 @@ pub struct ReprocessArguments {
     pub base_id: Option<String>,
 }
 
-/// `SnapshotReprocess`: a chat recomputed from a floor on. Like `SnapshotProcess` it takes
-/// whole chats, so it is neither cached nor cut; it deletes the old snapshots, so it asks first.
-/// Each call stores its snapshots under new ids, so it is not idempotent.
-impl TypedTool for ReprocessArguments {
-    type Service = Arc<Snapshots>;
-    type Output = Reprocessed;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Off,
-        truncation: Truncation::Never,
-        permission: ASKS_FIRST,
-        ..declare(
-            "SnapshotReprocess",
-            "Reprocess chat from a floor",
-            OVERWRITES_OR_ADDS,
-            REPROCESS,
-        )
-    };
-
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Reprocessed, ToolError> {
-        let start = Start {
+impl ReprocessArguments {
+    /// Where reprocessing starts when no earlier floor is bound.
+    fn start(&self) -> Start<'_> {
+        Start {
             character_id: self.character_id.as_deref(),
             template: None,
             base_id: self.base_id.as_deref(),
             first_index: 0,
-        };
+        }
+    }
+}
+
+/// `SnapshotReprocess`: a chat recomputed from a floor on. Like `SnapshotProcess` it takes
+/// whole chats, so it is neither cached nor cut; it deletes the old snapshots, so it asks first.
+/// Each call stores its snapshots under new ids, so it is not idempotent.
+impl TypedTool<Arc<Snapshots>> for ReprocessArguments {
+    type Output = Reprocessed;
+    const TOOL: Declaration = declare! {
+        "SnapshotReprocess", "Reprocess chat from a floor", OVERWRITES_OR_ADDS, REPROCESS,
+        pooled, uncached, whole, asks_once
+    };
+
+    async fn run(self, context: Call<'_>) -> Answered<Reprocessed> {
+        let (start, from) = (self.start(), self.from_index);
         let cancelled = || context.cancellation.is_cancelled();
         let service = service(&context);
-        Ok(service.reprocess(
-            &self.chat_file,
-            self.from_index,
-            &self.messages,
-            &start,
-            &cancelled,
-        )?)
+        Ok(service.reprocess(&self.chat_file, from, &self.messages, &start, &cancelled)?)
     }
 }
 
@@ -178,15 +171,13 @@ pub struct DeleteArguments {
 }
 
 /// `SnapshotDelete`: one chat snapshot deleted; asks first.
-impl TypedTool for DeleteArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for DeleteArguments {
     type Output = Floor;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare("SnapshotDelete", "Delete snapshot", DESTRUCTIVE, DELETE)
+    const TOOL: Declaration = declare! {
+        "SnapshotDelete", "Delete snapshot", DESTRUCTIVE, DELETE, pooled, asks_once
     };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Floor, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<Floor> {
         Ok(service(&context).delete_snapshot(&self.id)?)
     }
 }
@@ -212,29 +203,14 @@ pub struct GlobalSaveArguments {
 
 /// `SnapshotGlobalSave`: a state saved as a labelled global snapshot; overwriting one
 /// (`replace: true` on a label in use) asks first.
-impl TypedTool for GlobalSaveArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for GlobalSaveArguments {
     type Output = GlobalSnapshot;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "SnapshotGlobalSave",
-            "Save global snapshot",
-            OVERWRITES,
-            GLOBAL_SAVE,
-        )
+    const TOOL: Declaration = declare! {
+        "SnapshotGlobalSave", "Save global snapshot", OVERWRITES, GLOBAL_SAVE, pooled, asks_once
     };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<GlobalSnapshot, ToolError> {
-        let origin = match (self.from.as_deref(), self.snapshot) {
-            (Some(reference), None) => Origin::Reference(reference),
-            (None, Some(state)) => Origin::State(state),
-            _ => {
-                return Err(ToolError::invalid(
-                    "give exactly one of `from` (a snapshot id, a global label or template:<characterId>) and `snapshot` (a state)",
-                ));
-            }
-        };
+    async fn run(self, context: Call<'_>) -> Answered<GlobalSnapshot> {
+        let origin = Origin::of(self.from.as_deref(), self.snapshot)?;
         let service = service(&context);
         Ok(service.save_global(&self.label, &self.description, origin, self.replace)?)
     }
@@ -243,9 +219,8 @@ impl TypedTool for GlobalSaveArguments {
     /// call runs); overwriting one is asked.
     fn consent(service: &Arc<Snapshots>, arguments: &Value) -> Result<Consent, ToolError> {
         let arguments: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
-        let replaces = arguments.replace
-            && (service.globals()?.iter()).any(|global| global.label == arguments.label);
-        Ok(asked_when(replaces))
+        let replaces = service.replaces_global(&arguments.label, arguments.replace)?;
+        Ok(Consent::asked_when(replaces))
     }
 }
 
@@ -259,20 +234,13 @@ pub struct GlobalListOutput {
 }
 
 /// `SnapshotGlobalList`: the global snapshots.
-impl TypedTool for NoArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for NoArguments {
     type Output = GlobalListOutput;
-    const TOOL: Declaration = declare(
-        "SnapshotGlobalList",
-        "List global snapshots",
-        CACHED_READ,
-        GLOBAL_LIST,
-    );
+    const TOOL: Declaration = declare! {
+        "SnapshotGlobalList", "List global snapshots", CACHED_READ, GLOBAL_LIST, pooled
+    };
 
-    async fn run(
-        self,
-        context: Context<'_, Arc<Snapshots>>,
-    ) -> Result<GlobalListOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<GlobalListOutput> {
         let globals = service(&context).globals()?;
         Ok(GlobalListOutput { globals })
     }
@@ -286,17 +254,13 @@ pub struct GlobalArguments {
 }
 
 /// `SnapshotGlobalGet`: one global snapshot by id or label.
-impl TypedTool for GlobalArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for GlobalArguments {
     type Output = GlobalSnapshot;
-    const TOOL: Declaration = declare(
-        "SnapshotGlobalGet",
-        "Get global snapshot",
-        CACHED_READ,
-        GLOBAL_GET,
-    );
+    const TOOL: Declaration = declare! {
+        "SnapshotGlobalGet", "Get global snapshot", CACHED_READ, GLOBAL_GET, pooled
+    };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<GlobalSnapshot, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<GlobalSnapshot> {
         Ok(service(&context).global(&self.id)?)
     }
 }
@@ -307,26 +271,14 @@ impl TypedTool for GlobalArguments {
 pub struct GlobalDeleteArguments(pub GlobalArguments);
 
 /// `SnapshotGlobalDelete`: one global snapshot deleted; asks first.
-impl TypedTool for GlobalDeleteArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for GlobalDeleteArguments {
     type Output = GlobalSummary;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "SnapshotGlobalDelete",
-            "Delete global snapshot",
-            DESTRUCTIVE,
-            GLOBAL_DELETE,
-        )
+    const TOOL: Declaration = declare! {
+        "SnapshotGlobalDelete", "Delete global snapshot", DESTRUCTIVE, GLOBAL_DELETE,
+        pooled, asks_once
     };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<GlobalSummary, ToolError> {
-        let deleted = service(&context).delete_global(&self.0.id)?;
-        Ok(GlobalSummary {
-            id: deleted.id,
-            label: deleted.label,
-            description: deleted.description,
-            created_at: deleted.created_at,
-        })
+    async fn run(self, context: Call<'_>) -> Answered<GlobalSummary> {
+        Ok(service(&context).delete_global(&self.0.id)?.into())
     }
 }

@@ -8,13 +8,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{
-    ASKS_FIRST, CACHED_READ, DESTRUCTIVE, OVERWRITES_OR_ADDS, WRITES, asked_when, declare, service,
-};
+use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES_OR_ADDS, WRITES, service};
 use crate::snapshots::Snapshots;
 use crate::snapshots::functions::{Export, Scope, VarFunction};
 use crate::tools::{
-    Consent, Context, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, parse_arguments,
+    Answered, Consent, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, declare, parse_arguments,
 };
 
 const FUNCTION_LIST: &str = "List the state functions: the global library (with the built-ins \
@@ -53,29 +51,16 @@ pub struct FunctionListOutput {
 }
 
 /// `FunctionList`: the global functions, and a character's own.
-impl TypedTool for ScopeArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ScopeArguments {
     type Output = FunctionListOutput;
-    const TOOL: Declaration = Declaration {
-        view: Some(WORKSPACE_VIEW),
-        ..declare(
-            "FunctionList",
-            "List state functions",
-            CACHED_READ,
-            FUNCTION_LIST,
-        )
+    const TOOL: Declaration = declare! {
+        "FunctionList", "List state functions", CACHED_READ, FUNCTION_LIST,
+        pooled, view(WORKSPACE_VIEW)
     };
 
-    async fn run(
-        self,
-        context: Context<'_, Arc<Snapshots>>,
-    ) -> Result<FunctionListOutput, ToolError> {
-        let service = service(&context);
-        let global = service.functions(&Scope::Global)?;
-        let local = match Scope::of(self.character_id.as_deref()) {
-            Scope::Global => None,
-            scope @ Scope::Character(_) => Some(service.functions(&scope)?),
-        };
+    async fn run(self, context: Call<'_>) -> Answered<FunctionListOutput> {
+        let character = self.character_id.as_deref();
+        let (global, local) = service(&context).function_lists(character)?;
         Ok(FunctionListOutput { global, local })
     }
 }
@@ -91,42 +76,24 @@ pub struct UpsertArguments {
 
 /// `FunctionUpsert`: a function created or replaced; replacing one's pattern, executor or
 /// description asks first (the old ones are gone).
-impl TypedTool for UpsertArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for UpsertArguments {
     type Output = VarFunction;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "FunctionUpsert",
-            "Create or replace state function",
-            OVERWRITES_OR_ADDS,
-            FUNCTION_UPSERT,
-        )
+    const TOOL: Declaration = declare! {
+        "FunctionUpsert", "Create or replace state function", OVERWRITES_OR_ADDS, FUNCTION_UPSERT,
+        pooled, asks_once
     };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<VarFunction, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<VarFunction> {
         let scope = Scope::of(self.character_id.as_deref());
         Ok(service(&context).upsert_function(self.function, &scope)?)
     }
 
-    /// A new function destroys nothing, and neither does a call that changes only `enabled`
-    /// or `order` (what `FunctionEnable` and `FunctionReorder` change without asking);
-    /// replacing anything else of a function of its library (a built-in included) is asked.
+    /// Replacing what the user would miss is asked ([`Snapshots::upsert_replaces`]).
     fn consent(service: &Arc<Snapshots>, arguments: &Value) -> Result<Consent, ToolError> {
         let arguments: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
-        let new = arguments.function;
-        let stored = service
-            .functions(&Scope::of(arguments.character_id.as_deref()))?
-            .into_iter()
-            .find(|function| !new.id.is_empty() && function.id == new.id);
-        let replaces = stored.is_some_and(|stored| {
-            VarFunction {
-                enabled: new.enabled,
-                order: new.order,
-                ..stored
-            } != new
-        });
-        Ok(asked_when(replaces))
+        let scope = Scope::of(arguments.character_id.as_deref());
+        let replaces = service.upsert_replaces(&arguments.function, &scope)?;
+        Ok(Consent::asked_when(replaces))
     }
 }
 
@@ -138,20 +105,13 @@ pub struct RemoveArguments {
 }
 
 /// `FunctionRemove`: a function removed by id.
-impl TypedTool for RemoveArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for RemoveArguments {
     type Output = VarFunction;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "FunctionRemove",
-            "Remove state function",
-            DESTRUCTIVE,
-            FUNCTION_REMOVE,
-        )
+    const TOOL: Declaration = declare! {
+        "FunctionRemove", "Remove state function", DESTRUCTIVE, FUNCTION_REMOVE, pooled, asks_once
     };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<VarFunction, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<VarFunction> {
         let scope = Scope::of(self.character_id.as_deref());
         Ok(service(&context).remove_function(&self.id, &scope)?)
     }
@@ -174,41 +134,30 @@ pub struct ImportOutput {
 }
 
 /// `FunctionImport`: functions from the export format, each with a new id, all disabled.
-impl TypedTool for ImportArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ImportArguments {
     type Output = ImportOutput;
-    const TOOL: Declaration = declare(
-        "FunctionImport",
-        "Import state functions",
-        WRITES,
-        FUNCTION_IMPORT,
-    );
+    const TOOL: Declaration = declare! {
+        "FunctionImport", "Import state functions", WRITES, FUNCTION_IMPORT, pooled
+    };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<ImportOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<ImportOutput> {
         let scope = Scope::of(self.character_id.as_deref());
-        let imported = service(&context).import(export_of(self.data)?, &scope)?;
-        Ok(ImportOutput {
+        Ok(service(&context)
+            .import(Export::parse(self.data)?, &scope)?
+            .into())
+    }
+}
+
+impl From<Vec<VarFunction>> for ImportOutput {
+    fn from(imported: Vec<VarFunction>) -> Self {
+        Self {
             note: format!(
                 "{} functions imported, all disabled: enable each with FunctionUpsert after reviewing it",
                 imported.len()
             ),
             imported,
-        })
+        }
     }
-}
-
-/// The export, given as an object or as its JSON text.
-fn export_of(data: Value) -> Result<Export, ToolError> {
-    let data = match data {
-        Value::String(text) => serde_json::from_str(&text)
-            .map_err(|error| ToolError::invalid(format!("`data` is not JSON: {error}")))?,
-        other => other,
-    };
-    serde_json::from_value(data).map_err(|error| {
-        ToolError::invalid(format!(
-            "`data` is not a function export ({{\"version\": \"1.0\", \"functions\": [...]}}): {error}"
-        ))
-    })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -220,17 +169,13 @@ pub struct ExportArguments {
 }
 
 /// `FunctionExport`: functions in the shareable format.
-impl TypedTool for ExportArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ExportArguments {
     type Output = Export;
-    const TOOL: Declaration = declare(
-        "FunctionExport",
-        "Export state functions",
-        CACHED_READ,
-        FUNCTION_EXPORT,
-    );
+    const TOOL: Declaration = declare! {
+        "FunctionExport", "Export state functions", CACHED_READ, FUNCTION_EXPORT, pooled
+    };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Export, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<Export> {
         let scope = Scope::of(self.character_id.as_deref());
         Ok(service(&context).export(self.ids.as_deref(), &scope)?)
     }

@@ -9,13 +9,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{OVERWRITES, annotations, declare, service};
+use super::{Call, OVERWRITES, service};
 use crate::snapshots::functions::{Scope, VarFunction};
-use crate::snapshots::{Snapshots, TestBase, Tested};
-use crate::tools::{Annotations, Caching, Context, Declaration, ToolError, Truncation, TypedTool};
+use crate::snapshots::{Snapshots, Tested};
+use crate::tools::{Annotations, Answered, Declaration, TypedTool, declare};
 
 /// Reads only, and stores nothing (not even its result as a variable).
-const READS: Annotations = annotations(true, false, true);
+const READS: Annotations = Annotations::READ_ONLY;
 
 const MOVE: &str = "Move a state function (by id, or by name when unique) from one library to \
     another: from the global library or `characterId`'s, to the global library or \
@@ -60,25 +60,17 @@ pub struct MovedOutput {
 }
 
 /// `FunctionMove`: a function moved between the global library and a character's.
-impl TypedTool for MoveArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for MoveArguments {
     type Output = MovedOutput;
-    const TOOL: Declaration = declare(
-        "FunctionMove",
-        "Move state function between libraries",
-        OVERWRITES,
-        MOVE,
-    );
+    const TOOL: Declaration = declare! {
+        "FunctionMove", "Move state function between libraries", OVERWRITES, MOVE, pooled
+    };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<MovedOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<MovedOutput> {
         let from = Scope::of(self.character_id.as_deref());
         let to = Scope::of(self.to_character_id.as_deref());
         let function = service(&context).move_function(&self.id, &from, &to)?;
-        Ok(MovedOutput {
-            function,
-            from: from.key(),
-            to: to.key(),
-        })
+        Ok(MovedOutput::new(function, &from, &to))
     }
 }
 
@@ -98,17 +90,13 @@ pub struct FunctionsOutput {
 }
 
 /// `FunctionReorder`: a library in a new running order.
-impl TypedTool for ReorderArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for ReorderArguments {
     type Output = FunctionsOutput;
-    const TOOL: Declaration = declare(
-        "FunctionReorder",
-        "Reorder state functions",
-        OVERWRITES,
-        REORDER,
-    );
+    const TOOL: Declaration = declare! {
+        "FunctionReorder", "Reorder state functions", OVERWRITES, REORDER, pooled
+    };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<FunctionsOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<FunctionsOutput> {
         let scope = Scope::of(self.character_id.as_deref());
         let functions = service(&context).reorder(&self.ids, &scope)?;
         Ok(FunctionsOutput { functions })
@@ -127,17 +115,13 @@ pub struct EnableArguments {
 }
 
 /// `FunctionEnable`: functions turned on or off in bulk.
-impl TypedTool for EnableArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for EnableArguments {
     type Output = FunctionsOutput;
-    const TOOL: Declaration = declare(
-        "FunctionEnable",
-        "Enable or disable state functions",
-        OVERWRITES,
-        ENABLE,
-    );
+    const TOOL: Declaration = declare! {
+        "FunctionEnable", "Enable or disable state functions", OVERWRITES, ENABLE, pooled
+    };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<FunctionsOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<FunctionsOutput> {
         let scope = Scope::of(self.character_id.as_deref());
         let functions = service(&context).set_enabled(&self.ids, self.enabled, &scope)?;
         Ok(FunctionsOutput { functions })
@@ -162,29 +146,26 @@ pub struct TestArguments {
 
 /// `FunctionTest`: a dry run over a text. It is neither cached nor cut: it stores nothing, and
 /// its steps are what the caller asked to see.
-impl TypedTool for TestArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for TestArguments {
     type Output = Tested;
-    const TOOL: Declaration = Declaration {
-        caching: Caching::Off,
-        truncation: Truncation::Never,
-        ..declare(
-            "FunctionTest",
-            "Test state functions on a text",
-            READS,
-            TEST,
-        )
+    const TOOL: Declaration = declare! {
+        "FunctionTest", "Test state functions on a text", READS, TEST, pooled, uncached, whole
     };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Tested, ToolError> {
-        let base = match self.snapshot {
-            None => TestBase::Template,
-            Some(Value::String(id)) => TestBase::Snapshot(id),
-            Some(state) => TestBase::State(state),
-        };
-        let character = self.character_id.as_deref();
+    async fn run(self, context: Call<'_>) -> Answered<Tested> {
+        let (base, character) = (self.snapshot.into(), self.character_id.as_deref());
         let cancelled = || context.cancellation.is_cancelled();
         let service = service(&context);
         Ok(service.test(&self.text, base, character, self.function, &cancelled)?)
+    }
+}
+
+impl MovedOutput {
+    fn new(function: VarFunction, from: &Scope, to: &Scope) -> Self {
+        Self {
+            function,
+            from: from.key(),
+            to: to.key(),
+        }
     }
 }

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{OVERWRITES, declare, service};
+use super::{Call, OVERWRITES, service};
 use crate::snapshots::Snapshots;
 use crate::snapshots::switches::{Setting, Switches};
-use crate::tools::{Context, Declaration, ToolError, TypedTool};
+use crate::tools::{Answered, Declaration, TypedTool, declare};
 
 const SWITCH: &str = "Switch state processing on or off for a chat (`chatFile`) or a character \
     (`characterId`); `inherit` removes the setting. A chat's setting wins over its character's; \
@@ -28,17 +28,13 @@ pub struct SwitchArguments {
 }
 
 /// `SnapshotEnable`: a chat's or a character's processing switched; answers every switch set.
-impl TypedTool for SwitchArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for SwitchArguments {
     type Output = Switches;
-    const TOOL: Declaration = declare(
-        "SnapshotEnable",
-        "Switch chat state processing on or off",
-        OVERWRITES,
-        SWITCH,
-    );
+    const TOOL: Declaration = declare! {
+        "SnapshotEnable", "Switch chat state processing on or off", OVERWRITES, SWITCH, pooled
+    };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<Switches, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<Switches> {
         let (chat, character) = (self.chat_file.as_deref(), self.character_id.as_deref());
         Ok(service(&context).set_switch(chat, character, self.setting)?)
     }

@@ -7,10 +7,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ASKS_FIRST, CACHED_READ, OVERWRITES, asked_when, declare, service};
+use super::{CACHED_READ, Call, OVERWRITES, service};
 use crate::snapshots::Snapshots;
-use crate::snapshots::builtins::strip_mvu_metadata;
-use crate::tools::{Consent, Context, Declaration, ToolError, TypedTool, parse_arguments};
+use crate::snapshots::builtins::without_mvu_metadata;
+use crate::tools::{
+    Answered, Consent, Declaration, ToolError, TypedTool, declare, parse_arguments,
+};
 
 const TEMPLATE_GET: &str = "Read a character's template: the state a chat starts from.";
 
@@ -34,22 +36,15 @@ pub struct TemplateOutput {
 }
 
 /// `TemplateGet`: a character's template.
-impl TypedTool for TemplateGetArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for TemplateGetArguments {
     type Output = TemplateOutput;
-    const TOOL: Declaration = declare(
-        "TemplateGet",
-        "Get character template",
-        CACHED_READ,
-        TEMPLATE_GET,
-    );
+    const TOOL: Declaration = declare! {
+        "TemplateGet", "Get character template", CACHED_READ, TEMPLATE_GET, pooled
+    };
 
-    async fn run(self, context: Context<'_, Arc<Snapshots>>) -> Result<TemplateOutput, ToolError> {
+    async fn run(self, context: Call<'_>) -> Answered<TemplateOutput> {
         let template = service(&context).template(&self.character_id)?;
-        Ok(TemplateOutput {
-            character_id: self.character_id,
-            template: template.unwrap_or(Value::Null),
-        })
+        Ok(TemplateOutput::new(self.character_id, template))
     }
 }
 
@@ -66,38 +61,32 @@ pub struct TemplateSetArguments {
 }
 
 /// `TemplateSet`: a character's template set; replacing one asks first.
-impl TypedTool for TemplateSetArguments {
-    type Service = Arc<Snapshots>;
+impl TypedTool<Arc<Snapshots>> for TemplateSetArguments {
     type Output = TemplateOutput;
-    const TOOL: Declaration = Declaration {
-        permission: ASKS_FIRST,
-        ..declare(
-            "TemplateSet",
-            "Set character template",
-            OVERWRITES,
-            TEMPLATE_SET,
-        )
+    const TOOL: Declaration = declare! {
+        "TemplateSet", "Set character template", OVERWRITES, TEMPLATE_SET, pooled, asks_once
     };
 
-    async fn run(
-        mut self,
-        context: Context<'_, Arc<Snapshots>>,
-    ) -> Result<TemplateOutput, ToolError> {
-        if self.mvu_strip {
-            strip_mvu_metadata(&mut self.template);
-        }
-        service(&context).set_template(&self.character_id, &self.template)?;
-        Ok(TemplateOutput {
-            character_id: self.character_id,
-            template: self.template,
-        })
+    async fn run(self, context: Call<'_>) -> Answered<TemplateOutput> {
+        let template = without_mvu_metadata(self.template, self.mvu_strip);
+        service(&context).set_template(&self.character_id, &template)?;
+        Ok(TemplateOutput::new(self.character_id, Some(template)))
     }
 
     /// A character's first template destroys nothing; replacing one is asked.
     fn consent(service: &Arc<Snapshots>, arguments: &Value) -> Result<Consent, ToolError> {
         let arguments: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
-        Ok(asked_when(
-            service.template(&arguments.character_id)?.is_some(),
-        ))
+        let replaces = service.template(&arguments.character_id)?.is_some();
+        Ok(Consent::asked_when(replaces))
+    }
+}
+
+impl TemplateOutput {
+    /// A character's template; none stored is answered as absent.
+    fn new(character_id: String, template: Option<Value>) -> Self {
+        Self {
+            character_id,
+            template: template.unwrap_or(Value::Null),
+        }
     }
 }
