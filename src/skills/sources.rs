@@ -200,15 +200,10 @@ fn https_location(repository: &str) -> Result<(String, Option<&str>), String> {
                 .to_owned(),
         );
     }
-    // What a URL parser reads as this same host: letters, digits, `-` and `.`, a port after
-    // `:`, an IPv6 address in brackets. Anything else (a control character, an escape, a
-    // name outside ASCII) is read differently by the HTTP client than by the allowlist.
-    let host_characters =
-        |character: char| character.is_ascii_alphanumeric() || "-.:[]".contains(character);
-    if host.is_empty() || !host.chars().all(host_characters) {
+    if !is_host(host) {
         return Err(format!(
             "`{}` is not a host name; write it in ASCII letters, digits, `-` and `.` (a name \
-             in another script in its `xn--` form)",
+             in another script in its `xn--` form), with a port after `:` if it needs one",
             host.escape_debug()
         ));
     }
@@ -231,6 +226,23 @@ fn https_location(repository: &str) -> Result<(String, Option<&str>), String> {
         ));
     }
     Ok((format!("{}/{path}", host.to_lowercase()), reference))
+}
+
+/// Whether a URL parser (the HTTP client's) reads `host` as this same host: letters, digits,
+/// `-` and `.` (or an IPv6 address in brackets), and a port; not a control character, an
+/// escape or a name outside ASCII, which the client would read otherwise than the allowlist.
+fn is_host(host: &str) -> bool {
+    let plain = host
+        .chars()
+        .all(|character| character.is_ascii_alphanumeric() || "-.:[]".contains(character));
+    let Ok(parsed) = url::Url::parse(&format!("https://{host}/")) else {
+        return false;
+    };
+    let name = match parsed.port() {
+        Some(port) => format!("{}:{port}", parsed.host_str().unwrap_or_default()),
+        None => parsed.host_str().unwrap_or_default().to_owned(),
+    };
+    plain && !host.is_empty() && name == host.to_lowercase()
 }
 
 /// Rounds of percent-decoding a repository path goes through: servers that decode twice see
@@ -560,6 +572,8 @@ mod tests {
             "git+https://github.c\u{16}\0\0/r(po@v2",
             "git+https://gith%75b.com/org/repo@v1",
             "git+https://bücher.example/org/repo@v1",
+            "git+https://Gi[Hub.com/Org/Repo.git@main#skills/sub",
+            "git+https://host:99999/org/repo@v1",
         ]
         .iter()
         .map(|spec| problem(spec))
@@ -567,12 +581,15 @@ mod tests {
         assert_eq!(
             refusals,
             [
-                "bad skill source `git+https://github.c\u{16}\0\0/r(po@v2`: `github.c\\u{16}\\0\\0` is not a host name; write it in ASCII letters, digits, `-` and `.` (a name in another script in its `xn--` form)",
-                "bad skill source `git+https://gith%75b.com/org/repo@v1`: `gith%75b.com` is not a host name; write it in ASCII letters, digits, `-` and `.` (a name in another script in its `xn--` form)",
-                "bad skill source `git+https://bücher.example/org/repo@v1`: `bücher.example` is not a host name; write it in ASCII letters, digits, `-` and `.` (a name in another script in its `xn--` form)",
+                "bad skill source `git+https://github.c\u{16}\0\0/r(po@v2`: `github.c\\u{16}\\0\\0` is not a host name; write it in ASCII letters, digits, `-` and `.` (a name in another script in its `xn--` form), with a port after `:` if it needs one",
+                "bad skill source `git+https://gith%75b.com/org/repo@v1`: `gith%75b.com` is not a host name; write it in ASCII letters, digits, `-` and `.` (a name in another script in its `xn--` form), with a port after `:` if it needs one",
+                "bad skill source `git+https://bücher.example/org/repo@v1`: `bücher.example` is not a host name; write it in ASCII letters, digits, `-` and `.` (a name in another script in its `xn--` form), with a port after `:` if it needs one",
+                "bad skill source `git+https://Gi[Hub.com/Org/Repo.git@main#skills/sub`: `Gi[Hub.com` is not a host name; write it in ASCII letters, digits, `-` and `.` (a name in another script in its `xn--` form), with a port after `:` if it needs one",
+                "bad skill source `git+https://host:99999/org/repo@v1`: `host:99999` is not a host name; write it in ASCII letters, digits, `-` and `.` (a name in another script in its `xn--` form), with a port after `:` if it needs one",
             ]
         );
         assert!(Source::parse("git+https://[::1]:8443/org/repo@v1").is_ok());
+        assert!(Source::parse("git+https://GitHub.com:8443/org/repo@v1").is_ok());
     }
 
     #[test]
