@@ -48,16 +48,8 @@ pub(crate) fn database() -> Option<String> {
         DATABASES.fetch_add(1, Ordering::Relaxed)
     );
     let created = server
-        .command("createdb")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &server.port.to_string(),
-            "-U",
-            "postgres",
-            &name,
-        ])
+        .client("createdb")
+        .arg(&name)
         .status()
         .map_err(|error| error.to_string())
         .and_then(|status| {
@@ -87,15 +79,7 @@ pub(crate) fn drop_database(url: &str) {
     };
     let name = url.rsplit('/').next().unwrap_or_default();
     let status = server
-        .command("dropdb")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &server.port.to_string(),
-            "-U",
-            "postgres",
-        ])
+        .client("dropdb")
         .args(["--force", name])
         .status()
         .unwrap_or_else(|error| panic!("cannot run dropdb: {error}"));
@@ -103,6 +87,20 @@ pub(crate) fn drop_database(url: &str) {
 }
 
 impl Server {
+    /// A client program of PostgreSQL's, pointed at this server as `postgres`.
+    fn client(&self, tool: &str) -> Command {
+        let mut command = self.command(tool);
+        command.args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &self.port.to_string(),
+            "-U",
+            "postgres",
+        ]);
+        command
+    }
+
     fn command(&self, tool: &str) -> Command {
         let program = self.bin.join(tool);
         match &self.user {
