@@ -93,7 +93,7 @@ pub struct Switched {
 }
 
 impl View<'_> {
-    /// Applies `switch`, if any (see [`Switch::apply`] for `keeper`), then the overview: of the
+    /// Applies `switch`, if any (see `Switch::apply` for `keeper`), then the overview: of the
     /// group it changed, or of every group.
     pub fn list_or_switch(
         &self,

@@ -38,7 +38,7 @@ pub enum Runs {
 /// A tool's declaration as constant data; the schemas come from its argument and answer types.
 /// [`Declaration::new`] gives the default handling (auto-approved, cached durably, cut to the configured
 /// limit, `†` resolved, on the session); a tool changes what differs with the `const` builder
-/// methods below (`Declaration::new(…).asks_once().pooled()`), or, in one line, with [`declare!`].
+/// methods below (`Declaration::new(…).asks_once().pooled()`), or, in one line, with `declare!`.
 #[derive(Debug, Clone, Copy)]
 pub struct Declaration {
     pub name: &'static str,
