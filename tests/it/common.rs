@@ -461,6 +461,18 @@ pub(crate) async fn call(client: &Client, tool: &str, arguments: Value) -> CallT
     result
 }
 
+/// A `tools/call` the server answers with a JSON-RPC error: that error, as the client shows it.
+pub(crate) async fn call_error(client: &Client, tool: &str, arguments: Value) -> String {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+        .expect_err("a JSON-RPC error")
+        .to_string()
+}
+
 /// A session's output schemas by tool name (`None`: the tool declares none), compiled once.
 type OutputSchemas = Arc<Mutex<HashMap<String, Option<Arc<jsonschema::Validator>>>>>;
 
@@ -532,20 +544,7 @@ pub(crate) fn is_error(result: &CallToolResult) -> bool {
 /// Compares `actual` with a golden JSON file; `UPDATE_GOLDEN=1` rewrites the file instead.
 pub(crate) fn assert_golden(relative: &str, actual: &Value) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
-    let rendered = serde_json::to_string_pretty(actual).unwrap() + "\n";
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, rendered).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_GOLDEN=1", path.display()));
-    pretty_assertions::assert_eq!(
-        expected,
-        rendered,
-        "{} drifted: run with UPDATE_GOLDEN=1 if intended",
-        path.display()
-    );
+    compare_with_golden(&path, serde_json::to_string_pretty(actual).unwrap() + "\n");
 }
 
 /// Compares a whole text with a golden file (`tests/golden/<relative>`); `UPDATE_GOLDEN=1`
@@ -559,12 +558,17 @@ pub(crate) fn assert_golden_text(relative: &str, actual: &str) {
     if !rendered.ends_with('\n') {
         rendered.push('\n');
     }
+    compare_with_golden(&path, rendered);
+}
+
+/// `rendered` against the golden file at `path`, or, with `UPDATE_GOLDEN=1`, written there.
+fn compare_with_golden(path: &Path, rendered: String) {
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, rendered).unwrap();
+        std::fs::write(path, rendered).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path)
+    let expected = std::fs::read_to_string(path)
         .unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_GOLDEN=1", path.display()));
     pretty_assertions::assert_eq!(
         expected,

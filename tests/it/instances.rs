@@ -601,18 +601,12 @@ async fn a_write_that_never_wins_gives_up_after_its_deadline_and_changes_nothing
         .await
         .unwrap();
     let started = std::time::Instant::now();
-    let refused = writer
-        .call_tool(
-            rmcp::model::CallToolRequestParams::new("WriteVar").with_arguments(
-                json!({"name": "contended", "value": "never"})
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-            ),
-        )
-        .await
-        .unwrap_err()
-        .to_string();
+    let refused = crate::common::call_error(
+        &writer,
+        "WriteVar",
+        json!({"name": "contended", "value": "never"}),
+    )
+    .await;
     let waited = started.elapsed();
     assert!(
         refused.contains("before this write for 5 s")

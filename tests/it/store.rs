@@ -479,18 +479,8 @@ async fn a_failing_store_is_reported_without_where_it_is() {
     let written = call(&client, "WriteVar", json!({"name": "a", "value": "1"})).await;
     assert!(!is_error(&written), "{}", text(&written));
     crate::postgres_server::drop_database(&place.store[1]);
-    let failed = client
-        .call_tool(
-            rmcp::model::CallToolRequestParams::new("WriteVar").with_arguments(
-                json!({"name": "b", "value": "2"})
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-            ),
-        )
-        .await
-        .unwrap_err()
-        .to_string();
+    let failed =
+        crate::common::call_error(&client, "WriteVar", json!({"name": "b", "value": "2"})).await;
     let database = place.store[1].rsplit('/').next().unwrap();
     assert!(
         !failed.contains("127.0.0.1")
