@@ -31,8 +31,11 @@ fuzz_target!(|spec: &str| {
     if source.allowed(Some(&[ALLOWED.to_owned()])).is_ok() {
         assert!(
             // Host and organization compare as GitHub does: without case.
-            fetched.host_str() == Some("github.com")
-                && fetched.path().to_lowercase().starts_with("/org/"),
+            fetched.host_str() == Some("github.com") && {
+                let path = fetched.path().to_lowercase();
+                // The entry itself, or a folder under it.
+                path == "/org" || path.starts_with("/org/")
+            },
             "{spec}: allowed, but fetched from {fetched}"
         );
     }
