@@ -276,6 +276,13 @@ fn decoded(path: &str) -> Result<String, String> {
     if path.contains(['\\', '\0']) || path.chars().any(char::is_control) {
         return Err("holds a `\\` or a control character".to_owned());
     }
+    // A URL ends its path at `?` or `#`: `org/..?evil/repo` would be fetched as `/` (the `..`
+    // taken back) with a query, outside the allowlisted `org/` (found by the fuzz target).
+    if path.contains(['?', '#']) {
+        return Err(
+            "holds a `?` or `#` (escaped or not), which would end the path in a URL".to_owned(),
+        );
+    }
     Ok(path)
 }
 
@@ -590,6 +597,10 @@ mod tests {
         );
         assert!(Source::parse("git+https://[::1]:8443/org/repo@v1").is_ok());
         assert!(Source::parse("git+https://GitHub.com:8443/org/repo@v1").is_ok());
+        for path in ["org/..%3fevil/repo", "org/..?evil/repo", "org/%253F/repo"] {
+            let refused = problem(&format!("git+https://github.com/{path}@v1"));
+            assert!(refused.contains("holds a `?` or `#`"), "{path}: {refused}");
+        }
     }
 
     #[test]
