@@ -80,8 +80,8 @@ pub struct Step {
     /// The arguments as parsed (absent for passive functions and calls that could not be read).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Vec<Value>>,
-    /// Why this step failed or did nothing; empty when it applied.
-    pub errors: Vec<String>,
+    /// Why this step failed or did nothing: indexes into the answer's `errors`; empty if it applied.
+    pub errors: Vec<usize>,
     /// The state after this step.
     #[schemars(extend("type" = "object"))]
     pub snapshot: Value,
@@ -316,10 +316,7 @@ fn step(
         kind,
         position,
         arguments,
-        errors: outcome.errors[failed_before..]
-            .iter()
-            .map(|error| error.message.clone())
-            .collect(),
+        errors: (failed_before..outcome.errors.len()).collect(),
         snapshot: snapshot.clone(),
     }
 }
