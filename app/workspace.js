@@ -662,10 +662,12 @@ function showTested(tested) {
     item.append(span("op replace", step.function));
     const where = step.position === undefined ? step.kind : `at ${step.position}`;
     item.append(document.createTextNode(`${where}${step.arguments ? ` (${step.arguments.map((argument) => JSON.stringify(argument)).join(", ")})` : ""}`));
-    for (const error of step.errors) item.append(document.createElement("br"), span("step-error", error));
+    // A step names its failures by their index in `tested.errors`, which holds each text once.
+    for (const index of step.errors) item.append(document.createElement("br"), span("step-error", tested.errors[index]?.message ?? ""));
     return item;
   });
-  for (const error of tested.errors.filter((error) => !tested.steps.some((step) => step.errors.includes(error.message)))) {
+  const shown = new Set(tested.steps.flatMap((step) => step.errors));
+  for (const error of tested.errors.filter((_, index) => !shown.has(index))) {
     const item = document.createElement("li");
     item.append(span("step-error", `${error.function}: ${error.message}${error.suggestion ? ` (did you mean ${error.suggestion}?)` : ""}`));
     items.push(item);
