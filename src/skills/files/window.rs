@@ -71,21 +71,19 @@ pub(super) fn cut(
             if more && !count_all {
                 break 'reading;
             }
-            block.copy_within(valid..filled, 0);
-            carried = filled - valid;
-            continue;
-        }
-        for character in decoded.chars() {
-            if index >= stop {
-                more = true;
-                if !count_all {
-                    break 'reading;
+        } else {
+            for character in decoded.chars() {
+                if index >= stop {
+                    more = true;
+                    if !count_all {
+                        break 'reading;
+                    }
+                } else if index >= start {
+                    text.push(character);
+                    taken += 1;
                 }
-            } else if index >= start {
-                text.push(character);
-                taken += 1;
+                index += 1;
             }
-            index += 1;
         }
         block.copy_within(valid..filled, 0);
         carried = filled - valid;
