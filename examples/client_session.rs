@@ -134,6 +134,8 @@ async fn main() -> anyhow::Result<()> {
     let binary = server_binary(options.server)?;
     let mut command = Command::new(&binary);
     command.args(["--store", "memory", "--log-level", "warn"]);
+    // The default groups, and the chat snapshot tools the chat part of the session uses.
+    command.args(["--groups", "default,snapshots"]);
     if let Some(skills) = &options.skills {
         command.arg("--skills").arg(skills);
     }

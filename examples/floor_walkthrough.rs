@@ -137,6 +137,8 @@ async fn main() -> anyhow::Result<()> {
     let binary = server_binary()?;
     let mut command = Command::new(&binary);
     command.args(["--store", "memory", "--log-level", "warn"]);
+    // The default groups, and the chat snapshot tools this walkthrough is about.
+    command.args(["--groups", "default,snapshots"]);
     let transport = TokioChildProcess::new(command)
         .with_context(|| format!("cannot start {}", binary.display()))?;
     let client = Approving

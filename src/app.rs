@@ -32,7 +32,7 @@ use crate::vars::{Clock, SystemClock};
 
 pub mod settings;
 
-use crate::workspace::{self, Workspace};
+use crate::workspace::{self, Target, Workspace};
 pub use settings::Settings;
 
 /// Why the application could not be built.
@@ -108,6 +108,9 @@ pub struct App {
     /// The configured workspace, as the one user of a stdio server works in it.
     default: Arc<Space>,
     opener: Opener,
+    /// Whether a workspace opened later keeps the snapshot tools on when it holds snapshots
+    /// (the configuration does not say, and the group is off by default).
+    keep_snapshot_tools: bool,
     /// Every workspace opened so far, by name (the default one too): one per process.
     workspaces: Arc<Mutex<HashMap<String, Arc<Workspace>>>>,
     /// Every space built so far besides the default, by workspace and caller.
@@ -175,6 +178,11 @@ impl App {
             let enabled = !group.configurable || config.group_enabled(group.name, group.enabled);
             executor.register_group((group.build)(&services), enabled)?;
         }
+        let keep_snapshot_tools = !config.groups.contains_key(groups::snapshots::GROUP)
+            && groups::enabled_by_default(groups::snapshots::GROUP) == Some(false);
+        if keep_snapshot_tools {
+            keep_snapshot_tools_on(&workspace, &snapshots);
+        }
         let (upstreams, reload) = start_upstreams(config, &executor)?;
         let tool_watch = serve_tool_folders(&executor, config);
         for tool in &config.disabled_tools {
@@ -193,6 +201,7 @@ impl App {
         Ok(Self {
             default,
             opener,
+            keep_snapshot_tools,
             workspaces,
             spaces: Mutex::default(),
             shelf,
@@ -263,6 +272,9 @@ impl App {
             return Ok(Arc::clone(workspace));
         }
         let workspace = Arc::new(self.opener.open(name)?);
+        if self.keep_snapshot_tools {
+            keep_snapshot_tools_on(&workspace, &self.default.snapshots.of(name));
+        }
         workspaces.insert(name.to_owned(), Arc::clone(&workspace));
         Ok(workspace)
     }
@@ -482,6 +494,30 @@ fn update_sources(sources: &[Checkout]) -> bool {
         }
     }
     changed
+}
+
+/// The chat snapshot tools were on by default before; a workspace that holds snapshots,
+/// templates or functions, and has no switch of its own for them, keeps them on: the switch is
+/// stored (`ToolGroups` shows it, and turns it off), and the log says so once.
+fn keep_snapshot_tools_on(workspace: &Workspace, snapshots: &Snapshots) {
+    let group = groups::snapshots::GROUP;
+    if workspace.switches().group(group).is_some() {
+        return;
+    }
+    match snapshots.hold_anything() {
+        Ok(false) => {}
+        Ok(true) => {
+            let kept = workspace.set_tool_switch(Target::Group(group.to_owned()), true);
+            match kept {
+                Ok(()) => tracing::info!(
+                    "workspace {}: the `{group}` tools stay on, as it holds chat snapshots, templates or functions (the group is off by default now; `ToolGroups` turns it off)",
+                    workspace.name()
+                ),
+                Err(error) => tracing::warn!(%error, "cannot keep the `{group}` tools on"),
+            }
+        }
+        Err(error) => tracing::warn!(%error, "cannot tell whether the workspace holds snapshots"),
+    }
 }
 
 /// Whether the built-in group `name` starts on: as the configuration's `[groups]` says, else

@@ -49,7 +49,8 @@ pub const BUILT_IN_GROUPS: [BuiltIn; 7] = [
     },
     built_in(vars::GROUP, true, |_| vars::group()),
     built_in(plans::GROUP, true, |_| plans::group()),
-    built_in(snapshots::GROUP, true, |services| {
+    // Chat snapshots serve role-play front ends: `--groups default,snapshots`.
+    built_in(snapshots::GROUP, false, |services| {
         snapshots::group(services.snapshots)
     }),
     built_in(skills::GROUP, true, |services| {
@@ -130,12 +131,12 @@ mod tests {
     }
 
     #[test]
-    fn only_the_scripts_group_starts_off() {
+    fn the_snapshots_and_scripts_groups_start_off() {
         let off: Vec<&str> = BUILT_IN
             .into_iter()
             .filter(|name| enabled_by_default(name) == Some(false))
             .collect();
-        assert_eq!(off, ["scripts"]);
+        assert_eq!(off, ["snapshots", "scripts"]);
         assert_eq!(enabled_by_default("not-a-group"), None);
     }
 }

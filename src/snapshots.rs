@@ -526,6 +526,14 @@ impl Snapshots {
         Ok(self.store.chats(&self.workspace)?)
     }
 
+    /// Whether the workspace holds chat snapshots, templates or functions: a workspace that
+    /// does keeps the snapshot tools on when their group became off by default.
+    pub fn hold_anything(&self) -> Result<bool, Error> {
+        Ok(!self.chats()?.is_empty()
+            || !self.store.template_characters(&self.workspace)?.is_empty()
+            || !self.store.function_scopes(&self.workspace)?.is_empty())
+    }
+
     /// The ids of a chat's snapshots, by message and swipe.
     pub fn snapshot_ids(&self, chat_file: &str) -> Result<Vec<String>, Error> {
         Ok(self.store.snapshot_ids(&self.workspace, chat_file)?)

@@ -27,6 +27,8 @@ pub enum Error {
         "git skill sources are copied into the data folder, and none was found: set XDG_DATA_HOME or HOME, or pass --data-dir"
     )]
     NoDataFolder,
+    #[error("{0}")]
+    Groups(String),
 }
 
 /// One configured skill root.
@@ -134,6 +136,9 @@ impl Settings {
             config.metrics = file.metrics.listen;
         }
         config.log_format = cli.log_format.or(file.log_format).unwrap_or_default();
+        if let Some(listed) = &cli.groups {
+            config.groups.extend(groups_listed(listed)?);
+        }
         Ok(config)
     }
 
@@ -256,6 +261,34 @@ impl Settings {
     pub fn group_enabled(&self, group: &str, default: bool) -> bool {
         self.groups.get(group).copied().unwrap_or(default)
     }
+}
+
+/// What `--groups LIST` switches: every built-in group on when listed (by name, or as one of
+/// `default` or `all`) and off otherwise; other names (script folders, MCP servers) on.
+fn groups_listed(listed: &[String]) -> Result<BTreeMap<String, bool>, Error> {
+    let mut groups = BTreeMap::new();
+    let listed: Vec<&str> = listed.iter().map(|name| name.trim()).collect();
+    if let Some(empty) = listed.iter().position(|name| name.is_empty()) {
+        return Err(Error::Groups(format!(
+            "--groups: item {} is empty; give group names separated by commas, or `default` or `all`",
+            empty + 1
+        )));
+    }
+    for group in crate::groups::BUILT_IN_GROUPS
+        .iter()
+        .filter(|group| group.configurable)
+    {
+        let on = listed.iter().any(|&name| {
+            name == group.name || name == "all" || (name == "default" && group.enabled)
+        });
+        groups.insert(group.name.to_owned(), on);
+    }
+    for name in listed {
+        if !matches!(name, "all" | "default") {
+            groups.insert(name.to_owned(), true);
+        }
+    }
+    Ok(groups)
 }
 
 /// The configured skill roots: folders as they are, git sources read, checked against the

@@ -10,6 +10,7 @@ Examples:
   synapse-mcp                                  serve over stdio with the embedded defaults
   synapse-mcp --config ~/.config/synapse-mcp/config.toml
   synapse-mcp --workspace research -v          a separate workspace, debug logs on stderr
+  synapse-mcp --groups default,snapshots       the default groups and the chat snapshot tools
   synapse-mcp --skills ./my-skills --skills ~/team-skills
   synapse-mcp --skills git+https://github.com/org/skills@v1.2#skills
   synapse-mcp skills update                    fetch the git skill sources again
@@ -34,6 +35,12 @@ pub struct Cli {
     /// it is a tool group (see docs/script-tools.md).
     #[arg(long = "tools", value_name = "DIR", global = true)]
     pub tools: Vec<PathBuf>,
+    /// The tool groups to serve, comma-separated: group names, `default` (variables, plans,
+    /// skills and `ToolGroups`) and `all` (every built-in group); the built-in groups not
+    /// named are off. Replaces the config file's `[groups]` for the built-in groups. The model
+    /// can switch groups on and off with `ToolGroups`.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', global = true)]
+    pub groups: Option<Vec<String>>,
     /// Also serve the project's skills (./.agents/skills, ./.claude/skills), which win over
     /// all others. Project skills are untrusted until you say so.
     #[arg(long, global = true)]

@@ -35,6 +35,8 @@ pub(super) fn list(executor: &Executor) -> Vec<WireTool> {
 pub(super) fn wire_tool(tool: &dyn Tool) -> WireTool {
     let definition = tool.definition();
     let mut schema = definition.input_schema.as_ref().clone();
+    // JSON Schema 2020-12 is what MCP assumes when a schema names no dialect.
+    schema.remove("$schema");
     // A tool without parameters still takes the meta-arguments: it gets a `properties` to list
     // them in (its schema forbids other members, so clients would refuse them otherwise).
     if schema.get("type") == Some(&Value::from("object")) && !schema.contains_key("properties") {
@@ -44,17 +46,13 @@ pub(super) fn wire_tool(tool: &dyn Tool) -> WireTool {
         && let Some(Value::Object(properties)) = schema.get_mut("properties")
     {
         properties.insert(
-                OUTPUT_LIMIT_ARGUMENT.to_owned(),
-                json!({
-                    "type": "integer",
-                    "description": "Most characters of the result to show you (head and tail are kept, the \
-                                    whole result is stored in a variable); 0 or -1 shows everything. Default: \
-                                    the server's output limit."
-                }),
+            OUTPUT_LIMIT_ARGUMENT.to_owned(),
+            json!({"type": "integer", "description": "Result characters to show (-1: all)."}),
         );
     }
     // Every tool offers `_outputPath`: the executor honours it on every call, and a schema
     // that hides an argument the server accepts misleads the model and the client's validator.
+    // Both meta-arguments are explained once, in the instructions.
     if let Some(Value::Object(properties)) = schema.get_mut("properties")
         && !properties.contains_key(OUTPUT_PATH_ARGUMENT)
     {
@@ -63,7 +61,7 @@ pub(super) fn wire_tool(tool: &dyn Tool) -> WireTool {
             json!({
                 "type": "string",
                 "pattern": "^†",
-                "description": "Where to store the result: \"†state.<path>\" or \"†var.<name>\"; \"A || B\" stores a success in A and an error (as data) in B; \"A && B\" stores it in both."
+                "description": "Store the result at †state.<path> or †var.<name>."
             }),
         );
     }

@@ -307,7 +307,48 @@ impl ToolDefinition {
 
 /// The JSON Schema (2020-12) of a tool's arguments, without the wrapper type's title and doc.
 pub fn input_schema<Arguments: JsonSchema>() -> Arc<Map<String, Value>> {
-    schema_object::<Arguments>(settings())
+    let mut schema = schema_object::<Arguments>(settings());
+    merge_string_choices(Arc::make_mut(&mut schema));
+    schema
+}
+
+/// A choice among strings, which schemars writes as `oneOf` one `const` per documented variant
+/// (each with its doc), becomes one `enum`: the model reads every tool's schema in every
+/// conversation, and the property's own description says what the choices mean.
+fn merge_string_choices(schema: &mut Map<String, Value>) {
+    if let Some(Value::Array(branches)) = schema.get("oneOf") {
+        let choices: Option<Vec<Value>> = branches
+            .iter()
+            .map(|branch| {
+                let branch = branch.as_object()?;
+                if branch.get("type")? != "string" {
+                    return None;
+                }
+                match (branch.get("const"), branch.get("enum")) {
+                    (Some(choice), None) => Some(vec![choice.clone()]),
+                    (None, Some(Value::Array(choices))) => Some(choices.clone()),
+                    _ => None,
+                }
+            })
+            .collect::<Option<Vec<Vec<Value>>>>()
+            .map(|choices| choices.into_iter().flatten().collect());
+        if let Some(choices) = choices {
+            schema.remove("oneOf");
+            schema.insert("type".to_owned(), Value::from("string"));
+            schema.insert("enum".to_owned(), Value::Array(choices));
+        }
+    }
+    for value in schema.values_mut() {
+        match value {
+            Value::Object(subschema) => merge_string_choices(subschema),
+            Value::Array(items) => {
+                for item in items.iter_mut().filter_map(Value::as_object_mut) {
+                    merge_string_choices(item);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The JSON Schema of what a tool's structured output serializes to.

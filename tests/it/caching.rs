@@ -182,7 +182,11 @@ async fn output_path_refuses_a_rule_variable_as_write_var_does() {
 #[tokio::test]
 async fn every_tool_has_a_title_and_honest_hints_and_lists_output_path() {
     let directory = tempfile::tempdir().unwrap();
-    let client = client(directory.path(), "[groups]\nscripts = true\n").await;
+    let client = client(
+        directory.path(),
+        "[groups]\nscripts = true\nsnapshots = true\n",
+    )
+    .await;
     let tools = client.list_all_tools().await.unwrap();
     let described: BTreeMap<String, Value> = tools
         .iter()

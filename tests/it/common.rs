@@ -256,8 +256,22 @@ pub(crate) async fn spawn_binary_at_home(home: &Path, args: &[&str], client: Tes
     {
         command.args(["--store", "memory"]);
     }
+    command.args(every_group_unless_chosen(args));
     let transport = TokioChildProcess::new(command).expect("spawn synapse-mcp");
     client.serve(transport).await.expect("initialize")
+}
+
+/// `--groups all` unless the arguments choose the groups (`--groups`) or the config file does
+/// (`[groups]`): the tests drive every built-in group, some of which a default start leaves off.
+pub(crate) fn every_group_unless_chosen(args: &[&str]) -> &'static [&'static str] {
+    let config_chooses = (args.windows(2))
+        .filter(|pair| pair[0] == "--config")
+        .any(|pair| std::fs::read_to_string(pair[1]).is_ok_and(|text| text.contains("[groups]")));
+    if config_chooses || args.contains(&"--groups") {
+        &[]
+    } else {
+        &["--groups", "all"]
+    }
 }
 
 /// The server in process with the tests' own `test` group, configured by a TOML text.
@@ -278,13 +292,17 @@ pub(crate) fn test_server(config_toml: &str) -> Server {
     let directory = tempfile::tempdir().unwrap();
     let path = directory.path().join("config.toml");
     std::fs::write(&path, config_toml).unwrap();
-    let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from([
+    let mut args = vec![
         "synapse-mcp",
         "--store",
         "memory",
         "--config",
         path.to_str().unwrap(),
-    ]);
+    ];
+    if !config_toml.contains("[groups]") {
+        args.extend(["--groups", "all"]);
+    }
+    let cli = <synapse_mcp::config::Cli as clap::Parser>::parse_from(args);
     let config = Settings::load(&cli).unwrap();
     let app = App::open(&config).unwrap();
     app.executor().register_group(test_group(), true).unwrap();
@@ -705,6 +723,7 @@ impl RawSession {
         {
             command.args(["--store", "memory"]);
         }
+        command.args(every_group_unless_chosen(args));
         let mut child = command
             .env("HOME", quiet_home())
             .args(args)

@@ -19,7 +19,7 @@ use tokio::process::{Child, Command};
 
 use crate::common::{
     Client, Elicitation, TestClient, Transcript, assert_golden_text, binary, call, error_part,
-    is_error, quiet_home, text,
+    every_group_unless_chosen, is_error, quiet_home, text,
 };
 
 /// A `serve --http` process on a free loopback port, with its tokens file.
@@ -62,6 +62,7 @@ impl HttpServer {
                 &["--log-level", "info"][..]
             })
             .args(args)
+            .args(every_group_unless_chosen(args))
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()

@@ -51,6 +51,7 @@ mod snapshots;
 mod soak;
 mod stdio;
 mod store;
+mod surface;
 mod team_page;
 mod tool_groups;
 mod upstream_hardening;

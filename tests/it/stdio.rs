@@ -23,7 +23,11 @@ fn structured(result: &rmcp::model::CallToolResult) -> Value {
 
 #[tokio::test]
 async fn initialize_names_the_server_and_lists_the_tools() {
-    let client = client().await;
+    let client = spawn_binary(
+        &["--groups", "default"],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
     let info = client.peer_info().expect("server info");
     let server = info.server_info.clone().expect("serverInfo");
     assert_eq!(server.name, "synapse-mcp");

@@ -36,7 +36,11 @@ async fn tool_rules(
 #[tokio::test]
 async fn listing_needs_no_approval_and_shows_every_group_with_its_tools() {
     // A client that cannot be asked: a call that needed consent would be denied.
-    let client = spawn_binary(&[], TestClient::new(Elicitation::Unsupported)).await;
+    let client = spawn_binary(
+        &["--groups", "default"],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
     let result = call(&client, "ToolGroups", json!({})).await;
     assert!(!is_error(&result), "{}", text(&result));
     let listed = result.structured_content.unwrap();
@@ -58,7 +62,7 @@ async fn listing_needs_no_approval_and_shows_every_group_with_its_tools() {
             ("Agent", "built-in", true),
             ("vars", "built-in", true),
             ("plans", "built-in", true),
-            ("snapshots", "built-in", true),
+            ("snapshots", "built-in", false),
             ("skills", "built-in", true),
             ("scripts", "built-in", false),
             ("tools", "built-in", true),

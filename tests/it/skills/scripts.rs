@@ -113,7 +113,8 @@ fn approve() -> Elicitation {
 #[tokio::test]
 async fn the_group_is_off_unless_the_config_turns_it_on() {
     let scripts = Scripts::new();
-    let (client, _) = scripts.client("", Elicitation::Unsupported).await;
+    // An empty `[groups]` leaves every group to its default.
+    let (client, _) = scripts.client("[groups]\n", Elicitation::Unsupported).await;
     assert!(
         !tool_names(&client)
             .await
