@@ -68,6 +68,7 @@ fn agent_group(_: &Services<'_>) -> ToolGroup {
     ToolGroup {
         name: AGENT_GROUP.to_owned(),
         origin: Origin::BuiltIn,
+        about: None,
         tools: Vec::new(),
         rule_prompt: None,
         rules: crate::rules::agent_rules(),

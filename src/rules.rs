@@ -113,10 +113,10 @@ pub fn tool_rules_text(sections: &[Section<'_>]) -> String {
     text
 }
 
-/// The server `instructions`: the essentials first, then where the full rules are, shorter than
-/// [`INSTRUCTIONS_LIMIT`] whatever the groups declare (the rule list shrinks to names, then to
-/// a count, to fit).
-pub fn instructions_text(sections: &[Section<'_>]) -> String {
+/// The server `instructions`: the essentials first, then the groups that are off (`off`: name
+/// and what it offers), then where the full rules are, shorter than [`INSTRUCTIONS_LIMIT`]
+/// whatever the groups declare (the rule list shrinks to names, then to a count, to fit).
+pub fn instructions_text(sections: &[Section<'_>], off: &[(&str, &str)]) -> String {
     let mut text = ESSENTIALS.trim_end().to_owned();
     let groups: Vec<&str> = sections
         .iter()
@@ -129,6 +129,12 @@ pub fn instructions_text(sections: &[Section<'_>]) -> String {
         groups.join(", ")
     )
     .ok();
+    if !off.is_empty() {
+        text.push_str("\nOff until `ToolGroups` turns them on:");
+        for (group, about) in off {
+            write!(text, "\n- `{group}`: {about}").ok();
+        }
+    }
     let rules: Vec<(String, &SkillRule)> = sections
         .iter()
         .flat_map(|section| {
@@ -233,9 +239,9 @@ mod tests {
             rules,
         };
 
-        let short = instructions_text(&[section(&few)]);
-        let names = instructions_text(&[section(&many)]);
-        let counted = instructions_text(&[section(&too_many)]);
+        let short = instructions_text(&[section(&few)], &[]);
+        let names = instructions_text(&[section(&many)], &[]);
+        let counted = instructions_text(&[section(&too_many)], &[]);
 
         assert!(short.starts_with(ESSENTIALS.trim_end()));
         assert!(short.ends_with(

@@ -21,6 +21,7 @@ mod executor;
 mod output_path;
 mod registry;
 mod result;
+mod schema;
 mod scope;
 mod switch;
 mod truncate;
@@ -39,13 +40,13 @@ pub use approval::{
     Answer, ApprovalQuestion, Asked, Asker, Asking, Fallback, Permission, Policy, Stage,
 };
 pub use definition::{
-    Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW, input_schema,
-    make_foreign_schema_portable, output_schema, parse_arguments,
+    Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW, parse_arguments,
 };
 pub use executor::{CallRequest, Caller, Executor, ExecutorSettings, ToolOverride, panic_message};
 pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};
 pub use registry::{GroupOverview, GroupState, Held, Registry, RegistryError, ToolOverview, View};
 pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
+pub use schema::{input_schema, make_foreign_schema_portable, output_schema};
 pub use scope::{PlanScope, ReferenceContext};
 pub use switch::{Switch, Switched};
 pub use truncate::OUTPUT_LIMIT_ARGUMENT;
@@ -276,6 +277,9 @@ pub struct ToolGroup {
     /// The text the model reads about the group's tools, if any.
     pub rule_prompt: Option<String>,
     pub rules: Vec<SkillRule>,
+    /// What the group offers, in one line: the instructions name the groups that are off with
+    /// it, so the model can turn one on (`ToolGroups`) when a task needs it.
+    pub about: Option<&'static str>,
 }
 
 /// Where a group's tools come from.

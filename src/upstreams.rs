@@ -175,6 +175,7 @@ pub(super) fn empty_group(name: &str) -> ToolGroup {
     ToolGroup {
         name: name.to_owned(),
         origin: Origin::Upstream(name.to_owned()),
+        about: None,
         tools: Vec::new(),
         rule_prompt: None,
         rules: Vec::new(),

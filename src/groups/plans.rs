@@ -18,6 +18,7 @@ pub fn group() -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
+        about: None,
         tools: vec![
             typed::<ReadStateArguments, _>(()),
             typed::<WriteStateArguments, _>(()),
@@ -33,11 +34,11 @@ pub fn group() -> ToolGroup {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadStateArguments {
-    /// Dot path into the state document (`user.summary`, `items.0.name`); leave it out for the whole document.
+    /// Dot path (`items.0.name`); left out: the whole document.
     pub path: Option<String>,
-    /// First character of the value's JSON text to read (for large values). Default 0.
+    /// First character of the value's JSON text. Default 0.
     pub start: Option<usize>,
-    /// How many characters to read. Default: up to the output limit.
+    /// Characters to read. Default: up to the output limit.
     pub length: Option<usize>,
 }
 
@@ -63,14 +64,16 @@ impl TypedTool for ReadStateArguments {
 
 const READ_ONLY: Annotations = Annotations::READ_ONLY;
 
-const READ_STATE: &str = "Read the workspace's state document, whole or at a dot path (`user.summary`, `items.0`). The state is where `_outputPath` writes results and what `†state.<path>` references read. Large values come in windows, like ReadVar.";
+const READ_STATE: &str = "Read the workspace's state document, whole or at a dot path \
+    (`user.summary`, `items.0`): what `_outputPath` writes and `†state.<path>` reads. Large values \
+    come in windows, like ReadVar.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteStateArguments {
-    /// Dot path to write (`user.summary`, `items.2`); missing objects on the way are created, an array index may append at the end.
+    /// Dot path (`items.2`); missing objects are made, an index may append.
     pub path: String,
-    /// The value: any JSON.
+    /// Any JSON value.
     pub value: Value,
 }
 
@@ -109,23 +112,26 @@ impl TypedTool for WriteStateArguments {
 
 const OVERWRITES: Annotations = Annotations::OVERWRITES;
 
-const WRITE_STATE: &str = "Write a JSON value into the workspace's state document at a dot path. Plans and `_outputPath` write here too; `†state.<path>` in any tool's arguments reads it back.";
+const WRITE_STATE: &str = "Write a JSON value into the state document at a dot path; \
+    `†state.<path>` in any tool's arguments reads it back.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunPlanArguments {
-    /// The steps: objects `{"_id": "…", "_tool": "ToolName", …the tool's arguments, "_outputPath": "†state.…"}` (step fields start with `_`, so a tool's own `id` argument is free). Arguments may refer to earlier results with `†steps.<id>.<path>`, `†state.<path>`, `†input.<path>` or `†var.<name>`.
+    /// Steps `{"_id", "_tool", …the tool's arguments, "_outputPath"?}`; arguments may hold
+    /// `†steps.<id>.<path>`, `†state.<path>`, `†input.<path>` or `†var.<name>`.
     #[schemars(with = "Option<Vec<Map<String, Value>>>")]
     pub steps: Option<Vec<Value>>,
-    /// A whole plan `{"steps": […], "input": {…}}`, as an object or as JSON text — for example `"$VAR_REF{{myPlan}}"` to run a plan stored with `WriteVar`.
+    /// A whole plan `{"steps", "input"}`, or its JSON text (`"$VAR_REF{{myPlan}}"` runs a stored
+    /// one).
     #[schemars(extend("anyOf" = [{"type": "object"}, {"type": "string"}]))]
     pub plan: Option<Value>,
-    /// Inputs the steps read with `†input.<path>`.
+    /// What `†input.<path>` reads.
     pub input: Option<Value>,
-    /// Only validate and return the execution order; run nothing.
+    /// Only check and give the order.
     #[serde(rename = "dryRun")]
     pub dry_run: Option<bool>,
-    /// Most steps running at once (default 4).
+    /// Most steps at once (default 4).
     #[serde(rename = "maxParallel")]
     pub max_parallel: Option<usize>,
 }
@@ -148,4 +154,7 @@ impl TypedTool for RunPlanArguments {
 
 const RUNS_ANY_TOOL: Annotations = Annotations::DESTRUCTIVE;
 
-const RUN_PLAN: &str = "Run several tool calls as one declarative plan: steps linked by `†steps.<id>` / `†state.<path>` references are validated together (unknown tools or steps, dangling references, cycles and bad arguments are all reported at once), then run in dependency order with independent steps in parallel. Use it when a task needs three or more calls whose outputs feed each other; `dryRun` shows the order without running. Returns a trace per step and the state changes.";
+const RUN_PLAN: &str = "Run tool calls as one plan: steps linked by `†steps.<id>` / \
+    `†state.<path>` references are checked together (every error at once), then run in dependency \
+    order, independent ones in parallel. For three or more calls feeding each other; `dryRun` \
+    shows the order. Returns a trace per step and the state changes.";

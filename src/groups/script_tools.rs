@@ -28,6 +28,7 @@ pub fn group(found: &script_tools::Group) -> ToolGroup {
     ToolGroup {
         name: found.name.clone(),
         origin: Origin::Scripts(found.folder.clone()),
+        about: None,
         tools: found
             .scripts
             .iter()

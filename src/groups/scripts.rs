@@ -20,21 +20,18 @@ use crate::tools::{
 
 pub const GROUP: &str = "scripts";
 
-const DESCRIPTION: &str = "Run a script that a loaded skill provides (a file of the skill, \
-    by its path relative to the skill folder, e.g. `scripts/extract.py`, or by its id \
-    `skill:{name}:{script}`, e.g. `skill:pdf-tools:extract`), when the skill's instructions say \
-    to run it. `.sh` runs with sh, `.py` with python3, `.js` with node, any \
-    other executable file directly. It runs in the skill folder with `SKILL_DIR` set, `args` \
-    as its arguments and `stdin` as its input, for at most `timeoutSeconds` (default 30, at \
-    most 300). The answer gives the exit code, stdout and stderr (each cut at 1 MiB) and \
-    whether it timed out. The user approves the first run of each script, and again \
-    whenever a file of the skill changes.";
+const DESCRIPTION: &str = "Run a script a loaded skill provides, when its instructions say to: by \
+    path in the skill folder (`scripts/extract.py`) or id (`skill:pdf-tools:extract`). `.sh` runs \
+    with sh, `.py` python3, `.js` node, other executables directly, in the skill folder with \
+    `SKILL_DIR` set. Answers the exit code, stdout and stderr (each ≤ 1 MiB). The user approves \
+    each script's first run and again after the skill changes.";
 
 /// The group with its one tool.
 pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
+        about: Some("run the scripts a loaded skill provides (`SkillRunScript`)"),
         tools: vec![typed::<RunArguments, _>(Scripts {
             shelf,
             asked: Arc::default(),
@@ -47,17 +44,15 @@ pub fn group(shelf: Arc<Shelf>) -> ToolGroup {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RunArguments {
-    /// The skill's name, as `SkillSearch` returns it (may be left out when `script` is a
-    /// script id).
+    /// The skill's name (not needed with a script id).
     pub name: Option<String>,
-    /// The script: its path relative to the skill folder, e.g. `scripts/extract.py`, or its id
-    /// as the skills index lists it, e.g. `skill:pdf-tools:extract`.
+    /// Its path in the skill folder, or its id.
     pub script: String,
-    /// The script's command-line arguments.
+    /// Command-line arguments.
     pub args: Option<Vec<String>>,
-    /// Text written to the script's standard input (default: none, stdin is closed).
+    /// Text for its standard input.
     pub stdin: Option<String>,
-    /// How long the script may run, in seconds (1–300, default 30).
+    /// Most seconds it may run (1–300, default 30).
     pub timeout_seconds: Option<u64>,
 }
 

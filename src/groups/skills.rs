@@ -32,6 +32,7 @@ pub fn group(shelf: Arc<Shelf>, body_limit: usize) -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
+        about: None,
         tools: vec![
             typed::<SearchArguments, _>(skills.clone()),
             typed::<LoadArguments, _>(skills.clone()),
@@ -59,41 +60,31 @@ pub struct Skills {
 /// stored), and not idempotent, since each call caches a new result.
 const CACHES: Annotations = Annotations::CACHED_READ;
 
-const SKILL_SEARCH: &str = "Search the skill library. ALWAYS call this before starting any \
-    non-trivial task (writing, analysing, converting, building, reviewing, planning): skills \
-    hold tested instructions for doing such tasks well. Describe the task in a few words; the \
-    answer ranks matching skills by relevance (words in names, descriptions and bodies, \
-    plurals and small typos included); for a long skill it names the section that matches \
-    best. Then SkillLoad the best match (with its `section`, when one is named). Set `rerank: true` only \
-    when the word ranking is not enough: the task is described in other words than the \
-    skills use, or several close matches compete and the wrong one would be costly. It asks \
-    your client's model to reorder the top candidates (slower; used only when the client \
-    supports sampling, and `rerank` in the answer says whether it was applied).";
+const SKILL_SEARCH: &str = "Search the skill library. ALWAYS call this before any non-trivial task \
+    (writing, analysing, converting, building, reviewing, planning): skills hold tested \
+    instructions. Describe the task in a few words; matches come ranked, with the best section of \
+    long skills. Then SkillLoad the best match. `rerank: true` asks your client's model to reorder \
+    the top candidates (slower) when the words differ or close matches compete.";
 
-const SKILL_LOAD: &str = "Load a skill's instructions by name (from SkillSearch) and follow \
-    them. The answer wraps the SKILL.md body in <skill_content>, gives the skill's folder and \
-    lists its other files in <skill_resources> without their contents; read those with \
-    SkillReadFile when the instructions point to them. Long instructions come as their opening \
-    and a table of <sections>: load the section your task needs with `section` (it comes with \
-    its subsections). Every call returns what it asks for, so load a skill again whenever you \
-    no longer have it.";
+const SKILL_LOAD: &str = "Load a skill's instructions by name (from SkillSearch) and follow them: \
+    the SKILL.md body, its folder, and its other files listed (read them with SkillReadFile when \
+    the instructions say). Long instructions come as their opening and a table of sections; load \
+    one with `section`. Load again whenever you no longer have it.";
 
-const SKILL_READ_FILE: &str = "Read one file of a skill (a reference, template or script \
-    source) by its path relative to the skill folder, as listed in <skill_resources>, whole or \
-    a window of it by characters. A long markdown file comes as its opening and a table of \
-    <sections>; read one with `section`. Paths that leave the skill folder are refused.";
+const SKILL_READ_FILE: &str = "Read a skill's file (reference, template, script) by its path in \
+    the skill folder, whole or a window by characters; a long markdown file comes as its opening \
+    and a table of sections (read one with `section`).";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SearchArguments {
-    /// What the task is about, in a few words, e.g. "merge pdf files" or "clean csv data".
+    /// The task in a few words, e.g. "merge pdf files".
     pub query: String,
-    /// How many skills to return at most (1–50, default 5).
+    /// Most skills returned (1–50, default 5).
     pub max_results: Option<usize>,
-    /// Only skills carrying every one of these tags (case-insensitive).
+    /// Only skills with all these tags.
     pub tags: Option<Vec<String>>,
-    /// Ask the client's model to reorder the top candidates by how well they fit the task
-    /// (needs a client with sampling; otherwise the word ranking stands). Default false.
+    /// Let the client's model reorder the top candidates (needs sampling).
     pub rerank: Option<bool>,
 }
 
@@ -148,14 +139,13 @@ impl TypedTool<Skills> for SearchArguments {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadArguments {
-    /// The skill's name, as `SkillSearch` returns it.
+    /// The skill's name, from `SkillSearch`.
     pub name: String,
-    /// One section of long instructions, by the id their table of `<sections>` (or
-    /// `SkillSearch`) gives; it comes with its subsections. Default: the whole instructions, or, when they
-    /// are long, their opening and table of sections.
+    /// A section id from the table of sections (or `SkillSearch`), with its subsections.
     pub section: Option<String>,
-    /// Accepted for calls written for older versions; the instructions are returned on every
-    /// call whatever its value.
+    /// Accepted for calls written for older versions, and left out of the schema: the
+    /// instructions are returned on every call whatever its value.
+    #[schemars(skip)]
     pub force: Option<bool>,
 }
 
@@ -187,14 +177,13 @@ impl TypedTool<Skills> for LoadArguments {
 pub struct ReadFileArguments {
     /// The skill's name.
     pub name: String,
-    /// The file's path relative to the skill folder, e.g. `references/REFERENCE.md`.
+    /// Path in the skill folder, e.g. `references/REFERENCE.md`.
     pub path: String,
-    /// First character to read (0-based, in Unicode characters). Default 0.
+    /// First character (0-based). Default 0.
     pub start: Option<usize>,
-    /// How many characters to read. Default: up to the output limit.
+    /// Characters to read. Default: up to the output limit.
     pub length: Option<usize>,
-    /// One section of a markdown file, by the id its table of `<sections>` gives (with its
-    /// subsections); `start` and `length` then count within the section.
+    /// A section id of a markdown file; `start` and `length` count within it.
     pub section: Option<String>,
 }
 

@@ -45,6 +45,9 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
+        about: Some(
+            "chat state snapshots from function calls in role-play replies (SillyTavern), state functions, templates",
+        ),
         tools: vec![
             typed::<chats::ProcessArguments, _>(service()),
             typed::<chats::ApplyArguments, _>(service()),

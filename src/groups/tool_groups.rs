@@ -24,12 +24,10 @@ pub const GROUP: &str = "tools";
 /// The tool that switches the others; it cannot switch itself or its group off.
 const NAME: &str = "ToolGroups";
 
-const DESCRIPTION: &str = "List the tool groups and their tools, on or off \
-    (`action: \"list\"`, the default), or switch a group or a single tool on or off for this \
-    workspace (`action: \"enable\"` or `\"disable\"` with `group` or `tool`; the user approves \
-    each switch). Groups are the built-in ones, folders of script tools and other MCP servers. \
-    Turn off what the task does not need when the host shows only so many tools, and turn a \
-    group on when the task needs its tools. The tool list changes at once.";
+const DESCRIPTION: &str = "List the tool groups and their tools (`action: \"list\"`, the default), \
+    or switch a `group` or `tool` on or off for this workspace (`enable`, `disable`; the user \
+    approves). Turn a group on when the task needs it, off when the host shows too many tools; the \
+    tool list changes at once.";
 
 /// What to do.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -47,11 +45,11 @@ pub enum Action {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Arguments {
-    /// `list` (the default), `enable` or `disable`.
+    /// Default `list`.
     pub action: Option<Action>,
-    /// The group to switch, by name, as `list` shows it.
+    /// The group to switch.
     pub group: Option<String>,
-    /// The tool to switch, by name, as `list` shows it (its group stays as it is).
+    /// The tool to switch.
     pub tool: Option<String>,
 }
 
@@ -72,6 +70,9 @@ pub struct GroupEntry {
     /// Where the tools come from: `built-in`, a scripts folder or another MCP server.
     pub origin: String,
     pub enabled: bool,
+    /// What the group offers, when it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub about: Option<String>,
     pub tools: Vec<ToolEntry>,
     /// Why its tools cannot be served now (its MCP server is not running, with the reason and
     /// the next try), when so.
@@ -96,6 +97,7 @@ pub fn group() -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
+        about: None,
         tools: vec![typed::<Arguments, _>(())],
         rule_prompt: None,
         rules: Vec::new(),
@@ -153,6 +155,7 @@ impl From<GroupOverview> for GroupEntry {
             name: overview.name,
             origin: overview.origin.to_string(),
             enabled: overview.enabled,
+            about: overview.about.map(str::to_owned),
             tools: overview
                 .tools
                 .into_iter()

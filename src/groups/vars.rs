@@ -19,6 +19,7 @@ pub fn group() -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
         origin: Origin::BuiltIn,
+        about: None,
         tools: vec![
             typed::<ReadVarArguments, _>(()),
             typed::<ListVarsArguments, _>(()),
@@ -37,31 +38,29 @@ const READ_ONLY: Annotations = Annotations::READ_ONLY;
 /// Writing over an existing name replaces its value; removing deletes.
 const OVERWRITES: Annotations = Annotations::OVERWRITES;
 
-const READ_VAR: &str = "Read a stored variable's value, whole or a window of it (by characters). \
-    Use it to read the rest of a truncated tool result (the truncation hint names the variable \
-    and the window), or to read a rule such as `Rule/Agent/VarRef`. The answer starts with a \
-    line giving the window, the total length and whether more remains.";
+const READ_VAR: &str = "Read a variable's value, whole or a window (by characters): the rest of a \
+    cut tool result (its hint names the variable and window), or a rule such as \
+    `Rule/Agent/VarRef`. The first line gives the window, the total length and whether more \
+    remains.";
 
 const LIST_VARS: &str = "List stored variables with their metadata (name, length, type, \
-    description, tags, times) — never their values; read values with ReadVar. Filter by `type` \
-    (RULE, ToolCallResult, ToolCallArgs, MessageCache, LLMAdd, USER_ADD), `tag`, or `search` text.";
+    description, tags, times), never their values (use ReadVar).";
 
-const WRITE_VAR: &str = "Create or update a variable: store notes, intermediate results or a \
-    document you build across calls, then pass it to any tool with $VAR_REF{{name}}. Updating \
-    keeps fields you leave out. Rule variables (RULE) are read-only. `$VAR_REF` references are \
-    resolved, `†` references are stored as written (so a stored plan keeps them for RunPlan).";
+const WRITE_VAR: &str = "Create or update a variable: notes, intermediate results or a document \
+    built across calls, passed to any tool as $VAR_REF{{name}}. Fields left out are kept; RULE \
+    variables are read-only; `†` references are stored as written.";
 
-const REMOVE_VARS: &str = "Delete variables by name. Rule variables (RULE) cannot be removed; \
-    the answer lists what was removed, refused and not found.";
+const REMOVE_VARS: &str = "Delete variables by name (RULE variables cannot be); the answer lists \
+    what was removed, refused and not found.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadVarArguments {
-    /// Name of the variable to read, e.g. `Rule/Agent/VarRef` or `WebFetch_1a2b3c4d_result`.
+    /// The variable, e.g. `WebFetch_1a2b3c4d_result`.
     pub name: String,
-    /// First character to read (0-based, counted in Unicode characters). Default 0.
+    /// First character (0-based). Default 0.
     pub start: Option<usize>,
-    /// How many characters to read. Default: up to the output limit.
+    /// Characters to read. Default: up to the output limit.
     pub length: Option<usize>,
 }
 
@@ -85,7 +84,7 @@ impl TypedTool for ReadVarArguments {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListVarsArguments {
-    /// Optional filters, combined with AND.
+    /// Filters, combined.
     pub filter: Option<ListVarsFilter>,
 }
 
@@ -97,7 +96,7 @@ pub struct ListVarsFilter {
     pub var_type: Option<VarType>,
     /// Only variables carrying this tag.
     pub tag: Option<String>,
-    /// Case-insensitive text searched in names, descriptions and tags (never in values).
+    /// Text in names, descriptions or tags.
     pub search: Option<String>,
 }
 
@@ -194,14 +193,13 @@ impl TypedTool for ListVarsArguments {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteVarArguments {
-    /// Variable name: up to 256 characters, without `{`, `}` or `:`. `/` may group names.
+    /// Up to 256 characters, no `{`, `}` or `:`; `/` may group names.
     pub name: String,
-    /// The value: text, or any JSON value (stored as its JSON text). Leave it out to change only
-    /// the description or tags of an existing variable.
+    /// Text or any JSON value; leave out to change only `desc` or `tags`.
     pub value: Option<Value>,
-    /// A one-line description shown by `ListVars`.
+    /// A one-line description.
     pub desc: Option<String>,
-    /// Tags for filtering with `ListVars`; replaces the existing tags.
+    /// Tags (replace the existing ones).
     pub tags: Option<Vec<String>>,
 }
 
@@ -269,7 +267,7 @@ impl From<Written> for WriteVarOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RemoveVarsArguments {
-    /// Names of the variables to delete.
+    /// The variables to delete.
     pub names: Vec<String>,
 }
 

@@ -11,31 +11,31 @@ use serde_json::Value;
 /// The field of `swipes_info[swipe_id]` that binds a swipe to its snapshot.
 pub const SNAPSHOT_ID_FIELD: &str = "st_var_system_snapshot_id";
 
-/// A chat message as SillyTavern stores it; fields not listed are ignored.
+/// A chat message as SillyTavern stores it; other fields are ignored.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 pub struct ChatMessage {
-    /// `true` for the user's messages.
+    /// The user's message.
     #[serde(default)]
     pub is_user: bool,
-    /// `true` for system/narrator messages, which carry no calls.
+    /// System/narrator messages carry no calls.
     #[serde(default)]
     pub is_system: bool,
-    /// `assistant`, `user` or `system`, for chats in that shape (wins over `is_user`).
+    /// `assistant`, `user` or `system` (wins over `is_user`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
-    /// The text, when the message has no swipes.
+    /// The text, without swipes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mes: Option<String>,
-    /// The active swipe (default 0).
+    /// The active swipe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swipe_id: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swipes: Option<Vec<String>>,
-    /// Per-swipe metadata; `st_var_system_snapshot_id` binds a swipe to its snapshot.
+    /// Per-swipe metadata, holding the binding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Vec<serde_json::Map<String, Value>>>")]
     pub swipes_info: Option<Vec<Value>>,
-    /// Milliseconds since 1970 (what `Date.now()` answers in user functions), when numeric.
+    /// Milliseconds since 1970 (`Date.now()` in functions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("anyOf" = [{"type": "number"}, {"type": "string"}]))]
     pub send_date: Option<Value>,

@@ -36,7 +36,7 @@ pub enum Timing {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VarFunction {
-    /// A UUID; left out (or empty) when creating, a new one is made.
+    /// Left out when creating.
     #[serde(default)]
     pub id: String,
     pub name: String,
@@ -44,25 +44,26 @@ pub struct VarFunction {
     pub kind: FunctionKind,
     #[serde(default = "enabled_by_default")]
     pub enabled: bool,
-    /// Smaller runs first (passive functions; ties among active calls in one spot).
+    /// Smaller runs first.
     #[serde(default)]
     pub order: i64,
     /// What it does, for the prompt.
     #[serde(default)]
     pub description: String,
-    /// Active functions: a JavaScript regex (source, or `/source/flags`) matched against the reply; its capture groups become `args` (each decoded as JSON when it is JSON, else kept as text).
+    /// Active: a JavaScript regex (`source` or `/source/flags`); capture groups become `args` (JSON
+    /// decoded when valid).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
-    /// Passive functions: before or after the active calls.
+    /// Passive: before or after the active calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<Timing>,
-    /// The JavaScript function body: it receives `snapshot`, `args`, `context` and `_` (lodash-like) and returns the snapshot (or changes it in place and returns nothing).
+    /// JavaScript body returning the snapshot (or changing it in place).
     #[serde(default)]
     pub executor: String,
-    /// Set on the built-ins, which run natively (their `pattern` and `executor` are for export).
+    /// Set on built-ins (run natively).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub builtin: Option<Builtin>,
-    /// How a call looks, for the prompt (`@.SET("path.to.var", value);`).
+    /// How a call looks, for the prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
     /// An example call, for the prompt.

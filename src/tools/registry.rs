@@ -56,6 +56,8 @@ pub struct GroupOverview {
     pub name: String,
     pub origin: super::Origin,
     pub enabled: bool,
+    /// What the group offers, in one line, when it says.
+    pub about: Option<&'static str>,
     pub tools: Vec<ToolOverview>,
     /// Why its tools cannot be served now (its MCP server is not running), when so.
     pub unavailable: Option<String>,
@@ -324,6 +326,7 @@ impl View<'_> {
                 name: entry.group.name.clone(),
                 origin: entry.group.origin.clone(),
                 enabled: self.group_is_on(entry),
+                about: entry.group.about,
                 tools: entry
                     .group
                     .tools
@@ -359,6 +362,17 @@ impl View<'_> {
             .entries
             .iter()
             .filter(|entry| self.group_is_on(entry))
+            .map(|entry| Arc::clone(&entry.group))
+            .collect()
+    }
+
+    /// The groups that are off, in registration order.
+    pub fn disabled_groups(&self) -> Vec<Arc<ToolGroup>> {
+        let inner = self.registry.read();
+        inner
+            .entries
+            .iter()
+            .filter(|entry| !self.group_is_on(entry))
             .map(|entry| Arc::clone(&entry.group))
             .collect()
     }
@@ -509,6 +523,7 @@ mod tests {
         ToolGroup {
             name: name.to_owned(),
             origin: Origin::Upstream(name.to_owned()),
+            about: None,
             tools: tools
                 .iter()
                 .map(|tool| {

@@ -495,6 +495,7 @@ mod tests {
         let group = ToolGroup {
             name: "test".to_owned(),
             origin: Origin::BuiltIn,
+            about: None,
             tools: vec![
                 typed::<EchoArguments, _>("> ".to_owned()),
                 typed::<PooledArguments, _>(()),

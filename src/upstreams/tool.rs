@@ -70,6 +70,7 @@ pub(super) fn group(
     ToolGroup {
         name: upstream.name.clone(),
         origin: Origin::Upstream(upstream.name.clone()),
+        about: None,
         tools,
         rule_prompt: Some(prompt),
         rules: Vec::new(),

@@ -316,6 +316,7 @@ pub(crate) fn test_group() -> ToolGroup {
     ToolGroup {
         name: "test".to_owned(),
         origin: Origin::BuiltIn,
+        about: None,
         tools: vec![
             Double::named(
                 "Echo",

@@ -350,6 +350,7 @@ async fn a_result_that_breaks_its_output_schema_fails_the_calling_test() {
     let group = ToolGroup {
         name: "counting".to_owned(),
         origin: Origin::BuiltIn,
+        about: None,
         tools: vec![counter],
         rule_prompt: None,
         rules: Vec::new(),

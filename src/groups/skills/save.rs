@@ -16,28 +16,23 @@ use crate::tools::{
     Annotations, Answered, Consent, Context, Declaration, ToolError, TypedTool, declare,
 };
 
-const DESCRIPTION: &str = "Save a skill you wrote (or an improved version of one) \
-    so that later sessions find it with SkillSearch: a SKILL.md made of `name` and \
-    `description` (what it does and when to use it) and the markdown `body`, plus optional \
-    text files by relative path (e.g. `references/details.md`). The skill is checked against \
-    the Agent Skills specification before anything is written; an existing skill keeps its \
-    other files and its previous version is backed up. A new skill goes into the first \
-    writable skills folder (by default ~/.synapse/skills, made by the first save); the answer \
-    gives its folder. Asks the user before saving a skill.";
+const DESCRIPTION: &str = "Save a skill you wrote (or improved) so later sessions find it: a \
+    SKILL.md of `name`, `description` (what and when) and markdown `body`, plus text `files`. \
+    Checked against the Agent Skills specification first; an existing skill keeps its other files \
+    and a backup. The user approves; the answer gives the folder.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveArguments {
-    /// The skill's name: 1–64 of lowercase letters, digits and single `-`; also its folder name.
+    /// 1–64 lowercase letters, digits and single `-`; also its folder.
     pub name: String,
-    /// What the skill does and when to use it, in the third person (at most 1,024 characters).
+    /// What it does and when to use it (≤ 1,024 characters).
     pub description: String,
-    /// The instructions: markdown, starting with the steps to follow.
+    /// Markdown instructions, steps first.
     pub body: String,
-    /// Other files of the skill, by path relative to its folder, as text.
+    /// Other files, by relative path, as text.
     pub files: Option<BTreeMap<String, String>>,
-    /// The skills folder for a new skill (default: the first writable one; with no folders
-    /// given to the server, `~/.synapse/skills`, made on the first save).
+    /// The skills folder for a new skill (default: the first writable one).
     pub root: Option<PathBuf>,
 }
 

@@ -15,48 +15,42 @@ use crate::snapshots::{Applied, Processed, Snapshots, Start};
 use crate::store::StoredSnapshot;
 use crate::tools::{Answered, Declaration, TypedTool, declare};
 
-const PROCESS: &str = "Update a role-play chat's state from the function calls in its AI replies \
-    (`@.SET(\"角色.金币\", 100);` …). Pass the chat's messages as SillyTavern stores them (`is_user`, \
-    `swipe_id`, `swipes`, `swipes_info`). Only each message's active swipe counts. Starts from the \
-    newest AI message bound to a stored snapshot (`swipes_info[swipe_id].st_var_system_snapshot_id`) \
-    or the character's template, applies every later AI message in order and stores one new \
-    snapshot per message. Write each returned binding back into its message; `vs_stat_data` is \
-    the current state. Failed calls are skipped and listed in `errors`.";
+const PROCESS: &str = "Update a role-play chat's state from the function calls (`@.SET(\"hp\", \
+    9);` …) in its AI replies. Pass the messages as SillyTavern stores them; each message's active \
+    swipe counts. Starts from the newest AI message bound to a snapshot \
+    (`swipes_info[swipe_id].st_var_system_snapshot_id`), else the template, and stores a snapshot \
+    per later AI message. Write each returned binding back; `vs_stat_data` is the current state; \
+    failed calls are listed in `errors`.";
 
-const APPLY: &str = "Apply the function calls in one text to a snapshot (`baseId`), or to the \
-    character's template, and store the result as a new snapshot. For agents that keep state \
-    without a SillyTavern chat.";
+const APPLY: &str = "Apply the function calls in one text to a snapshot (`baseId`) or the \
+    character's template, stored as a new snapshot: state without a SillyTavern chat.";
 
-const GET: &str = "Read a stored snapshot by id, with the chat, message and swipe it belongs to.";
+const GET: &str = "Read a stored snapshot by id, with its chat, message and swipe.";
 
-const UPDATE: &str = "Replace a stored snapshot's state in place, keeping its id (an edited \
-    state). `mvuStrip: true` removes MVU metadata (`$meta`, `$arrayMeta`, `$__META_EXTENSIBLE__$`) \
-    first. Call SnapshotProcess again afterwards so later messages build on the edit.";
+const UPDATE: &str = "Replace a stored snapshot's state, keeping its id. Run SnapshotProcess again \
+    after, so later messages build on the edit.";
 
-const DELETE_CHAT: &str = "Delete every snapshot of a chat (when the chat file is deleted).";
+const DELETE_CHAT: &str = "Delete every snapshot of a chat (its file was deleted).";
 
-const CLEANUP: &str = "Delete the snapshots of every chat not in `activeChatFiles` (chats renamed \
-    or deleted elsewhere); returns the chats removed. An empty list is refused unless \
-    `all: true`, which deletes every chat's snapshots.";
+const CLEANUP: &str = "Delete the snapshots of every chat not in `activeChatFiles` (renamed or \
+    deleted chats). An empty list needs `all: true` (deletes every chat's).";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProcessArguments {
-    /// The chat file's name (snapshots are filed under it).
+    /// The chat file's name.
     pub chat_file: String,
-    /// The chat's messages, oldest first, as SillyTavern stores them.
+    /// The chat's messages, oldest first.
     pub messages: Vec<ChatMessage>,
-    /// The character whose template and local functions apply.
+    /// The character whose template and functions apply.
     pub character_id: Option<String>,
-    /// A template to start from instead of the stored one.
+    /// A template to use instead of the stored one.
     #[schemars(extend("type" = "object"))]
     pub template: Option<Value>,
-    /// A global snapshot (id or label) to start from instead of any template.
+    /// A global snapshot (id or label) to start from instead.
     pub base_id: Option<String>,
-    /// Where `messages` start in the chat (default 0). Send the messages from the newest AI
-    /// message whose swipe is bound on, with its index here, and a reply costs the same in a
-    /// chat of any length; indices answered count in the whole chat. Refused (send the whole
-    /// chat) when none of them is bound to a stored snapshot made for that message.
+    /// The chat index of `messages[0]` (default 0): send from the newest bound AI message on;
+    /// refused when none is bound.
     pub first_index: Option<usize>,
 }
 
@@ -100,11 +94,10 @@ pub struct ApplyArguments {
     pub chat_file: String,
     /// The text whose calls to apply.
     pub text: String,
-    /// The snapshot to start from (a chat snapshot's id, a global snapshot's id or label, or
-    /// `template:<characterId>`); without it, the character's template (or `{}`).
+    /// A chat snapshot's id, a global snapshot's id or label, or `template:<characterId>`.
     pub base_id: Option<String>,
     pub character_id: Option<String>,
-    /// The message's index in its chat, if it has one.
+    /// The message's index in its chat.
     pub message_index: Option<usize>,
 }
 
@@ -126,7 +119,7 @@ impl TypedTool<Arc<Snapshots>> for ApplyArguments {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetArguments {
-    /// The snapshot's id (a UUID).
+    /// The snapshot's id.
     pub id: String,
 }
 
@@ -162,10 +155,10 @@ impl TypedTool<Arc<Snapshots>> for GetArguments {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateArguments {
     pub id: String,
-    /// The new state (a JSON object).
+    /// The new state.
     #[schemars(extend("type" = "object"))]
     pub snapshot: Value,
-    /// Remove MVU metadata first.
+    /// Strip MVU metadata (`$meta`, `$arrayMeta`…) first.
     #[serde(default)]
     pub mvu_strip: bool,
 }
@@ -217,9 +210,9 @@ impl TypedTool<Arc<Snapshots>> for DeleteChatArguments {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CleanupArguments {
-    /// Every chat file that still exists; snapshots of all others are deleted.
+    /// Every chat file that still exists.
     pub active_chat_files: Vec<String>,
-    /// With an empty `activeChatFiles`: yes, delete every chat's snapshots.
+    /// Confirms an empty `activeChatFiles`.
     #[serde(default)]
     pub all: bool,
 }

@@ -18,33 +18,24 @@ use crate::tools::{
     Answered, Consent, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, declare, parse_arguments,
 };
 
-const LIST: &str = "List a chat's floors, a page at a time: every stored snapshot of each \
-    floor (message) by message index and swipe, with its id, creation time, stored size and a \
-    one-line summary of what its message changed. The newest 30 floors by default; `fromIndex` \
-    and `limit` page through the chat, and `previous`/`next` give the arguments of the pages \
-    around (`total`, `earlier` and `later` count floors). With `messageIndex`, jump to that \
-    message's snapshots (an error lists the floors that have one). Read a floor's state with \
-    SnapshotGet.";
+const LIST: &str = "List a chat's floors (messages) a page at a time, newest 30 first: each stored \
+    snapshot by message index and swipe, with id, time, size and a one-line summary of the change. \
+    `fromIndex`/`limit` page (`previous`/`next` give the arguments); `messageIndex` jumps to one \
+    floor.";
 
-const DIFF: &str = "Compare two states as an RFC 6902 JSON Patch (add/remove/replace with JSON \
-    Pointer paths) that turns `from` into `to`. Each is a chat snapshot's id, a global \
-    snapshot's id or label, or `template:<characterId>`.";
+const DIFF: &str = "Compare two states as an RFC 6902 JSON Patch turning `from` into `to`.";
 
-const REPROCESS: &str = "Recompute a chat's snapshots from a floor on, after a message was \
-    edited, regenerated or deleted: drops the bindings of every swipe of the messages at \
-    `fromIndex` and later, processes them again from the floor before (or the start), and \
-    deletes the old snapshots. Pass the chat's messages as they are now. Write `bindings` back \
-    and clear the `cleared` ones that got no new id.";
+const REPROCESS: &str = "Recompute a chat's snapshots from `fromIndex` on after a message was \
+    edited, regenerated or deleted: drops those messages' bindings, processes them again from the \
+    floor before and deletes the old snapshots. Write `bindings` back; clear the `cleared` ones.";
 
-const DELETE: &str = "Delete one chat snapshot by id (the state nothing else shares goes too). \
-    Clear its id from the message's swipe.";
+const DELETE: &str = "Delete one chat snapshot by id; clear its id from the message's swipe.";
 
-const GLOBAL_SAVE: &str = "Save a state as a global snapshot under a unique `label`, with a \
-    `description`: a chat floor, a global snapshot or `template:<characterId>` (`from`), or a \
-    state given as `snapshot`. A chat can start from it (`baseId` of SnapshotProcess). A label \
-    in use is refused unless `replace: true`.";
+const GLOBAL_SAVE: &str = "Save a state as a global snapshot under a unique `label`: from a floor, \
+    a global snapshot or `template:<characterId>` (`from`), or given as `snapshot`. Chats can \
+    start from it (`baseId`).";
 
-const GLOBAL_LIST: &str = "List the global snapshots: id, label, description and time, by label.";
+const GLOBAL_LIST: &str = "List the global snapshots: id, label, description and time.";
 
 const GLOBAL_GET: &str = "Read a global snapshot by id or label.";
 
@@ -55,12 +46,11 @@ const GLOBAL_DELETE: &str = "Delete a global snapshot by id or label.";
 pub struct ListArguments {
     /// The chat file's name.
     pub chat_file: String,
-    /// Only this message's snapshots (jump to a floor).
+    /// Only this message's snapshots.
     pub message_index: Option<u64>,
-    /// List the floors from this message index on (0 also lists the snapshots made without
-    /// one); the newest floors when not given.
+    /// The first message index listed (default: the newest page).
     pub from_index: Option<u64>,
-    /// Floors per page (30 when not given).
+    /// Floors per page (default 30).
     #[schemars(range(min = 1))]
     pub limit: Option<u64>,
 }
@@ -90,10 +80,9 @@ impl TypedTool<Arc<Snapshots>> for ListArguments {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiffArguments {
-    /// The state to start from: a snapshot id, a global snapshot's id or label, or
-    /// `template:<characterId>`.
+    /// A snapshot id, a global snapshot's id or label, or `template:<characterId>`.
     pub from: String,
-    /// The state to reach, named the same ways.
+    /// The same, for the state to reach.
     pub to: String,
 }
 
@@ -123,11 +112,12 @@ impl TypedTool<Arc<Snapshots>> for DiffArguments {
 pub struct ReprocessArguments {
     /// The chat file's name.
     pub chat_file: String,
-    /// The first message to recompute (0-based): its bindings and every later one's are dropped.
+    /// The first message to recompute (0-based).
     pub from_index: usize,
-    /// The chat's messages as they are now, oldest first, as SillyTavern stores them.
+    /// The chat's messages as they are now, as `SnapshotProcess` takes them.
+    #[schemars(with = "Vec<serde_json::Map<String, Value>>")]
     pub messages: Vec<ChatMessage>,
-    /// The character whose template and local functions apply.
+    /// The character whose template and functions apply.
     pub character_id: Option<String>,
     /// A global snapshot (id or label) to start from when no earlier floor is bound.
     pub base_id: Option<String>,
@@ -190,13 +180,13 @@ pub struct GlobalSaveArguments {
     /// What it is for.
     #[serde(default)]
     pub description: String,
-    /// Where the state comes from: a chat snapshot's id, a global snapshot's id or label, or
-    /// `template:<characterId>`. Give this or `snapshot`.
+    /// A chat snapshot's id, a global snapshot's id or label, or `template:<characterId>`; or give
+    /// `snapshot`.
     pub from: Option<String>,
-    /// The state itself (a JSON object). Give this or `from`.
+    /// The state itself.
     #[schemars(extend("type" = "object"))]
     pub snapshot: Option<Value>,
-    /// Overwrite the global snapshot that has this label (it keeps its id).
+    /// Overwrite the one with this label.
     #[serde(default)]
     pub replace: bool,
 }

@@ -15,30 +15,27 @@ use crate::tools::{
     Answered, Consent, Declaration, ToolError, TypedTool, WORKSPACE_VIEW, declare, parse_arguments,
 };
 
-const FUNCTION_LIST: &str = "List the state functions: the global library (with the built-ins \
-    SET, ADD, SUB, APPEND, REMOVE, ASSIGN, UNSET, TIME and the optional MVU and JSON_PATCH \
-    syntaxes) and, with `characterId`, that character's own functions.";
+const FUNCTION_LIST: &str = "List the state functions: the global library (built-ins included) \
+    and, with `characterId`, that character's own.";
 
-const FUNCTION_UPSERT: &str = "Create or replace a state function. Active functions have a \
-    JavaScript regex `pattern` whose capture groups become `args`; passive ones a `timing` \
-    (`before_active` / `after_active`). The `executor` is a JavaScript function body with \
-    `snapshot`, `args`, `context` and a lodash-like `_` (get/set/has/unset/merge/cloneDeep) that \
-    returns the snapshot. Leave out `id` to create. Built-ins accept only enabled/order/description \
-    changes. With `characterId` the function belongs to that character.";
+const FUNCTION_UPSERT: &str = "Create (no `id`) or replace a state function. Active ones match a \
+    JavaScript regex `pattern` in replies, its groups becoming `args`; passive ones run on every \
+    message at a `timing`. The `executor` is a JavaScript function body given `snapshot`, `args`, \
+    `context` and a lodash-like `_`, returning the snapshot. Built-ins take only \
+    enabled/order/description changes.";
 
 const FUNCTION_REMOVE: &str = "Remove a state function by id (built-ins can only be disabled).";
 
 const FUNCTION_IMPORT: &str = "Import functions from the export format `{\"version\": \"1.0\", \
-    \"functions\": [...]}` (an object or its JSON text). Each gets a new id and starts disabled: \
-    review, then enable with FunctionUpsert.";
+    \"functions\": […]}`. Each gets a new id and starts disabled: review, then enable.";
 
-const FUNCTION_EXPORT: &str = "Export state functions in the shareable format (all of a scope, \
-    or the given ids).";
+const FUNCTION_EXPORT: &str = "Export state functions in the shareable format (a scope's, or \
+    `ids`).";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScopeArguments {
-    /// A character whose own (local) functions to include.
+    /// Also this character's own functions.
     pub character_id: Option<String>,
 }
 
@@ -68,9 +65,9 @@ impl TypedTool<Arc<Snapshots>> for ScopeArguments {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpsertArguments {
-    /// The function, in the shareable `VarFunction` shape.
+    /// The function (`VarFunction` shape).
     pub function: VarFunction,
-    /// Store it in this character's (local) library instead of the global one.
+    /// Store it in this character's library, not the global one.
     pub character_id: Option<String>,
 }
 
@@ -120,7 +117,7 @@ impl TypedTool<Arc<Snapshots>> for RemoveArguments {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ImportArguments {
-    /// The export: `{"version": "1.0", "functions": [...]}`, as an object or JSON text.
+    /// The export, as an object or JSON text.
     #[schemars(extend("anyOf" = [{"type": "object"}, {"type": "string"}]))]
     pub data: Value,
     pub character_id: Option<String>,
@@ -163,7 +160,7 @@ impl From<Vec<VarFunction>> for ImportOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ExportArguments {
-    /// The functions to export; all of the scope when left out.
+    /// Only these functions.
     pub ids: Option<Vec<String>>,
     pub character_id: Option<String>,
 }

@@ -17,35 +17,29 @@ use crate::tools::{Annotations, Answered, Declaration, TypedTool, declare};
 /// Reads only, and stores nothing (not even its result as a variable).
 const READS: Annotations = Annotations::READ_ONLY;
 
-const MOVE: &str = "Move a state function (by id, or by name when unique) from one library to \
-    another: from the global library or `characterId`'s, to the global library or \
-    `toCharacterId`'s. A character's chats run the global functions and its own. Built-ins stay \
+const MOVE: &str = "Move a state function (id, or unique name) between the global library and a \
+    character's (`characterId` → `toCharacterId`; leave one out for global). Built-ins stay \
     global.";
 
-const REORDER: &str = "Set the running order of a library (global, or `characterId`'s): the \
-    functions listed in `ids` (ids or names) first, in that order, then the others in their \
-    current order; each `order` becomes 1, 2, … . Passive functions run by `order`; active calls \
-    run in text order.";
+const REORDER: &str = "Set a library's running order: `ids` first, in that order, then the rest as \
+    they were. Passive functions run by `order`; active calls in text order.";
 
-const ENABLE: &str = "Turn state functions on (`enabled: true`) or off in one step, by id or \
-    name, in the global library or `characterId`'s. Every name is checked before anything \
-    changes.";
+const ENABLE: &str = "Turn state functions on or off at once, by id or unique name; every name is \
+    checked before anything changes.";
 
-const TEST: &str = "Dry-run the state functions over a text and store nothing: every call found \
-    (function, position in characters, arguments as parsed), the state after each step, and the \
-    errors, including calls that name no function (with the nearest known name). Starts from \
-    `snapshot` (a stored snapshot's id, or a state object), else the character's template. \
-    `function` adds an unsaved function (or replaces the one with its id) to try a pattern or \
-    an executor.";
+const TEST: &str = "Dry-run the state functions over a text, storing nothing: every call found \
+    (function, position, arguments), the state after each step, and the errors (unknown names get \
+    the nearest one). Starts from `snapshot`, else the template; `function` tries an unsaved \
+    function.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct MoveArguments {
-    /// The function's id, or its name when no other function of its library has that name.
+    /// The function's id, or its unique name.
     pub id: String,
-    /// The character whose library it is in now; leave out for the global library.
+    /// Its character now (global when left out).
     pub character_id: Option<String>,
-    /// The character whose library it moves to; leave out for the global library.
+    /// The character it moves to (global when left out).
     pub to_character_id: Option<String>,
 }
 
@@ -77,9 +71,9 @@ impl TypedTool<Arc<Snapshots>> for MoveArguments {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ReorderArguments {
-    /// The functions (ids, or names when unique) in the order they should run.
+    /// Ids or unique names, in running order.
     pub ids: Vec<String>,
-    /// The character whose library to reorder; leave out for the global library.
+    /// The character's library (global when left out).
     pub character_id: Option<String>,
 }
 
@@ -106,11 +100,11 @@ impl TypedTool<Arc<Snapshots>> for ReorderArguments {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EnableArguments {
-    /// The functions (ids, or names when unique) to switch.
+    /// Ids or unique names.
     pub ids: Vec<String>,
-    /// `true` turns them on, `false` off.
+    /// On or off.
     pub enabled: bool,
-    /// The character whose library they are in; leave out for the global library.
+    /// The character's library (global when left out).
     pub character_id: Option<String>,
 }
 
@@ -131,16 +125,15 @@ impl TypedTool<Arc<Snapshots>> for EnableArguments {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TestArguments {
-    /// The text to run the functions over (an AI reply).
+    /// The text (an AI reply).
     pub text: String,
-    /// What to start from: a stored snapshot's id, or a state (a JSON object). Left out: the
-    /// character's template, or `{}`.
+    /// A stored snapshot's id, or a state object.
     #[schemars(extend("anyOf" = [{"type": "string"}, {"type": "object"}]))]
     pub snapshot: Option<Value>,
-    /// The character whose template and own functions apply (with the global ones).
+    /// The character whose template and functions apply.
     pub character_id: Option<String>,
-    /// An unsaved function to try, in the `VarFunction` shape; it replaces the library's
-    /// function with the same id, and runs enabled.
+    /// An unsaved function (`FunctionUpsert`'s `function`); replaces the one with its id.
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     pub function: Option<VarFunction>,
 }
 

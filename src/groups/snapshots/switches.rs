@@ -11,19 +11,17 @@ use crate::snapshots::Snapshots;
 use crate::snapshots::switches::{Setting, Switches};
 use crate::tools::{Answered, Declaration, TypedTool, declare};
 
-const SWITCH: &str = "Switch state processing on or off for a chat (`chatFile`) or a character \
-    (`characterId`); `inherit` removes the setting. A chat's setting wins over its character's; \
-    with neither, processing is on. SnapshotProcess on a chat that is off stores nothing and \
-    says so. Returns every switch set.";
+const SWITCH: &str = "Switch state processing `on` or `off` for a chat or a character (`inherit` \
+    removes the setting). A chat's setting wins; with neither, it is on. Returns every switch set.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SwitchArguments {
-    /// The chat to switch (give this or `characterId`).
+    /// The chat (or give `characterId`).
     pub chat_file: Option<String>,
-    /// The character to switch: all its chats without a setting of their own.
+    /// The character: its chats without their own setting.
     pub character_id: Option<String>,
-    /// `on`, `off`, or `inherit` (remove this setting).
+    /// `inherit` removes this setting.
     pub setting: Setting,
 }
 

@@ -16,8 +16,7 @@ use crate::tools::{
 
 const TEMPLATE_GET: &str = "Read a character's template: the state a chat starts from.";
 
-const TEMPLATE_SET: &str = "Set a character's template (a JSON object): the state new chats start \
-    from. `mvuStrip: true` removes MVU metadata first.";
+const TEMPLATE_SET: &str = "Set a character's template: the state its new chats start from.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -52,10 +51,10 @@ impl TypedTool<Arc<Snapshots>> for TemplateGetArguments {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TemplateSetArguments {
     pub character_id: String,
-    /// The starting state (a JSON object).
+    /// The starting state.
     #[schemars(extend("type" = "object"))]
     pub template: Value,
-    /// Remove MVU metadata first.
+    /// Strip MVU metadata first.
     #[serde(default)]
     pub mvu_strip: bool,
 }

@@ -63,8 +63,13 @@ impl Executor {
     }
 
     /// The server `instructions` for the enabled groups: the essentials, and where the rest is.
+    /// The groups that are off and say what they offer are named, one line each.
     pub fn instructions(&self) -> String {
-        self.with_sections(rules::instructions_text)
+        let off = self.tools().disabled_groups();
+        let off: Vec<(&str, &str)> = (off.iter())
+            .filter_map(|group| Some((group.name.as_str(), group.about?)))
+            .collect();
+        self.with_sections(|sections| rules::instructions_text(sections, &off))
     }
 
     /// The full tool-rules text for the enabled groups (the prompt `tool-rules`).
