@@ -240,3 +240,61 @@ async fn mistakes_are_refused_with_the_fix() {
     assert_eq!(tool_names(&client).await, every_tool);
     client.cancel().await.unwrap();
 }
+
+/// The snapshot tools were on by default before: a workspace that holds a template keeps them on
+/// after the default changed (its switch is stored and `ToolGroups` shows it), while a new
+/// workspace on the same store starts without them.
+#[tokio::test]
+async fn a_workspace_holding_snapshots_keeps_the_snapshot_tools_on() {
+    let directory = tempfile::tempdir().unwrap();
+    let data = directory.path().display().to_string();
+    let client = spawn_binary(&["--data-dir", &data, "--groups", "all"], approving()).await;
+    let set = call(
+        &client,
+        "TemplateSet",
+        json!({"characterId": "alice", "template": {"hp": 10}}),
+    )
+    .await;
+    assert!(!is_error(&set), "{}", text(&set));
+    client.cancel().await.unwrap();
+
+    // An empty `[groups]` leaves every group to its default.
+    let config = directory.path().join("config.toml");
+    std::fs::write(&config, "[groups]\n").unwrap();
+    let config = config.display().to_string();
+    let start = |workspace: &'static str| {
+        let (data, config) = (data.clone(), config.clone());
+        async move {
+            let arguments = [
+                "--data-dir",
+                &data,
+                "--config",
+                &config,
+                "--workspace",
+                workspace,
+            ];
+            spawn_binary(&arguments, approving()).await
+        }
+    };
+    let kept = start("default").await;
+    assert!(tool_names(&kept).await.contains(&"TemplateGet".to_owned()));
+    let listed = call(&kept, "ToolGroups", json!({}))
+        .await
+        .structured_content
+        .unwrap();
+    let snapshots = &listed["groups"][3];
+    assert_eq!(
+        (&snapshots["name"], &snapshots["enabled"]),
+        (&json!("snapshots"), &json!(true))
+    );
+    let template = call(&kept, "TemplateGet", json!({"characterId": "alice"})).await;
+    assert_eq!(
+        template.structured_content.unwrap()["template"],
+        json!({"hp": 10})
+    );
+    kept.cancel().await.unwrap();
+
+    let fresh = start("fresh").await;
+    assert!(!tool_names(&fresh).await.contains(&"TemplateGet".to_owned()));
+    fresh.cancel().await.unwrap();
+}
