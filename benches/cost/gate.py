@@ -141,7 +141,10 @@ SCENARIOS = [
 ]
 
 CONFIG = """\
-# Written by benches/cost/gate.py: every tool a scenario calls runs without asking.
+# Written by benches/cost/gate.py: every tool a scenario calls is on and runs without asking.
+# (Older trees had the snapshot tools on without being asked; `[groups]` is read by all.)
+[groups]
+snapshots = true
 [tools.RunPlan]
 execution = "auto"
 [tools.SnapshotApply]

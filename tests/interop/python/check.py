@@ -480,6 +480,7 @@ async def exercise(session: Session, log_messages: list[str]) -> None:
             await run_step(session, step)
         await coverage(session)
         await checks.run("list_changed after SkillSave", lambda: saw_list_changed(session))
+        await checks.run("ToolGroups turns a group on (list_changed)", lambda: group_turned_on(session))
     await checks.run("prompts/list after SkillSave", lambda: relist_prompts(session))
 
     for prompt in session.prompts:
@@ -646,6 +647,35 @@ async def saw_list_changed(session: Session) -> str:
         stream = " through the subscriptions/listen stream" if session.era == "modern" else ""
         raise Fail(f"never received {', '.join(sorted(missing))}{stream} (received: {sorted(set(seen)) or 'nothing'})")
     return "resources and prompts list_changed received"
+
+
+async def group_turned_on(session: Session) -> str:
+    """A group off (the user approves switching it off), then on again at runtime: the client is
+    told the tool list changed, and the group's tools are listed again."""
+    seen = session.events if session.era == "modern" else session.notifications
+    changed = "notifications/tools/list_changed"
+    switch = {"group": "scripts"}
+    asked_before = len(session.questions)
+    off = await session.client.call_tool("ToolGroups", {"action": "disable", **switch})
+    if off.is_error:
+        raise Fail(f"disabling the group failed: {result_text(off)[:300]}")
+    with anyio.move_on_after(NOTIFICATION_WAIT_SECONDS):
+        while seen.count(changed) == 0:
+            await anyio.sleep(0.05)
+    before = seen.count(changed)
+    on = await session.client.call_tool("ToolGroups", {"action": "enable", **switch})
+    if on.is_error or (on.structured_content or {}).get("changed") != "group `scripts` switched on":
+        raise Fail(f"enabling the group failed: {result_text(on)[:300]}")
+    with anyio.move_on_after(NOTIFICATION_WAIT_SECONDS):
+        while seen.count(changed) <= before:
+            await anyio.sleep(0.05)
+    if seen.count(changed) <= before:
+        raise Fail(f"no {changed} after the group was turned on (received: {sorted(set(seen))})")
+    tools = await all_pages(lambda cursor: session.client.list_tools(cursor=cursor), "tools")
+    if "SkillRunScript" not in [tool.name for tool in tools]:
+        raise Fail("the group's tool SkillRunScript is not listed after it was turned on")
+    asked = len(session.questions) - asked_before
+    return f"approved {asked}x, {changed} received, SkillRunScript listed again"
 
 
 async def relist_prompts(session: Session) -> str:
