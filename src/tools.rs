@@ -15,6 +15,7 @@
 //! translates its [`Outcome`] to the wire. Nothing here knows JSON-RPC.
 
 mod approval;
+mod decode;
 mod definition;
 mod errors;
 mod executor;
@@ -38,9 +39,10 @@ use crate::workspace::Workspace;
 pub use approval::{
     Answer, ApprovalQuestion, Asked, Asker, Asking, Fallback, Permission, Policy, Stage,
 };
+pub use decode::parse_arguments;
 pub use definition::{
     Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW, input_schema,
-    make_foreign_schema_portable, output_schema, parse_arguments,
+    make_foreign_schema_portable, output_schema,
 };
 pub use executor::{CallRequest, Caller, Executor, ExecutorSettings, ToolOverride, panic_message};
 pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};

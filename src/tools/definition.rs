@@ -15,7 +15,7 @@ use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::{Permission, ToolError};
+use super::{Permission, ToolError, parse_arguments};
 
 /// Hints for clients about what a tool does (MCP `ToolAnnotations`).
 #[expect(
@@ -339,15 +339,6 @@ fn schema_object<T: JsonSchema>(settings: SchemaSettings) -> Arc<Map<String, Val
 fn portable(mut schema: Map<String, Value>) -> Arc<Map<String, Value>> {
     make_foreign_schema_portable(&mut schema);
     Arc::new(schema)
-}
-
-/// Decodes a tool's arguments, naming the tool in the error so the model can fix the call.
-pub fn parse_arguments<Arguments: DeserializeOwned>(
-    tool: &str,
-    arguments: Value,
-) -> Result<Arguments, ToolError> {
-    serde_json::from_value(arguments)
-        .map_err(|error| ToolError::invalid(format!("invalid arguments for {tool}: {error}")))
 }
 
 /// The schema of "any JSON value", spelled so that every client accepts it: one branch per JSON

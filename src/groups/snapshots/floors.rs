@@ -204,15 +204,17 @@ pub struct GlobalSaveArguments {
 /// `SnapshotGlobalSave`: a state saved as a labelled global snapshot; overwriting one
 /// (`replace: true` on a label in use) asks first.
 impl TypedTool<Arc<Snapshots>> for GlobalSaveArguments {
-    type Output = GlobalSnapshot;
+    type Output = GlobalOutput;
     const TOOL: Declaration = declare! {
         "SnapshotGlobalSave", "Save global snapshot", OVERWRITES, GLOBAL_SAVE, pooled, asks_once
     };
 
-    async fn run(self, context: Call<'_>) -> Answered<GlobalSnapshot> {
+    async fn run(self, context: Call<'_>) -> Answered<GlobalOutput> {
         let origin = Origin::of(self.from.as_deref(), self.snapshot)?;
         let service = service(&context);
-        Ok(service.save_global(&self.label, &self.description, origin, self.replace)?)
+        Ok(service
+            .save_global(&self.label, &self.description, origin, self.replace)?
+            .into())
     }
 
     /// A new label destroys nothing (and a label in use without `replace` is refused when the
@@ -221,6 +223,26 @@ impl TypedTool<Arc<Snapshots>> for GlobalSaveArguments {
         let arguments: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
         let replaces = service.replaces_global(&arguments.label, arguments.replace)?;
         Ok(Consent::asked_when(replaces))
+    }
+}
+
+/// A global snapshot as a tool shows it: its time readable.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GlobalOutput {
+    #[serde(flatten)]
+    pub summary: GlobalSummary,
+    /// The state.
+    #[schemars(extend("type" = "object"))]
+    pub snapshot: Value,
+}
+
+impl From<GlobalSnapshot> for GlobalOutput {
+    fn from(mut global: GlobalSnapshot) -> Self {
+        let snapshot = std::mem::take(&mut global.value);
+        Self {
+            summary: global.into(),
+            snapshot,
+        }
     }
 }
 
@@ -255,13 +277,13 @@ pub struct GlobalArguments {
 
 /// `SnapshotGlobalGet`: one global snapshot by id or label.
 impl TypedTool<Arc<Snapshots>> for GlobalArguments {
-    type Output = GlobalSnapshot;
+    type Output = GlobalOutput;
     const TOOL: Declaration = declare! {
         "SnapshotGlobalGet", "Get global snapshot", CACHED_READ, GLOBAL_GET, pooled
     };
 
-    async fn run(self, context: Call<'_>) -> Answered<GlobalSnapshot> {
-        Ok(service(&context).global(&self.id)?)
+    async fn run(self, context: Call<'_>) -> Answered<GlobalOutput> {
+        Ok(service(&context).global(&self.id)?.into())
     }
 }
 
