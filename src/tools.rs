@@ -230,6 +230,13 @@ pub trait Tool: Send + Sync {
         Ok(Consent::Asked { scope: None })
     }
 
+    /// The question the user is asked before a call runs, in one line, when the tool words it
+    /// itself ("Reprocess chat `x` from message 3: …?"); `None` asks whether to run the tool
+    /// with its arguments, summarised (see `tools/approval.rs`). Called only when asking.
+    fn question(&self, _arguments: &Value) -> Option<String> {
+        None
+    }
+
     /// Turns the output into the text the model reads. The default passes text through and
     /// writes structured data as compact JSON, as `JSON.stringify` would.
     fn format_for_llm(&self, output: &ToolOutput, _arguments: &Value) -> String {

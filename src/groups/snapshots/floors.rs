@@ -161,6 +161,40 @@ impl TypedTool<Arc<Snapshots>> for ReprocessArguments {
         let service = service(&context);
         Ok(service.reprocess(&self.chat_file, from, &self.messages, &start, &cancelled)?)
     }
+
+    /// What the call replaces, read from the arguments without decoding the whole chat.
+    fn question(service: &Arc<Snapshots>, arguments: &Value) -> Option<String> {
+        let chat = arguments.get("chatFile")?.as_str()?;
+        let from = arguments.get("fromIndex")?.as_u64()?;
+        let messages = arguments.get("messages")?.as_array()?.len() as u64;
+        let recomputed = messages.saturating_sub(from);
+        let (floors, snapshots) = service
+            .stored_from(chat, from)
+            .inspect_err(|error| tracing::warn!(%error, "cannot count the floors to replace"))
+            .ok()?;
+        let recomputing = counted(recomputed, "message");
+        let replaced = if floors == 0 {
+            format!("No floor is stored from there on; it computes {recomputing}.")
+        } else {
+            format!(
+                "It replaces the {} stored from there on ({}), recomputing {recomputing}.",
+                counted(floors as u64, "floor"),
+                counted(snapshots as u64, "snapshot")
+            )
+        };
+        Some(format!(
+            "Reprocess chat `{chat}` from message {from}? {replaced}"
+        ))
+    }
+}
+
+/// `1 floor`, `3 floors`.
+fn counted(count: u64, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
