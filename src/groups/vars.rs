@@ -131,6 +131,10 @@ pub struct VariableInfo {
     pub reference_count: u64,
 }
 
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
 fn is_zero(count: &u64) -> bool {
     *count == 0
 }
@@ -217,8 +221,8 @@ impl TypedTool for ListVarsArguments {
     async fn run(self, context: Context<'_>) -> Answered<ListVarsOutput> {
         let filter: ListFilter = self.filter.unwrap_or_default().into();
         // Asking for a cache type is asking for cache entries.
-        let with_cached = self.cached == Some(true)
-            || filter.var_type.is_some_and(|var_type| var_type.is_cache());
+        let with_cached =
+            self.cached == Some(true) || filter.var_type.is_some_and(VarType::is_cache);
         Ok(context.workspace.with_variables(|system| {
             ListVarsOutput::of(system.list(&filter), with_cached, system.capacity())
         })?)

@@ -74,14 +74,14 @@ struct Recorded<'a> {
     place: &'a mut Place,
 }
 
-impl<'a> Recorded<'a> {
+impl Recorded<'_> {
     fn entries<'de, V: Visitor<'de>>(
         self,
         object: Map<String, Value>,
         visitor: V,
     ) -> Result<V::Value, serde_json::Error> {
         visitor.visit_map(Entries {
-            entries: object.into_iter(),
+            remaining: object.into_iter(),
             value: None,
             place: self.place,
         })
@@ -191,7 +191,7 @@ impl<'de> Deserializer<'de> for Recorded<'_> {
 
 /// The arguments, one by one, each noted in `place` before it is decoded.
 struct Entries<'a> {
-    entries: serde_json::map::IntoIter,
+    remaining: serde_json::map::IntoIter,
     value: Option<Value>,
     place: &'a mut Place,
 }
@@ -203,7 +203,7 @@ impl<'de> MapAccess<'de> for Entries<'_> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, Self::Error> {
-        let Some((name, value)) = self.entries.next() else {
+        let Some((name, value)) = self.remaining.next() else {
             return Ok(None);
         };
         self.place.kind = Kind::of(&value);
@@ -229,7 +229,7 @@ impl<'de> MapAccess<'de> for Entries<'_> {
     }
 
     fn size_hint(&self) -> Option<usize> {
-        Some(self.entries.len())
+        Some(self.remaining.len())
     }
 }
 
@@ -256,7 +256,7 @@ fn explain(message: &str, place: &Place) -> String {
     }
 }
 
-/// `unknown variant `yes`, expected one of `on`, `off``: the value is a string.
+/// serde's ``unknown variant `yes`, expected one of `on`, `off` ``: the value is a string.
 fn unknown_variant(message: &str) -> Option<(Found, String)> {
     let rest = message.strip_prefix("unknown variant `")?;
     let (variant, expected) = rest.split_once("`, expected ")?;
@@ -276,8 +276,8 @@ struct Found {
 }
 
 impl Found {
-    /// From serde's words for it: `integer `5``, `floating point `1.5``, `boolean `true``,
-    /// `string "abc"`, `null`, `sequence`, `map`.
+    /// From serde's words for it: ``integer `5` ``, ``floating point `1.5` ``,
+    /// ``boolean `true` ``, `string "abc"`, `null`, `sequence`, `map`.
     fn parse(found: &str) -> Self {
         let between_backticks = |prefix: &str| {
             found

@@ -1,5 +1,5 @@
-//! What the model and the user read, kept short, through the real binary: a SkillSearch hit
-//! once (text for the model, JSON for clients), ListVars without the cache entries unless asked
+//! What the model and the user read, kept short, through the real binary: a `SkillSearch` hit
+//! once (text for the model, JSON for clients), `ListVars` without the cache entries unless asked
 //! and with one readable time per variable, argument errors in JSON's words naming the
 //! argument, approval questions in one line, and a `prompts/list` that stays small however
 //! many skills are served (one `skill` prompt whose `name` completes; per-skill prompts are a
