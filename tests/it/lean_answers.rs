@@ -116,7 +116,7 @@ async fn wrong_typed_arguments_are_named_with_json_words() {
         assert!(is_error(&answer), "{tool} {arguments}: {}", text(&answer));
         transcript.add(&format!("{tool} {arguments}"), &text(&answer));
     }
-    transcript.assert_golden("lean_answers/wrong-types.txt");
+    transcript.assert_golden("bad_input/wrong-types.txt");
     client.cancel().await.unwrap();
 }
 
