@@ -213,7 +213,8 @@ async function loadVariables() {
   const unfiltered = !Object.keys(filter).length;
   try {
     // `_outputLimit: 0`: the whole list, not the part that fits the model's output limit.
-    const args = unfiltered ? { _outputLimit: 0 } : { filter, _outputLimit: 0 };
+    // `cached: true`: the cached tool results too, which the model sees only counted.
+    const args = unfiltered ? { cached: true, _outputLimit: 0 } : { filter, cached: true, _outputLimit: 0 };
     const { structured } = await callTool("ListVars", args);
     listedByView = true;
     showVariables(structured, unfiltered);
@@ -514,7 +515,7 @@ async function showFloor(floor, index) {
   const facts = document.createElement("dl");
   for (const [label, content] of [
     ["Snapshot", floor.snapshotId],
-    ["Created", new Date(floor.createdAt / 1000).toISOString()],
+    ["Created", floor.createdAt],
     ["Stored", floor.storedBytes === undefined ? undefined : `${floor.storedBytes} bytes`],
     ["Summary", floor.summary],
   ]) {

@@ -116,6 +116,8 @@ pub struct App {
     /// Every space built so far besides the default, by workspace and caller.
     spaces: Mutex<HashMap<(String, Caller), Arc<Space>>>,
     shelf: Arc<Shelf>,
+    /// Whether `prompts/list` shows one prompt per skill.
+    skill_prompts: bool,
     /// The other MCP servers whose tools are served; dropping them stops them.
     upstreams: Arc<Upstreams>,
     /// Kept for its lifetime: dropping it stops watching the configuration file.
@@ -205,6 +207,7 @@ impl App {
             workspaces,
             spaces: Mutex::default(),
             shelf,
+            skill_prompts: config.skill_prompts,
             upstreams,
             _reload: reload,
             _watch: watch,
@@ -226,6 +229,11 @@ impl App {
     /// The pipeline every tool call passes, with the registry and the workspace it holds.
     pub fn executor(&self) -> &Executor {
         self.default.executor()
+    }
+
+    /// Whether `prompts/list` shows one `skill-{name}` prompt per skill (`skill_prompts`).
+    pub fn skill_prompts(&self) -> bool {
+        self.skill_prompts
     }
 
     /// The configured workspace as the one user of a stdio server works in it.

@@ -6,6 +6,7 @@
 //! approval_fallback = "deny"   # when a policy asks but the client cannot: "deny" or "allow"
 //! workspace_max_bytes = 1073741824  # bytes of variable values and state a workspace may hold
 //! skill_body_limit = 20000     # characters of a skill served whole; longer: opening + sections
+//! skill_prompts = false        # also list one prompt per skill (the `skill` prompt is always there)
 //!
 //! tool_folders = ["~/work/tools"]  # script tool folders besides ~/.synapse/tools
 //!

@@ -234,6 +234,7 @@ impl ServerHandler for Server {
             };
             notifications::spawn_forwarder(
                 space,
+                self.inner.app.skill_prompts(),
                 Arc::clone(&self.inner.subscriptions),
                 context.peer,
             );
@@ -361,7 +362,9 @@ impl ServerHandler for Server {
         };
         let stop = context.request_context().ct.clone();
         let space = self.space(&context.request_context().extensions)?;
-        notifications::forward(&space, &self.inner.subscriptions, &outlet, &stop).await;
+        let (subscriptions, per_skill_prompts) =
+            (&self.inner.subscriptions, self.inner.app.skill_prompts());
+        notifications::forward(&space, subscriptions, per_skill_prompts, &outlet, &stop).await;
         Ok(())
     }
 
@@ -370,7 +373,10 @@ impl ServerHandler for Server {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let all = prompts::list(self.library().await.as_ref());
+        let all = prompts::list(
+            self.library().await.as_ref(),
+            self.inner.app.skill_prompts(),
+        );
         let (items, next) = pages::page(all, cursor(request.as_ref()))?;
         let mut result = ListPromptsResult::with_all_items(items);
         result.next_cursor = next;

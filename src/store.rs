@@ -279,7 +279,10 @@ pub struct Floor {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swipe_id: Option<u64>,
     pub snapshot_id: String,
-    /// Microseconds since 1970.
+    /// When the snapshot was made: ISO 8601, UTC, to the second (kept in microseconds since
+    /// 1970).
+    #[serde(serialize_with = "crate::vars::readable_time")]
+    #[schemars(with = "String")]
     pub created_at: i64,
     /// Bytes of tree nodes the snapshot added to the store when it was written (unchanged
     /// parts are shared with the floors before it); absent for imported or edited snapshots.
@@ -314,7 +317,9 @@ pub struct GlobalSummary {
     pub id: String,
     pub label: String,
     pub description: String,
-    /// Microseconds since 1970.
+    /// When it was saved: ISO 8601, UTC, to the second (kept in microseconds since 1970).
+    #[serde(serialize_with = "crate::vars::readable_time")]
+    #[schemars(with = "String")]
     pub created_at: i64,
 }
 

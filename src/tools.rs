@@ -15,6 +15,7 @@
 //! translates its [`Outcome`] to the wire. Nothing here knows JSON-RPC.
 
 mod approval;
+mod decode;
 mod definition;
 mod errors;
 mod executor;
@@ -39,9 +40,8 @@ use crate::workspace::Workspace;
 pub use approval::{
     Answer, ApprovalQuestion, Asked, Asker, Asking, Fallback, Permission, Policy, Stage,
 };
-pub use definition::{
-    Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW, parse_arguments,
-};
+pub use decode::parse_arguments;
+pub use definition::{Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW};
 pub use executor::{CallRequest, Caller, Executor, ExecutorSettings, ToolOverride, panic_message};
 pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};
 pub use registry::{GroupOverview, GroupState, Held, Registry, RegistryError, ToolOverview, View};
@@ -227,6 +227,13 @@ pub trait Tool: Send + Sync {
     /// before anyone is asked.
     fn consent(&self, _arguments: &Value) -> Result<Consent, ToolError> {
         Ok(Consent::Asked { scope: None })
+    }
+
+    /// The question the user is asked before a call runs, in one line, when the tool words it
+    /// itself ("Reprocess chat `x` from message 3: …?"); `None` asks whether to run the tool
+    /// with its arguments, summarised (see `tools/approval.rs`). Called only when asking.
+    fn question(&self, _arguments: &Value) -> Option<String> {
+        None
     }
 
     /// Turns the output into the text the model reads. The default passes text through and

@@ -26,7 +26,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use crate::text::{Chunk, window};
-pub use clock::{Clock, ManualClock, SystemClock, Timestamp, wall_clock};
+pub use clock::{Clock, ManualClock, SystemClock, Timestamp, readable_time, wall_clock};
 use eviction::EvictionOrder;
 pub use names::validate_name;
 pub use variable::{

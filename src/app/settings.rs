@@ -58,6 +58,8 @@ pub struct Settings {
     pub trust_project: bool,
     /// Most characters of a skill body or markdown skill file served whole.
     pub skill_body_limit: usize,
+    /// List one `skill-{name}` prompt per skill too (`skill_prompts` in the file).
+    pub skill_prompts: bool,
     pub capacity: usize,
     pub groups: BTreeMap<String, bool>,
     pub disabled_tools: Vec<String>,
@@ -196,6 +198,7 @@ impl Settings {
             skill_body_limit: file
                 .skill_body_limit
                 .unwrap_or(crate::skills::sections::DEFAULT_BODY_LIMIT),
+            skill_prompts: file.skill_prompts.unwrap_or(false),
             capacity: file.capacity.unwrap_or(VariableSystem::DEFAULT_CAPACITY),
             groups: file.groups.clone(),
             disabled_tools: file

@@ -53,6 +53,10 @@ pub struct FileConfig {
     /// without a window, served whole (default 20000); a longer one comes as its opening and a
     /// table of its sections, each loadable alone.
     pub skill_body_limit: Option<usize>,
+    /// List one prompt per skill (`skill-{name}`) besides the `skill` prompt, whose `name`
+    /// argument completes to every skill (default false: a large library would fill the
+    /// host's prompt menu).
+    pub skill_prompts: Option<bool>,
     /// Limits on the chat snapshots' user functions.
     #[serde(default)]
     pub snapshots: SnapshotsConfig,

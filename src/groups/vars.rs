@@ -44,7 +44,8 @@ const READ_VAR: &str = "Read a variable's value, whole or a window (by character
     remains.";
 
 const LIST_VARS: &str = "List stored variables with their metadata (name, length, type, \
-    description, tags, times), never their values (use ReadVar).";
+    description, tags, last update), never their values (use ReadVar); cached tool results are \
+    only counted unless `cached: true`.";
 
 const WRITE_VAR: &str = "Create or update a variable: notes, intermediate results or a document \
     built across calls, passed to any tool as $VAR_REF{{name}}. Fields left out are kept; RULE \
@@ -86,6 +87,9 @@ impl TypedTool for ReadVarArguments {
 pub struct ListVarsArguments {
     /// Filters, combined.
     pub filter: Option<ListVarsFilter>,
+    /// List the cached tool results and arguments too (`…_result`, `…_args`), after the
+    /// other variables. Default false: they are only counted.
+    pub cached: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -119,10 +123,19 @@ pub struct VariableInfo {
     /// Never evicted.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub keep: bool,
-    pub created: String,
+    /// When the value last changed: ISO 8601, UTC, to the second.
     pub updated: String,
-    pub last_visited: String,
+    /// How many times `$VAR_REF` has read it; absent when never.
+    #[serde(skip_serializing_if = "is_zero")]
     pub reference_count: u64,
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 impl From<&Variable> for VariableInfo {
@@ -135,21 +148,54 @@ impl From<&Variable> for VariableInfo {
             tags: variable.tags.clone(),
             json: variable.kind == ValueKind::Json,
             keep: variable.keep,
-            created: variable.created.to_rfc3339(),
-            updated: variable.updated.to_rfc3339(),
-            last_visited: variable.last_visited.to_rfc3339(),
+            updated: variable.updated.to_readable(),
             reference_count: variable.reference_count,
         }
     }
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ListVarsOutput {
+    /// The variables the model or the user wrote (and rules) first, by name; then, when asked
+    /// for with `cached: true` or a cache `type`, the cached tool results and arguments.
     pub variables: Vec<VariableInfo>,
-    /// How many variables matched.
+    /// How many variables are listed.
     pub count: usize,
     /// The workspace's capacity (variables kept before the least recently used are evicted).
     pub capacity: usize,
+    /// Cached tool results and arguments that match but are not listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_not_listed: Option<usize>,
+    /// How to list them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl ListVarsOutput {
+    /// The listing of `matching` (sorted by name): the cache entries after the others when
+    /// `with_cached`, else only counted.
+    fn of(matching: Vec<&Variable>, with_cached: bool, capacity: usize) -> Self {
+        let (cache, own): (Vec<&Variable>, Vec<&Variable>) = matching
+            .into_iter()
+            .partition(|variable| variable.var_type.is_cache());
+        let hidden = if with_cached { 0 } else { cache.len() };
+        let mut variables: Vec<VariableInfo> = own.into_iter().map(Into::into).collect();
+        if with_cached {
+            variables.extend(cache.into_iter().map(VariableInfo::from));
+        }
+        Self {
+            count: variables.len(),
+            variables,
+            capacity,
+            cached_not_listed: (hidden > 0).then_some(hidden),
+            note: (hidden > 0).then(|| {
+                format!(
+                    "{hidden} cached tool result(s) and argument(s) not listed; ListVars {{\"cached\": true}} lists them"
+                )
+            }),
+        }
+    }
 }
 
 impl From<ListVarsFilter> for ListFilter {
@@ -162,17 +208,8 @@ impl From<ListVarsFilter> for ListFilter {
     }
 }
 
-impl From<(Vec<VariableInfo>, usize)> for ListVarsOutput {
-    fn from((variables, capacity): (Vec<VariableInfo>, usize)) -> Self {
-        Self {
-            count: variables.len(),
-            variables,
-            capacity,
-        }
-    }
-}
-
-/// `ListVars`: the variables' metadata, never their values.
+/// `ListVars`: the variables' metadata, never their values; cached tool results and arguments
+/// only when asked for (two are cached per call: they would soon outnumber the rest).
 impl TypedTool for ListVarsArguments {
     type Output = ListVarsOutput;
     const TOOL: Declaration = declare! {
@@ -181,12 +218,13 @@ impl TypedTool for ListVarsArguments {
     };
 
     async fn run(self, context: Context<'_>) -> Answered<ListVarsOutput> {
-        let filter = self.filter.unwrap_or_default().into();
-        let listed = context.workspace.with_variables(|system| {
-            let found = system.list(&filter).into_iter().map(Into::into).collect();
-            (found, system.capacity())
-        })?;
-        Ok(listed.into())
+        let filter: ListFilter = self.filter.unwrap_or_default().into();
+        // Asking for a cache type is asking for cache entries.
+        let with_cached =
+            self.cached == Some(true) || filter.var_type.is_some_and(VarType::is_cache);
+        Ok(context.workspace.with_variables(|system| {
+            ListVarsOutput::of(system.list(&filter), with_cached, system.capacity())
+        })?)
     }
 }
 

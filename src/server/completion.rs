@@ -6,7 +6,7 @@ use rmcp::ErrorData;
 use rmcp::model::{CompleteRequestParams, CompletionInfo, Reference};
 use serde_json::Value;
 
-use super::{errors, skills};
+use super::{errors, prompts, skills};
 use crate::skills::Library;
 use crate::snapshots::Snapshots;
 use crate::tools::Executor;
@@ -40,6 +40,14 @@ pub(super) fn complete(
                 .snapshots
                 .characters()
                 .map_err(errors::snapshots_failed)?,
+            (prompts::SKILL, "name") => sources
+                .library
+                .skills()
+                .iter()
+                .map(|skill| skill.name.as_str())
+                .filter(|name| name.starts_with(typed))
+                .map(str::to_owned)
+                .collect(),
             _ => Vec::new(),
         },
         Reference::Resource(template) => match (template.uri.as_str(), argument) {

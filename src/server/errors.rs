@@ -88,6 +88,20 @@ pub(super) fn prompt_not_found(name: &str, known: &[&str]) -> ErrorData {
     )
 }
 
+/// A prompt argument that names no skill (`skill {name}`): invalid params naming it and the
+/// closest names; a failure to read the library is internal (logged).
+pub(super) fn prompt_skill_error(prompt: &str, error: crate::skills::Error) -> ErrorData {
+    match ToolError::from(error) {
+        ToolError::Invalid(message) => {
+            ErrorData::invalid_params(format!("prompt `{prompt}`: {message}"), None)
+        }
+        ToolError::Internal(message) => {
+            tracing::error!(%prompt, error = %message, "cannot serve a skill prompt");
+            ErrorData::internal_error(format!("cannot serve prompt `{prompt}`"), None)
+        }
+    }
+}
+
 /// The workspace a request names could not be opened (the store failed): logged, and reported
 /// as an internal error.
 pub(super) fn app_failed(error: &crate::app::Error) -> ErrorData {

@@ -144,8 +144,10 @@ struct Told {
     listed: HashSet<Arc<str>>,
     /// The skills as `resources/list` shows them: name, description, size.
     skill_resources: Vec<(String, String, u64)>,
-    /// The skill prompts: name and description.
+    /// The skill prompts: name and description (none unless they are listed).
     skill_prompts: Vec<(String, String)>,
+    /// Whether `prompts/list` shows one prompt per skill: otherwise a rescan never changes it.
+    per_skill_prompts: bool,
 }
 
 impl Told {
@@ -157,6 +159,7 @@ impl Told {
             .collect();
         let prompts: Vec<(String, String)> = resources
             .iter()
+            .filter(|_| self.per_skill_prompts)
             .map(|(name, description, _)| (name.clone(), description.clone()))
             .collect();
         let resources_changed = resources != self.skill_resources;
@@ -170,20 +173,23 @@ impl Told {
 /// Starts the task that forwards changes to an initialize-era session's client.
 pub(super) fn spawn_forwarder(
     app: Arc<Space>,
+    per_skill_prompts: bool,
     subscriptions: Arc<Subscriptions>,
     peer: Peer<RoleServer>,
 ) {
     tokio::spawn(async move {
         let outlet = Outlet::Session(peer);
-        forward(&app, &subscriptions, &outlet, &CancellationToken::new()).await;
+        let stop = CancellationToken::new();
+        forward(&app, &subscriptions, per_skill_prompts, &outlet, &stop).await;
     });
 }
 
 /// Forwards registry, workspace and library changes to `outlet` until it is gone or `stop` is
-/// cancelled.
+/// cancelled; `per_skill_prompts`: whether `prompts/list` follows the skills.
 pub(super) async fn forward(
     app: &Space,
     subscriptions: &Subscriptions,
+    per_skill_prompts: bool,
     outlet: &Outlet,
     stop: &CancellationToken,
 ) {
@@ -201,6 +207,7 @@ pub(super) async fn forward(
         listed,
         skill_resources: Vec::new(),
         skill_prompts: Vec::new(),
+        per_skill_prompts,
     };
     told.skills(&library);
     drop(library);

@@ -1,23 +1,28 @@
 //! Prompts: `tool-rules`, the full tool-rules text (the server instructions give the essentials
-//! and point here), and
-//! one argument-less prompt per skill, `skill-{name}`, whose message is the skill's activation
-//! text (the body in `<skill_content>`), and `state-functions`, the chat snapshots' function
-//! block for a character (or the global library).
+//! and point here); `skill`, whose `name` argument (completed from the library) picks the skill
+//! whose activation text (the body in `<skill_content>`) is the message; and `state-functions`,
+//! the chat snapshots' function block for a character (or the global library). With
+//! `skill_prompts = true` in the configuration, one argument-less prompt per skill,
+//! `skill-{name}`, is listed too (a library of 165 skills made 167 prompts, 70 KB, in every
+//! host's slash-command menu); they are answered either way.
 
 use rmcp::ErrorData;
 use rmcp::model::{GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage, Role};
 
 use super::errors;
 use crate::groups::skills::skill_content;
-use crate::skills::Library;
+use crate::skills::{Library, Skill};
 use crate::snapshots::Snapshots;
 use crate::tools::Executor;
 
 const TOOL_RULES: &str = "tool-rules";
 const STATE_FUNCTIONS: &str = "state-functions";
+/// The prompt of one skill, chosen by its `name` argument.
+pub(super) const SKILL: &str = "skill";
 const SKILL_PREFIX: &str = "skill-";
 
-pub(super) fn list(library: &Library) -> Vec<Prompt> {
+/// The prompts `prompts/list` shows; `per_skill`: one `skill-{name}` prompt per skill too.
+pub(super) fn list(library: &Library, per_skill: bool) -> Vec<Prompt> {
     let mut prompts = vec![Prompt::new(
         TOOL_RULES,
         Some(
@@ -25,6 +30,15 @@ pub(super) fn list(library: &Library) -> Vec<Prompt> {
         ),
         None,
     )];
+    prompts.push(Prompt::new(
+        SKILL,
+        Some("A skill's instructions, to follow: the SKILL.md body in <skill_content>"),
+        Some(vec![
+            PromptArgument::new("name")
+                .with_description("The skill's name (completion lists the library's skills)")
+                .with_required(true),
+        ]),
+    ));
     prompts.push(Prompt::new(
         STATE_FUNCTIONS,
         Some(
@@ -36,13 +50,15 @@ pub(super) fn list(library: &Library) -> Vec<Prompt> {
                 .with_required(false),
         ]),
     ));
-    prompts.extend(library.skills().iter().map(|skill| {
-        Prompt::new(
-            format!("{SKILL_PREFIX}{}", skill.name),
-            Some(skill.description.clone()),
-            None,
-        )
-    }));
+    if per_skill {
+        prompts.extend(library.skills().iter().map(|skill| {
+            Prompt::new(
+                format!("{SKILL_PREFIX}{}", skill.name),
+                Some(skill.description.clone()),
+                None,
+            )
+        }));
+    }
     prompts
 }
 
@@ -72,15 +88,34 @@ pub(super) fn get(
         )])
         .with_description("The synapse-mcp tool rules"));
     }
-    let skill = name
-        .strip_prefix(SKILL_PREFIX)
-        .and_then(|skill| library.find(skill))
-        .ok_or_else(|| {
-            errors::prompt_not_found(name, &[TOOL_RULES, STATE_FUNCTIONS, "skill-{name}"])
+    let argument = |key: &str| {
+        arguments
+            .and_then(|arguments| arguments.get(key))
+            .and_then(|value| value.as_str())
+    };
+    let skill = if name == SKILL {
+        let wanted = argument("name").ok_or_else(|| {
+            ErrorData::invalid_params(
+                "prompt `skill` needs its `name` argument: a skill's name (completion/complete lists them)",
+                None,
+            )
         })?;
+        library
+            .get(wanted)
+            .map_err(|error| errors::prompt_skill_error(SKILL, error))?
+    } else {
+        name.strip_prefix(SKILL_PREFIX)
+            .and_then(|skill| library.find(skill))
+            .ok_or_else(|| errors::prompt_not_found(name, &[TOOL_RULES, SKILL, STATE_FUNCTIONS]))?
+    };
+    activation(skill, name)
+}
+
+/// A skill's prompt: its body in `<skill_content>`, described by its description.
+fn activation(skill: &Skill, prompt: &str) -> Result<GetPromptResult, ErrorData> {
     let body = skill
         .body()
-        .map_err(|error| errors::skill_resource_error(name, error))?;
+        .map_err(|error| errors::skill_resource_error(prompt, error))?;
     Ok(GetPromptResult::new(vec![PromptMessage::new_text(
         Role::User,
         skill_content(skill, &body),

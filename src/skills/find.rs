@@ -119,33 +119,50 @@ fn best_section(skill: &Skill, query: &str, body_limit: usize) -> Option<String>
         .map(|section| section.id.clone())
 }
 
-/// The JSON answer, then an `<available-skills>` block for the model.
+/// The answer as the model reads it, each hit once: an `<available-skills>` block (name, the
+/// section to load when one is named, description), what to do next, and a line for a
+/// search made on metadata only or a rerank asked for. The structured content carries the
+/// same hits as JSON (with their scores) for clients; the model is not sent them twice.
 pub fn text_for_model(value: &Value) -> String {
     let matched = value["matched_skills"]
         .as_array()
         .map_or(&[][..], Vec::as_slice);
-    if matched.is_empty() {
-        return format!(
-            "{value}\n\nNo skill matches this query. Try other words, or go ahead without a skill."
+    let mut text = if matched.is_empty() {
+        "No skill matches this query. Try other words, or go ahead without a skill.".to_owned()
+    } else {
+        let mut text = "<available-skills>\n".to_owned();
+        for skill in matched {
+            let name = escape(skill["name"].as_str().unwrap_or_default());
+            let description = escape(skill["description"].as_str().unwrap_or_default());
+            let section = skill["section"]
+                .as_str()
+                .map(|section| format!(" section=\"{}\"", escape(section)))
+                .unwrap_or_default();
+            writeln!(
+                text,
+                "  <skill name=\"{name}\"{section}>{description}</skill>"
+            )
+            .ok();
+        }
+        text.push_str(
+            "</available-skills>\nLoad the skill that fits with SkillLoad {\"name\": \"…\"}, adding its \"section\" when one is named.",
+        );
+        text
+    };
+    if value["metadata_only"] == Value::Bool(true) {
+        text.push_str(
+            "\nThe skills' bodies are still being indexed: only names, descriptions and tags were searched; search again shortly.",
         );
     }
-    let mut text = format!("{value}\n\n<available-skills>\n");
-    for skill in matched {
-        let name = escape(skill["name"].as_str().unwrap_or_default());
-        let description = escape(skill["description"].as_str().unwrap_or_default());
-        let section = skill["section"]
-            .as_str()
-            .map(|section| format!(" section=\"{}\"", escape(section)))
-            .unwrap_or_default();
-        writeln!(
-            text,
-            "  <skill name=\"{name}\"{section}>{description}</skill>"
-        )
-        .ok();
+    if let Some(rerank) = value.get("rerank") {
+        let applied = if rerank["applied"] == Value::Bool(true) {
+            "applied"
+        } else {
+            "not applied"
+        };
+        let reason = rerank["reason"].as_str().unwrap_or_default();
+        write!(text, "\nRerank {applied}: {reason}.").ok();
     }
-    text.push_str(
-        "</available-skills>\nLoad the skill that fits with SkillLoad {\"name\": \"…\"}, adding its \"section\" when one is named.",
-    );
     text
 }
 

@@ -270,6 +270,19 @@ impl Snapshots {
 
     /// Drops the bindings of the messages at `from_index` and later and computes them again
     /// from the floor before (or the chat's start), in one call.
+    /// What reprocessing `chat_file` from message `from_index` replaces: how many floors
+    /// (messages) from there on hold stored snapshots, and how many snapshots they hold.
+    pub fn stored_from(&self, chat_file: &str, from_index: u64) -> Result<(usize, usize), Error> {
+        let floors = self.store.floors(
+            &self.workspace,
+            chat_file,
+            Some(from_index)..=Some(u64::MAX),
+        )?;
+        let messages: HashSet<Option<u64>> =
+            floors.iter().map(|floor| floor.message_index).collect();
+        Ok((messages.len(), floors.len()))
+    }
+
     pub fn reprocess(
         &self,
         chat_file: &str,

@@ -88,30 +88,34 @@ pub enum Asking<'a> {
     Unavailable,
 }
 
-/// The shape of a call's arguments: top-level keys with the JSON type of each value. An
-/// `ask-once` approval is remembered per tool and shape, so a tool approved for
-/// `{path: string}` asks again when called with `{path: string, force: boolean}`.
 /// How much of a question's payload the user is shown.
 const QUESTION_PREVIEW_CHARS: usize = 2_000;
 
+/// The one wording of the question asked before a call runs: a line a person can approve at a
+/// glance — the tool's own (`asked`), or whether to run the tool with its arguments summarised
+/// ([`summary`]: never a dump of their JSON) — and, for `ask-once`, a line saying what
+/// `remember` allows.
 pub(super) fn execution_question(
     tool: &str,
     arguments: &Value,
     policy: Policy,
     scope: Option<&str>,
+    asked: Option<String>,
 ) -> ApprovalQuestion {
-    let shown = serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string());
-    let mut message = format!(
-        "Allow `{tool}` to run with these arguments?\n\n{}",
-        preview(&shown)
-    );
+    let mut message = asked.unwrap_or_else(|| {
+        let summary = summary(arguments);
+        if summary.is_empty() {
+            format!("Allow `{tool}` to run?")
+        } else {
+            format!("Allow `{tool}` to run with {summary}?")
+        }
+    });
     if policy == Policy::AskOnce {
         let covered = scope.map_or_else(String::new, |scope| format!(", for {scope}"));
         write!(
             message,
-            "\n\nApproving allows just this call. Tick `remember` to also allow from now on, \
-             without asking, every call of `{tool}` with arguments of the same keys and types \
-             ({}){covered}.",
+            "\nTick `remember` to also allow, without asking, every later `{tool}` call with \
+             arguments {}{covered}.",
             argument_shape(arguments)
         )
         .ok();
@@ -121,6 +125,43 @@ pub(super) fn execution_question(
         stage: Stage::Execution,
         message,
     }
+}
+
+/// How many characters of a string argument a question shows.
+const SHOWN_STRING_CHARS: usize = 80;
+
+/// A call's arguments in a few words: `name "runner", messages (40 items), template {2 keys}`;
+/// strings past [`SHOWN_STRING_CHARS`] are cut, saying how long they are.
+pub(super) fn summary(arguments: &Value) -> String {
+    let Value::Object(object) = arguments else {
+        return brief(arguments);
+    };
+    object
+        .iter()
+        .map(|(key, value)| format!("{key} {}", brief(value)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn brief(value: &Value) -> String {
+    match value {
+        Value::String(text) => {
+            let length = text.chars().count();
+            if length <= SHOWN_STRING_CHARS {
+                Value::String(text.clone()).to_string()
+            } else {
+                let shown: String = text.chars().take(SHOWN_STRING_CHARS).collect();
+                format!("{}… ({length} characters)", Value::String(shown))
+            }
+        }
+        Value::Array(items) => format!("({} item{})", items.len(), plural(items.len())),
+        Value::Object(members) => format!("{{{} key{}}}", members.len(), plural(members.len())),
+        other => other.to_string(),
+    }
+}
+
+fn plural(count: usize) -> &'static str {
+    if count == 1 { "" } else { "s" }
 }
 
 pub(super) fn preview(text: &str) -> String {
@@ -138,6 +179,9 @@ pub(super) fn policy_name(policy: Policy) -> &'static str {
     }
 }
 
+/// The shape of a call's arguments: top-level keys with the JSON type of each value. An
+/// `ask-once` approval is remembered per tool and shape, so a tool approved for
+/// `{path: string}` asks again when called with `{path: string, force: boolean}`.
 pub(super) fn argument_shape(arguments: &Value) -> String {
     let Value::Object(object) = arguments else {
         return json_type(arguments).to_owned();

@@ -1,6 +1,6 @@
 //! Tool definitions: names, descriptions, JSON Schemas (`schema.rs`), annotations, how the
 //! executor treats a tool's calls (permission, caching, truncation, `†` references), and the one
-//! place arguments are decoded into a tool's typed parameters.
+//! place a tool's arguments are decoded (`decode.rs`) is called from here.
 
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::schema::{input_schema, output_schema, portable};
-use super::{Permission, ToolError};
+use super::{Permission, ToolError, parse_arguments};
 
 /// Hints for clients about what a tool does (MCP `ToolAnnotations`).
 #[expect(
@@ -297,13 +297,4 @@ impl ToolDefinition {
     ) -> Result<Arguments, ToolError> {
         parse_arguments(&self.name, arguments)
     }
-}
-
-/// Decodes a tool's arguments, naming the tool in the error so the model can fix the call.
-pub fn parse_arguments<Arguments: DeserializeOwned>(
-    tool: &str,
-    arguments: Value,
-) -> Result<Arguments, ToolError> {
-    serde_json::from_value(arguments)
-        .map_err(|error| ToolError::invalid(format!("invalid arguments for {tool}: {error}")))
 }

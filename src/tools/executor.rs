@@ -200,7 +200,10 @@ impl Executor {
                 Consent::Asked { scope } => (permission.execution, scope),
             },
         };
-        let question = || execution_question(name, &arguments, policy, scope.as_deref());
+        let question = || {
+            let asked = tool.question(&arguments);
+            execution_question(name, &arguments, policy, scope.as_deref(), asked)
+        };
         let gate = self.gate(
             name,
             Stage::Execution,

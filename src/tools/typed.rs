@@ -279,6 +279,11 @@ where
         Ok(Consent::Asked { scope: None })
     }
 
+    /// As [`Tool::question`].
+    fn question(_service: &Service, _arguments: &Value) -> Option<String> {
+        None
+    }
+
     /// As [`Tool::format_for_llm`].
     fn format_for_llm(output: &ToolOutput, _arguments: &Value) -> String {
         super::plain_text(output)
@@ -363,6 +368,10 @@ where
 
     fn consent(&self, arguments: &Value) -> Result<Consent, ToolError> {
         T::consent(&self.service, arguments)
+    }
+
+    fn question(&self, arguments: &Value) -> Option<String> {
+        T::question(&self.service, arguments)
     }
 
     fn format_for_llm(&self, output: &ToolOutput, arguments: &Value) -> String {

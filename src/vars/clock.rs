@@ -21,6 +21,25 @@ impl Timestamp {
         let micros = self.0.min(MAX_RFC3339_MICROS);
         humantime::format_rfc3339_micros(UNIX_EPOCH + Duration::from_micros(micros)).to_string()
     }
+
+    /// Formats as ISO 8601 in UTC to the second, e.g. `2024-05-01T12:00:00Z`: how every time a
+    /// model reads in a tool result is written (never a raw count of microseconds).
+    pub fn to_readable(self) -> String {
+        let micros = self.0.min(MAX_RFC3339_MICROS);
+        humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_micros(micros)).to_string()
+    }
+
+    /// The instant `micros` microseconds after 1970 as the stores keep it; before 1970 is 1970.
+    pub fn from_micros(micros: i64) -> Self {
+        Self(u64::try_from(micros).unwrap_or(0))
+    }
+}
+
+/// Serializes a time the stores keep (microseconds since 1970) as [`Timestamp::to_readable`]
+/// writes it: `#[serde(serialize_with = "crate::vars::readable_time")]` on the fields of tool
+/// results, with `#[schemars(with = "String")]`.
+pub fn readable_time<S: serde::Serializer>(micros: &i64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&Timestamp::from_micros(*micros).to_readable())
 }
 
 /// The system time; 0 before the epoch, saturating far after it. Unlike a [`SystemClock`], two
@@ -98,6 +117,20 @@ impl Clock for ManualClock {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn readable_times_are_utc_to_the_second() {
+        assert_eq!(Timestamp(0).to_readable(), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            Timestamp(1_700_000_000_923_456).to_readable(),
+            "2023-11-14T22:13:20Z"
+        );
+        assert_eq!(
+            Timestamp::from_micros(-5).to_readable(),
+            "1970-01-01T00:00:00Z"
+        );
+        assert_eq!(Timestamp(u64::MAX).to_readable(), "9999-12-31T23:59:59Z");
+    }
 
     #[test]
     fn timestamps_format_as_rfc3339_with_microseconds() {

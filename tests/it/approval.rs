@@ -18,18 +18,8 @@ async fn an_approved_call_runs_after_the_user_is_asked() {
     let (_server, client) = in_process(ASK_ALWAYS, asker.clone()).await;
     let result = call(&client, "Echo", json!({"text": "go"})).await;
     assert_eq!(text(&result), "go");
-    let questions = asker.asked();
-    assert_eq!(questions.len(), 1);
-    assert!(
-        questions[0].starts_with("Allow `Echo` to run with these arguments?"),
-        "{}",
-        questions[0]
-    );
-    assert!(
-        questions[0].contains("\"text\": \"go\""),
-        "{}",
-        questions[0]
-    );
+    // One line naming the tool and its arguments in brief, never their JSON.
+    assert_eq!(asker.asked(), ["Allow `Echo` to run with text \"go\"?"]);
     client.cancel().await.unwrap();
 }
 

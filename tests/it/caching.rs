@@ -36,7 +36,7 @@ async fn client(directory: &Path, config: &str) -> Client {
 }
 
 async fn variable_names(client: &Client) -> Vec<String> {
-    let listed = call(client, "ListVars", json!({})).await;
+    let listed = call(client, "ListVars", json!({"cached": true})).await;
     let mut names: Vec<String> = listed.structured_content.as_ref().unwrap()["variables"]
         .as_array()
         .unwrap()

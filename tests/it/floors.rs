@@ -13,7 +13,7 @@ use rmcp::model::ReadResourceRequestParams;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Client, Elicitation, TestClient, Transcript, assert_golden_text, spawn_binary,
+    Client, Elicitation, TestClient, Transcript, assert_golden_text, call, spawn_binary, text,
 };
 use crate::snapshots::{enable_shipped, example, ok, refused};
 
@@ -117,12 +117,15 @@ async fn floors_list_each_bound_message_with_what_it_changed_and_jump_to_one() {
     let (chat, _, ids) = processed_example(&client).await;
 
     let listed = ok(&client, "SnapshotList", json!({"chatFile": chat})).await;
+    // The answer as the model reads it, whole: times are ISO 8601 to the second.
+    let page = call(&client, "SnapshotList", json!({"chatFile": chat})).await;
+    assert_golden_text("floors/list-page.txt", &text(&page));
     let floors: Vec<Value> = listed["floors"]
         .as_array()
         .unwrap()
         .iter()
         .map(|floor| {
-            assert!(floor["createdAt"].as_i64().unwrap() > 0, "{floor}");
+            crate::lean_answers::assert_readable_time(&floor["createdAt"]);
             assert!(floor["storedBytes"].as_u64().unwrap() > 0, "{floor}");
             json!([
                 floor["messageIndex"],
@@ -352,12 +355,23 @@ async fn reprocessing_from_the_middle_gives_the_states_of_processing_the_edited_
     // reply (now message 4, swipe 2).
     messages.drain(3..5);
     messages[4]["swipes"][2] = json!("@.SET(\"天气\", \"雾\"); @.ADD(\"角色.金币\", 100);");
+    let asked_before = client.service().asked().len();
     let reprocessed = ok(
         &client,
         "SnapshotReprocess",
         json!({"chatFile": "long", "fromIndex": 3, "messages": messages}),
     )
     .await;
+    // The user is asked one line about what is replaced, never the chat's JSON.
+    assert_eq!(
+        client.service().asked()[asked_before..],
+        [
+            "Reprocess chat `long` from message 3? It replaces the 4 floors stored from there on \
+             (5 snapshots), recomputing 6 messages.\nTick `remember` to also allow, without \
+             asking, every later `SnapshotReprocess` call with arguments \
+             {chatFile:string,fromIndex:number,messages:array}."
+        ]
+    );
     assert_eq!(
         reprocessed["bindings"]
             .as_array()

@@ -32,6 +32,7 @@ mod http;
 mod http_edges;
 mod instances;
 mod layers;
+mod lean_answers;
 mod logging;
 mod markdown_tables;
 mod notifications;

@@ -29,7 +29,7 @@ async fn cached_results_are_neither_listed_nor_announced() {
         &call(
             &client,
             "ListVars",
-            json!({"filter": {"tag": "FunctionList"}}),
+            json!({"filter": {"tag": "FunctionList"}, "cached": true}),
         )
         .await,
     );
@@ -71,7 +71,11 @@ async fn a_skill_save_is_announced_once_per_kind() {
     let root = directory.path().join("skills");
     copy_tree(&manifest("tests/fixtures/skills"), &root);
     let config = directory.path().join("config.toml");
-    std::fs::write(&config, "[tools.SkillSave]\nexecution = \"auto\"\n").unwrap();
+    std::fs::write(
+        &config,
+        "skill_prompts = true\n[tools.SkillSave]\nexecution = \"auto\"\n",
+    )
+    .unwrap();
     let args = [
         "--skills".to_owned(),
         root.display().to_string(),

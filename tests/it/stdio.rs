@@ -367,13 +367,7 @@ async fn the_tool_rules_prompt_holds_the_full_rules_the_instructions_point_to() 
     let prompts = client.list_all_prompts().await.unwrap();
     assert_eq!(
         prompts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
-        [
-            "tool-rules",
-            "state-functions",
-            "skill-passing-large-values",
-            "skill-synapse-workspace",
-            "skill-writing-skills"
-        ]
+        ["tool-rules", "skill", "state-functions"]
     );
     let prompt = client
         .get_prompt(GetPromptRequestParams::new("tool-rules"))

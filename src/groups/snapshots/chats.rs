@@ -123,10 +123,26 @@ pub struct GetArguments {
     pub id: String,
 }
 
+/// A stored snapshot as a tool shows it: its creation time readable, with its size.
 #[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct SnapshotOutput {
-    #[serde(flatten)]
-    pub stored: StoredSnapshot,
+    pub id: String,
+    pub chat_file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swipe_id: Option<u64>,
+    /// When the snapshot was made: ISO 8601, UTC, to the second.
+    #[serde(serialize_with = "crate::vars::readable_time")]
+    #[schemars(with = "String")]
+    pub created_at: i64,
+    /// What its message changed against the state it was built on, in one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The state.
+    #[schemars(extend("type" = "object"))]
+    pub snapshot: Value,
     /// The snapshot's size as JSON text.
     pub bytes: usize,
 }
@@ -136,7 +152,13 @@ impl From<StoredSnapshot> for SnapshotOutput {
     fn from(stored: StoredSnapshot) -> Self {
         Self {
             bytes: stored.value.to_string().len(),
-            stored,
+            id: stored.id,
+            chat_file: stored.chat_file,
+            message_id: stored.message_id,
+            swipe_id: stored.swipe_id,
+            created_at: stored.created_at,
+            summary: stored.summary,
+            snapshot: stored.value,
         }
     }
 }

@@ -151,6 +151,40 @@ impl TypedTool<Arc<Snapshots>> for ReprocessArguments {
         let service = service(&context);
         Ok(service.reprocess(&self.chat_file, from, &self.messages, &start, &cancelled)?)
     }
+
+    /// What the call replaces, read from the arguments without decoding the whole chat.
+    fn question(service: &Arc<Snapshots>, arguments: &Value) -> Option<String> {
+        let chat = arguments.get("chatFile")?.as_str()?;
+        let from = arguments.get("fromIndex")?.as_u64()?;
+        let messages = arguments.get("messages")?.as_array()?.len() as u64;
+        let recomputed = messages.saturating_sub(from);
+        let (floors, snapshots) = service
+            .stored_from(chat, from)
+            .inspect_err(|error| tracing::warn!(%error, "cannot count the floors to replace"))
+            .ok()?;
+        let recomputing = counted(recomputed, "message");
+        let replaced = if floors == 0 {
+            format!("No floor is stored from there on; it computes {recomputing}.")
+        } else {
+            format!(
+                "It replaces the {} stored from there on ({}), recomputing {recomputing}.",
+                counted(floors as u64, "floor"),
+                counted(snapshots as u64, "snapshot")
+            )
+        };
+        Some(format!(
+            "Reprocess chat `{chat}` from message {from}? {replaced}"
+        ))
+    }
+}
+
+/// `1 floor`, `3 floors`.
+fn counted(count: u64, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -194,15 +228,17 @@ pub struct GlobalSaveArguments {
 /// `SnapshotGlobalSave`: a state saved as a labelled global snapshot; overwriting one
 /// (`replace: true` on a label in use) asks first.
 impl TypedTool<Arc<Snapshots>> for GlobalSaveArguments {
-    type Output = GlobalSnapshot;
+    type Output = GlobalOutput;
     const TOOL: Declaration = declare! {
         "SnapshotGlobalSave", "Save global snapshot", OVERWRITES, GLOBAL_SAVE, pooled, asks_once
     };
 
-    async fn run(self, context: Call<'_>) -> Answered<GlobalSnapshot> {
+    async fn run(self, context: Call<'_>) -> Answered<GlobalOutput> {
         let origin = Origin::of(self.from.as_deref(), self.snapshot)?;
         let service = service(&context);
-        Ok(service.save_global(&self.label, &self.description, origin, self.replace)?)
+        Ok(service
+            .save_global(&self.label, &self.description, origin, self.replace)?
+            .into())
     }
 
     /// A new label destroys nothing (and a label in use without `replace` is refused when the
@@ -211,6 +247,26 @@ impl TypedTool<Arc<Snapshots>> for GlobalSaveArguments {
         let arguments: Self = parse_arguments(Self::TOOL.name, arguments.clone())?;
         let replaces = service.replaces_global(&arguments.label, arguments.replace)?;
         Ok(Consent::asked_when(replaces))
+    }
+}
+
+/// A global snapshot as a tool shows it: its time readable.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GlobalOutput {
+    #[serde(flatten)]
+    pub summary: GlobalSummary,
+    /// The state.
+    #[schemars(extend("type" = "object"))]
+    pub snapshot: Value,
+}
+
+impl From<GlobalSnapshot> for GlobalOutput {
+    fn from(mut global: GlobalSnapshot) -> Self {
+        let snapshot = std::mem::take(&mut global.value);
+        Self {
+            summary: global.into(),
+            snapshot,
+        }
     }
 }
 
@@ -245,13 +301,13 @@ pub struct GlobalArguments {
 
 /// `SnapshotGlobalGet`: one global snapshot by id or label.
 impl TypedTool<Arc<Snapshots>> for GlobalArguments {
-    type Output = GlobalSnapshot;
+    type Output = GlobalOutput;
     const TOOL: Declaration = declare! {
         "SnapshotGlobalGet", "Get global snapshot", CACHED_READ, GLOBAL_GET, pooled
     };
 
-    async fn run(self, context: Call<'_>) -> Answered<GlobalSnapshot> {
-        Ok(service(&context).global(&self.id)?)
+    async fn run(self, context: Call<'_>) -> Answered<GlobalOutput> {
+        Ok(service(&context).global(&self.id)?.into())
     }
 }
 

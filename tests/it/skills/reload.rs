@@ -59,7 +59,6 @@ async fn skills_added_edited_and_removed_on_disk_are_served_without_a_restart() 
     observer
         .wait_for_more("resources/list_changed", before)
         .await;
-    observer.wait_for_more("prompts/list_changed", 0).await;
     wait_for_search(&client, "telescope mirrors", "telescope-care", true).await;
 
     let before = observer.count("resources/list_changed");

@@ -1,6 +1,6 @@
 //! The skills on the MCP surface: SEP-2640 `skills/list` and `skills/get` (verbatim frontmatter,
 //! digests checked against a sha256 computed here), `skill://` resources, directory reads,
-//! completion, and the `skill-{name}` prompts.
+//! completion, and the `skill` prompt.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -182,25 +182,18 @@ async fn skill_files_are_resources_with_directories_and_completion() {
 }
 
 #[tokio::test]
-async fn every_skill_is_a_prompt() {
+async fn a_skill_is_a_prompt_by_name() {
     let fixture = Fixture::new();
     let client = fixture.client().await;
     let prompts = client.list_all_prompts().await.unwrap();
     let names: BTreeSet<String> = prompts.iter().map(|prompt| prompt.name.clone()).collect();
-    assert!(
-        names.contains("skill-csv-cleaner") && names.contains("tool-rules"),
-        "{names:?}"
+    assert_eq!(
+        names,
+        BTreeSet::from(["skill", "state-functions", "tool-rules"].map(str::to_owned))
     );
-    assert!(
-        prompts
-            .iter()
-            .filter(|prompt| prompt.name.starts_with("skill-"))
-            .all(|prompt| prompt.arguments.is_none())
-    );
-    let prompt = client
-        .get_prompt(GetPromptRequestParams::new("skill-csv-cleaner"))
-        .await
-        .unwrap();
+    let mut request = GetPromptRequestParams::new("skill");
+    request.arguments = Some(serde_json::from_value(json!({"name": "csv-cleaner"})).unwrap());
+    let prompt = client.get_prompt(request).await.unwrap();
     let message = serde_json::to_value(&prompt.messages[0]).unwrap();
     assert_eq!(message["role"], "user");
     assert!(
@@ -210,5 +203,11 @@ async fn every_skill_is_a_prompt() {
             .contains("# CSV Cleaner"),
         "{message}"
     );
+    // Unlisted by default, a `skill-{name}` prompt is still answered.
+    let legacy = client
+        .get_prompt(GetPromptRequestParams::new("skill-csv-cleaner"))
+        .await
+        .unwrap();
+    assert_eq!(legacy.messages, prompt.messages);
     client.cancel().await.unwrap();
 }
