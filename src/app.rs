@@ -160,11 +160,12 @@ impl App {
         let skills_enabled = group_enabled(config, groups::skills::GROUP);
         let watch = Arc::new(Mutex::new(None));
         let slot = Arc::clone(&watch);
-        let shelf = Shelf::load_in_background(config.skill_roots(), move |shelf| {
-            if skills_enabled {
-                start_watching(shelf, &slot);
-            }
-        });
+        let shelf =
+            Shelf::load_in_background(config.skill_roots(), first_fetches(config), move |shelf| {
+                if skills_enabled {
+                    start_watching(shelf, &slot);
+                }
+            });
         fetch_skill_sources(config, &shelf);
         let services = groups::Services {
             snapshots: &snapshots,
@@ -442,12 +443,14 @@ fn fetch_skill_sources(config: &Settings, shelf: &Arc<Shelf>) {
     }
     let shelf = Arc::downgrade(shelf);
     let fetching = move || {
-        if update_sources(&missing)
-            && let Some(shelf) = shelf.upgrade()
-        {
-            // The first scan may still be running without the new copy: rescan after it.
-            drop(shelf.library());
-            shelf.reload().warm_up();
+        if !missing.is_empty() {
+            update_sources(&missing);
+            if let Some(shelf) = shelf.upgrade() {
+                // The first scan may still be running without the new copy: rescan after it,
+                // also after a failure, so that searches stop saying the source is loading.
+                drop(shelf.library());
+                shelf.fetched().warm_up();
+            }
         }
         let Some(interval) = interval else { return };
         loop {
@@ -464,6 +467,16 @@ fn fetch_skill_sources(config: &Settings, shelf: &Arc<Shelf>) {
     if let Err(error) = spawned {
         tracing::warn!("cannot start fetching the git skill sources: {error}");
     }
+}
+
+/// The git sources that have no copy yet, as written: their first fetch starts with the server.
+fn first_fetches(config: &Settings) -> Vec<String> {
+    config
+        .skill_sources()
+        .into_iter()
+        .filter(|checkout| !checkout.present())
+        .map(|checkout| checkout.source.spec)
+        .collect()
 }
 
 /// Updates each source and logs what happened; whether any copy changed.

@@ -438,6 +438,9 @@ pub struct Library {
     index: OnceLock<search::Index>,
     /// Dropped once the full index is ready, which answers every search from then on.
     metadata_index: Mutex<Option<Arc<search::Index>>>,
+    /// The git sources (as written) whose first fetch was under way when this library was
+    /// installed: their skills are not in it yet.
+    loading: Vec<String>,
 }
 
 impl PartialEq for Skill {
@@ -477,7 +480,13 @@ impl Library {
             diagnostics,
             index: OnceLock::new(),
             metadata_index: Mutex::new(None),
+            loading: Vec::new(),
         }
+    }
+
+    /// The git sources whose first fetch was under way when this library was installed.
+    pub fn loading(&self) -> &[String] {
+        &self.loading
     }
 
     /// The skills in root order, then path order.

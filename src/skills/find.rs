@@ -82,6 +82,7 @@ pub async fn find(shelf: &Shelf, request: Request<'_>) -> Found {
         matched_skills,
         metadata_only,
         rerank: report,
+        loading: library.loading().to_vec(),
     }
 }
 
@@ -124,12 +125,22 @@ pub fn text_for_model(value: &Value) -> String {
     let matched = value["matched_skills"]
         .as_array()
         .map_or(&[][..], Vec::as_slice);
+    let loading = loading_note(value);
     if matched.is_empty() {
-        return format!(
-            "{value}\n\nNo skill matches this query. Try other words, or go ahead without a skill."
-        );
+        return match loading {
+            Some(note) => {
+                format!("{value}\n\nNo skill matches yet: {note}; search again in a moment.")
+            }
+            None => format!(
+                "{value}\n\nNo skill matches this query. Try other words, or go ahead without a skill."
+            ),
+        };
     }
-    let mut text = format!("{value}\n\n<available-skills>\n");
+    let mut text = format!("{value}\n\n");
+    if let Some(note) = loading {
+        writeln!(text, "Note: {note}; its skills are not searched yet.").ok();
+    }
+    text.push_str("<available-skills>\n");
     for skill in matched {
         let name = escape(skill["name"].as_str().unwrap_or_default());
         let description = escape(skill["description"].as_str().unwrap_or_default());
@@ -147,6 +158,23 @@ pub fn text_for_model(value: &Value) -> String {
         "</available-skills>\nLoad the skill that fits with SkillLoad {\"name\": \"…\"}, adding its \"section\" when one is named.",
     );
     text
+}
+
+/// "1 skill source is still loading (git+…)" when the answer lists sources being fetched.
+fn loading_note(value: &Value) -> Option<String> {
+    let sources: Vec<&str> = value["loading"]
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    match sources.len() {
+        0 => None,
+        1 => Some(format!("1 skill source is still loading ({})", sources[0])),
+        count => Some(format!(
+            "{count} skill sources are still loading ({})",
+            sources.join(", ")
+        )),
+    }
 }
 
 /// How many of the best local hits the client's model is asked to reorder.
@@ -239,6 +267,10 @@ pub struct Found {
     /// and why not when it did not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rerank: Option<RerankReport>,
+    /// Present while git skill sources are still being fetched for the first time (as
+    /// configured): their skills are not searched yet; search again in a moment.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub loading: Vec<String>,
 }
 
 /// What became of a `rerank` request.

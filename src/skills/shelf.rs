@@ -24,33 +24,39 @@ pub struct Shelf {
     rescanning: Mutex<()>,
     /// Counts rescans after the first, so that sessions can tell their clients the lists changed.
     revision: tokio::sync::watch::Sender<u64>,
+    /// The git sources (as written) whose first fetch is under way: each library installed
+    /// carries the list (see [`Library::loading`]), so that a search sees it with the skills.
+    loading: Mutex<Vec<String>>,
 }
 
 impl Shelf {
-    fn empty(roots: Vec<Root>) -> Self {
+    fn empty(roots: Vec<Root>, loading: Vec<String>) -> Self {
         Self {
             roots,
             current: tokio::sync::watch::Sender::new(None),
             rescanning: Mutex::new(()),
             revision: tokio::sync::watch::Sender::new(0),
+            loading: Mutex::new(loading),
         }
     }
 
     /// Scans the roots now.
     pub fn load(roots: Vec<Root>) -> Self {
-        let shelf = Self::empty(roots);
+        let shelf = Self::empty(roots, Vec::new());
         shelf.install(scan(&shelf.roots));
         shelf
     }
 
     /// Scans the roots on a background thread, builds the search index there too, then runs
     /// `then` on that thread (the server starts watching the roots there: the walk reuses the
-    /// memory the scan freed instead of taking fresh pages on a thread of its own).
+    /// memory the scan freed instead of taking fresh pages on a thread of its own). `loading`:
+    /// the git sources whose first fetch starts now (see [`Shelf::fetched`]).
     pub fn load_in_background(
         roots: Vec<Root>,
+        loading: Vec<String>,
         then: impl FnOnce(Arc<Self>) + Send + 'static,
     ) -> Arc<Self> {
-        let shelf = Arc::new(Self::empty(roots));
+        let shelf = Arc::new(Self::empty(roots, loading));
         let loading = shelf.clone();
         std::thread::spawn(move || {
             let library = loading.install(scan(&loading.roots));
@@ -108,10 +114,23 @@ impl Shelf {
         Ok(saved)
     }
 
-    fn install(&self, library: Library) -> Arc<Library> {
+    fn install(&self, mut library: Library) -> Arc<Library> {
+        library
+            .loading
+            .clone_from(&self.loading.lock().unwrap_or_else(PoisonError::into_inner));
         let library = Arc::new(library);
         self.current.send_replace(Some(library.clone()));
         library
+    }
+
+    /// The first fetch of the git sources is over (each fetched, or failed, which the log
+    /// says): scans the roots again, and the library installed no longer says they are loading.
+    pub fn fetched(&self) -> Arc<Library> {
+        self.loading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        self.reload()
     }
 
     /// Wakes up after every rescan that follows the first.

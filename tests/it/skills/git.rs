@@ -412,3 +412,74 @@ async fn a_blob_over_the_copy_limit_is_refused_before_it_is_inflated() {
         .unwrap();
     assert!(peak < 128 * 1024, "peak {peak} KiB\n{stderr}");
 }
+
+/// A search while a source's first fetch is under way says the source is loading instead of
+/// that nothing matches; hits from the other roots come with a one-line note; once the source
+/// is in, the note is gone.
+#[tokio::test]
+async fn a_search_while_a_source_is_still_loading_says_so() {
+    // As above: an https fetch that never completes keeps the source loading for the test.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let directory = tempfile::tempdir().unwrap();
+    let source = format!("git+https://127.0.0.1:{port}/org/skills@v1");
+    let data = directory.path().join("data").display().to_string();
+    let client = spawn_binary(
+        &["--skills", &source, "--data-dir", &data],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
+    let searched = call(&client, "SkillSearch", json!({"query": "release notes"})).await;
+    assert_eq!(
+        text(&searched),
+        format!(
+            "{{\"matched_skills\":[],\"loading\":[\"{source}\"]}}\n\nNo skill matches yet: 1 \
+             skill source is still loading ({source}); search again in a moment."
+        )
+    );
+    assert_eq!(
+        searched.structured_content,
+        Some(json!({"matched_skills": [], "loading": [source]}))
+    );
+    client.cancel().await.unwrap();
+
+    let folder = directory.path().join("skills");
+    crate::common::write_skill(
+        &folder,
+        "local-notes",
+        "Keep local notes. Use when testing.",
+        "Local body.",
+    );
+    let folder = folder.display().to_string();
+    let client = spawn_binary(
+        &[
+            "--skills",
+            &folder,
+            "--skills",
+            &source,
+            "--data-dir",
+            &data,
+        ],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
+    let searched = text(&call(&client, "SkillSearch", json!({"query": "local notes"})).await);
+    let note = format!(
+        "Note: 1 skill source is still loading ({source}); its skills are not searched yet.\n<available-skills>\n"
+    );
+    assert!(searched.contains(&note), "{searched}");
+    client.cancel().await.unwrap();
+    drop(silent);
+
+    // A local repository lands a moment after the start; from then on no note.
+    let mut repository = TestRepository::new(&directory.path().join("skills-repo.git"));
+    commit_skill(&mut repository, "first", "Version one body.");
+    repository.lightweight_tag("v1");
+    let client = serve(&repository.source("v1"), &directory.path().join("data")).await;
+    load_when_served(&client, "release-notes").await;
+    let searched = call(&client, "SkillSearch", json!({"query": "release notes"})).await;
+    let found = searched.structured_content.unwrap();
+    assert_eq!(found["matched_skills"][0]["name"], json!("release-notes"));
+    assert_eq!(found.get("loading"), None, "{found}");
+    client.cancel().await.unwrap();
+}
