@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::folders::Indexes;
 use crate::folders::watch::{self, Watch};
 use crate::groups;
 use crate::groups::script_tools::ServedFolders;
@@ -160,12 +161,14 @@ impl App {
         let skills_enabled = group_enabled(config, groups::skills::GROUP);
         let watch = Arc::new(Mutex::new(None));
         let slot = Arc::clone(&watch);
-        let shelf =
-            Shelf::load_in_background(config.skill_roots(), first_fetches(config), move |shelf| {
-                if skills_enabled {
-                    start_watching(shelf, &slot);
-                }
-            });
+        let indexes = config.indexes();
+        let roots = config.skill_roots();
+        let fetching = first_fetches(config);
+        let shelf = Shelf::load_in_background(roots, indexes.clone(), fetching, move |shelf| {
+            if skills_enabled {
+                start_watching(shelf, &slot);
+            }
+        });
         fetch_skill_sources(config, &shelf);
         let services = groups::Services {
             snapshots: &snapshots,
@@ -177,7 +180,7 @@ impl App {
             executor.register_group((group.build)(&services), enabled)?;
         }
         let (upstreams, reload) = start_upstreams(config, &executor)?;
-        let tool_watch = serve_tool_folders(&executor, config);
+        let tool_watch = serve_tool_folders(&executor, config, indexes);
         for tool in &config.disabled_tools {
             executor.registry().disable_by_default(tool);
         }
@@ -391,26 +394,19 @@ fn changed_elsewhere(heard: &Heard, workspace: &Workspace) -> Result<(), workspa
     Ok(())
 }
 
-/// Makes the user's tool root, `~/.synapse/tools`, when it is missing: the server makes it when
-/// it starts serving, so that it is watched from the first start and a group put there is served
-/// at once. (A server built in process, by the tests, makes nothing in the home folder.)
-pub fn make_tool_home() {
-    let Some(home) = std::env::home_dir() else {
-        return;
-    };
-    let root = crate::script_tools::home_root(&home);
-    if let Err(error) = std::fs::create_dir_all(&root) {
-        tracing::debug!(%error, "cannot make {}", root.display());
-    }
-}
-
 /// Registers the groups of the script tool folders (`~/.synapse/tools` and the configured
 /// ones), then watches the folders so that a tool added, edited or removed is served without a
-/// restart.
-fn serve_tool_folders(executor: &Executor, config: &Settings) -> Option<Watch> {
+/// restart. A folder that does not exist is not made (nor watched: one made later is served
+/// from the next start).
+fn serve_tool_folders(
+    executor: &Executor,
+    config: &Settings,
+    indexes: Option<Indexes>,
+) -> Option<Watch> {
     let folders = Arc::new(ServedFolders::new(
         executor.registry(),
         config.tool_roots(),
+        indexes,
         config.groups.clone(),
     ));
     folders.refresh();

@@ -2,7 +2,7 @@
 //! skill is saved or the roots change on disk (`watch`). The first scan may run on a background
 //! thread so that the session starts at once; whoever needs the library before it is ready waits
 //! for it. Readers take an `Arc` of the current library and never wait for a later rescan, which
-//! reuses `index.json` so that only a changed skill is read again.
+//! reuses the roots' indexes so that only a changed skill is read again.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -12,11 +12,14 @@ use super::Library;
 use super::catalog::Catalog;
 use super::discover::Root;
 use super::validate::Level;
+use crate::folders::Indexes;
 
 /// The roots and the library scanned from them.
 #[derive(Debug)]
 pub struct Shelf {
     roots: Vec<Root>,
+    /// Where the roots' indexes are kept; `None`: no index is read or written.
+    indexes: Option<Indexes>,
     /// The library now; `None` until the first scan is installed. A channel, so that a request
     /// can await the first scan without blocking the session's one thread.
     current: tokio::sync::watch::Sender<Option<Arc<Library>>>,
@@ -30,9 +33,10 @@ pub struct Shelf {
 }
 
 impl Shelf {
-    fn empty(roots: Vec<Root>, loading: Vec<String>) -> Self {
+    fn empty(roots: Vec<Root>, indexes: Option<Indexes>, loading: Vec<String>) -> Self {
         Self {
             roots,
+            indexes,
             current: tokio::sync::watch::Sender::new(None),
             rescanning: Mutex::new(()),
             revision: tokio::sync::watch::Sender::new(0),
@@ -41,9 +45,9 @@ impl Shelf {
     }
 
     /// Scans the roots now.
-    pub fn load(roots: Vec<Root>) -> Self {
-        let shelf = Self::empty(roots, Vec::new());
-        shelf.install(scan(&shelf.roots));
+    pub fn load(roots: Vec<Root>, indexes: Option<Indexes>) -> Self {
+        let shelf = Self::empty(roots, indexes, Vec::new());
+        shelf.install(shelf.scan());
         shelf
     }
 
@@ -53,13 +57,14 @@ impl Shelf {
     /// the git sources whose first fetch starts now (see [`Shelf::fetched`]).
     pub fn load_in_background(
         roots: Vec<Root>,
+        indexes: Option<Indexes>,
         loading: Vec<String>,
         then: impl FnOnce(Arc<Self>) + Send + 'static,
     ) -> Arc<Self> {
-        let shelf = Arc::new(Self::empty(roots, loading));
+        let shelf = Arc::new(Self::empty(roots, indexes, loading));
         let loading = shelf.clone();
         std::thread::spawn(move || {
-            let library = loading.install(scan(&loading.roots));
+            let library = loading.install(loading.scan());
             library.warm_up();
             drop(library);
             then(loading);
@@ -99,19 +104,23 @@ impl Shelf {
             .rescanning
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let library = self.install(scan(&self.roots));
+        let library = self.install(self.scan());
         self.revision.send_modify(|revision| *revision += 1);
         library
     }
 
     /// Saves a skill ([`super::save::save`]), then scans the roots again so the catalog,
-    /// `index.json`, resources, prompts and search see it at once; the new library's search index
+    /// index, resources, prompts and search see it at once; the new library's search index
     /// is built beside the caller, as at start-up.
     pub fn save(&self, request: &super::save::Request) -> Result<super::save::Saved, super::Error> {
         let saved = super::save::save(&self.library(), self.roots(), request)?;
         let library = self.reload();
         std::thread::spawn(move || library.warm_up());
         Ok(saved)
+    }
+
+    fn scan(&self) -> Library {
+        scan(&self.roots, self.indexes.as_ref())
     }
 
     fn install(&self, mut library: Library) -> Arc<Library> {
@@ -140,9 +149,9 @@ impl Shelf {
 }
 
 /// A scan that cannot leave waiting readers hanging: a panic yields an empty library.
-fn scan(roots: &[Root]) -> Library {
+fn scan(roots: &[Root], indexes: Option<&Indexes>) -> Library {
     let started = Instant::now();
-    let library = std::panic::catch_unwind(AssertUnwindSafe(|| Library::load(roots)))
+    let library = std::panic::catch_unwind(AssertUnwindSafe(|| Library::load(roots, indexes)))
         .unwrap_or_else(|_| {
             tracing::error!("the skills scan failed; serving no skills");
             Library::from_catalog(Catalog::default())
