@@ -269,7 +269,8 @@ impl Snapshots {
     }
 
     /// Drops the bindings of the messages at `from_index` and later and computes them again
-    /// from the floor before (or the chat's start), in one call.
+    /// from the floor before (or the chat's start), in one call; `progress` as for
+    /// [`Snapshots::process_from`].
     pub fn reprocess(
         &self,
         chat_file: &str,
@@ -277,6 +278,7 @@ impl Snapshots {
         messages: &[ChatMessage],
         start: &Start<'_>,
         cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(usize, usize),
     ) -> Result<Reprocessed, Error> {
         if from_index >= messages.len() {
             return invalid(
@@ -303,7 +305,7 @@ impl Snapshots {
                     }),
             );
         }
-        let processed = self.process_from(chat_file, &edited, start, cancelled)?;
+        let processed = self.process_from(chat_file, &edited, start, cancelled, progress)?;
         // Switched off: nothing was computed, so nothing is dropped either.
         if processed.disabled.is_some() {
             return Ok(Reprocessed {
