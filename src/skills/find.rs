@@ -167,6 +167,12 @@ fn loading_note(value: &Value) -> Option<String> {
         .iter()
         .filter_map(Value::as_str)
         .collect();
+    still_loading(&sources)
+}
+
+/// "1 skill source is still loading (git+…)", or `None` when `sources` is empty.
+pub fn still_loading<Source: AsRef<str>>(sources: &[Source]) -> Option<String> {
+    let sources: Vec<&str> = sources.iter().map(AsRef::as_ref).collect();
     match sources.len() {
         0 => None,
         1 => Some(format!("1 skill source is still loading ({})", sources[0])),

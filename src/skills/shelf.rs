@@ -98,6 +98,28 @@ impl Shelf {
         }
     }
 
+    /// The library once no git source is being fetched for the first time any more, or, after
+    /// `limit`, the library as it is then.
+    pub async fn fetched_within(&self, limit: std::time::Duration) -> Arc<Library> {
+        let mut current = self.current.subscribe();
+        let fetched = async {
+            loop {
+                let done = current
+                    .borrow_and_update()
+                    .as_ref()
+                    .is_some_and(|library| library.loading().is_empty());
+                // The sender lives as long as `self`, so a change always comes.
+                if done || current.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        if tokio::time::timeout(limit, fetched).await.is_err() {
+            tracing::debug!("a skill source is still loading after {limit:?}");
+        }
+        self.loaded().await
+    }
+
     /// Scans the roots again and serves the result from now on.
     pub fn reload(&self) -> Arc<Library> {
         let _rescanning = self
