@@ -873,11 +873,13 @@ pub(crate) fn copy_tree(from: &Path, to: &Path) {
 pub(crate) fn index_of(data: &Path, library: &str, root: &Path) -> (PathBuf, Value) {
     use sha2::Digest as _;
     let canonical = std::fs::canonicalize(root).unwrap();
-    let digest: String = sha2::Sha256::digest(canonical.as_os_str().as_encoded_bytes())
+    let digest = sha2::Sha256::digest(canonical.as_os_str().as_encoded_bytes())
         .iter()
         .take(8)
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
+        .fold(String::new(), |mut hex, byte| {
+            std::fmt::Write::write_fmt(&mut hex, format_args!("{byte:02x}")).unwrap();
+            hex
+        });
     let name = canonical.file_name().unwrap().to_string_lossy();
     let file = data
         .join("indexes")

@@ -804,7 +804,8 @@ async fn call_with_progress(
 
 /// Checks a call's progress: each report counts up, at most one per 100 ms of the call (and the
 /// last), and the last says all `total` messages are done.
-fn assert_progress(progress: &[Value], token: &str, total: usize, elapsed: std::time::Duration) {
+fn assert_progress(progress: &[Value], token: &str, total: u32, elapsed: std::time::Duration) {
+    let total = f64::from(total);
     let done: Vec<f64> = progress
         .iter()
         .map(|report| report["progress"].as_f64().unwrap())
@@ -820,11 +821,11 @@ fn assert_progress(progress: &[Value], token: &str, total: usize, elapsed: std::
         let done = report["progress"].as_f64().unwrap();
         assert_eq!(
             report,
-            &json!({"progressToken": token, "progress": done, "total": total as f64,
+            &json!({"progressToken": token, "progress": done, "total": total,
                 "message": format!("{done} of {total} messages")})
         );
     }
-    assert_eq!(done.last(), Some(&(total as f64)), "{progress:?}");
+    assert_eq!(done.last(), Some(&total), "{progress:?}");
 }
 
 #[tokio::test]
@@ -834,8 +835,8 @@ async fn long_chats_report_progress_when_the_client_asks_for_it() {
     std::fs::write(&config, "[tools.SnapshotReprocess]\nexecution = \"auto\"\n").unwrap();
     let config = config.display().to_string();
     let mut session = crate::common::RawSession::initialized(&["--config", &config]).await;
-    let total = 3000;
-    let messages = long_chat(total);
+    let total: u32 = 3000;
+    let messages = long_chat(3000);
     let arguments = json!({"chatFile": "long-1", "messages": messages});
 
     let started = std::time::Instant::now();
@@ -853,7 +854,7 @@ async fn long_chats_report_progress_when_the_client_asks_for_it() {
             .as_array()
             .unwrap()
             .len(),
-        total
+        3000
     );
     assert_progress(&progress, "p1", total, started.elapsed());
 
