@@ -437,6 +437,7 @@ fn fetch_skill_sources(config: &Settings, shelf: &Arc<Shelf>) {
     if missing.is_empty() && (sources.is_empty() || interval.is_none()) {
         return;
     }
+    let served = Arc::clone(shelf);
     let shelf = Arc::downgrade(shelf);
     let fetching = move || {
         if !missing.is_empty() {
@@ -462,6 +463,10 @@ fn fetch_skill_sources(config: &Settings, shelf: &Arc<Shelf>) {
         .spawn(fetching);
     if let Err(error) = spawned {
         tracing::warn!("cannot start fetching the git skill sources: {error}");
+        // Nothing is on its way: searches must not say the sources are loading. (After the
+        // first scan, which would otherwise install its list over this rescan.)
+        drop(served.library());
+        served.fetched();
     }
 }
 
