@@ -30,6 +30,7 @@ mod synthetic_skills;
 
 use criterion::{BatchSize, Criterion, Throughput};
 use serde_json::{Value, json};
+use synapse_mcp::folders::Indexes;
 use synapse_mcp::groups::skills::{instructions, skill_content};
 use synapse_mcp::refs;
 use synapse_mcp::skills::Library;
@@ -384,7 +385,7 @@ const PLAN_STEPS: usize = 1_000;
 
 /// Synthetic skills in a temporary root: a search over 10,000 (index built first), a cached
 /// body through `instructions` (what `SkillLoad` returns), and the warm catalog load of 200
-/// (`index.json` reused), the work behind start-up and `skills/list`. Then the long skill of
+/// (its index reused), the work behind start-up and `skills/list`. Then the long skill of
 /// the tests (21,000 characters) loaded whole as before sections, as its opening and table of
 /// sections, and one section of it.
 fn bench_skills(criterion: &mut Criterion) {
@@ -397,11 +398,12 @@ fn bench_skills(criterion: &mut Criterion) {
             kind: RootKind::Configured,
             path: root,
         }];
-        let library = Library::load(&roots);
+        let indexes = Indexes::new(&directory.path().join("data"));
+        let library = Library::load(&roots, Some(&indexes));
         library.warm_up();
         if count == 200 {
             group.bench_function("catalog_warm_200", |bencher| {
-                bencher.iter(|| black_box(Library::load(&roots)));
+                bencher.iter(|| black_box(Library::load(&roots, Some(&indexes))));
             });
             continue;
         }
@@ -422,13 +424,16 @@ fn bench_skills(criterion: &mut Criterion) {
             });
         });
     }
-    let long = Library::load(&[Root {
-        kind: RootKind::Configured,
-        path: PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/skills-long"
-        )),
-    }]);
+    let long = Library::load(
+        &[Root {
+            kind: RootKind::Configured,
+            path: PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/skills-long"
+            )),
+        }],
+        None,
+    );
     let skill = long
         .get("incident-response")
         .expect("the long skill of the tests");

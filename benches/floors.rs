@@ -110,7 +110,13 @@ fn main() {
     for (run, start) in starts.iter().enumerate() {
         let started = Instant::now();
         let processed = service
-            .process_from(&format!("chat-{run}"), &messages, start, &|| false)
+            .process_from(
+                &format!("chat-{run}"),
+                &messages,
+                start,
+                &|| false,
+                &|_, _| {},
+            )
             .expect("process");
         full.push(started.elapsed());
         let mut chat = messages.clone();
@@ -125,7 +131,7 @@ fn main() {
         let name = format!("chat-{run}");
         let started = Instant::now();
         let reprocessed = service
-            .reprocess(&name, MIDDLE, chat, start, &|| false)
+            .reprocess(&name, MIDDLE, chat, start, &|| false, &|_, _| {})
             .expect("reprocess");
         reprocess.push(started.elapsed());
         assert_eq!(
@@ -139,7 +145,7 @@ fn main() {
         edit[MIDDLE] = edited(MIDDLE);
         let started = Instant::now();
         let reprocessed = service
-            .reprocess(&name, MIDDLE, &edit, start, &|| false)
+            .reprocess(&name, MIDDLE, &edit, start, &|| false, &|_, _| {})
             .expect("reprocess an edited chat");
         reprocess_edited.push(started.elapsed());
         assert_eq!(reprocessed.deleted, (MIDDLE / 2) as u64, "run {run}");

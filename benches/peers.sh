@@ -122,10 +122,10 @@ drive synapse --tool ReadVar --arguments '{"name":"kb"}' \
 drive everything --tool echo --arguments "{\"message\":\"$kilobyte\"}" -- node "$everything" stdio
 drive python-echo --tool echo --arguments "{\"message\":\"$kilobyte\"}" \
   -- "$work/venv/bin/python" "$work/echo_server.py"
-# The skills servers read the same folder. Ours keeps index.json there, so its first start is
-# cold and the next ones warm (the median of three starts is a warm one).
+# The skills servers read the same folder. Ours keeps its index in its data folder, so its first
+# start is cold and the next ones warm (the median of three starts is a warm one).
 drive synapse-skills --tool SkillLoad --arguments "{\"name\":\"$skill\",\"force\":true}" \
-  -- "$synapse" --skills "$work/skills" --store memory --log-level error
+  -- "$synapse" --skills "$work/skills" --data-dir "$work/synapse-data" --store memory --log-level error
 if [[ $with_skillz == yes ]]; then
   drive skillz --tool "$skill" --arguments '{"task":"benchmark"}' \
     -- "$work/venv/bin/skillz" "$work/skills"

@@ -109,7 +109,7 @@ fn main() -> anyhow::Result<()> {
                 .to_string(),
         );
     }
-    let library = Library::load(&roots(Path::new(&corpus))?);
+    let library = Library::load(&roots(Path::new(&corpus))?, None);
     library.warm_up();
     println!("{} skills in {corpus}", library.skills().len());
     for file in &files {

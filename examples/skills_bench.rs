@@ -1,6 +1,6 @@
 //! Measures the skills library at scale against the budgets in BENCHMARKS.md: it writes N synthetic skills
 //! (default 10,000; about 1 KB of body each) into a temporary root, then reports
-//! - in process: the catalog scan cold (no `index.json`) and warm (`index.json` reused), the
+//! - in process: the catalog scan cold (no index) and warm (the index in the data folder reused), the
 //!   search index build, `SkillSearch` latency (p50/p99) and a cached `SkillLoad` body;
 //! - over stdio against the release binary: start → `initialize` answered, cold and warm, and
 //!   `SkillSearch` / `SkillLoad` round trips.
@@ -33,6 +33,7 @@ use anyhow::Context as _;
 use stdio_client::{Server, tool_call_params};
 use synthetic_skills::{LONG_QUERY, QUERIES, first_skill_name, generate};
 
+use synapse_mcp::folders::Indexes;
 use synapse_mcp::groups::skills::skill_content;
 use synapse_mcp::skills::Library;
 use synapse_mcp::skills::discover::{Root, RootKind};
@@ -55,14 +56,13 @@ fn in_process(root: &Path) -> anyhow::Result<()> {
         kind: RootKind::Configured,
         path: root.to_owned(),
     }];
-    if let Err(error) = std::fs::remove_file(root.join("index.json")) {
-        println!("(no index.json to remove: {error})");
-    }
+    let data = tempfile::tempdir()?;
+    let indexes = Indexes::new(data.path());
     let started = Instant::now();
-    let library = Library::load(&roots);
+    let library = Library::load(&roots, Some(&indexes));
     let cold = started.elapsed();
     let started = Instant::now();
-    let library_warm = Library::load(&roots);
+    let library_warm = Library::load(&roots, Some(&indexes));
     let warm = started.elapsed();
     anyhow::ensure!(
         library.skills().len() == library_warm.skills().len(),
@@ -71,7 +71,7 @@ fn in_process(root: &Path) -> anyhow::Result<()> {
     let started = Instant::now();
     library.warm_up();
     println!(
-        "catalog of {} skills: cold {} · warm (index.json) {} · search index build {}",
+        "catalog of {} skills: cold {} · warm (index reused) {} · search index build {}",
         library.skills().len(),
         milliseconds(cold),
         milliseconds(warm),
@@ -118,12 +118,18 @@ fn in_process(root: &Path) -> anyhow::Result<()> {
 
 /// Starts the server on `root`; returns the time to the `initialize` answer and to the first
 /// answer that needs the catalog (`prompts/list`, one prompt per skill).
-async fn start(server: &Path, root: &Path) -> anyhow::Result<(Server, Duration, Duration)> {
+async fn start(
+    server: &Path,
+    root: &Path,
+    data: &Path,
+) -> anyhow::Result<(Server, Duration, Duration)> {
     let started = Instant::now();
     let mut command = tokio::process::Command::new(server);
     command.args([
         "--skills",
         &root.display().to_string(),
+        "--data-dir",
+        &data.display().to_string(),
         "--store",
         "memory",
         "--log-level",
@@ -135,10 +141,11 @@ async fn start(server: &Path, root: &Path) -> anyhow::Result<(Server, Duration, 
 }
 
 async fn over_stdio(server: &Path, root: &Path, count: usize) -> anyhow::Result<()> {
-    std::fs::remove_file(root.join("index.json"))?;
-    let (cold_session, cold, cold_ready) = start(server, root).await?;
+    // A fresh data folder: no index yet.
+    let data = tempfile::tempdir()?;
+    let (cold_session, cold, cold_ready) = start(server, root, data.path()).await?;
     cold_session.stop().await?;
-    let (mut session, warm, warm_ready) = start(server, root).await?;
+    let (mut session, warm, warm_ready) = start(server, root, data.path()).await?;
     println!(
         "start → initialize answered, {count} skills: cold {} (budget ≤ 150 ms at 10,000) · warm {} (budget ≤ 50 ms at 10,000; ≤ 20 ms at 200)",
         milliseconds(cold),

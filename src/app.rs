@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::folders::Indexes;
 use crate::folders::watch::{self, Watch};
 use crate::groups;
 use crate::groups::script_tools::ServedFolders;
@@ -165,7 +166,10 @@ impl App {
         let skills_enabled = group_enabled(config, groups::skills::GROUP);
         let watch = Arc::new(Mutex::new(None));
         let slot = Arc::clone(&watch);
-        let shelf = Shelf::load_in_background(config.skill_roots(), move |shelf| {
+        let indexes = config.indexes();
+        let roots = config.skill_roots();
+        let fetching = first_fetches(config);
+        let shelf = Shelf::load_in_background(roots, indexes.clone(), fetching, move |shelf| {
             if skills_enabled {
                 start_watching(shelf, &slot);
             }
@@ -186,7 +190,7 @@ impl App {
             keep_snapshot_tools_on(&workspace, &snapshots);
         }
         let (upstreams, reload) = start_upstreams(config, &executor)?;
-        let tool_watch = serve_tool_folders(&executor, config);
+        let tool_watch = serve_tool_folders(&executor, config, indexes);
         for tool in &config.disabled_tools {
             executor.registry().disable_by_default(tool);
         }
@@ -410,26 +414,19 @@ fn changed_elsewhere(heard: &Heard, workspace: &Workspace) -> Result<(), workspa
     Ok(())
 }
 
-/// Makes the user's tool root, `~/.synapse/tools`, when it is missing: the server makes it when
-/// it starts serving, so that it is watched from the first start and a group put there is served
-/// at once. (A server built in process, by the tests, makes nothing in the home folder.)
-pub fn make_tool_home() {
-    let Some(home) = std::env::home_dir() else {
-        return;
-    };
-    let root = crate::script_tools::home_root(&home);
-    if let Err(error) = std::fs::create_dir_all(&root) {
-        tracing::debug!(%error, "cannot make {}", root.display());
-    }
-}
-
 /// Registers the groups of the script tool folders (`~/.synapse/tools` and the configured
 /// ones), then watches the folders so that a tool added, edited or removed is served without a
-/// restart.
-fn serve_tool_folders(executor: &Executor, config: &Settings) -> Option<Watch> {
+/// restart. A folder that does not exist is not made (nor watched: one made later is served
+/// from the next start).
+fn serve_tool_folders(
+    executor: &Executor,
+    config: &Settings,
+    indexes: Option<Indexes>,
+) -> Option<Watch> {
     let folders = Arc::new(ServedFolders::new(
         executor.registry(),
         config.tool_roots(),
+        indexes,
         config.groups.clone(),
     ));
     folders.refresh();
@@ -460,14 +457,17 @@ fn fetch_skill_sources(config: &Settings, shelf: &Arc<Shelf>) {
     if missing.is_empty() && (sources.is_empty() || interval.is_none()) {
         return;
     }
+    let served = Arc::clone(shelf);
     let shelf = Arc::downgrade(shelf);
     let fetching = move || {
-        if update_sources(&missing)
-            && let Some(shelf) = shelf.upgrade()
-        {
-            // The first scan may still be running without the new copy: rescan after it.
-            drop(shelf.library());
-            shelf.reload().warm_up();
+        if !missing.is_empty() {
+            update_sources(&missing);
+            if let Some(shelf) = shelf.upgrade() {
+                // The first scan may still be running without the new copy: rescan after it,
+                // also after a failure, so that searches stop saying the source is loading.
+                drop(shelf.library());
+                shelf.fetched().warm_up();
+            }
         }
         let Some(interval) = interval else { return };
         loop {
@@ -483,7 +483,21 @@ fn fetch_skill_sources(config: &Settings, shelf: &Arc<Shelf>) {
         .spawn(fetching);
     if let Err(error) = spawned {
         tracing::warn!("cannot start fetching the git skill sources: {error}");
+        // Nothing is on its way: searches must not say the sources are loading. (After the
+        // first scan, which would otherwise install its list over this rescan.)
+        drop(served.library());
+        served.fetched();
     }
+}
+
+/// The git sources that have no copy yet, as written: their first fetch starts with the server.
+fn first_fetches(config: &Settings) -> Vec<String> {
+    config
+        .skill_sources()
+        .into_iter()
+        .filter(|checkout| !checkout.present())
+        .map(|checkout| checkout.source.spec)
+        .collect()
 }
 
 /// Updates each source and logs what happened; whether any copy changed.

@@ -114,7 +114,6 @@ pub async fn run(
     match &cli.command {
         None | Some(config::Command::Serve(_)) => {
             drop(stdout);
-            app::make_tool_home();
             let app = std::sync::Arc::new(app::App::open(config)?);
             if let Some(address) = config.metrics {
                 server::metrics::start(address, std::sync::Arc::clone(&app)).await?;

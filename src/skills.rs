@@ -5,8 +5,8 @@
 //! - [`discover`]: the roots and the bounded walk; the bundled skills compiled in.
 //! - [`frontmatter`]: the splitter and the YAML parse, with the lenient recovery.
 //! - [`validate`]: typed fields, the spec's rules, diagnostics.
-//! - [`catalog`]: the start-up scan, `index.json` reuse, name collisions.
-//! - [`index_file`]: the skills index, `index.json`.
+//! - [`catalog`]: the start-up scan, index reuse, name collisions.
+//! - [`index_file`]: the skills index of a root.
 //! - [`search`]: BM25F with stemming and typo tolerance.
 //! - [`sections`]: the sections of a long body or reference file, its opening and table of
 //!   contents.
@@ -438,6 +438,9 @@ pub struct Library {
     index: OnceLock<search::Index>,
     /// Dropped once the full index is ready, which answers every search from then on.
     metadata_index: Mutex<Option<Arc<search::Index>>>,
+    /// The git sources (as written) whose first fetch was under way when this library was
+    /// installed: their skills are not in it yet.
+    loading: Vec<String>,
 }
 
 impl PartialEq for Skill {
@@ -447,9 +450,9 @@ impl PartialEq for Skill {
 }
 
 impl Library {
-    /// Scans the roots (reusing and refreshing their `index.json`).
-    pub fn load(roots: &[Root]) -> Self {
-        let catalog = catalog::build(roots, true);
+    /// Scans the roots; with `indexes`, reusing and refreshing their indexes.
+    pub fn load(roots: &[Root], indexes: Option<&crate::folders::Indexes>) -> Self {
+        let catalog = catalog::build(roots, indexes);
         for diagnostic in &catalog.diagnostics {
             if diagnostic.level == validate::Level::Fatal || diagnostic.rule == "root-missing" {
                 tracing::warn!("{diagnostic}");
@@ -477,7 +480,13 @@ impl Library {
             diagnostics,
             index: OnceLock::new(),
             metadata_index: Mutex::new(None),
+            loading: Vec::new(),
         }
+    }
+
+    /// The git sources whose first fetch was under way when this library was installed.
+    pub fn loading(&self) -> &[String] {
+        &self.loading
     }
 
     /// The skills in root order, then path order.
@@ -636,7 +645,7 @@ mod tests {
             path: root,
         };
         let roots = discover::roots(&[root], false, None, directory.path());
-        let library = Library::load(&roots);
+        let library = Library::load(&roots, None);
         assert_eq!(library.skills().len(), METADATA_FIRST_ABOVE + 1);
 
         assert!(

@@ -52,7 +52,7 @@ pub use switch::{Switch, Switched};
 pub use truncate::OUTPUT_LIMIT_ARGUMENT;
 pub(crate) use typed::declare;
 pub use typed::{
-    Answered, Context, Declaration, Reply, Runs, Text, Typed, TypedTool, structured, typed,
+    Answered, Context, Declaration, Reply, Runs, Steps, Text, Typed, TypedTool, structured, typed,
 };
 
 /// Why a group could not be registered.

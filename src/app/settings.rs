@@ -254,6 +254,16 @@ impl Settings {
             .collect()
     }
 
+    /// Where the indexes of the skill and tool folders are kept: in the data folder (`--data-dir`,
+    /// else the default one); `None` when there is none, and then no index is kept.
+    pub fn indexes(&self) -> Option<crate::folders::Indexes> {
+        let data_folder = self
+            .data_dir
+            .clone()
+            .or_else(crate::store::default_data_dir)?;
+        Some(crate::folders::Indexes::new(&data_folder))
+    }
+
     /// The script tool roots in priority order: the configured folders, then `~/.synapse/tools`.
     pub fn tool_roots(&self) -> Vec<PathBuf> {
         let home = std::env::home_dir().map(|home| crate::script_tools::home_root(&home));

@@ -1,7 +1,7 @@
 //! Hot reload of folder libraries (the skill roots, the script tool folders): every folder under
 //! the roots is watched, and once a change has been followed by 250 ms of quiet the caller's
 //! rescan runs on the watcher's thread. For the skills it is `Shelf::reload`, which refreshes
-//! `index.json` and the catalog, rebuilds the search index and wakes the sessions so that they
+//! the roots' indexes and the catalog, rebuilds the search index and wakes the sessions so that they
 //! send `resources/list_changed` and `prompts/list_changed`; for the tool folders it replaces
 //! the groups that changed, and the sessions send `tools/list_changed`.
 //!
@@ -9,7 +9,8 @@
 //! written into a folder just created and reports a folder moved in as one event, so every
 //! batch is reconciled by a rescan, and a batch that created or moved a folder is rescanned once
 //! more a moment later. Reads (`Access`), hidden paths (`.backups/`, staged saves, our
-//! temporary index) and `index.json` itself (which the rescan writes) are ignored.
+//! temporary index) and `index.json` itself (which the rescan writes in `~/.synapse/skills`)
+//! are ignored.
 //!
 //! The walk is ours, one non-recursive notify watch per folder the discovery would visit (no
 //! hidden folders, no `node_modules`, no symbolic links), and a folder that appears is watched

@@ -10,11 +10,13 @@ pub mod save;
 pub use crate::skills::served::{instructions, skill_content};
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::skills::Library;
 use crate::skills::find::{self, Found};
 use crate::skills::served::{FileRequest, file_text};
 use crate::skills::shelf::Shelf;
@@ -162,14 +164,53 @@ impl TypedTool<Skills> for LoadArguments {
     };
 
     async fn run(self, context: Context<'_, Skills>) -> Answered<Text> {
-        let library = context.service.shelf.loaded().await;
-        let (skill, section) = (library.get(&self.name)?, self.section.as_deref());
+        let mut library = context.service.shelf.loaded().await;
+        if library.find(&self.name).is_none() && !library.loading().is_empty() {
+            library = after_first_fetch(&context, &library).await;
+        }
+        let skill = library.get(&self.name).map_err(|error| {
+            match find::still_loading(library.loading()) {
+                Some(note) => ToolError::invalid(format!("{error}; {note}: try again in a moment")),
+                None => error.into(),
+            }
+        })?;
+        let section = self.section.as_deref();
         Ok(Text(instructions(
             skill,
             section,
             context.service.body_limit,
         )?))
     }
+}
+
+/// The longest `SkillLoad` waits for the first fetch of the git skill sources.
+const SOURCE_WAIT: Duration = Duration::from_secs(30);
+
+/// A skill asked for by name that is not in the library while git sources are being fetched for
+/// the first time may be in one of them: waits for their fetch (at most [`SOURCE_WAIT`], or
+/// until the call is cancelled), telling the client when it gave a `progressToken`.
+async fn after_first_fetch(context: &Context<'_, Skills>, library: &Library) -> Arc<Library> {
+    let sources = library.loading();
+    let progress = context.session().ok().and_then(|call| call.progress);
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "a handful of sources; progress is a float on the wire"
+    )]
+    let total = sources.len() as f64;
+    if let Some(progress) = progress {
+        let message = format!("waiting for the first fetch of {}", sources.join(", "));
+        progress.report(0.0, Some(total), Some(message)).await;
+    }
+    let shelf = &context.service.shelf;
+    let fetched = tokio::select! {
+        fetched = shelf.fetched_within(SOURCE_WAIT) => fetched,
+        () = context.cancellation.cancelled() => shelf.loaded().await,
+    };
+    if let Some(progress) = progress.filter(|_| fetched.loading().is_empty()) {
+        let message = format!("{total} of {total} skill sources fetched");
+        progress.report(total, Some(total), Some(message)).await;
+    }
+    fetched
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

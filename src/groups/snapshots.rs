@@ -87,6 +87,13 @@ pub fn group(service: &Arc<Snapshots>) -> ToolGroup {
 type Call<'a> = Context<'a, Arc<Snapshots>>;
 
 /// The snapshot service of the call's workspace.
+/// Reports `done` of `total` messages processed, when the client asked for progress.
+fn message_steps(context: &Call<'_>, done: usize, total: usize) {
+    if let Some(steps) = context.steps {
+        steps.report(done, total, "messages");
+    }
+}
+
 fn service(context: &Call<'_>) -> Arc<Snapshots> {
     context.service.of(context.workspace.name())
 }

@@ -8,7 +8,7 @@ use super::scan;
 
 /// The report and whether the check failed: a group or a tool would be left out.
 pub fn report(roots: &[PathBuf], reserved: &[&str]) -> (String, bool) {
-    let scan = scan::scan(roots, reserved, false);
+    let scan = scan::scan(roots, reserved, None);
     let mut text = String::new();
     for problem in &scan.problems {
         writeln!(text, "{problem}").ok();

@@ -1,9 +1,10 @@
-//! `index.json` of a tool root (`docs/script-tools.md#the-index`), in the spirit of the skills'
-//! index: the groups with their tools, script counts, digests and timestamps (`generatedAt`,
-//! `updatedAt`, each tool's `lastModified`). Each tool keeps what a warm start needs so that it
-//! reads neither its manifest nor its script: both files' sizes and exact modification times,
-//! their digests, and the manifest as read. Written atomically, only when an entry changed; a
-//! root that cannot be written to is skipped silently.
+//! The index of a tool root (`docs/script-tools.md#the-index`), kept in the data folder
+//! ([`crate::folders::Indexes`]), in the spirit of the skills' index: the groups with their
+//! tools, script counts, digests and timestamps (`generatedAt`, `updatedAt`, each tool's
+//! `lastModified`). Each tool keeps what a warm start needs so that it reads neither its
+//! manifest nor its script: both files' sizes and exact modification times, their digests, and
+//! the manifest as read. Written atomically, only when an entry changed; an index that cannot be
+//! written is skipped silently.
 
 use std::path::Path;
 use std::time::SystemTime;
@@ -94,13 +95,33 @@ impl ToolEntry {
     }
 }
 
-/// The index of a root, when there is a readable one.
-pub fn read(root: &Path) -> Option<IndexFile> {
-    folders::read_index(root)
+/// The keys of the file, exactly: an `index.json` with these and nothing else is one the server
+/// wrote.
+const KEYS: [&str; 7] = [
+    "version",
+    "groups",
+    "totalGroups",
+    "totalTools",
+    "totalScripts",
+    "generatedAt",
+    "updatedAt",
+];
+
+/// The index in `file`, when there is a readable one.
+pub fn read(file: &Path) -> Option<IndexFile> {
+    folders::read_index(file)
 }
 
-/// Writes the index of a root (the caller knows its entries changed).
-pub fn write(root: &Path, generated_at: Option<&str>, groups: Vec<GroupEntry>, now: SystemTime) {
+/// Whether a parsed `index.json` is a tool index the server wrote: this format's keys and
+/// nothing else, its version, and groups that read as this format's.
+pub fn written_by_us(value: &serde_json::Value) -> bool {
+    folders::has_exactly_keys(value, &KEYS)
+        && value["version"] == FORMAT_VERSION
+        && IndexFile::deserialize(value).is_ok()
+}
+
+/// Writes the index into `file` (the caller knows its entries changed).
+pub fn write(file: &Path, generated_at: Option<&str>, groups: Vec<GroupEntry>, now: SystemTime) {
     let total_tools = groups.iter().map(|group| group.tools.len()).sum();
     let total_scripts = groups.iter().map(|group| group.script_count).sum();
     let index = IndexFile {
@@ -112,5 +133,5 @@ pub fn write(root: &Path, generated_at: Option<&str>, groups: Vec<GroupEntry>, n
         updated_at: timestamp(now),
         groups,
     };
-    folders::write_index(root, &index);
+    folders::write_index(file, &index);
 }

@@ -4,7 +4,7 @@
 //! the rest is served. Of two groups of one name the earlier root's wins.
 //!
 //! With the index, a tool whose manifest and script have the size and modification time the
-//! root's `index.json` recorded is taken from it, manifest and digests, without reading either
+//! root's index recorded is taken from it, manifest and digests, without reading either
 //! file; the index is written again only when an entry changed.
 
 use std::collections::HashMap;
@@ -15,7 +15,10 @@ use std::time::SystemTime;
 use super::index_file::{self, GroupEntry, Stamp, ToolEntry};
 use super::manifest::{self, GROUP_FILE, GroupManifest, MANIFEST_SUFFIX, Manifest, Problem};
 use super::{Digests, Group, MAX_GROUP_NAME, Script, tool_name, valid_name};
-use crate::folders::{sha256, skipped_folder};
+use crate::folders::{Indexes, sha256, skipped_folder};
+
+/// The library name the tool roots' index files are kept under in the data folder.
+const LIBRARY: &str = "tools";
 
 /// The groups found and everything worth reporting about the folders.
 #[derive(Debug, Default)]
@@ -25,12 +28,17 @@ pub struct Scan {
 }
 
 /// Scans the roots in order; `reserved` are the names no folder may take (the built-in
-/// groups'). With `use_index`, each root's `index.json` is reused and refreshed.
-pub fn scan(roots: &[PathBuf], reserved: &[&str], use_index: bool) -> Scan {
+/// groups'). With `indexes`, each root's index (in the data folder) is reused and refreshed, and
+/// an `index.json` an earlier version wrote into the root is removed.
+pub fn scan(roots: &[PathBuf], reserved: &[&str], indexes: Option<&Indexes>) -> Scan {
     let mut scan = Scan::default();
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
     for root in roots {
-        for group in scan_root(root, reserved, use_index, &mut scan.problems) {
+        let index = indexes.and_then(|indexes| {
+            crate::folders::remove_old_index(root, index_file::written_by_us);
+            indexes.file(LIBRARY, root)
+        });
+        for group in scan_root(root, reserved, index, &mut scan.problems) {
             if let Some(winner) = seen.get(&group.name) {
                 let message = format!(
                     "the group `{}` is hidden by the one at {} (the earlier root wins); rename \
@@ -52,7 +60,7 @@ pub fn scan(roots: &[PathBuf], reserved: &[&str], use_index: bool) -> Scan {
 fn scan_root(
     root: &Path,
     reserved: &[&str],
-    use_index: bool,
+    index: Option<PathBuf>,
     problems: &mut Vec<Problem>,
 ) -> Vec<Group> {
     let Ok(entries) = std::fs::read_dir(root) else {
@@ -74,7 +82,7 @@ fn scan_root(
         .filter(|(name, _)| !skipped_folder(name))
         .collect();
     folders.sort();
-    let previous = use_index.then(|| index_file::read(root)).flatten();
+    let previous = index.as_deref().and_then(index_file::read);
     let mut known: HashMap<PathBuf, ToolEntry> = previous
         .iter()
         .flat_map(|index| &index.groups)
@@ -97,9 +105,9 @@ fn scan_root(
     let unchanged = previous
         .as_ref()
         .is_some_and(|index| index.groups == entries);
-    if use_index && !unchanged {
+    if let Some(index) = index.filter(|_| !unchanged) {
         let generated_at = previous.map(|index| index.generated_at);
-        index_file::write(root, generated_at.as_deref(), entries, SystemTime::now());
+        index_file::write(&index, generated_at.as_deref(), entries, SystemTime::now());
     }
     groups
 }
@@ -313,7 +321,7 @@ mod tests {
     #[test]
     fn broken_folders_and_manifests_are_reported_and_the_rest_served() {
         let root = root();
-        let scan = scan(&[root.path().to_owned()], &["vars"], false);
+        let scan = scan(&[root.path().to_owned()], &["vars"], None);
         assert_eq!(names(&scan), ["text__count"]);
         let problems: Vec<String> = scan
             .problems
@@ -337,8 +345,15 @@ mod tests {
     fn the_index_is_reused_while_the_files_are_unchanged() {
         let root = root();
         let roots = [root.path().to_owned()];
-        let first = scan(&roots, &[], true);
-        let index = index_file::read(root.path()).unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let indexes = Indexes::new(data.path());
+        let file = indexes.file(LIBRARY, root.path()).unwrap();
+        let first = scan(&roots, &[], Some(&indexes));
+        assert!(
+            !root.path().join("index.json").exists(),
+            "the root is only read"
+        );
+        let index = index_file::read(&file).unwrap();
         assert_eq!(
             (index.total_groups, index.total_tools, index.total_scripts),
             (1, 1, 1)
@@ -346,8 +361,8 @@ mod tests {
         // An edit of the index, not of the manifest, shows: the manifest was not read.
         let mut edited = index.clone();
         edited.groups[0].tools[0].manifest.description = "FROM THE INDEX".to_owned();
-        crate::folders::write_index(root.path(), &edited);
-        let warm = scan(&roots, &[], true);
+        crate::folders::write_index(&file, &edited);
+        let warm = scan(&roots, &[], Some(&indexes));
         assert_eq!(
             warm.groups[0].scripts[0].manifest.description,
             "FROM THE INDEX"
@@ -358,7 +373,7 @@ mod tests {
         );
         // A changed script is read again, and its digest changes.
         std::fs::write(root.path().join("text/count.sh"), "echo 22\n").unwrap();
-        let changed = scan(&roots, &[], true);
+        let changed = scan(&roots, &[], Some(&indexes));
         assert_eq!(changed.groups[0].scripts[0].manifest.description, "Counts.");
         assert_ne!(
             changed.groups[0].scripts[0].digests,
@@ -373,7 +388,7 @@ mod tests {
         let scan = scan(
             &[first.path().to_owned(), second.path().to_owned()],
             &[],
-            false,
+            None,
         );
         assert_eq!(names(&scan), ["text__count"]);
         assert_eq!(scan.groups[0].folder, first.path().join("text"));

@@ -8,7 +8,8 @@
 //! [`layer`] is a tracing layer the binary installs beside the stderr writer. An event never
 //! waits for a client: it is put on each interested outlet's bounded queue, and dropped when the
 //! queue is full; a task per outlet empties the queue onto the wire. Only this crate's events
-//! are forwarded (never rmcp's own, which sending a notification would multiply), and events
+//! are forwarded (never rmcp's own, which sending a notification would multiply, nor the `log`
+//! records of the crates below, such as the folder watcher's notify and mio), and events
 //! below every outlet's level are filtered at their call site for the cost of one atomic load.
 #![expect(
     deprecated,
@@ -248,16 +249,27 @@ struct Wanted;
 
 impl<S> Filter<S> for Wanted {
     fn enabled(&self, metadata: &Metadata<'_>, _context: &Context<'_, S>) -> bool {
+        // Records of the `log` crate (notify's, mio's) arrive through one shared callsite whose
+        // interest says nothing of their target, so the target is checked here as well.
         tracing_severity(*metadata.level()) >= MOST_VERBOSE.load(Ordering::Relaxed)
+            && own(metadata.target())
     }
 
     fn callsite_enabled(&self, metadata: &'static Metadata<'static>) -> Interest {
-        if metadata.is_event() && metadata.target().starts_with(OWN_TARGET) {
+        if metadata.is_event() && own(metadata.target()) {
             Interest::sometimes()
         } else {
             Interest::never()
         }
     }
+}
+
+/// Whether an event's target is this crate or one of its modules (not a crate whose name
+/// merely starts the same way).
+fn own(target: &str) -> bool {
+    target
+        .strip_prefix(OWN_TARGET)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
 }
 
 /// An event's message and fields as a JSON object.
@@ -360,5 +372,14 @@ mod tests {
         );
         assert!(tracing_severity(Level::ERROR) >= severity(LoggingLevel::Warning));
         assert!(tracing_severity(Level::INFO) < severity(LoggingLevel::Notice));
+    }
+
+    #[test]
+    fn only_this_crates_targets_are_its_own() {
+        assert!(own("synapse_mcp"));
+        assert!(own("synapse_mcp::skills::shelf"));
+        assert!(!own("synapse_mcp_extra"));
+        assert!(!own("notify::inotify"));
+        assert!(!own("log"));
     }
 }

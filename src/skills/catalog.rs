@@ -1,12 +1,12 @@
 //! Builds the catalog from the roots: reads only the frontmatter of each SKILL.md (or nothing,
-//! when the root's `index.json` still matches the file's size and modification time), checks
+//! when the root's index still matches the file's size and modification time), checks
 //! it, and resolves name collisions: the skill found first (earlier root, then path order)
 //! keeps its name, and a later one with the same name is served under a name of its own
 //! (its folder's, or one qualified by the folders above it) and reported, never dropped.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::BufReader;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::discover::{self, Candidate, Root, RootKind};
@@ -15,7 +15,10 @@ use super::frontmatter::{self, Frontmatter};
 use super::index_file::{self, Cached, Entry};
 use super::validate::{self, Diagnostic, Fields, Level};
 use super::{SCRIPTS_FOLDER, Skill, script_id};
-use crate::folders;
+use crate::folders::{self, Indexes};
+
+/// The library name the skill roots' index files are kept under in the data folder.
+const LIBRARY: &str = "skills";
 
 /// The skills found and everything worth reporting about them.
 #[derive(Debug, Default)]
@@ -24,8 +27,9 @@ pub struct Catalog {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Scans the roots in order. With `use_index`, a root's `index.json` is reused and refreshed.
-pub fn build(roots: &[Root], use_index: bool) -> Catalog {
+/// Scans the roots in order. With `indexes`, each root's index is reused and refreshed: the
+/// one in the data folder, or `index.json` in `~/.synapse/skills`, the server's own root.
+pub fn build(roots: &[Root], indexes: Option<&Indexes>) -> Catalog {
     let mut catalog = Catalog::default();
     let mut found: Vec<(usize, &Root, Skill)> = Vec::new();
     for (position, root) in roots.iter().enumerate() {
@@ -34,9 +38,19 @@ pub fn build(roots: &[Root], use_index: bool) -> Catalog {
             // Not a finding: the home folder is made by the first save, and a git copy by its
             // first fetch (whose failure is reported on its own).
             RootKind::Home | RootKind::Git if !root.path.is_dir() => Vec::new(),
-            // A git copy holds the repository's files only: no `index.json` is written there.
-            RootKind::Git => on_disk(&root.path, false, &mut catalog.diagnostics),
-            _ => on_disk(&root.path, use_index, &mut catalog.diagnostics),
+            // A git copy holds the repository's files only, and changes only by a fetch.
+            RootKind::Git => on_disk(&root.path, None, &mut catalog.diagnostics),
+            RootKind::Home => {
+                let index = indexes.map(|_| root.path.join(folders::INDEX_FILE));
+                on_disk(&root.path, index, &mut catalog.diagnostics)
+            }
+            RootKind::Configured | RootKind::User | RootKind::Project => {
+                let index = indexes.and_then(|indexes| {
+                    folders::remove_old_index(&root.path, index_file::written_by_us);
+                    indexes.file(LIBRARY, &root.path)
+                });
+                on_disk(&root.path, index, &mut catalog.diagnostics)
+            }
         };
         found.extend(skills.into_iter().map(|skill| (position, root, skill)));
     }
@@ -208,9 +222,10 @@ fn bundled(diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
     skills
 }
 
-fn on_disk(root: &Path, use_index: bool, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
+/// The skills of a root on disk; with `index`, the index file reused and refreshed.
+fn on_disk(root: &Path, index: Option<PathBuf>, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
     let candidates = discover::walk(root, diagnostics);
-    let previous = use_index.then(|| index_file::read_cached(root)).flatten();
+    let previous = index.as_deref().and_then(index_file::read_cached);
     let generated_at = previous.as_ref().map(|index| index.generated_at.clone());
     let mut known: Vec<Cached> = previous
         .into_iter()
@@ -260,13 +275,13 @@ fn on_disk(root: &Path, use_index: bool, diagnostics: &mut Vec<Diagnostic>) -> V
     // Entries left over are skills that are gone.
     let gone = used.contains(&false);
     drop(known);
-    if use_index && (changed || gone) {
+    if let Some(index) = index.filter(|_| changed || gone) {
         let entries = skills
             .iter()
             .zip(scripts)
             .map(|(skill, scripts)| entry(skill, scripts))
             .collect();
-        index_file::write(root, generated_at.as_deref(), entries, SystemTime::now());
+        index_file::write(&index, generated_at.as_deref(), entries, SystemTime::now());
     }
     skills
 }
@@ -467,7 +482,7 @@ mod tests {
             kind: RootKind::Configured,
             path: path.clone(),
         });
-        let catalog = build(&roots, false);
+        let catalog = build(&roots, None);
         let owned =
             |name: &str, declared: Option<&str>| (name.to_owned(), declared.map(str::to_owned));
         assert_eq!(

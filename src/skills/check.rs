@@ -14,7 +14,7 @@ use super::validate::Level;
 /// The report and whether the check failed: a skill was skipped, or, in strict mode, any rule
 /// of the specification was broken.
 pub fn report(roots: &[Root], sources: &[Checkout], strict: bool) -> (String, bool) {
-    let catalog = catalog::build(roots, false);
+    let catalog = catalog::build(roots, None);
     let mut text = String::new();
     for checkout in sources {
         describe(checkout, &catalog, &mut text);

@@ -82,6 +82,7 @@ pub async fn find(shelf: &Shelf, request: Request<'_>) -> Found {
         matched_skills,
         metadata_only,
         rerank: report,
+        loading: library.loading().to_vec(),
     }
 }
 
@@ -127,10 +128,19 @@ pub fn text_for_model(value: &Value) -> String {
     let matched = value["matched_skills"]
         .as_array()
         .map_or(&[][..], Vec::as_slice);
+    let loading = loading_note(value);
     let mut text = if matched.is_empty() {
-        "No skill matches this query. Try other words, or go ahead without a skill.".to_owned()
+        match &loading {
+            Some(note) => format!("No skill matches yet: {note}; search again in a moment."),
+            None => "No skill matches this query. Try other words, or go ahead without a skill."
+                .to_owned(),
+        }
     } else {
-        let mut text = "<available-skills>\n".to_owned();
+        let mut text = String::new();
+        if let Some(note) = &loading {
+            writeln!(text, "Note: {note}; its skills are not searched yet.").ok();
+        }
+        text.push_str("<available-skills>\n");
         for skill in matched {
             let name = escape(skill["name"].as_str().unwrap_or_default());
             let description = escape(skill["description"].as_str().unwrap_or_default());
@@ -164,6 +174,29 @@ pub fn text_for_model(value: &Value) -> String {
         write!(text, "\nRerank {applied}: {reason}.").ok();
     }
     text
+}
+
+/// "1 skill source is still loading (git+…)" when the answer lists sources being fetched.
+fn loading_note(value: &Value) -> Option<String> {
+    let sources: Vec<&str> = value["loading"]
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    still_loading(&sources)
+}
+
+/// "1 skill source is still loading (git+…)", or `None` when `sources` is empty.
+pub fn still_loading<Source: AsRef<str>>(sources: &[Source]) -> Option<String> {
+    let sources: Vec<&str> = sources.iter().map(AsRef::as_ref).collect();
+    match sources.len() {
+        0 => None,
+        1 => Some(format!("1 skill source is still loading ({})", sources[0])),
+        count => Some(format!(
+            "{count} skill sources are still loading ({})",
+            sources.join(", ")
+        )),
+    }
 }
 
 /// How many of the best local hits the client's model is asked to reorder.
@@ -256,6 +289,10 @@ pub struct Found {
     /// and why not when it did not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rerank: Option<RerankReport>,
+    /// Present while git skill sources are still being fetched for the first time (as
+    /// configured): their skills are not searched yet; search again in a moment.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub loading: Vec<String>,
 }
 
 /// What became of a `rerank` request.

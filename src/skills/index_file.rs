@@ -1,11 +1,13 @@
-//! `index.json`, the skill index kept in each writable root (`docs/skills.md`).
+//! The skill index of a root (`docs/skills.md`): kept in the data folder for the roots the server
+//! only reads ([`crate::folders::Indexes`]), and as `index.json` in `~/.synapse/skills`, the
+//! server's own root.
 //!
 //! The index's own fields come first (`name`, `title`, `description`, `version`, `tags`, `author`,
 //! `tools`, `scriptCount`, `path`, `hasSkillMd`, `lastModified`; `totalSkills`, `totalTools`,
 //! `generatedAt`, `updatedAt`). Each entry also keeps what a warm start needs so that it reads
 //! no SKILL.md: the file name, its size and exact modification time, and the frontmatter
 //! verbatim. The file is written atomically (temporary file, then rename), only when an entry
-//! changed; a root that cannot be written to is skipped silently.
+//! changed; one that cannot be written is skipped silently.
 
 use std::path::Path;
 use std::time::SystemTime;
@@ -89,23 +91,42 @@ pub struct CachedIndex {
     pub generated_at: String,
 }
 
-/// The index of a root, when there is a readable one.
-pub fn read(root: &Path) -> Option<IndexFile> {
-    folders::read_index(root)
+/// The keys of the file, exactly: an `index.json` with these and nothing else is one the server
+/// wrote.
+const KEYS: [&str; 6] = [
+    "version",
+    "skills",
+    "totalSkills",
+    "totalTools",
+    "generatedAt",
+    "updatedAt",
+];
+
+/// The index in `file`, when there is a readable one.
+pub fn read(file: &Path) -> Option<IndexFile> {
+    folders::read_index(file)
 }
 
-/// What a start reuses of a root's index, entries sorted by path.
-pub fn read_cached(root: &Path) -> Option<CachedIndex> {
-    let mut index: CachedIndex = folders::read_index(root)?;
+/// What a start reuses of the index in `file`, entries sorted by path.
+pub fn read_cached(file: &Path) -> Option<CachedIndex> {
+    let mut index: CachedIndex = folders::read_index(file)?;
     index
         .skills
         .sort_unstable_by(|left, right| left.path.cmp(&right.path));
     Some(index)
 }
 
-/// Writes the index of a root (the caller knows its entries changed). Failures (a read-only
-/// root) are logged at debug level and otherwise ignored: the index only makes starts faster.
-pub fn write(root: &Path, generated_at: Option<&str>, mut entries: Vec<Entry>, now: SystemTime) {
+/// Whether a parsed `index.json` is a skill index the server wrote: this format's keys and
+/// nothing else, its version, and entries that read as this format's.
+pub fn written_by_us(value: &serde_json::Value) -> bool {
+    folders::has_exactly_keys(value, &KEYS)
+        && value["version"] == FORMAT_VERSION
+        && IndexFile::deserialize(value).is_ok()
+}
+
+/// Writes the index into `file` (the caller knows its entries changed). Failures (a read-only
+/// folder) are logged at debug level and otherwise ignored: the index only makes starts faster.
+pub fn write(file: &Path, generated_at: Option<&str>, mut entries: Vec<Entry>, now: SystemTime) {
     entries.sort_by(|left, right| left.path.cmp(&right.path));
     let total_tools = entries.iter().map(|entry| entry.tools.len()).sum();
     let index = IndexFile {
@@ -116,7 +137,7 @@ pub fn write(root: &Path, generated_at: Option<&str>, mut entries: Vec<Entry>, n
         updated_at: timestamp(now),
         skills: entries,
     };
-    folders::write_index(root, &index);
+    folders::write_index(file, &index);
 }
 
 /// A title for a skill without one: its name in words, each capitalised.
@@ -162,24 +183,39 @@ mod tests {
     #[test]
     fn the_index_round_trips_and_keeps_its_generation_time() {
         let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("index.json");
         let now = SystemTime::UNIX_EPOCH;
-        write(root.path(), None, vec![entry("b"), entry("a")], now);
-        let index = read(root.path()).unwrap();
+        write(&file, None, vec![entry("b"), entry("a")], now);
+        let index = read(&file).unwrap();
+        let written: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert!(written_by_us(&written));
         assert_eq!(index.total_skills, 2);
         assert_eq!(index.total_tools, 2);
         assert_eq!(index.skills[0].name, "a");
         assert_eq!(index.generated_at, "1970-01-01T00:00:00.000Z");
         let later = now + std::time::Duration::from_mins(1);
-        write(
-            root.path(),
-            Some(&index.generated_at),
-            vec![entry("a")],
-            later,
-        );
-        let changed = read(root.path()).unwrap();
+        write(&file, Some(&index.generated_at), vec![entry("a")], later);
+        let changed = read(&file).unwrap();
         assert_eq!(changed.total_skills, 1);
         assert_eq!(changed.generated_at, index.generated_at);
         assert_eq!(changed.updated_at, "1970-01-01T00:01:00.000Z");
+    }
+
+    #[test]
+    fn an_index_json_of_another_shape_is_not_ours() {
+        for foreign in [
+            serde_json::json!({"skills": []}),
+            serde_json::json!({"version": "1.0.0", "skills": [], "totalSkills": 0,
+                "totalTools": 0, "generatedAt": "x", "updatedAt": "y", "owner": "me"}),
+            serde_json::json!({"version": "2.0.0", "skills": [], "totalSkills": 0,
+                "totalTools": 0, "generatedAt": "x", "updatedAt": "y"}),
+            serde_json::json!({"version": "1.0.0", "skills": [{"name": "a"}], "totalSkills": 1,
+                "totalTools": 0, "generatedAt": "x", "updatedAt": "y"}),
+            serde_json::json!([1, 2]),
+        ] {
+            assert!(!written_by_us(&foreign), "{foreign}");
+        }
     }
 
     #[test]

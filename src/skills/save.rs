@@ -589,7 +589,7 @@ mod tests {
                 path: writable.clone(),
             },
         ];
-        let library = Library::load(&roots);
+        let library = Library::load(&roots, None);
         let error = save(
             &library,
             &roots,

@@ -268,8 +268,6 @@ impl Snapshots {
         })
     }
 
-    /// Drops the bindings of the messages at `from_index` and later and computes them again
-    /// from the floor before (or the chat's start), in one call.
     /// What reprocessing `chat_file` from message `from_index` replaces: how many floors
     /// (messages) from there on hold stored snapshots, and how many snapshots they hold.
     pub fn stored_from(&self, chat_file: &str, from_index: u64) -> Result<(usize, usize), Error> {
@@ -283,6 +281,9 @@ impl Snapshots {
         Ok((messages.len(), floors.len()))
     }
 
+    /// Drops the bindings of the messages at `from_index` and later and computes them again
+    /// from the floor before (or the chat's start), in one call; `progress` as for
+    /// [`Snapshots::process_from`].
     pub fn reprocess(
         &self,
         chat_file: &str,
@@ -290,6 +291,7 @@ impl Snapshots {
         messages: &[ChatMessage],
         start: &Start<'_>,
         cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(usize, usize),
     ) -> Result<Reprocessed, Error> {
         if from_index >= messages.len() {
             return invalid(
@@ -316,7 +318,7 @@ impl Snapshots {
                     }),
             );
         }
-        let processed = self.process_from(chat_file, &edited, start, cancelled)?;
+        let processed = self.process_from(chat_file, &edited, start, cancelled, progress)?;
         // Switched off: nothing was computed, so nothing is dropped either.
         if processed.disabled.is_some() {
             return Ok(Reprocessed {

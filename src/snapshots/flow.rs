@@ -62,16 +62,18 @@ impl Snapshots {
             base_id: None,
             first_index: 0,
         };
-        self.process_from(chat_file, messages, &start, cancelled)
+        self.process_from(chat_file, messages, &start, cancelled, &|_, _| {})
     }
 
-    /// The flow over a whole chat from where `start` says when no message is bound.
+    /// The flow over a whole chat from where `start` says when no message is bound. After
+    /// each message, `progress` is told how many of the messages to process are done.
     pub fn process_from(
         &self,
         chat_file: &str,
         messages: &[ChatMessage],
         start: &Start<'_>,
         cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(usize, usize),
     ) -> Result<Processed, Error> {
         let character_id = start.character_id;
         if let Some(disabled) = self.disabled(chat_file, character_id)? {
@@ -134,6 +136,7 @@ impl Snapshots {
             if batch.snapshots.len() >= BATCH_SNAPSHOTS {
                 self.commit(&mut batch, &mut storage)?;
             }
+            progress(done + 1, anchor.pending.len());
         }
         self.commit(&mut batch, &mut storage)?;
         let latest_snapshot_id = bindings

@@ -7,6 +7,8 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
@@ -16,8 +18,8 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Annotations, Caching, Consent, Daggers, Permission, Policy, Tool, ToolCall, ToolDefinition,
-    ToolError, ToolOutput, Truncation, output_schema, parse_arguments,
+    Annotations, Caching, Consent, Daggers, Permission, Policy, Progress, Tool, ToolCall,
+    ToolDefinition, ToolError, ToolOutput, Truncation, output_schema, parse_arguments,
 };
 use crate::workspace::Workspace;
 
@@ -247,6 +249,77 @@ pub struct Context<'a, Service = ()> {
     pub output_limit: Option<usize>,
     /// The rest of the call (the executor, the client's model, …), on the session only.
     session: Option<&'a ToolCall<'a>>,
+    /// Where a tool on the blocking pool reports how far it is, when the client asked for
+    /// progress (on the session, see [`ToolCall::progress`]).
+    pub steps: Option<&'a Steps>,
+}
+
+/// The least time between two progress reports of a tool on the blocking pool.
+const STEP_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How far a tool on the blocking pool is, `done` of `total` things, sent on to the client by the session as `notifications/progress`: at most one
+/// report per [`STEP_INTERVAL`], and always the last. Only made when the client gave a
+/// `progressToken`, so a call without one pays nothing.
+pub struct Steps {
+    sender: tokio::sync::mpsc::Sender<(usize, usize, &'static str)>,
+    started: Instant,
+    /// Milliseconds from `started` to the last report sent.
+    last: AtomicU64,
+}
+
+impl Steps {
+    /// Reports `done` of `total` `things` (`messages`), unless one was sent less than
+    /// [`STEP_INTERVAL`] ago and this is not the last. Never waits for the session, except for
+    /// the last report.
+    pub fn report(&self, done: usize, total: usize, things: &'static str) {
+        if done >= total {
+            // The last report is never dropped: it says the work is over.
+            if let Err(error) = self.sender.blocking_send((done, total, things)) {
+                tracing::debug!(%error, "the last progress report was not sent");
+            }
+            return;
+        }
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let interval = u64::try_from(STEP_INTERVAL.as_millis()).unwrap_or(u64::MAX);
+        if now.saturating_sub(self.last.load(Ordering::Relaxed)) < interval {
+            return;
+        }
+        self.last.store(now, Ordering::Relaxed);
+        // A full queue drops this one: the session is behind, and a later report comes.
+        self.sender.try_send((done, total, things)).ok();
+    }
+}
+
+/// Runs `work` (a blocking-pool task that reports to the [`Steps`] it is given) and, beside it
+/// on the session, sends its reports to `progress`; every report is sent before this returns,
+/// so before the call's answer.
+async fn with_steps<Output>(
+    progress: Option<&dyn Progress>,
+    work: impl FnOnce(Option<Steps>) -> tokio::task::JoinHandle<Output>,
+) -> Result<Output, tokio::task::JoinError> {
+    let Some(progress) = progress else {
+        return work(None).await;
+    };
+    let (sender, mut receiver) = tokio::sync::mpsc::channel(8);
+    let steps = Steps {
+        sender,
+        started: Instant::now(),
+        last: AtomicU64::new(0),
+    };
+    let task = work(Some(steps));
+    let forwarding = async {
+        while let Some((done, total, things)) = receiver.recv().await {
+            let message = format!("{done} of {total} {things}");
+            #[expect(
+                clippy::cast_precision_loss,
+                reason = "a count far below 2^52; progress is a float on the wire"
+            )]
+            let (done, total) = (done as f64, total as f64);
+            progress.report(done, Some(total), Some(message)).await;
+        }
+    };
+    let (output, ()) = tokio::join!(task, forwarding);
+    output
 }
 
 impl<'a, Service> Context<'a, Service> {
@@ -337,6 +410,7 @@ where
                     cancellation: &call.cancellation,
                     output_limit: call.output_limit,
                     session: Some(&call),
+                    steps: None,
                 };
                 arguments.run(context).await?.into_output()
             }),
@@ -344,21 +418,23 @@ where
                 let service = self.service.clone();
                 let workspace = Arc::clone(call.workspace);
                 let (arguments, cancellation) = (call.arguments, call.cancellation);
-                let output_limit = call.output_limit;
+                let (output_limit, progress) = (call.output_limit, call.progress);
                 Box::pin(async move {
-                    tokio::task::spawn_blocking(move || {
-                        let arguments: T = parse_arguments(T::TOOL.name, arguments)?;
-                        let context = Context {
-                            service: &service,
-                            workspace: &workspace,
-                            cancellation: &cancellation,
-                            output_limit,
-                            session: None,
-                        };
-                        finish(arguments.run(context))?.into_output()
-                    })
-                    .await
-                    .map_err(|error| {
+                    let work = |steps: Option<Steps>| {
+                        tokio::task::spawn_blocking(move || {
+                            let arguments: T = parse_arguments(T::TOOL.name, arguments)?;
+                            let context = Context {
+                                service: &service,
+                                workspace: &workspace,
+                                cancellation: &cancellation,
+                                output_limit,
+                                session: None,
+                                steps: steps.as_ref(),
+                            };
+                            finish(arguments.run(context))?.into_output()
+                        })
+                    };
+                    with_steps(progress, work).await.map_err(|error| {
                         ToolError::Internal(format!("the tool's task failed: {error}"))
                     })?
                 })

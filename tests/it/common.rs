@@ -886,3 +886,26 @@ pub(crate) fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The index the server keeps in the data folder `data` of a `library` (`skills`, `tools`)
+/// root: its path (`indexes/LIBRARY/NAME-DIGEST.json`, the digest of the root's canonical path)
+/// and its content.
+pub(crate) fn index_of(data: &Path, library: &str, root: &Path) -> (PathBuf, Value) {
+    use sha2::Digest as _;
+    let canonical = std::fs::canonicalize(root).unwrap();
+    let digest = sha2::Sha256::digest(canonical.as_os_str().as_encoded_bytes())
+        .iter()
+        .take(8)
+        .fold(String::new(), |mut hex, byte| {
+            std::fmt::Write::write_fmt(&mut hex, format_args!("{byte:02x}")).unwrap();
+            hex
+        });
+    let name = canonical.file_name().unwrap().to_string_lossy();
+    let file = data
+        .join("indexes")
+        .join(library)
+        .join(format!("{name}-{digest}.json"));
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|error| panic!("no index {}: {error}", file.display()));
+    (file, serde_json::from_str(&text).unwrap())
+}

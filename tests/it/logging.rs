@@ -176,3 +176,64 @@ async fn logging_set_level_is_not_a_2026_07_28_method_and_sets_no_level() {
     messages.extend(log_messages_until(&mut session, 3).await);
     assert_eq!(messages, Vec::<Value>::new());
 }
+
+#[tokio::test]
+async fn the_client_log_carries_only_the_servers_own_events() {
+    let directory = tempfile::tempdir().unwrap();
+    let root = directory.path().join("skills");
+    crate::common::write_skill(&root, "first", "The first skill.", "# First");
+    let root_text = root.display().to_string();
+    let mut session = RawSession::start(&["--skills", &root_text]);
+    session.initialize().await;
+    session
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
+            "params": {"level": "debug"}}),
+        )
+        .await;
+    let mut messages = log_messages_until(&mut session, 1).await;
+    // The watch starts once the first scan is done: a search waits for that scan.
+    session
+        .send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "SkillSearch", "arguments": {"query": "first"}}}))
+        .await;
+    messages.extend(log_messages_until(&mut session, 2).await);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // A skill added on disk: the watcher's own crates (notify, mio) log every event they see.
+    crate::common::write_skill(&root, "second", "The second skill.", "# Second");
+    let rescanned = |messages: &[Value]| {
+        messages.iter().any(|message| {
+            message["data"]["message"]
+                .as_str()
+                .is_some_and(|text| text.starts_with("2 skills ready"))
+        })
+    };
+    for id in 3..200 {
+        if rescanned(&messages) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        session
+            .send(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}))
+            .await;
+        messages.extend(log_messages_until(&mut session, id).await);
+    }
+    assert!(
+        rescanned(&messages),
+        "the rescan was not logged: {messages:?}"
+    );
+    let foreign: Vec<&Value> = messages
+        .iter()
+        .filter(|message| {
+            let logger = message["logger"].as_str().unwrap_or_default();
+            !(logger == "synapse_mcp" || logger.starts_with("synapse_mcp::"))
+                || message.to_string().contains(".cargo/registry")
+        })
+        .collect();
+    assert_eq!(
+        foreign,
+        Vec::<&Value>::new(),
+        "of {} messages",
+        messages.len()
+    );
+}

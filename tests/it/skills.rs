@@ -1,5 +1,5 @@
 //! The skills library driven the way a client drives it: the real binary over stdio, pointed at
-//! a copy of `tests/fixtures/skills` (so `index.json` lands in a temporary folder) to which the
+//! a copy of `tests/fixtures/skills` (so that a save lands in a temporary folder) to which the
 //! cases git cannot hold are added: a `.git` folder and symlinks that leave the root.
 
 use std::collections::BTreeSet;
@@ -57,6 +57,11 @@ impl Fixture {
             "--data-dir".into(),
             data.display().to_string(),
         ]
+    }
+
+    /// The index the server keeps of the root in the data folder: its path and content.
+    fn index(&self) -> (PathBuf, Value) {
+        crate::common::index_of(&self.directory.path().join("data"), "skills", &self.root())
     }
 
     async fn client(&self) -> Client {

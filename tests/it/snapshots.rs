@@ -763,3 +763,112 @@ async fn unicode_and_quoted_paths_reach_snapshot_tools_over_stdio() {
     assert_golden_text("snapshots/read-state-unclosed.txt", &text(&unclosed));
     client.cancel().await.unwrap();
 }
+
+/// `count` AI replies, each after a user message, each setting `n`.
+fn long_chat(count: usize) -> Vec<Value> {
+    (0..count)
+        .flat_map(|turn| {
+            let call = format!("ok @.SET(\"n\", {turn});");
+            [user("next"), ai(0, &[call.as_str()])]
+        })
+        .collect()
+}
+
+/// Sends `tools/call` (with a `progressToken` when given) over a raw session; the progress
+/// notifications that came before the answer, and the answer.
+async fn call_with_progress(
+    session: &mut crate::common::RawSession,
+    id: i64,
+    tool: &str,
+    arguments: Value,
+    token: Option<&str>,
+) -> (Vec<Value>, Value) {
+    let mut params = json!({"name": tool, "arguments": arguments});
+    if let Some(token) = token {
+        params["_meta"] = json!({"progressToken": token});
+    }
+    session
+        .send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}))
+        .await;
+    let mut progress = Vec::new();
+    loop {
+        let message = session.message().await;
+        if message["id"] == json!(id) {
+            return (progress, message["result"].clone());
+        }
+        if message["method"] == json!("notifications/progress") {
+            progress.push(message["params"].clone());
+        }
+    }
+}
+
+/// Checks a call's progress: each report counts up, at most one per 100 ms of the call (and the
+/// last), and the last says all `total` messages are done.
+fn assert_progress(progress: &[Value], token: &str, total: u32, elapsed: std::time::Duration) {
+    let total = f64::from(total);
+    let done: Vec<f64> = progress
+        .iter()
+        .map(|report| report["progress"].as_f64().unwrap())
+        .collect();
+    assert!(done.windows(2).all(|pair| pair[0] < pair[1]), "{done:?}");
+    let most = usize::try_from(elapsed.as_millis() / 100).unwrap() + 2;
+    assert!(
+        progress.len() <= most,
+        "{} reports in {elapsed:?}",
+        progress.len()
+    );
+    for report in progress {
+        let done = report["progress"].as_f64().unwrap();
+        assert_eq!(
+            report,
+            &json!({"progressToken": token, "progress": done, "total": total,
+                "message": format!("{done} of {total} messages")})
+        );
+    }
+    assert_eq!(done.last(), Some(&total), "{progress:?}");
+}
+
+#[tokio::test]
+async fn long_chats_report_progress_when_the_client_asks_for_it() {
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("config.toml");
+    std::fs::write(&config, "[tools.SnapshotReprocess]\nexecution = \"auto\"\n").unwrap();
+    let config = config.display().to_string();
+    let mut session = crate::common::RawSession::initialized(&["--config", &config]).await;
+    let total: u32 = 3000;
+    let messages = long_chat(3000);
+    let arguments = json!({"chatFile": "long-1", "messages": messages});
+
+    let started = std::time::Instant::now();
+    let (progress, answer) = call_with_progress(
+        &mut session,
+        1,
+        "SnapshotProcess",
+        arguments.clone(),
+        Some("p1"),
+    )
+    .await;
+    assert_eq!(answer["isError"], json!(false), "{answer}");
+    assert_eq!(
+        answer["structuredContent"]["bindings"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3000
+    );
+    assert_progress(&progress, "p1", total, started.elapsed());
+
+    // Without a token, none; the same chat again, so that only its last message is new.
+    let (progress, answer) =
+        call_with_progress(&mut session, 2, "SnapshotProcess", arguments, None).await;
+    assert_eq!(answer["isError"], json!(false), "{answer}");
+    assert_eq!(progress, Vec::<Value>::new());
+
+    // Reprocessing from message 1 recomputes every reply after it.
+    let arguments = json!({"chatFile": "long-1", "fromIndex": 1, "messages": messages});
+    let started = std::time::Instant::now();
+    let (progress, answer) =
+        call_with_progress(&mut session, 3, "SnapshotReprocess", arguments, Some("p3")).await;
+    assert_eq!(answer["isError"], json!(false), "{answer}");
+    assert_progress(&progress, "p3", total, started.elapsed());
+}

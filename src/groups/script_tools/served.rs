@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Instant;
 
 use super::group;
+use crate::folders::Indexes;
 use crate::groups::BUILT_IN;
 use crate::script_tools::scan::{self, Scan};
 use crate::script_tools::{self, Problem};
@@ -24,6 +25,8 @@ pub struct ServedFolders {
     /// close (and remove its side files) when the application ends.
     registry: Weak<Registry>,
     roots: Vec<PathBuf>,
+    /// Where the folders' indexes are kept; `None`: no index is read or written.
+    indexes: Option<Indexes>,
     /// `[groups]` of the configuration: it wins over a folder's `group.json`.
     defaults: BTreeMap<String, bool>,
     served: Mutex<BTreeMap<String, script_tools::Group>>,
@@ -33,11 +36,13 @@ impl ServedFolders {
     pub fn new(
         registry: &Arc<Registry>,
         roots: Vec<PathBuf>,
+        indexes: Option<Indexes>,
         defaults: BTreeMap<String, bool>,
     ) -> Self {
         Self {
             registry: Arc::downgrade(registry),
             roots,
+            indexes,
             defaults,
             served: Mutex::default(),
         }
@@ -57,7 +62,7 @@ impl ServedFolders {
         let Scan {
             groups,
             mut problems,
-        } = scan::scan(&self.roots, &BUILT_IN, true);
+        } = scan::scan(&self.roots, &BUILT_IN, self.indexes.as_ref());
         let mut served = self.served.lock().unwrap_or_else(PoisonError::into_inner);
         let mut now = BTreeMap::new();
         for found in groups {

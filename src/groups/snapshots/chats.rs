@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, WRITES, service};
+use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, WRITES, message_steps, service};
 use crate::snapshots::builtins::without_mvu_metadata;
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::{Applied, Processed, Snapshots, Start};
@@ -81,8 +81,14 @@ impl TypedTool<Arc<Snapshots>> for ProcessArguments {
         let template = self.template.take();
         let start = self.start(template);
         let cancelled = || context.cancellation.is_cancelled();
-        let processed =
-            service(&context).process_from(&self.chat_file, &self.messages, &start, &cancelled)?;
+        let progress = |done, total| message_steps(&context, done, total);
+        let processed = service(&context).process_from(
+            &self.chat_file,
+            &self.messages,
+            &start,
+            &cancelled,
+            &progress,
+        )?;
         processed.log_stop(&self.chat_file);
         Ok(processed)
     }

@@ -8,7 +8,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, service};
+use super::{
+    CACHED_READ, Call, DESTRUCTIVE, OVERWRITES, OVERWRITES_OR_ADDS, message_steps, service,
+};
 use crate::snapshots::chat::ChatMessage;
 use crate::snapshots::diff::Operation;
 use crate::snapshots::globals::Origin;
@@ -148,8 +150,15 @@ impl TypedTool<Arc<Snapshots>> for ReprocessArguments {
     async fn run(self, context: Call<'_>) -> Answered<Reprocessed> {
         let (start, from) = (self.start(), self.from_index);
         let cancelled = || context.cancellation.is_cancelled();
-        let service = service(&context);
-        Ok(service.reprocess(&self.chat_file, from, &self.messages, &start, &cancelled)?)
+        let progress = |done, total| message_steps(&context, done, total);
+        Ok(service(&context).reprocess(
+            &self.chat_file,
+            from,
+            &self.messages,
+            &start,
+            &cancelled,
+            &progress,
+        )?)
     }
 
     /// What the call replaces, read from the arguments without decoding the whole chat.

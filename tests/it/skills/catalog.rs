@@ -1,5 +1,7 @@
-//! The catalog from the outside: `synapse-mcp skills check` in both modes, `index.json` written
-//! into a writable root and reused on the next start, and name collisions between roots.
+//! The catalog from the outside: `synapse-mcp skills check` in both modes, the index written
+//! into the data folder (never into the folders served) and reused on the next start, the
+//! `index.json` earlier versions wrote into those folders removed, and name collisions between
+//! roots.
 
 use std::process::Command;
 
@@ -94,8 +96,7 @@ fn the_bundled_skills_pass_the_strict_check() {
 }
 
 fn read_index(fixture: &Fixture) -> Value {
-    let text = std::fs::read_to_string(fixture.root().join("index.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+    fixture.index().1
 }
 
 /// The index entry of the skill `pdf-tools`.
@@ -110,7 +111,7 @@ fn pdf_entry(index: &Value) -> Value {
 }
 
 #[tokio::test]
-async fn index_json_is_written_in_the_seed_format_and_reused_while_mtimes_match() {
+async fn the_index_is_written_in_the_seed_format_and_reused_while_mtimes_match() {
     let fixture = Fixture::new();
     let client = fixture.client().await;
     // The scan runs beside the session; a request that needs the skills waits for it.
@@ -147,7 +148,7 @@ async fn index_json_is_written_in_the_seed_format_and_reused_while_mtimes_match(
             entry["frontmatter"]["description"] = json!("FROM THE INDEX");
         }
     }
-    std::fs::write(fixture.root().join("index.json"), index.to_string()).unwrap();
+    std::fs::write(fixture.index().0, index.to_string()).unwrap();
     let description = || async {
         let client = fixture.client().await;
         let result = call(&client, "SkillSearch", json!({"query": "csv cleaner"})).await;
@@ -158,7 +159,7 @@ async fn index_json_is_written_in_the_seed_format_and_reused_while_mtimes_match(
     assert_eq!(
         read_index(&fixture)["updatedAt"],
         index["updatedAt"],
-        "a warm start with nothing changed does not rewrite index.json"
+        "a warm start with nothing changed does not rewrite the index"
     );
     // A changed SKILL.md (a new modification time) is read again.
     let file = fixture.root().join("csv-cleaner/SKILL.md");
@@ -206,7 +207,7 @@ async fn colliding_names_are_served_under_names_of_their_own() {
         "---\nname: pdf-tools\ndescription: The copied pdf-tools of another collection.\n---\n# Copied\n\nFill PDF forms.\n",
     )
     .unwrap();
-    // A copy, so the index.json the server writes into each root stays out of the repository.
+    // A copy, so that nothing the server might write lands in the repository.
     let extra = fixture.root().with_file_name("skills-extra");
     copy_tree(&fixtures().join("skills-extra"), &extra);
     let mut args = fixture.args();
@@ -333,4 +334,131 @@ async fn project_skills_are_served_only_when_trusted_and_then_win() {
     assert!(description(untrusted).await.starts_with("Merge, split"));
     let trusted = in_project(&project, &["--skills", &root, "--trust-project"]).await;
     assert_eq!(description(trusted).await, "The project's own pdf-tools.");
+}
+
+/// Every file, folder and link below `root`, by path, with its bytes (a link: its target).
+fn tree(root: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut found = std::collections::BTreeMap::new();
+    let mut pending = vec![root.to_owned()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.strip_prefix(root).unwrap().display().to_string();
+            let kind = std::fs::symlink_metadata(&path).unwrap().file_type();
+            if kind.is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                found.insert(name, target.display().to_string().into_bytes());
+            } else if kind.is_dir() {
+                found.insert(format!("{name}/"), Vec::new());
+                pending.push(path);
+            } else {
+                found.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    found
+}
+
+/// The example tool group in a `--tools` folder beside the fixture's skills.
+fn tool_folder(fixture: &Fixture) -> std::path::PathBuf {
+    let tools = fixture.root().with_file_name("tools");
+    copy_tree(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tools"),
+        &tools,
+    );
+    tools
+}
+
+async fn serve_skills_and_tools(fixture: &Fixture, tools: &std::path::Path) {
+    let mut args = fixture.args();
+    args.extend(["--tools".to_owned(), tools.display().to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let client = spawn_binary(&args, TestClient::new(Elicitation::Unsupported)).await;
+    let searched = call(&client, "SkillSearch", json!({"query": "merge pdf files"})).await;
+    assert!(text(&searched).contains("pdf-tools"), "{}", text(&searched));
+    let names = crate::common::tool_names(&client).await;
+    assert!(names.iter().any(|name| name.contains("__")), "{names:?}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_folders_served_are_only_read_and_their_indexes_live_in_the_data_folder() {
+    let fixture = Fixture::new();
+    let tools = tool_folder(&fixture);
+    let (skills_before, tools_before) = (tree(&fixture.root()), tree(&tools));
+    serve_skills_and_tools(&fixture, &tools).await;
+    assert_eq!(
+        tree(&fixture.root()),
+        skills_before,
+        "the --skills folder changed"
+    );
+    assert_eq!(tree(&tools), tools_before, "the --tools folder changed");
+    let data = fixture.root().with_file_name("data");
+    let (_, skills_index) = crate::common::index_of(&data, "skills", &fixture.root());
+    assert_eq!(skills_index["totalSkills"], json!(10));
+    let (_, tools_index) = crate::common::index_of(&data, "tools", &tools);
+    assert_eq!(tools_index["totalGroups"], json!(1));
+}
+
+#[tokio::test]
+async fn an_index_json_an_earlier_version_wrote_is_removed_and_a_foreign_one_kept() {
+    // What earlier versions wrote into the folders they served: the format of the indexes.
+    let fixture = Fixture::new();
+    let tools = tool_folder(&fixture);
+    let times =
+        r#""generatedAt": "2026-11-01T10:00:00.000Z", "updatedAt": "2026-11-01T10:00:00.000Z""#;
+    let path = fixture.root().join("pdf-tools").display().to_string();
+    let old_skills = format!(
+        r#"{{"version": "1.0.0", "skills": [{{"name": "pdf-tools", "title": "Pdf Tools",
+        "description": "d", "tags": [], "tools": [], "scriptCount": 0, "path": "{path}",
+        "hasSkillMd": true, "lastModified": "2026-11-01T10:00:00.000Z", "skillFile": "SKILL.md",
+        "size": 1, "modifiedNs": 1, "frontmatter": {{"name": "pdf-tools"}}}}],
+        "totalSkills": 1, "totalTools": 0, {times}}}"#
+    );
+    std::fs::write(fixture.root().join("index.json"), &old_skills).unwrap();
+    let old_tools = format!(
+        r#"{{"version": "1.0.0", "groups": [], "totalGroups": 0, "totalTools": 0, "totalScripts": 0, {times}}}"#
+    );
+    std::fs::write(tools.join("index.json"), old_tools).unwrap();
+    // A folder of the user's whose own `index.json` merely shares the name, and one whose file
+    // has the index's keys and one more.
+    let foreign = fixture.root().with_file_name("foreign");
+    write_skill(
+        &foreign,
+        "own-index",
+        "A skill beside an index of the user's.",
+        "# Own",
+    );
+    let foreign_text = "{\"skills\": [\"own-index\"], \"note\": \"kept by hand\"}\n";
+    std::fs::write(foreign.join("index.json"), foreign_text).unwrap();
+    let almost = fixture.root().with_file_name("almost");
+    write_skill(
+        &almost,
+        "almost-ours",
+        "A skill beside an index with a key more.",
+        "# Almost",
+    );
+    let mut near: Value = serde_json::from_str(&old_skills).unwrap();
+    near["owner"] = json!("me");
+    let almost_text = near.to_string();
+    std::fs::write(almost.join("index.json"), &almost_text).unwrap();
+
+    let mut args = fixture.args();
+    for folder in [&foreign, &almost] {
+        args.extend(["--skills".to_owned(), folder.display().to_string()]);
+    }
+    args.extend(["--tools".to_owned(), tools.display().to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let client = spawn_binary(&args, TestClient::new(Elicitation::Unsupported)).await;
+    client.list_all_prompts().await.unwrap();
+    client.cancel().await.unwrap();
+    assert_eq!(
+        (
+            fixture.root().join("index.json").exists(),
+            tools.join("index.json").exists(),
+            std::fs::read_to_string(foreign.join("index.json")).unwrap(),
+            std::fs::read_to_string(almost.join("index.json")).unwrap(),
+        ),
+        (false, false, foreign_text.to_owned(), almost_text)
+    );
 }

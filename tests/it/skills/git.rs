@@ -412,3 +412,150 @@ async fn a_blob_over_the_copy_limit_is_refused_before_it_is_inflated() {
         .unwrap();
     assert!(peak < 128 * 1024, "peak {peak} KiB\n{stderr}");
 }
+
+/// A search while a source's first fetch is under way says the source is loading instead of
+/// that nothing matches; hits from the other roots come with a one-line note; once the source
+/// is in, the note is gone.
+#[tokio::test]
+async fn a_search_while_a_source_is_still_loading_says_so() {
+    // As above: an https fetch that never completes keeps the source loading for the test.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let directory = tempfile::tempdir().unwrap();
+    let source = format!("git+https://127.0.0.1:{port}/org/skills@v1");
+    let data = directory.path().join("data").display().to_string();
+    let client = spawn_binary(
+        &["--skills", &source, "--data-dir", &data],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
+    let searched = call(&client, "SkillSearch", json!({"query": "release notes"})).await;
+    assert_eq!(
+        text(&searched),
+        format!(
+            "No skill matches yet: 1 skill source is still loading ({source}); search again in a \
+             moment."
+        )
+    );
+    assert_eq!(
+        searched.structured_content,
+        Some(json!({"matched_skills": [], "loading": [source]}))
+    );
+    client.cancel().await.unwrap();
+
+    let folder = directory.path().join("skills");
+    crate::common::write_skill(
+        &folder,
+        "local-notes",
+        "Keep local notes. Use when testing.",
+        "Local body.",
+    );
+    let folder = folder.display().to_string();
+    let client = spawn_binary(
+        &[
+            "--skills",
+            &folder,
+            "--skills",
+            &source,
+            "--data-dir",
+            &data,
+        ],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
+    let searched = text(&call(&client, "SkillSearch", json!({"query": "local notes"})).await);
+    let note = format!(
+        "Note: 1 skill source is still loading ({source}); its skills are not searched yet.\n<available-skills>\n"
+    );
+    assert!(searched.contains(&note), "{searched}");
+    client.cancel().await.unwrap();
+    drop(silent);
+
+    // A local repository lands a moment after the start; from then on no note.
+    let mut repository = TestRepository::new(&directory.path().join("skills-repo.git"));
+    commit_skill(&mut repository, "first", "Version one body.");
+    repository.lightweight_tag("v1");
+    let client = serve(&repository.source("v1"), &directory.path().join("data")).await;
+    load_when_served(&client, "release-notes").await;
+    let searched = call(&client, "SkillSearch", json!({"query": "release notes"})).await;
+    let found = searched.structured_content.unwrap();
+    assert_eq!(found["matched_skills"][0]["name"], json!("release-notes"));
+    assert_eq!(found.get("loading"), None, "{found}");
+    client.cancel().await.unwrap();
+}
+
+/// `SkillLoad` of a skill not found while a source's first fetch is under way waits for that
+/// fetch, and tells a client that gave a `progressToken`; the wait ends with the fetch, or
+/// when the call is cancelled.
+#[tokio::test]
+async fn skill_load_waits_for_a_first_fetch_and_reports_it() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let directory = tempfile::tempdir().unwrap();
+    let source = format!("git+https://127.0.0.1:{port}/org/skills@v1");
+    let data = directory.path().join("data").display().to_string();
+    let mut session =
+        crate::common::RawSession::initialized(&["--skills", &source, "--data-dir", &data]).await;
+    session
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "SkillLoad", "arguments": {"name": "release-notes"},
+            "_meta": {"progressToken": "f1"}}}),
+        )
+        .await;
+    let first = session.message().await;
+    assert_eq!(
+        first,
+        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+            "progressToken": "f1", "progress": 0.0, "total": 1.0,
+            "message": format!("waiting for the first fetch of {source}")}})
+    );
+    session
+        .send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 1, "reason": "test"}}),
+        )
+        .await;
+    session
+        .send(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+        .await;
+    let answered = session.message().await;
+    assert_eq!(answered, json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+    drop(session);
+    drop(silent);
+
+    // A local repository: the first call is served from it, once it is in.
+    let mut repository = TestRepository::new(&directory.path().join("skills-repo.git"));
+    commit_skill(&mut repository, "first", "Version one body.");
+    repository.lightweight_tag("v1");
+    let source = repository.source("v1");
+    let data = directory.path().join("data-2").display().to_string();
+    let mut session =
+        crate::common::RawSession::initialized(&["--skills", &source, "--data-dir", &data]).await;
+    session
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "SkillLoad", "arguments": {"name": "release-notes"},
+            "_meta": {"progressToken": "f2"}}}),
+        )
+        .await;
+    let mut progress = Vec::new();
+    let answer = loop {
+        let message = session.message().await;
+        if message["id"] == json!(1) {
+            break message["result"].clone();
+        }
+        progress.push(message["params"]["message"].clone());
+    };
+    assert_eq!(answer["isError"], json!(false), "{answer}");
+    // The fetch may have landed before the call came.
+    if !progress.is_empty() {
+        assert_eq!(
+            progress,
+            [
+                json!(format!("waiting for the first fetch of {source}")),
+                json!("1 of 1 skill sources fetched")
+            ]
+        );
+    }
+}

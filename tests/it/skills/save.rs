@@ -1,5 +1,5 @@
 //! `SkillSave` over stdio: strict checks before writing, a new skill found at once by search,
-//! load and `index.json`, an update that keeps other files and backs up the old version, and
+//! load and the index, an update that keeps other files and backs up the old version, and
 //! the ask-once approval it carries by default.
 
 use pretty_assertions::assert_eq;
@@ -50,9 +50,7 @@ async fn a_saved_skill_is_served_searched_and_indexed_at_once() {
     );
     let loaded = text(&call(&client, "SkillLoad", json!({"name": "release-notes"})).await);
     assert_golden_text("skills/save/loaded-new.txt", &loaded);
-    let index: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture.root().join("index.json")).unwrap())
-            .unwrap();
+    let index: Value = fixture.index().1;
     assert!(
         index["skills"]
             .as_array()

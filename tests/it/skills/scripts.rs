@@ -166,8 +166,11 @@ async fn a_script_runs_by_the_id_the_skills_index_lists() {
     .await;
     assert!(!is_error(&result), "{}", text(&result));
     assert!(scripts.marker().exists(), "the script named by its id ran");
-    let index = std::fs::read_to_string(scripts.directory.path().join("skills/index.json"));
-    let index: Value = serde_json::from_str(&index.unwrap()).unwrap();
+    let (_, index) = crate::common::index_of(
+        &scripts.directory.path().join("data"),
+        "skills",
+        &scripts.directory.path().join("skills"),
+    );
     assert_eq!(
         index["skills"][0]["tools"],
         json!([
