@@ -139,6 +139,9 @@ pub async fn run(
     match &cli.command {
         None | Some(config::Command::Serve(_)) => {
             drop(stdout);
+            if let Some(http) = &config.http {
+                server::http::check_authentication(http)?;
+            }
             app::make_tool_home();
             let app = std::sync::Arc::new(app::App::open(config)?);
             if let Some(address) = config.metrics {

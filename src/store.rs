@@ -55,6 +55,16 @@ pub enum Error {
 
 /// A driver's `message` with the store's location left out: its path or URL, and a PostgreSQL
 /// URL's database name and address, which the server's own messages quote.
+/// Logs, in one line, what opening a store did to its schema at version `found`: made a new
+/// store (from version 0), or brought an older one to `now`.
+fn report_schema(location: &str, found: i64, now: i64) {
+    if found == 0 {
+        tracing::info!("created store at {location} (schema v{now})");
+    } else {
+        tracing::info!("migrated store at {location} from schema v{found} to v{now}");
+    }
+}
+
 fn without_location(message: &str, location: &Path) -> String {
     let location = location.display().to_string();
     let mut parts = vec![location.clone()];
