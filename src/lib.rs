@@ -144,6 +144,14 @@ pub async fn run(
             }
             app::make_tool_home();
             let app = std::sync::Arc::new(app::App::open(config)?);
+            let unlisted = app::names::check(&app, config)?;
+            if !unlisted.is_empty() {
+                let app = std::sync::Arc::clone(&app);
+                tokio::spawn(async move {
+                    app.upstreams_settled().await;
+                    app::names::warn_unlisted(&app, &unlisted);
+                });
+            }
             if let Some(address) = config.metrics {
                 server::metrics::start(address, std::sync::Arc::clone(&app)).await?;
             }
