@@ -31,7 +31,7 @@ pub fn check(app: &App, config: &Settings) -> Result<Vec<String>, Error> {
         }
         if let Some(meant) = nearest(name, built_in_names().iter().copied()) {
             return Err(Error::UnknownName(format!(
-                "[groups] `{name}`{file} is no group: did you mean `{meant}`? The built-in \
+                "[groups] `{name}`{file} is no group (did you mean `{meant}`?): the built-in \
                  groups are {}; a script folder or an [[upstream]] table names a group too",
                 built_in_names().join(", ")
             )));
@@ -59,10 +59,10 @@ pub fn check(app: &App, config: &Settings) -> Result<Vec<String>, Error> {
         }
         if !name.contains(crate::script_tools::SEPARATOR) {
             let meant = nearest(name, built_in.iter().map(String::as_str))
-                .map(|meant| format!("did you mean `{meant}`? "))
+                .map(|meant| format!(" (did you mean `{meant}`?)"))
                 .unwrap_or_default();
             return Err(Error::UnknownName(format!(
-                "[tools.{name}]{file} is no tool: {meant}The built-in tools are {}; script and \
+                "[tools.{name}]{file} is no tool{meant}: the built-in tools are {}; script and \
                  upstream tools are named `group__tool`",
                 built_in.join(", ")
             )));

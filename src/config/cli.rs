@@ -369,6 +369,20 @@ const USES: &[(&str, &[&str])] = &[
     ("tools check", &["tools", "config"]),
 ];
 
+/// What a serve option means to a subcommand where it means something else than to `serve`.
+const HELP: &[(&str, &str, &str)] = &[
+    (
+        "token add",
+        "workspace",
+        "The token's default workspace (required)",
+    ),
+    (
+        "workspace import",
+        "workspace",
+        "Import under this name instead of the one it was exported as",
+    ),
+];
+
 /// The options naming a store.
 const STORE: &[&str] = &["config", "data_dir", "store"];
 
@@ -539,7 +553,12 @@ fn scope(command: clap::Command, parent: &str, ids: &[(String, String)]) -> clap
     }
     command.mut_args(|arg| {
         let id = arg.get_id().as_str();
-        if ids.iter().any(|(serve, _)| serve == id) && !uses(&path, id) {
+        let help = HELP
+            .iter()
+            .find(|(command, option, _)| *command == path && *option == id);
+        if let Some((_, _, help)) = help {
+            arg.help(*help)
+        } else if ids.iter().any(|(serve, _)| serve == id) && !uses(&path, id) {
             arg.hide(true)
         } else {
             arg
