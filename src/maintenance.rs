@@ -10,9 +10,10 @@ use crate::config::WorkspaceCommand;
 use crate::json::nesting::MAX_DEPTH;
 use crate::store::export::{self, WorkspaceExport};
 use crate::store::{
-    self, DeepState, DurableStore, Location, PostgresOptions, PostgresStore, SCHEMA_VERSION,
-    SqliteOptions, SqliteStore, Store,
+    self, DeepState, DurableStore, Location, SCHEMA_VERSION, SqliteOptions, SqliteStore, Store,
 };
+#[cfg(feature = "postgres")]
+use crate::store::{PostgresOptions, PostgresStore};
 use crate::text::shorten;
 use crate::vars::wall_clock;
 
@@ -230,7 +231,11 @@ fn import(
 pub fn doctor(config: &Settings, repair: bool, out: &mut dyn Write) -> Result<(), Error> {
     let path = match &config.store {
         Location::Memory => return Err(Error::MemoryStore),
+        #[cfg(feature = "postgres")]
         Location::Postgres(url) => return doctor_postgres(url, config.store_max_bytes, out),
+        // Refused by `open`, which says why.
+        #[cfg(not(feature = "postgres"))]
+        Location::Postgres(_) => return open(config).map(drop),
         Location::Sqlite(path) => path,
     };
     let store = SqliteStore::open(
@@ -280,6 +285,7 @@ pub fn doctor(config: &Settings, repair: bool, out: &mut dyn Write) -> Result<()
 /// `doctor` on a PostgreSQL store: where it is, its schema, the bytes the size cap counts and
 /// the workspaces (PostgreSQL checks its own pages; states deeper than the limit were never
 /// written to it).
+#[cfg(feature = "postgres")]
 fn doctor_postgres(url: &str, max_bytes: Option<u64>, out: &mut dyn Write) -> Result<(), Error> {
     let store = PostgresStore::open(url, PostgresOptions { max_bytes })?;
     writeln!(out, "store:           {}", store.location().display())?;

@@ -412,7 +412,7 @@ impl Cli {
         let mut command = Self::command().mut_subcommands(|sub| scope(sub, "", &ids));
         let matches = command.try_get_matches_from_mut(arguments)?;
         let mut cli = Self::from_arg_matches(&matches)?;
-        let Some((path, leaf)) = leaf(&matches, String::new()) else {
+        let Some((path, leaf)) = leaf(&matches, "") else {
             return Ok(cli);
         };
         let given = |matches: &clap::ArgMatches, id: &str| {
@@ -567,14 +567,14 @@ fn scope(command: clap::Command, parent: &str, ids: &[(String, String)]) -> clap
 }
 
 /// The path of the subcommand given (`workspace list`) and its matches.
-fn leaf(matches: &clap::ArgMatches, parent: String) -> Option<(String, &clap::ArgMatches)> {
+fn leaf<'a>(matches: &'a clap::ArgMatches, parent: &str) -> Option<(String, &'a clap::ArgMatches)> {
     let (name, sub) = matches.subcommand()?;
     let path = if parent.is_empty() {
         name.to_owned()
     } else {
         format!("{parent} {name}")
     };
-    Some(leaf(sub, path.clone()).unwrap_or((path, sub)))
+    Some(leaf(sub, &path).unwrap_or((path, sub)))
 }
 
 /// `--log-level`: a level, or a filter whose every directive without `=` is a level (a bare
