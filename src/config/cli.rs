@@ -419,6 +419,7 @@ impl Cli {
             matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
         };
         let mut top = std::mem::take(&mut cli.serve);
+        // Where the options a subcommand does not use go, unread.
         let mut ignored = ServeOptions::default();
         let Some(options) = cli.command.as_mut().map(Command::options_mut) else {
             return Ok(cli);
@@ -490,7 +491,9 @@ impl ServeOptions {
                 fill(&mut self.workspace_max_bytes, &mut from.workspace_max_bytes);
             }
             "skill_body_limit" => fill(&mut self.skill_body_limit, &mut from.skill_body_limit),
-            _ => fill(&mut self.config, &mut from.config),
+            "config" => fill(&mut self.config, &mut from.config),
+            // Every option has its arm: `every_serve_option_given_first_reaches_the_subcommand`.
+            _ => {}
         }
     }
 }
@@ -607,4 +610,38 @@ fn workspace_name(text: &str) -> Result<String, String> {
         );
     }
     Ok(text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    /// Every serve option, each with a value where it takes one.
+    fn every_option() -> Vec<std::ffi::OsString> {
+        let serve = ServeOptions::augment_args(clap::Command::new("serve"));
+        serve
+            .get_arguments()
+            .flat_map(|arg| {
+                let flag = format!("--{}", arg.get_long().unwrap_or_default());
+                let value = arg.get_action().takes_values().then(|| "1".to_owned());
+                std::iter::once(flag).chain(value)
+            })
+            .map(Into::into)
+            .collect()
+    }
+
+    #[test]
+    fn every_serve_option_given_first_reaches_the_subcommand() {
+        let program = || std::iter::once(std::ffi::OsString::from("synapse-mcp"));
+        let serve = || std::iter::once(std::ffi::OsString::from("serve"));
+        let before = Cli::try_parse_scoped(program().chain(every_option()).chain(serve())).unwrap();
+        let after = Cli::try_parse_scoped(program().chain(serve()).chain(every_option())).unwrap();
+        assert_eq!(
+            format!("{:?}", before.options()),
+            format!("{:?}", after.options())
+        );
+        assert_eq!(before.notices.len(), serve_option_ids().len());
+        assert_eq!(after.notices, Vec::<String>::new());
+    }
 }
