@@ -31,6 +31,7 @@ use crate::upstreams::Upstreams;
 use crate::upstreams::reload::{self, Reload};
 use crate::vars::{Clock, SystemClock};
 
+pub mod names;
 pub mod settings;
 
 use crate::workspace::{self, Target, Workspace};
@@ -47,6 +48,9 @@ pub enum Error {
     Workspace(#[from] workspace::Error),
     #[error("cannot serve the [[upstream]] servers: {0}")]
     Upstreams(String),
+    /// A name under `[groups]` or `[tools]` that names nothing built in.
+    #[error("{0}")]
+    UnknownName(String),
 }
 
 /// One workspace as one caller works in it: the executor over it (with the shared registry) and

@@ -92,6 +92,8 @@ pub mod workspace;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
+    Settings(#[from] app::settings::Error),
+    #[error(transparent)]
     App(#[from] app::Error),
     #[error(transparent)]
     Server(#[from] server::Error),
@@ -103,6 +105,26 @@ pub enum Error {
     Hosts(#[from] hosts::HostError),
 }
 
+/// Prints why the command failed on stderr, once: the error's message, then each cause that
+/// message does not quote already (most of ours name their cause in their own words, so the
+/// whole chain would say it twice).
+#[expect(
+    clippy::print_stderr,
+    reason = "the one place a failed command says why, after logging may have failed to start"
+)]
+pub fn report(error: &(dyn std::error::Error + 'static)) {
+    let mut message = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let said = inner.to_string();
+        if !message.contains(&said) {
+            message = format!("{message}: {said}");
+        }
+        cause = inner.source();
+    }
+    eprintln!("Error: {message}");
+}
+
 /// Serves MCP over stdio until the client disconnects (over HTTP until SIGTERM with `serve
 /// --http`), or runs the subcommand given.
 pub async fn run(
@@ -110,11 +132,25 @@ pub async fn run(
     config: &app::Settings,
 ) -> Result<std::process::ExitCode, Error> {
     runner::use_reaper();
+    for notice in &cli.notices {
+        tracing::warn!("{notice}");
+    }
     let mut stdout = std::io::stdout().lock();
     match &cli.command {
         None | Some(config::Command::Serve(_)) => {
             drop(stdout);
+            if let Some(http) = &config.http {
+                server::http::check_authentication(http)?;
+            }
             let app = std::sync::Arc::new(app::App::open(config)?);
+            let unlisted = app::names::check(&app, config)?;
+            if !unlisted.is_empty() {
+                let app = std::sync::Arc::clone(&app);
+                tokio::spawn(async move {
+                    app.upstreams_settled().await;
+                    app::names::warn_unlisted(&app, &unlisted);
+                });
+            }
             if let Some(address) = config.metrics {
                 server::metrics::start(address, std::sync::Arc::clone(&app)).await?;
             }
@@ -127,24 +163,29 @@ pub async fn run(
             }
         }
         Some(config::Command::Token(command)) => {
-            token(command, cli.workspace.as_deref(), &mut stdout)?;
+            token(command, cli.options().workspace.as_deref(), &mut stdout)?;
         }
-        Some(config::Command::Skills(config::SkillsCommand::Check { dirs, strict })) => {
+        Some(config::Command::Skills(config::SkillsCommand::Check { dirs, strict, .. })) => {
             drop(stdout);
             return Ok(check_skills(config, dirs, *strict));
         }
-        Some(config::Command::Skills(config::SkillsCommand::Update)) => {
+        Some(config::Command::Skills(config::SkillsCommand::Update { .. })) => {
             drop(stdout);
             return Ok(update_skills(config));
         }
-        Some(config::Command::Tools(config::ToolsCommand::Check { dirs })) => {
+        Some(config::Command::Tools(config::ToolsCommand::Check { dirs, .. })) => {
             drop(stdout);
             return Ok(check_tools(config, dirs));
         }
         Some(config::Command::Workspace(command)) => {
-            maintenance::workspace(config, command, cli.workspace.as_deref(), &mut stdout)?;
+            maintenance::workspace(
+                config,
+                command,
+                cli.options().workspace.as_deref(),
+                &mut stdout,
+            )?;
         }
-        Some(config::Command::Doctor { repair }) => {
+        Some(config::Command::Doctor { repair, .. }) => {
             maintenance::doctor(config, *repair, &mut stdout)?;
         }
         Some(config::Command::Config {
@@ -152,6 +193,7 @@ pub async fn run(
             write,
             name,
             arguments,
+            ..
         }) => {
             host_entry(host, *write, name, arguments, &mut stdout)?;
         }
@@ -243,6 +285,7 @@ fn token(
             also,
             read_only,
             write_skills,
+            ..
         } => {
             let Some(workspace) = workspace else {
                 return Err(Error::Tokens(tokens::Error::Invalid(
@@ -267,7 +310,7 @@ fn token(
                 path.display()
             );
         }
-        config::TokenCommand::List { tokens: path } => {
+        config::TokenCommand::List { tokens: path, .. } => {
             for entry in tokens::list(path)? {
                 let access = match (entry.read_only, entry.write_skills) {
                     (true, _) => "read-only",
@@ -288,6 +331,7 @@ fn token(
             tokens: path,
             id,
             principal,
+            ..
         } => {
             for entry in tokens::revoke(path, id.as_deref(), principal.as_deref())? {
                 tracing::info!("revoked token {} of `{}`", entry.id, entry.principal);

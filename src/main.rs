@@ -1,6 +1,7 @@
 //! The `synapse-mcp` binary: parse the command line, log to stderr, serve.
 
-use clap::Parser;
+use std::process::ExitCode;
+
 use synapse_mcp::app::Settings;
 use synapse_mcp::config::Cli;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -16,15 +17,22 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 /// processing, skill saves), and the skills scan, the search index and QuickJS have threads of
 /// their own.
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> anyhow::Result<std::process::ExitCode> {
+async fn main() -> ExitCode {
     // `synapse-mcp __reap PROGRAM ARGS…`: the server re-executes itself to run one script.
     #[cfg(target_os = "linux")]
     if let Some((program, arguments)) = synapse_mcp::runner::reaper::asked() {
-        return Ok(synapse_mcp::runner::reaper::serve(program, arguments).await);
+        return synapse_mcp::runner::reaper::serve(program, arguments).await;
     }
-    let cli = Cli::parse();
+    let cli = Cli::parse_scoped(std::env::args_os());
+    start(&cli).await.unwrap_or_else(|error| {
+        synapse_mcp::report(&error);
+        ExitCode::FAILURE
+    })
+}
+
+async fn start(cli: &Cli) -> Result<ExitCode, synapse_mcp::Error> {
     // Read first, so that the file's `log_format` applies; it logs nothing itself.
-    let config = Settings::load(&cli)?;
+    let config = Settings::load(cli)?;
     // Logs go to stderr, and to clients that set a level (`logging/setLevel`).
     tracing_subscriber::registry()
         .with(synapse_mcp::server::stderr_layer(
@@ -33,5 +41,5 @@ async fn main() -> anyhow::Result<std::process::ExitCode> {
         ))
         .with(synapse_mcp::server::logging_layer())
         .init();
-    Ok(synapse_mcp::run(&cli, &config).await?)
+    synapse_mcp::run(cli, &config).await
 }

@@ -10,9 +10,10 @@ use crate::config::WorkspaceCommand;
 use crate::json::nesting::MAX_DEPTH;
 use crate::store::export::{self, WorkspaceExport};
 use crate::store::{
-    self, DeepState, DurableStore, Location, PostgresOptions, PostgresStore, SCHEMA_VERSION,
-    SqliteOptions, SqliteStore, Store,
+    self, DeepState, DurableStore, Location, SCHEMA_VERSION, SqliteOptions, SqliteStore, Store,
 };
+#[cfg(feature = "postgres")]
+use crate::store::{PostgresOptions, PostgresStore};
 use crate::text::shorten;
 use crate::vars::wall_clock;
 
@@ -35,6 +36,12 @@ pub enum Error {
         path: String,
         source: std::io::Error,
     },
+    #[error(
+        "deleting workspace `{name}` ({contents}) needs confirmation, and there is no terminal to ask on: pass --yes (`synapse-mcp workspace delete {name} --yes`)"
+    )]
+    NeedsYes { name: String, contents: String },
+    #[error("workspace `{name}` was kept: nothing was deleted")]
+    NotConfirmed { name: String },
     #[error("the store at {path} failed its integrity check: {problems}")]
     Damaged { path: String, problems: String },
     #[error(
@@ -59,8 +66,8 @@ pub fn workspace(
 ) -> Result<(), Error> {
     let store = open(config)?;
     match command {
-        WorkspaceCommand::List => list(store.as_ref(), out),
-        WorkspaceCommand::Export { name, output } => {
+        WorkspaceCommand::List { .. } => list(store.as_ref(), out),
+        WorkspaceCommand::Export { name, output, .. } => {
             let exported = export::export(store.as_ref(), name, wall_clock())?;
             let mut json =
                 serde_json::to_string_pretty(&exported).map_err(std::io::Error::other)?;
@@ -73,24 +80,79 @@ pub fn workspace(
                 None => Ok(out.write_all(json.as_bytes())?),
             }
         }
-        WorkspaceCommand::Import { file, replace } => {
+        WorkspaceCommand::Import { file, replace, .. } => {
             import(store.as_ref(), file, chosen_workspace, *replace, out)
         }
-        WorkspaceCommand::Delete { name } => {
+        WorkspaceCommand::Delete { name, yes, .. } => {
+            let contents = contents(store.as_ref(), name)?;
+            if !yes {
+                confirm(name, &contents, store.location())?;
+            }
             if !store.delete_workspace(name)? {
-                return Err(store::Error::UnknownWorkspace {
-                    name: name.clone(),
-                    path: store.location().to_owned(),
-                }
-                .into());
+                return Err(unknown(store.as_ref(), name).into());
             }
             writeln!(
                 out,
-                "deleted workspace `{name}` from {}",
+                "deleted workspace `{name}` from {}: {contents}",
                 store.location().display()
             )?;
             Ok(())
         }
+    }
+}
+
+fn unknown(store: &dyn Store, name: &str) -> store::Error {
+    store::Error::UnknownWorkspace {
+        name: name.to_owned(),
+        path: store.location().to_owned(),
+    }
+}
+
+/// What deleting a workspace would remove, in a few words: `22 variables, 3 approvals, 3995
+/// snapshots of 4 chats, 1 global snapshots, 2 templates`.
+fn contents(store: &dyn DurableStore, name: &str) -> Result<String, Error> {
+    let summary = (store.workspaces()?.into_iter())
+        .find(|summary| summary.name == name)
+        .ok_or_else(|| unknown(store, name))?;
+    let chats = store.chats(name)?;
+    let snapshots: u64 = chats.iter().map(|(_, count)| count).sum();
+    Ok(format!(
+        "{} variables, {} approvals, {snapshots} snapshots of {} chats, {} global snapshots, {} \
+         templates",
+        summary.variables,
+        summary.approvals,
+        chats.len(),
+        store.globals(name)?.len(),
+        store.template_characters(name)?.len()
+    ))
+}
+
+/// Asks on the terminal before a workspace is deleted; without a terminal, refuses (the
+/// caller passes `--yes` to delete without asking).
+fn confirm(name: &str, contents: &str, location: &Path) -> Result<(), Error> {
+    use std::io::IsTerminal as _;
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(Error::NeedsYes {
+            name: name.to_owned(),
+            contents: contents.to_owned(),
+        });
+    }
+    let mut asked = std::io::stderr().lock();
+    write!(
+        asked,
+        "delete workspace `{name}` from {} ({contents})? [y/N] ",
+        location.display()
+    )?;
+    asked.flush()?;
+    let mut answer = String::new();
+    stdin.read_line(&mut answer)?;
+    if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
+        Ok(())
+    } else {
+        Err(Error::NotConfirmed {
+            name: name.to_owned(),
+        })
     }
 }
 
@@ -169,7 +231,11 @@ fn import(
 pub fn doctor(config: &Settings, repair: bool, out: &mut dyn Write) -> Result<(), Error> {
     let path = match &config.store {
         Location::Memory => return Err(Error::MemoryStore),
+        #[cfg(feature = "postgres")]
         Location::Postgres(url) => return doctor_postgres(url, config.store_max_bytes, out),
+        // Refused by `open`, which says why.
+        #[cfg(not(feature = "postgres"))]
+        Location::Postgres(_) => return open(config).map(drop),
         Location::Sqlite(path) => path,
     };
     let store = SqliteStore::open(
@@ -219,6 +285,7 @@ pub fn doctor(config: &Settings, repair: bool, out: &mut dyn Write) -> Result<()
 /// `doctor` on a PostgreSQL store: where it is, its schema, the bytes the size cap counts and
 /// the workspaces (PostgreSQL checks its own pages; states deeper than the limit were never
 /// written to it).
+#[cfg(feature = "postgres")]
 fn doctor_postgres(url: &str, max_bytes: Option<u64>, out: &mut dyn Write) -> Result<(), Error> {
     let store = PostgresStore::open(url, PostgresOptions { max_bytes })?;
     writeln!(out, "store:           {}", store.location().display())?;

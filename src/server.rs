@@ -50,6 +50,9 @@ use crate::tools::Executor;
 pub enum Error {
     #[error("MCP session failed to start: {0}")]
     Start(String),
+    /// The settings cannot serve (`serve --http` without a way to authenticate).
+    #[error("{0}")]
+    Refused(String),
     #[error("MCP session ended with an error: {0}")]
     Session(String),
 }

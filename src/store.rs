@@ -19,11 +19,13 @@
 //! so caching the same large tool result twice costs one copy.
 
 pub mod export;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod rows;
 mod sqlite;
 pub mod tree;
 
+#[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{DeepState, Diagnosis, SCHEMA_VERSION, SqliteOptions, SqliteStore};
 
@@ -55,6 +57,16 @@ pub enum Error {
 
 /// A driver's `message` with the store's location left out: its path or URL, and a PostgreSQL
 /// URL's database name and address, which the server's own messages quote.
+/// Logs, in one line, what opening a store did to its schema at version `found`: made a new
+/// store (from version 0), or brought an older one to `now`.
+fn report_schema(location: &str, found: i64, now: i64) {
+    if found == 0 {
+        tracing::info!("created store at {location} (schema v{now})");
+    } else {
+        tracing::info!("migrated store at {location} from schema v{found} to v{now}");
+    }
+}
+
 fn without_location(message: &str, location: &Path) -> String {
     let location = location.display().to_string();
     let mut parts = vec![location.clone()];
@@ -486,7 +498,18 @@ impl Location {
         Ok(match self {
             Self::Memory => None,
             Self::Sqlite(path) => Some(SqliteStore::open(path, SqliteOptions { max_bytes })?),
+            #[cfg(feature = "postgres")]
             Self::Postgres(url) => Some(PostgresStore::open(url, PostgresOptions { max_bytes })?),
+            #[cfg(not(feature = "postgres"))]
+            Self::Postgres(_) => {
+                return Err(Error::Open {
+                    path: PathBuf::from("postgres://…"),
+                    message: "this build has no PostgreSQL client (it was built without the \
+                              `postgres` feature): install the default build, or use \
+                              `sqlite://PATH`"
+                        .to_owned(),
+                });
+            }
         })
     }
 }
@@ -505,6 +528,7 @@ pub(crate) trait Inspect: DurableStore {
 #[cfg(test)]
 pub(crate) fn every_store() -> Vec<Arc<dyn Inspect>> {
     let mut stores: Vec<Arc<dyn Inspect>> = vec![SqliteStore::open_in_memory().unwrap()];
+    #[cfg(feature = "postgres")]
     if let Some(url) = postgres::testing::database() {
         stores.push(PostgresStore::open(&url, PostgresOptions::default()).unwrap());
     }
@@ -580,6 +604,7 @@ mod tests {
             SqliteStore::open(&path, SqliteOptions::default()).unwrap()
         };
         let mut pairs = vec![(open(), open(), folder)];
+        #[cfg(feature = "postgres")]
         if let Some(url) = postgres::testing::database() {
             let open = || -> Arc<dyn DurableStore> {
                 PostgresStore::open(&url, PostgresOptions::default()).unwrap()

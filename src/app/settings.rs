@@ -91,43 +91,45 @@ impl Default for Settings {
 impl Settings {
     /// Reads the file named on the command line, if any, and merges the two.
     pub fn load(cli: &Cli) -> Result<Self, Error> {
-        let file = match &cli.config {
+        let options = cli.options();
+        let file = match &options.config {
             Some(path) => crate::config::read(path)?,
             None => FileConfig::default(),
         };
-        let listed = if cli.skills.is_empty() {
+        let listed = if options.skills.is_empty() {
             &file.skills
         } else {
-            &cli.skills
+            &options.skills
         };
         let skills = skill_roots(
             listed,
             file.skill_sources_allow.as_deref(),
-            cli.data_dir.as_deref(),
+            options.data_dir.as_deref(),
         )?;
-        let workspace = cli
+        let workspace = options
             .workspace
             .clone()
             .unwrap_or_else(|| "default".to_owned());
-        let mut config = Self::from_parts(&file, workspace, cli.data_dir.clone(), skills);
-        if let Some(path) = &cli.config {
+        let mut config = Self::from_parts(&file, workspace, options.data_dir.clone(), skills);
+        if let Some(path) = &options.config {
             config.skills_update_interval = update_interval(path, &file)?;
             config.upstreams = crate::upstreams::settings::checked(path, &file)?;
             config.file = Some(path.clone());
         }
-        let store = cli.store.as_deref().or(file.store.as_deref());
-        config.store = Location::resolve(store, cli.data_dir.as_deref()).map_err(Error::Store)?;
-        config.trust_project = cli.trust_project;
-        config.tool_folders = cli
+        let store = options.store.as_deref().or(file.store.as_deref());
+        config.store =
+            Location::resolve(store, options.data_dir.as_deref()).map_err(Error::Store)?;
+        config.trust_project = options.trust_project;
+        config.tool_folders = options
             .tools
             .iter()
             .chain(&file.tool_folders)
             .cloned()
             .collect();
-        if let Some(bytes) = cli.workspace_max_bytes {
+        if let Some(bytes) = options.workspace_max_bytes {
             config.workspace_max_bytes = bytes;
         }
-        if let Some(characters) = cli.skill_body_limit {
+        if let Some(characters) = options.skill_body_limit {
             config.skill_body_limit = characters;
         }
         if let Some(Command::Serve(serve)) = &cli.command {
@@ -138,7 +140,7 @@ impl Settings {
             config.metrics = file.metrics.listen;
         }
         config.log_format = cli.log_format.or(file.log_format).unwrap_or_default();
-        if let Some(listed) = &cli.groups {
+        if let Some(listed) = &options.groups {
             config.groups.extend(groups_listed(listed)?);
         }
         Ok(config)

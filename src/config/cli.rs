@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Args as _, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use serde::Deserialize;
 
 const EXAMPLES: &str = "\
@@ -20,55 +20,20 @@ Examples:
 Claude Code:  claude mcp add synapse -- synapse-mcp
 Logs go to stderr only; stdout carries the MCP protocol.";
 
-/// The command line.
+/// The command line. Without a subcommand it serves over stdio with [`ServeOptions`]; each
+/// subcommand takes the serve options it uses ([`Cli::parse_scoped`] hides the others from its
+/// help, and still accepts them, with a notice, as every option was once accepted everywhere).
 #[derive(Debug, Clone, Parser)]
 #[command(name = "synapse-mcp", version, about, after_help = EXAMPLES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// A skills folder, or a git repository at a ref, `git+https://host/org/repo@REF[#SUBDIR]`
-    /// or `git+file:///path/repo@REF[#SUBDIR]` (repeatable); replaces the default skill roots
-    /// (the bundled skills, ~/.synapse/skills, ~/.agents/skills, ~/.claude/skills).
-    #[arg(long = "skills", value_name = "DIR|GIT", global = true)]
-    pub skills: Vec<PathBuf>,
-    /// A folder of script tools (repeatable), served besides ~/.synapse/tools; each folder in
-    /// it is a tool group (see docs/script-tools.md).
-    #[arg(long = "tools", value_name = "DIR", global = true)]
-    pub tools: Vec<PathBuf>,
-    /// The tool groups to serve, comma-separated: group names, `default` (variables, plans,
-    /// skills and `ToolGroups`) and `all` (every built-in group); the built-in groups not
-    /// named are off. Replaces the config file's `[groups]` for the built-in groups. The model
-    /// can switch groups on and off with `ToolGroups`.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', global = true)]
-    pub groups: Option<Vec<String>>,
-    /// Also serve the project's skills (./.agents/skills, ./.claude/skills), which win over
-    /// all others. Project skills are untrusted until you say so.
-    #[arg(long, global = true)]
-    pub trust_project: bool,
-    /// Where the store keeps its data (default: $XDG_DATA_HOME/synapse-mcp).
-    #[arg(long, value_name = "DIR", global = true)]
-    pub data_dir: Option<PathBuf>,
-    /// The workspace whose variables and approvals this server uses (default `default`).
-    #[arg(long, value_name = "NAME", global = true)]
-    pub workspace: Option<String>,
-    /// Where workspaces are stored: `memory` (nothing is kept), `sqlite://PATH` or
-    /// `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (default: `DATA_DIR/synapse.db`).
-    #[arg(long, value_name = "STORE", global = true)]
-    pub store: Option<String>,
-    /// Most bytes a workspace may hold, variable values and the state document together
-    /// (default 1 GiB, or `workspace_max_bytes` in the config file); writes past it are refused.
-    #[arg(long, value_name = "BYTES", global = true)]
-    pub workspace_max_bytes: Option<u64>,
-    /// Most characters of a skill's instructions (or of a markdown file of a skill) served
-    /// whole (default 20000, or `skill_body_limit` in the config file); a longer one comes as
-    /// its opening and a table of its sections, each loadable alone.
-    #[arg(long, value_name = "CHARS", global = true)]
-    pub skill_body_limit: Option<usize>,
-    /// A TOML configuration file (groups, per-tool policies, capacity, output limit).
-    #[arg(long, value_name = "FILE", global = true)]
-    pub config: Option<PathBuf>,
-    /// Log level on stderr: error, warn, info, debug, trace (or a tracing filter).
-    #[arg(long, value_name = "LEVEL", global = true)]
+    /// Serving over stdio when no subcommand is given.
+    #[command(flatten)]
+    pub serve: ServeOptions,
+    /// Log level on stderr: error, warn, info, debug, trace or off, or a filter such as
+    /// `synapse_mcp=debug,warn`.
+    #[arg(long, value_name = "LEVEL", global = true, value_parser = log_level)]
     pub log_level: Option<String>,
     /// More logging on stderr (-v debug, -vv trace).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -77,6 +42,56 @@ pub struct Cli {
     /// (or `log_format` in the config file).
     #[arg(long, value_name = "FORMAT", global = true)]
     pub log_format: Option<LogFormat>,
+    /// Options given where they no longer belong, each said once logging is set up: placed
+    /// before the subcommand, or given to a subcommand that does not use them.
+    #[arg(skip)]
+    pub notices: Vec<String>,
+}
+
+/// The options of serving, which subcommands take in part (see `USES`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeOptions {
+    /// A skills folder, or a git repository at a ref, `git+https://host/org/repo@REF[#SUBDIR]`
+    /// or `git+file:///path/repo@REF[#SUBDIR]` (repeatable); replaces the default skill roots
+    /// (the bundled skills, ~/.synapse/skills, ~/.agents/skills, ~/.claude/skills).
+    #[arg(long = "skills", value_name = "DIR|GIT")]
+    pub skills: Vec<PathBuf>,
+    /// A folder of script tools (repeatable), served besides ~/.synapse/tools; each folder in
+    /// it is a tool group (see docs/script-tools.md).
+    #[arg(long = "tools", value_name = "DIR")]
+    pub tools: Vec<PathBuf>,
+    /// The tool groups to serve, comma-separated: group names, `default` (variables, plans,
+    /// skills and `ToolGroups`) and `all` (every built-in group); the built-in groups not
+    /// named are off. Replaces the config file's `[groups]` for the built-in groups. The model
+    /// can switch groups on and off with `ToolGroups`.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub groups: Option<Vec<String>>,
+    /// Also serve the project's skills (./.agents/skills, ./.claude/skills), which win over
+    /// all others. Project skills are untrusted until you say so.
+    #[arg(long)]
+    pub trust_project: bool,
+    /// Where the store keeps its data (default: $XDG_DATA_HOME/synapse-mcp).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The workspace whose variables and approvals this server uses (default `default`).
+    #[arg(long, value_name = "NAME", value_parser = workspace_name)]
+    pub workspace: Option<String>,
+    /// Where workspaces are stored: `memory` (nothing is kept), `sqlite://PATH` or
+    /// `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (default: `DATA_DIR/synapse.db`).
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<String>,
+    /// Most bytes a workspace may hold, variable values and the state document together
+    /// (default 1 GiB, or `workspace_max_bytes` in the config file); writes past it are refused.
+    #[arg(long, value_name = "BYTES")]
+    pub workspace_max_bytes: Option<u64>,
+    /// Most characters of a skill's instructions (or of a markdown file of a skill) served
+    /// whole (default 20000, or `skill_body_limit` in the config file); a longer one comes as
+    /// its opening and a table of its sections, each loadable alone.
+    #[arg(long, value_name = "CHARS")]
+    pub skill_body_limit: Option<usize>,
+    /// A TOML configuration file (groups, per-tool policies, capacity, output limit).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// How log lines on stderr look.
@@ -114,6 +129,8 @@ pub enum Command {
         /// it was, as a string holding its JSON text.
         #[arg(long)]
         repair: bool,
+        #[command(flatten)]
+        options: ServeOptions,
     },
     /// Work with skill folders.
     #[command(subcommand)]
@@ -140,12 +157,16 @@ pub enum Command {
         /// Arguments the host passes to synapse-mcp (after `--`).
         #[arg(last = true, value_name = "ARGS")]
         arguments: Vec<String>,
+        #[command(flatten)]
+        options: ServeOptions,
     },
 }
 
 /// `serve`: stdio unless `--http` (or `[http] listen` in the config file) gives an address.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ServeArgs {
+    #[command(flatten)]
+    pub options: ServeOptions,
     /// Serve MCP over Streamable HTTP on this address (`127.0.0.1:8080`) instead of stdio;
     /// the endpoint is `/mcp` (or `/mcp/{workspace}`), see docs/http.md.
     #[arg(long, value_name = "ADDR")]
@@ -211,8 +232,8 @@ pub struct ServeArgs {
 /// `token`: the tokens file's entries.
 #[derive(Debug, Clone, Subcommand)]
 pub enum TokenCommand {
-    /// Make a new token for `--workspace W` (its default workspace), and any `--allow`ed
-    /// others: it is printed on stdout, once; the file keeps only its SHA-256 digest.
+    /// Make a new token for `--workspace W` (its default workspace, required), and any
+    /// `--allow`ed others: it is printed on stdout, once; the file keeps only its SHA-256 digest.
     Add {
         /// The tokens file (made when missing).
         #[arg(long, value_name = "FILE")]
@@ -230,15 +251,21 @@ pub enum TokenCommand {
         /// `SkillRunScript`); without it a token changes its own workspaces only.
         #[arg(long, conflicts_with = "read_only")]
         write_skills: bool,
+        #[command(flatten)]
+        options: ServeOptions,
     },
     /// List the tokens: id, principal, workspaces, what they may do (read-only, read-write, or
     /// read-write+skills; never the tokens themselves).
     List {
+        /// The tokens file.
         #[arg(long, value_name = "FILE")]
         tokens: PathBuf,
+        #[command(flatten)]
+        options: ServeOptions,
     },
     /// Revoke a token by its id (`token list` shows it), or every token of a principal.
     Revoke {
+        /// The tokens file.
         #[arg(long, value_name = "FILE")]
         tokens: PathBuf,
         /// The token's id.
@@ -247,6 +274,8 @@ pub enum TokenCommand {
         /// Revoke every token of this principal instead.
         #[arg(long, value_name = "NAME", conflicts_with = "id")]
         principal: Option<String>,
+        #[command(flatten)]
+        options: ServeOptions,
     },
 }
 
@@ -258,13 +287,18 @@ pub enum ToolsCommand {
         /// Tool folders to check (default: the ones the server would use).
         #[arg(value_name = "DIR")]
         dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        options: ServeOptions,
     },
 }
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum WorkspaceCommand {
     /// List the workspaces in the store.
-    List,
+    List {
+        #[command(flatten)]
+        options: ServeOptions,
+    },
     /// Write a workspace as JSON (schemas/workspace-export.json) to stdout or a file.
     Export {
         /// The workspace to export.
@@ -272,6 +306,8 @@ pub enum WorkspaceCommand {
         /// Write to this file instead of stdout.
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        options: ServeOptions,
     },
     /// Restore a workspace from an export, under `--workspace` or the name it was exported as.
     Import {
@@ -280,11 +316,19 @@ pub enum WorkspaceCommand {
         /// Replace the workspace if it already holds anything.
         #[arg(long)]
         replace: bool,
+        #[command(flatten)]
+        options: ServeOptions,
     },
-    /// Delete a workspace and everything in it.
+    /// Delete a workspace and everything in it. On a terminal it asks first, showing what
+    /// would go; elsewhere it needs --yes.
     Delete {
         /// The workspace to delete.
         name: String,
+        /// Delete without asking.
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        options: ServeOptions,
     },
 }
 
@@ -299,15 +343,121 @@ pub enum SkillsCommand {
         /// Report every violation of the specification as an error.
         #[arg(long)]
         strict: bool,
+        #[command(flatten)]
+        options: ServeOptions,
     },
     /// Fetch the git skill sources (`--skills git+…`, or the config's `skills`) again and bring
     /// each copy to the commit its ref names now. Prints, per source, the old and the new
     /// commit, or that it is unchanged, or why it failed (the last good copy is kept). Exits
     /// non-zero when any failed.
-    Update,
+    Update {
+        #[command(flatten)]
+        options: ServeOptions,
+    },
+}
+
+/// The serve options (by their clap ids) each subcommand uses; `serve` uses them all, and a
+/// subcommand missing here uses none.
+const USES: &[(&str, &[&str])] = &[
+    ("token add", &["workspace"]),
+    ("workspace list", STORE),
+    ("workspace export", STORE),
+    (
+        "workspace import",
+        &["config", "data_dir", "store", "workspace"],
+    ),
+    ("workspace delete", STORE),
+    ("doctor", STORE),
+    (
+        "skills check",
+        &["skills", "trust_project", "config", "data_dir"],
+    ),
+    ("skills update", &["skills", "config", "data_dir"]),
+    ("tools check", &["tools", "config"]),
+];
+
+/// What a serve option means to a subcommand where it means something else than to `serve`.
+const HELP: &[(&str, &str, &str)] = &[
+    (
+        "token add",
+        "workspace",
+        "The token's default workspace (required)",
+    ),
+    (
+        "workspace import",
+        "workspace",
+        "Import under this name instead of the one it was exported as",
+    ),
+];
+
+/// The options naming a store.
+const STORE: &[&str] = &["config", "data_dir", "store"];
+
+/// Whether the subcommand at `path` (`workspace list`) uses the serve option `id`.
+fn uses(path: &str, id: &str) -> bool {
+    path == "serve"
+        || USES
+            .iter()
+            .any(|(command, ids)| *command == path && ids.contains(&id))
 }
 
 impl Cli {
+    /// Parses the command line (exiting with clap's message when it does not parse), with each
+    /// subcommand's help listing only the serve options it uses. Options placed as earlier
+    /// versions accepted them still work, each with a notice naming the new form: one given
+    /// before the subcommand moves to it when the subcommand uses it; one a subcommand does not
+    /// use is ignored.
+    pub fn parse_scoped(arguments: impl IntoIterator<Item = std::ffi::OsString>) -> Self {
+        Self::try_parse_scoped(arguments).unwrap_or_else(|error| error.exit())
+    }
+
+    /// [`Cli::parse_scoped`], returning clap's error instead of exiting.
+    pub fn try_parse_scoped(
+        arguments: impl IntoIterator<Item = std::ffi::OsString>,
+    ) -> Result<Self, clap::Error> {
+        let ids = serve_option_ids();
+        let mut command = Self::command().mut_subcommands(|sub| scope(sub, "", &ids));
+        let matches = command.try_get_matches_from_mut(arguments)?;
+        let mut cli = Self::from_arg_matches(&matches)?;
+        let Some((path, leaf)) = leaf(&matches, "") else {
+            return Ok(cli);
+        };
+        let given = |matches: &clap::ArgMatches, id: &str| {
+            matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        };
+        let mut top = std::mem::take(&mut cli.serve);
+        // Where the options a subcommand does not use go, unread.
+        let mut ignored = ServeOptions::default();
+        let Some(options) = cli.command.as_mut().map(Command::options_mut) else {
+            return Ok(cli);
+        };
+        let mut notices = Vec::new();
+        for (id, long) in &ids {
+            let early = given(&matches, id);
+            if uses(&path, id) {
+                if early {
+                    options.take(&mut top, id);
+                    notices.push(format!(
+                        "`{long}` before the subcommand is deprecated: write it after `{path}` \
+                         (`synapse-mcp {path} {long} …`)"
+                    ));
+                }
+            } else if early || given(leaf, id) {
+                ignored.take(options, id);
+                notices.push(format!(
+                    "`{long}` does not apply to `{path}` and is ignored: leave it out"
+                ));
+            }
+        }
+        cli.notices = notices;
+        Ok(cli)
+    }
+
+    /// The serve options in effect: the subcommand's, or the top level's without one.
+    pub fn options(&self) -> &ServeOptions {
+        self.command.as_ref().map_or(&self.serve, Command::options)
+    }
+
     /// The stderr log's filter: `--log-level`, else `-v`/`-vv`, else `RUST_LOG`, else our own
     /// `info` with the SDK's chatter at `warn`. The default carries the request span (method, id, tool, workspace, principal on every line inside a
     /// request) when serving HTTP, where operators read logs by request, and leaves it out over
@@ -326,5 +476,180 @@ impl Cli {
             1 => "debug".to_owned(),
             _ => "trace".to_owned(),
         }
+    }
+}
+
+impl ServeOptions {
+    /// Moves the option `id` from `from` here, unless it is given here already.
+    fn take(&mut self, from: &mut Self, id: &str) {
+        fn fill<T: Default + PartialEq>(to: &mut T, from: &mut T) {
+            if *to == T::default() {
+                *to = std::mem::take(from);
+            }
+        }
+        match id {
+            "skills" => fill(&mut self.skills, &mut from.skills),
+            "tools" => fill(&mut self.tools, &mut from.tools),
+            "groups" => fill(&mut self.groups, &mut from.groups),
+            "trust_project" => fill(&mut self.trust_project, &mut from.trust_project),
+            "data_dir" => fill(&mut self.data_dir, &mut from.data_dir),
+            "workspace" => fill(&mut self.workspace, &mut from.workspace),
+            "store" => fill(&mut self.store, &mut from.store),
+            "workspace_max_bytes" => {
+                fill(&mut self.workspace_max_bytes, &mut from.workspace_max_bytes);
+            }
+            "skill_body_limit" => fill(&mut self.skill_body_limit, &mut from.skill_body_limit),
+            "config" => fill(&mut self.config, &mut from.config),
+            // Every option has its arm: `every_serve_option_given_first_reaches_the_subcommand`.
+            _ => {}
+        }
+    }
+}
+
+/// The serve options of whichever subcommand `$command` is (a reference, shared or not).
+macro_rules! options_of {
+    ($command:expr) => {
+        match $command {
+            Command::Serve(ServeArgs { options, .. })
+            | Command::Token(
+                TokenCommand::Add { options, .. }
+                | TokenCommand::List { options, .. }
+                | TokenCommand::Revoke { options, .. },
+            )
+            | Command::Workspace(
+                WorkspaceCommand::List { options }
+                | WorkspaceCommand::Export { options, .. }
+                | WorkspaceCommand::Import { options, .. }
+                | WorkspaceCommand::Delete { options, .. },
+            )
+            | Command::Doctor { options, .. }
+            | Command::Skills(
+                SkillsCommand::Check { options, .. } | SkillsCommand::Update { options },
+            )
+            | Command::Tools(ToolsCommand::Check { options, .. })
+            | Command::Config { options, .. } => options,
+        }
+    };
+}
+
+impl Command {
+    /// The serve options given with this subcommand.
+    pub fn options(&self) -> &ServeOptions {
+        options_of!(self)
+    }
+
+    fn options_mut(&mut self) -> &mut ServeOptions {
+        options_of!(self)
+    }
+}
+
+/// The serve options' clap ids, each with its flag (`data_dir`, `--data-dir`).
+fn serve_option_ids() -> Vec<(String, String)> {
+    ServeOptions::augment_args(clap::Command::new("serve"))
+        .get_arguments()
+        .map(|arg| {
+            let long = arg.get_long().unwrap_or_default();
+            (arg.get_id().to_string(), format!("--{long}"))
+        })
+        .collect()
+}
+
+/// Hides, in each subcommand below `command` (whose path is `parent`), the serve options it
+/// does not use.
+fn scope(command: clap::Command, parent: &str, ids: &[(String, String)]) -> clap::Command {
+    let path = format!("{parent}{}", command.get_name());
+    if command.has_subcommands() {
+        let prefix = format!("{path} ");
+        return command.mut_subcommands(|sub| scope(sub, &prefix, ids));
+    }
+    command.mut_args(|arg| {
+        let id = arg.get_id().as_str();
+        let help = HELP
+            .iter()
+            .find(|(command, option, _)| *command == path && *option == id);
+        if let Some((_, _, help)) = help {
+            arg.help(*help)
+        } else if ids.iter().any(|(serve, _)| serve == id) && !uses(&path, id) {
+            arg.hide(true)
+        } else {
+            arg
+        }
+    })
+}
+
+/// The path of the subcommand given (`workspace list`) and its matches.
+fn leaf<'a>(matches: &'a clap::ArgMatches, parent: &str) -> Option<(String, &'a clap::ArgMatches)> {
+    let (name, sub) = matches.subcommand()?;
+    let path = if parent.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{parent} {name}")
+    };
+    Some(leaf(sub, &path).unwrap_or((path, sub)))
+}
+
+/// `--log-level`: a level, or a filter whose every directive without `=` is a level (a bare
+/// word is a target name to tracing, so `loud` would silence every log).
+fn log_level(text: &str) -> Result<String, String> {
+    const LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"];
+    let unknown = text.split(',').find(|directive| {
+        !directive.contains('=') && !LEVELS.contains(&directive.trim().to_lowercase().as_str())
+    });
+    if let Some(directive) = unknown {
+        return Err(format!(
+            "`{directive}` is not a log level: give error, warn, info, debug, trace or off, or \
+             a filter such as `synapse_mcp=debug,warn`"
+        ));
+    }
+    tracing_subscriber::EnvFilter::try_new(text)
+        .map(|_| text.to_owned())
+        .map_err(|error| {
+            format!(
+                "`{text}` is not a log filter ({error}): write one such as `synapse_mcp=debug,warn`"
+            )
+        })
+}
+
+/// `--workspace`: a name, not empty.
+fn workspace_name(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err(
+            "a workspace needs a name: give one such as `default` or `research`".to_owned(),
+        );
+    }
+    Ok(text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    /// Every serve option, each with a value where it takes one.
+    fn every_option() -> Vec<std::ffi::OsString> {
+        let serve = ServeOptions::augment_args(clap::Command::new("serve"));
+        serve
+            .get_arguments()
+            .flat_map(|arg| {
+                let flag = format!("--{}", arg.get_long().unwrap_or_default());
+                let value = arg.get_action().takes_values().then(|| "1".to_owned());
+                std::iter::once(flag).chain(value)
+            })
+            .map(Into::into)
+            .collect()
+    }
+
+    #[test]
+    fn every_serve_option_given_first_reaches_the_subcommand() {
+        let program = || std::iter::once(std::ffi::OsString::from("synapse-mcp"));
+        let serve = || std::iter::once(std::ffi::OsString::from("serve"));
+        let before = Cli::try_parse_scoped(program().chain(every_option()).chain(serve())).unwrap();
+        let after = Cli::try_parse_scoped(program().chain(serve()).chain(every_option())).unwrap();
+        assert_eq!(
+            format!("{:?}", before.options()),
+            format!("{:?}", after.options())
+        );
+        assert_eq!(before.notices.len(), serve_option_ids().len());
+        assert_eq!(after.notices, Vec::<String>::new());
     }
 }

@@ -91,9 +91,7 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
         Some(oauth) => Some(verifier(oauth).await?),
         None => None,
     };
-    if tokens.is_none() && jwt.is_none() {
-        without_authentication(settings)?;
-    }
+    check_authentication(settings)?;
     // Sessions idle out here (`Sessions::close_idle`), not in rmcp: its timer knows nothing of
     // a call waiting for the client's answer to an approval or a sampling request.
     let mut sessions = LocalSessionManager::default();
@@ -159,10 +157,14 @@ pub async fn serve(app: Arc<App>, settings: &HttpSettings) -> Result<(), Error> 
     Ok(())
 }
 
-/// Serving without tokens: allowed with `--no-auth` on a loopback address only.
-fn without_authentication(settings: &HttpSettings) -> Result<(), Error> {
+/// Serving without tokens or OAuth: allowed with `--no-auth` on a loopback address only.
+/// Checked before anything else starts, so a server that cannot serve says so at once.
+pub fn check_authentication(settings: &HttpSettings) -> Result<(), Error> {
+    if settings.tokens.is_some() || settings.oauth.is_some() {
+        return Ok(());
+    }
     if !settings.no_auth {
-        return Err(Error::Start(
+        return Err(Error::Refused(
             "serving HTTP needs authentication: give --tokens FILE (made by `synapse-mcp \
              token add --tokens FILE --principal NAME --workspace W`), or OAuth \
              (--oauth-issuer, --oauth-audience, --oauth-jwks), or --no-auth on a loopback \
@@ -171,7 +173,7 @@ fn without_authentication(settings: &HttpSettings) -> Result<(), Error> {
         ));
     }
     if !settings.listen.ip().is_loopback() {
-        return Err(Error::Start(format!(
+        return Err(Error::Refused(format!(
             "--no-auth serves without authentication, which is allowed on a loopback \
              address only, and {} is not one; give --tokens FILE (see `synapse-mcp token \
              add`) or OAuth (--oauth-issuer)",

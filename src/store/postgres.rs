@@ -416,6 +416,7 @@ impl PostgresStore {
     fn migrate(&self) -> Result<(), Error> {
         let shown = self.display.clone();
         let newer = std::cell::Cell::new(None);
+        let migrated = std::cell::Cell::new(None);
         let result = self.write(|session| {
             session.execute("SELECT pg_advisory_xact_lock(7266836179)", &[])?;
             session.execute(
@@ -436,8 +437,8 @@ impl PostgresStore {
             for (version, migration) in MIGRATIONS.iter().filter(|(version, _)| *version > found) {
                 wait(session.client.batch_execute(migration))?;
                 session.execute("UPDATE schema_version SET version = $1", &[version])?;
-                tracing::info!(store = %shown.display(), version, "store migrated");
             }
+            migrated.set(Some(found).filter(|&found| found < super::SCHEMA_VERSION));
             Ok(())
         });
         result.map_err(|error| match error {
@@ -450,6 +451,9 @@ impl PostgresStore {
                 found,
                 supported: super::SCHEMA_VERSION,
             });
+        }
+        if let Some(found) = migrated.get() {
+            super::report_schema(&shown.display().to_string(), found, super::SCHEMA_VERSION);
         }
         Ok(())
     }

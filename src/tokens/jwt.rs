@@ -585,6 +585,10 @@ async fn fetch(url: &str) -> Result<String, Error> {
 
 /// Without the `jwks-url` feature, a JWKS URL is refused.
 #[cfg(not(feature = "jwks-url"))]
+#[expect(
+    clippy::unused_async,
+    reason = "the same signature as the fetching one, which awaits"
+)]
 async fn fetch(url: &str) -> Result<String, Error> {
     Err(Error::Invalid(format!(
         "cannot fetch the JWKS {url}: this build has no HTTP client (built without the \

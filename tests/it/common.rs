@@ -228,6 +228,22 @@ pub(crate) fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_synapse-mcp")
 }
 
+/// Runs the binary with `args` to its end, as a user at a shell without a terminal would (no
+/// stdin): its stdout, its stderr, and whether it succeeded.
+pub(crate) fn run_command(args: &[&str]) -> (String, String, bool) {
+    let output = std::process::Command::new(binary())
+        .env("HOME", quiet_home())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+        output.status.success(),
+    )
+}
+
 /// A home folder without skills, so that the default skill roots (the bundled skills, then
 /// `~/.synapse/skills`, `~/.agents/skills`, `~/.claude/skills`) do not depend on the machine.
 pub(crate) fn quiet_home() -> &'static str {

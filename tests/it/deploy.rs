@@ -12,11 +12,14 @@ fn deploy_file(name: &str) -> String {
     std::fs::read_to_string(manifest(&format!("deploy/{name}"))).unwrap()
 }
 
-/// Fails unless `arguments` (after the program name) parse as synapse-mcp's command line.
+/// Fails unless `arguments` (after the program name) parse as synapse-mcp's command line, each
+/// option where it belongs (no deprecation notice).
 fn assert_parses(origin: &str, arguments: &[String]) -> synapse_mcp::config::Cli {
-    let line = std::iter::once("synapse-mcp".to_owned()).chain(arguments.iter().cloned());
-    <synapse_mcp::config::Cli as clap::Parser>::try_parse_from(line)
-        .unwrap_or_else(|error| panic!("{origin}: {arguments:?} does not parse: {error}"))
+    let line = std::iter::once("synapse-mcp".into()).chain(arguments.iter().map(Into::into));
+    let cli = synapse_mcp::config::Cli::try_parse_scoped(line)
+        .unwrap_or_else(|error| panic!("{origin}: {arguments:?} does not parse: {error}"));
+    assert_eq!(cli.notices, Vec::<String>::new(), "{origin}: {arguments:?}");
+    cli
 }
 
 #[test]
@@ -31,7 +34,7 @@ fn the_systemd_unit_runs_a_command_that_parses_and_verifies() {
     let arguments: Vec<String> = words.collect();
     let cli = assert_parses("ExecStart", &arguments);
     assert_eq!(
-        cli.config.as_deref(),
+        cli.options().config.as_deref(),
         Some(std::path::Path::new("/etc/synapse-mcp/config.toml"))
     );
     for hardening in [
@@ -157,7 +160,7 @@ fn the_compose_file_waits_for_a_healthy_postgres_and_keeps_its_data() {
         .collect();
     let cli = assert_parses("compose command", &arguments);
     assert_eq!(
-        cli.store.as_deref(),
+        cli.options().store.as_deref(),
         Some("postgres://synapse:secret@postgres:5432/synapse")
     );
     let config = synapse_mcp::app::Settings::load(&cli).unwrap();

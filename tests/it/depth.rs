@@ -9,7 +9,7 @@ use std::path::Path;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::common::{RawSession, assert_golden_text};
+use crate::common::{RawSession, assert_golden_text, run_command};
 
 /// A dot path of `segments` segments, `a.a.a…`.
 fn deep_path(segments: usize) -> String {
@@ -53,21 +53,6 @@ async fn durable(directory: &Path, extra: &[&str]) -> RawSession {
     args.extend(extra.iter().map(|arg| (*arg).to_owned()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     RawSession::initialized(&args).await
-}
-
-/// Runs the binary as a command and returns stdout, stderr and success.
-fn run_command(args: &[&str]) -> (String, String, bool) {
-    let output = std::process::Command::new(crate::common::binary())
-        .env("HOME", crate::common::quiet_home())
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    (
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
-        output.status.success(),
-    )
 }
 
 async fn refuses_a_deep_path_and_keeps_serving(mut session: RawSession, segments: usize) {

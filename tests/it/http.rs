@@ -612,7 +612,10 @@ async fn http_without_tokens_needs_no_auth_and_a_loopback_address() {
         String::from_utf8(output.stderr).unwrap()
     };
     let mut refusals = Transcript::default();
-    let stderr = refused(&["--http", "127.0.0.1:0"]);
+    // Refused at once: before the store, the skills or the script tools are opened (each
+    // would log a line at `info`), so the error is all it says.
+    let stderr = refused(&["--http", "127.0.0.1:0", "--log-level", "info"]);
+    assert_eq!(error_part(&stderr), stderr);
     refusals.add("no tokens", &error_part(&stderr));
     let stderr = refused(&["--http", "0.0.0.0:0", "--no-auth"]);
     refusals.add("--no-auth on every address", &error_part(&stderr));

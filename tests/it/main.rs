@@ -14,6 +14,7 @@ mod app_view;
 mod approval;
 mod bad_input;
 mod caching;
+mod command_line;
 mod common;
 mod completion;
 mod deploy;

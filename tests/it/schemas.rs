@@ -268,7 +268,7 @@ fn schema_problems(schema: &Map<String, Value>, at: &str) -> Vec<String> {
 #[tokio::test]
 async fn every_listed_tool_schema_is_portable_json_schema_2020_12() {
     let (_server, client) = in_process(
-        "[groups]\nscripts = true\n",
+        "[groups]\nscripts = true\nsnapshots = true\n",
         TestClient::new(Elicitation::Unsupported),
     )
     .await;

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 use crate::common::{
-    Elicitation, RawSession, TestClient, Transcript, assert_golden_text, binary, call, error_part,
-    is_error, spawn_binary, text,
+    Elicitation, RawSession, TestClient, Transcript, assert_golden_text, call, error_part,
+    is_error, run_command, spawn_binary, text,
 };
 
 /// Where a test's servers keep their workspaces, and a folder for the test's other files.
@@ -101,20 +101,6 @@ fn variable_names(listed: &rmcp::model::CallToolResult) -> Vec<String> {
         .iter()
         .map(|variable| variable["name"].as_str().unwrap().to_owned())
         .collect()
-}
-
-/// Runs the binary as a command (not a server) and returns stdout, stderr and success.
-fn run_command(args: &[&str]) -> (String, String, bool) {
-    let output = std::process::Command::new(binary())
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    (
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
-        output.status.success(),
-    )
 }
 
 async fn values_survive_a_restart(place: Place) {
@@ -414,9 +400,9 @@ async fn export_delete_import_restores_the_workspace_byte_for_byte(place: Place)
     ]));
     assert!(ok, "{stderr}");
     let mut outputs = Transcript::default();
-    let (out, stderr, ok) = run_command(&place.with(&["workspace", "delete", "default"]));
+    let (out, stderr, ok) = run_command(&place.with(&["workspace", "delete", "default", "--yes"]));
     assert!(ok, "{stderr}");
-    outputs.add("workspace delete default", &out);
+    outputs.add("workspace delete default --yes", &out);
     let (out, _, _) = run_command(&place.with(&["workspace", "list"]));
     outputs.add("workspace list", &out);
     let (out, stderr, ok) =

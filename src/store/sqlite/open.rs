@@ -233,10 +233,11 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), Error> {
         for (_, step) in MIGRATION_STEPS.iter().filter(|(at, _)| *at == version) {
             step(&transaction).map_err(failed)?;
         }
-        tracing::info!(path = %path.display(), version = index + 1, "store migrated");
     }
     transaction
         .execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
         .map_err(failed)?;
-    transaction.commit().map_err(failed)
+    transaction.commit().map_err(failed)?;
+    super::super::report_schema(&path.display().to_string(), found, SCHEMA_VERSION);
+    Ok(())
 }
