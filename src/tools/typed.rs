@@ -257,9 +257,10 @@ pub struct Context<'a, Service = ()> {
 /// The least time between two progress reports of a tool on the blocking pool.
 const STEP_INTERVAL: Duration = Duration::from_millis(100);
 
-/// How far a tool on the blocking pool is, `done` of `total` things, sent on to the client by the session as `notifications/progress`: at most one
-/// report per [`STEP_INTERVAL`], and always the last. Only made when the client gave a
-/// `progressToken`, so a call without one pays nothing.
+/// How far a tool on the blocking pool is, `done` of `total` things, sent on to the client by
+/// the session as `notifications/progress`: at most one report per `STEP_INTERVAL` (100 ms), and
+/// always the last. Only made when the client gave a `progressToken`, so a call without one pays
+/// nothing.
 pub struct Steps {
     sender: tokio::sync::mpsc::Sender<(usize, usize, &'static str)>,
     started: Instant,
@@ -269,7 +270,7 @@ pub struct Steps {
 
 impl Steps {
     /// Reports `done` of `total` `things` (`messages`), unless one was sent less than
-    /// [`STEP_INTERVAL`] ago and this is not the last. Never waits for the session, except for
+    /// `STEP_INTERVAL` ago and this is not the last. Never waits for the session, except for
     /// the last report.
     pub fn report(&self, done: usize, total: usize, things: &'static str) {
         if done >= total {
