@@ -15,11 +15,15 @@
 #   benches/peers.sh                    # installs into a temporary folder, removed at the end
 #   PEERS_DIR=/tmp/peers benches/peers.sh   # keeps and reuses the installs there
 #   CALLS=5000 IN_FLIGHT=8 STARTS=5 benches/peers.sh
+#   PROFILE=ci benches/peers.sh         # the `ci` build instead of `release`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repository=$PWD
 
 calls=${CALLS:-2000}
+# `PROFILE=ci` measures the build CI shares (release code; no debug information, symbols kept),
+# instead of building the release profile.
+profile=${PROFILE:-release}
 in_flight=${IN_FLIGHT:-8}
 starts=${STARTS:-3}
 if [[ -n "${PEERS_DIR:-}" ]]; then
@@ -91,13 +95,13 @@ if __name__ == "__main__":
     server.run()
 PYTHON
 
-say "building synapse-mcp, load_driver and skills_bench (release)"
+say "building synapse-mcp, load_driver and skills_bench (profile $profile)"
 # Two builds: one with the examples would give the server binary the dev-dependencies' features.
-cargo build --release --locked --bin synapse-mcp >&2
-cargo build --release --locked --example load_driver --example skills_bench >&2
-synapse=$repository/target/release/synapse-mcp
-driver=$repository/target/release/examples/load_driver
-skill=$("$repository/target/release/examples/skills_bench" generate "$work/skills" 200)
+cargo build --profile "$profile" --locked --bin synapse-mcp >&2
+cargo build --profile "$profile" --locked --example load_driver --example skills_bench >&2
+synapse=$repository/target/$profile/synapse-mcp
+driver=$repository/target/$profile/examples/load_driver
+skill=$("$repository/target/$profile/examples/skills_bench" generate "$work/skills" 200)
 
 versions() {
   printf 'synapse-mcp %s' "$("$synapse" --version | awk '{print $2}')"
