@@ -87,17 +87,54 @@ function applyContext(changed) {
 }
 
 // A tool call through the host; the result's text (a tool error becomes an exception).
+// The chat snapshot tools (floors, functions) are a tool group a workspace may have off: a call
+// to one then says so and offers to turn the group on, instead of "unknown tool".
+const SNAPSHOT_TOOLS = /^(Snapshot|Function|Template)/;
+
 async function callTool(name, args) {
-  const result = await request("tools/call", { name, arguments: args });
+  let result;
+  try {
+    result = await request("tools/call", { name, arguments: args });
+  } catch (error) {
+    throw groupOff(name, error.message) || error;
+  }
   const text = (result.content || []).filter((block) => block.type === "text").map((block) => block.text).join("\n");
-  if (result.isError) throw new Error(text || `${name} failed`);
+  if (result.isError) throw groupOff(name, text) || new Error(text || `${name} failed`);
   return { text, structured: result.structuredContent };
+}
+
+// The error for a snapshot tool the server does not list (the server answers "unknown tool",
+// which a host passes on as an error or a failed result); `null` for any other failure.
+function groupOff(name, text) {
+  if (!SNAPSHOT_TOOLS.test(name) || !text.includes(`unknown tool \`${name}\``)) return null;
+  const error = new Error("The chat snapshot tools are off in this workspace: turn on the snapshots group to use this tab.");
+  error.groupOff = "snapshots";
+  return error;
 }
 
 function status(text, kind) {
   const element = document.getElementById("status");
   element.textContent = text;
   element.className = kind || "";
+  document.getElementById("turn-on").hidden = true;
+}
+
+// A failed load: its message, and for a group that is off, the button that turns it on (the
+// user approves the switch, as when the model asks) and then loads again.
+function failed(error, reload) {
+  status(error.message, "error");
+  if (!error.groupOff) return;
+  const button = document.getElementById("turn-on");
+  button.hidden = false;
+  button.onclick = async () => {
+    try {
+      await callTool("ToolGroups", { action: "enable", group: error.groupOff });
+      status(`The ${error.groupOff} group is on.`, "ok");
+      await reload();
+    } catch (switchError) {
+      status(switchError.message, "error");
+    }
+  };
 }
 
 // ---- Tabs ------------------------------------------------------------------------------------
@@ -475,7 +512,7 @@ async function loadFloors(around) {
     const { structured } = await callTool("SnapshotList", args);
     showFloors(chatFile, structured, jump);
   } catch (error) {
-    status(error.message, "error");
+    failed(error, () => loadFloors(around));
   }
 }
 
@@ -603,7 +640,7 @@ async function loadFunctions() {
     status("");
     testReply();
   } catch (error) {
-    status(error.message, "error");
+    failed(error, loadFunctions);
   }
 }
 

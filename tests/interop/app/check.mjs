@@ -421,6 +421,26 @@ async function checks() {
     });
     await page.close();
   }
+
+  await check("the snapshot tools off: the floors tab offers to turn them on", async () => {
+    await call("ToolGroups", { action: "disable", group: "snapshots" });
+    const { page } = await openHost("light");
+    const { frame } = await showView(page, html);
+    await frame.click("#tab-floors");
+    await frame.fill("#chat", chat.chatFile);
+    await frame.click("#show-floors");
+    await frame.waitForSelector("#turn-on:not([hidden])", { timeout: WAIT_MS });
+    const said = await frame.textContent("#status");
+    if (!said.includes("snapshots group")) throw new Fail(`the status says: ${said}`);
+    const asked = questions.length;
+    await frame.click("#turn-on");
+    await frame.waitForSelector("#view-floors .row", { timeout: WAIT_MS });
+    const groups = (await call("ToolGroups", {})).structuredContent.groups;
+    const snapshots = groups.find((group) => group.name === "snapshots");
+    if (!snapshots?.enabled) throw new Fail("the snapshots group is still off");
+    await page.close();
+    return `"${said}"; turned on (approved ${questions.length - asked}x), the floors drawn`;
+  });
   console.log(`${LABEL}: ${passed} passed, ${failed.length} failed`);
   if (failed.length) process.exitCode = 1;
 }
