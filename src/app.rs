@@ -269,6 +269,7 @@ impl App {
         )
         .with_caller(caller.clone());
         executor.store_registered_rules();
+        turn_on_callers_groups(executor.workspace(), &caller.groups);
         let space = Arc::new(Space {
             executor,
             snapshots: self.default.snapshots.of(workspace),
@@ -543,6 +544,27 @@ fn keep_snapshot_tools_on(workspace: &Workspace, snapshots: &Snapshots) {
             }
         }
         Err(error) => tracing::warn!(%error, "cannot tell whether the workspace holds snapshots"),
+    }
+}
+
+/// A front end's token names the groups it needs (`token add --groups`): each is switched on in
+/// the workspace, without asking, unless the workspace has a switch of its own for it (a user who
+/// turned it off keeps it off). Stored, so every session of the workspace sees the same tools.
+fn turn_on_callers_groups(workspace: &Workspace, groups: &[String]) {
+    let mut changed = false;
+    for group in groups {
+        if workspace.switches().group(group).is_some() {
+            continue;
+        }
+        match workspace.set_tool_switch(Target::Group(group.clone()), true) {
+            Ok(()) => changed = true,
+            Err(error) => {
+                tracing::warn!(%error, "cannot turn on the group `{group}` a token names");
+            }
+        }
+    }
+    if changed {
+        workspace.switches().announce();
     }
 }
 

@@ -267,6 +267,32 @@ fn host_entry(
 }
 
 /// `token add|list|revoke`: the new token, or the list, on stdout; what was done on stderr.
+/// The groups `token add --groups` names, checked: a built-in group, or a name no built-in
+/// group is close to (a script folder's or another MCP server's group).
+fn token_groups(listed: &[String]) -> Result<Vec<String>, Error> {
+    let built_in: Vec<&str> = (groups::BUILT_IN_GROUPS.iter())
+        .filter(|group| group.configurable)
+        .map(|group| group.name)
+        .collect();
+    for name in listed {
+        let known = built_in.contains(&name.as_str());
+        let meant = (!known)
+            .then(|| text::nearest(name, built_in.iter().copied()))
+            .flatten();
+        if name.trim().is_empty() || matches!(name.as_str(), "default" | "all") || meant.is_some() {
+            let meant = meant
+                .map(|meant| format!(" (did you mean `{meant}`?)"))
+                .unwrap_or_default();
+            return Err(Error::Tokens(tokens::Error::Invalid(format!(
+                "--groups: `{name}` is no group a token can turn on{meant}: name groups, such as \
+                 `snapshots`; the built-in ones are {}",
+                built_in.join(", ")
+            ))));
+        }
+    }
+    Ok(listed.to_vec())
+}
+
 fn token(
     command: &config::TokenCommand,
     workspace: Option<&str>,
@@ -285,7 +311,7 @@ fn token(
             also,
             read_only,
             write_skills,
-            ..
+            options,
         } => {
             let Some(workspace) = workspace else {
                 return Err(Error::Tokens(tokens::Error::Invalid(
@@ -300,6 +326,7 @@ fn token(
             let rights = tokens::Rights {
                 read_only: *read_only,
                 write_skills: *write_skills,
+                groups: token_groups(options.groups.as_deref().unwrap_or_default())?,
             };
             let (token, entry) = tokens::add(path, principal, &workspaces, rights)?;
             writeln!(out, "{token}").map_err(wrote)?;
@@ -317,9 +344,14 @@ fn token(
                     (false, false) => "read-write",
                     (false, true) => "read-write+skills",
                 };
+                let groups = if entry.groups.is_empty() {
+                    String::new()
+                } else {
+                    format!("\tgroups {}", entry.groups.join(","))
+                };
                 writeln!(
                     out,
-                    "{}\t{}\t{}\t{access}",
+                    "{}\t{}\t{}\t{access}{groups}",
                     entry.id,
                     entry.principal,
                     entry.workspaces.join(",")

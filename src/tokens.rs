@@ -59,6 +59,10 @@ pub struct Entry {
     /// `SkillRunScript`). Off unless `token add --write-skills` set it.
     #[serde(default)]
     pub write_skills: bool,
+    /// Tool groups the token's sessions turn on in a workspace that has no switch of its own
+    /// for them (`token add --groups`): a front end's tools, whatever the server's default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
     /// The SHA-256 digest of the token, in lowercase hex.
     pub sha256: String,
 }
@@ -71,6 +75,7 @@ impl Entry {
             workspaces: self.workspaces,
             read_only: self.read_only,
             write_skills: self.write_skills && !self.read_only,
+            groups: self.groups,
         }
     }
 }
@@ -84,6 +89,8 @@ pub struct Grant {
     pub read_only: bool,
     /// May change the skills every workspace shares.
     pub write_skills: bool,
+    /// Tool groups its sessions turn on where the workspace has not switched them.
+    pub groups: Vec<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -138,11 +145,13 @@ fn write(path: &Path, file: &File) -> Result<(), Error> {
     std::fs::rename(&temporary, path).map_err(failed)
 }
 
-/// What a new token may do: only read, or change the shared skills too.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What a new token may do: only read, or change the shared skills too; and the tool groups
+/// its sessions turn on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Rights {
     pub read_only: bool,
     pub write_skills: bool,
+    pub groups: Vec<String>,
 }
 
 /// Adds a token for `principal` and returns it: the only time it is seen.
@@ -182,6 +191,7 @@ pub fn add(
         workspaces: workspaces.to_vec(),
         read_only: rights.read_only,
         write_skills: rights.write_skills,
+        groups: rights.groups,
         sha256,
     };
     file.token.push(entry.clone());
@@ -337,7 +347,7 @@ mod tests {
             &["research".to_owned()],
             Rights {
                 read_only: true,
-                write_skills: false,
+                ..Rights::default()
             },
         )
         .unwrap();
@@ -371,11 +381,13 @@ mod tests {
                 workspaces: vec!["w".to_owned()],
                 read_only: false,
                 write_skills: false,
+                groups: Vec::new(),
             }
         );
         let both = Rights {
             read_only: true,
             write_skills: true,
+            ..Rights::default()
         };
         let error = add(&path, "bob", &["w".to_owned()], both).unwrap_err();
         assert!(error.to_string().contains("not both"), "{error}");

@@ -359,7 +359,7 @@ pub enum SkillsCommand {
 /// The serve options (by their clap ids) each subcommand uses; `serve` uses them all, and a
 /// subcommand missing here uses none.
 const USES: &[(&str, &[&str])] = &[
-    ("token add", &["workspace"]),
+    ("token add", &["workspace", "groups"]),
     ("workspace list", STORE),
     ("workspace export", STORE),
     (
@@ -382,6 +382,12 @@ const HELP: &[(&str, &str, &str)] = &[
         "token add",
         "workspace",
         "The token's default workspace (required)",
+    ),
+    (
+        "token add",
+        "groups",
+        "Tool groups the token's sessions turn on in a workspace that has not switched them, \
+         without asking: `snapshots` for a role-play front end",
     ),
     (
         "workspace import",

@@ -206,6 +206,7 @@ impl Verifier {
             workspaces,
             read_only,
             write_skills: !read_only && scopes.contains(&SKILLS_SCOPE),
+            groups: Vec::new(),
         })
     }
 }

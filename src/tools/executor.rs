@@ -103,6 +103,9 @@ pub struct Caller {
     /// [`ToolDefinition::changes_shared_state`](super::ToolDefinition)) may not run: a token
     /// without the `skills` grant.
     pub shared_read_only: bool,
+    /// Tool groups turned on in the caller's workspace when it has no switch for them (a
+    /// front end's token: `token add --groups`).
+    pub groups: Vec<String>,
 }
 
 /// Runs tool calls through the pipeline.

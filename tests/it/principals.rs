@@ -300,3 +300,69 @@ async fn only_a_token_with_the_skills_grant_changes_the_shared_skills() {
         client.cancel().await.unwrap();
     }
 }
+
+/// `token add --groups snapshots`: a front end's token finds the snapshot tools on in its
+/// workspace on a default start, without anyone being asked; a token without it, in another
+/// workspace, does not; a misspelt group is refused with the name meant.
+#[tokio::test]
+async fn a_front_end_token_turns_its_groups_on_without_asking() {
+    let server = HttpServer::start(&["--groups", "default"]).await;
+    let tokens = server.tokens();
+    let add = |arguments: &[&str]| {
+        std::process::Command::new(crate::common::binary())
+            .args(["token", "add", "--tokens"])
+            .arg(&tokens)
+            .args(arguments)
+            .output()
+            .unwrap()
+    };
+    let added = add(&[
+        "--principal",
+        "tavern",
+        "--workspace",
+        "rp",
+        "--groups",
+        "snapshots",
+    ]);
+    assert!(added.status.success(), "{added:?}");
+    let front_end = String::from_utf8(added.stdout).unwrap().trim().to_owned();
+    let misspelt = add(&[
+        "--principal",
+        "tavern",
+        "--workspace",
+        "rp",
+        "--groups",
+        "snapshot",
+    ]);
+    assert_eq!(
+        crate::common::error_part(&String::from_utf8_lossy(&misspelt.stderr)),
+        "Error: --groups: `snapshot` is no group a token can turn on (did you mean `snapshots`?): \
+         name groups, such as `snapshots`; the built-in ones are vars, plans, snapshots, skills, \
+         scripts, tools\n"
+    );
+
+    let client = server.client("/mcp/rp", &front_end, observer()).await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|tool| tool.name == "SnapshotProcess"));
+    let listed = call(&client, "ToolGroups", json!({}))
+        .await
+        .structured_content
+        .unwrap();
+    let snapshots = &listed["groups"][3];
+    assert_eq!(
+        (&snapshots["name"], &snapshots["enabled"]),
+        (&json!("snapshots"), &json!(true))
+    );
+    client.cancel().await.unwrap();
+
+    let other = server
+        .client(
+            "/mcp/wa",
+            &server.token("writer", &["wa"], false),
+            observer(),
+        )
+        .await;
+    let tools = other.list_all_tools().await.unwrap();
+    assert!(!tools.iter().any(|tool| tool.name == "SnapshotProcess"));
+    other.cancel().await.unwrap();
+}

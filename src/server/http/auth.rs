@@ -83,6 +83,7 @@ impl Gate {
                 principal: Some(grant.principal),
                 read_only: grant.read_only,
                 shared_read_only: !grant.write_skills,
+                groups: grant.groups,
             },
         };
         Ok((access, digest))
