@@ -100,10 +100,10 @@ try {
     const tokens = join(work, 'tokens.toml');
     const home = join(work, 'home');
     mkdirSync(home);
-    const token = execFileSync(BINARY, ['token', 'add', '--tokens', tokens, '--principal', 'tavern', '--workspace', 'rp'], { env: { ...process.env, HOME: home } }).toString().trim();
+    const token = execFileSync(BINARY, ['token', 'add', '--tokens', tokens, '--principal', 'tavern', '--workspace', 'rp', '--groups', 'snapshots'], { env: { ...process.env, HOME: home } }).toString().trim();
     const tavernPort = await freePort();
     const origin = `http://127.0.0.1:${tavernPort}`;
-    const synapse = await startProcess(BINARY, ['serve', '--http', '127.0.0.1:0', '--tokens', tokens, '--store', 'memory', '--groups', 'default,snapshots', '--allowed-origin', origin, '--log-level', 'info'],
+    const synapse = await startProcess(BINARY, ['serve', '--http', '127.0.0.1:0', '--tokens', tokens, '--store', 'memory', '--allowed-origin', origin, '--log-level', 'info'],
         { env: { ...process.env, HOME: home } }, /ready on (http:\/\/[^/\s]+)/);
     children.push(synapse.child);
     const mcpUrl = `${synapse.found[1]}/mcp`;
