@@ -558,6 +558,19 @@ async fn output_validator(client: &Client, tool: &str) -> Option<Arc<jsonschema:
 }
 
 /// The names of the tools the client sees, in the server's order.
+/// Whether `ToolGroups` lists the group `name` as on.
+pub(crate) async fn group_is_on(client: &Client, name: &str) -> bool {
+    let listed = call(client, "ToolGroups", serde_json::json!({}))
+        .await
+        .structured_content
+        .unwrap();
+    listed["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|group| group["name"] == name && group["enabled"] == true)
+}
+
 pub(crate) async fn tool_names(client: &Client) -> Vec<String> {
     let tools = client.list_all_tools().await.unwrap();
     tools.iter().map(|tool| tool.name.to_string()).collect()

@@ -6,7 +6,9 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::common::{Client, Elicitation, TestClient, assert_golden_text, call, is_error, text};
+use crate::common::{
+    Client, Elicitation, TestClient, assert_golden_text, call, group_is_on, is_error, text,
+};
 use crate::http::HttpServer;
 
 fn observer() -> TestClient {
@@ -344,15 +346,7 @@ async fn a_front_end_token_turns_its_groups_on_without_asking() {
     let client = server.client("/mcp/rp", &front_end, observer()).await;
     let tools = client.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|tool| tool.name == "SnapshotProcess"));
-    let listed = call(&client, "ToolGroups", json!({}))
-        .await
-        .structured_content
-        .unwrap();
-    let snapshots = &listed["groups"][3];
-    assert_eq!(
-        (&snapshots["name"], &snapshots["enabled"]),
-        (&json!("snapshots"), &json!(true))
-    );
+    assert!(group_is_on(&client, "snapshots").await);
     client.cancel().await.unwrap();
 
     let other = server

@@ -7,8 +7,8 @@ use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
 use serde_json::json;
 
 use crate::common::{
-    Elicitation, TestClient, Transcript, assert_golden_text, call, is_error, spawn_binary, text,
-    tool_names, wait_for,
+    Elicitation, TestClient, Transcript, assert_golden_text, call, group_is_on, is_error,
+    spawn_binary, text, tool_names, wait_for,
 };
 
 fn approving() -> TestClient {
@@ -278,15 +278,7 @@ async fn a_workspace_holding_snapshots_keeps_the_snapshot_tools_on() {
     };
     let kept = start("default").await;
     assert!(tool_names(&kept).await.contains(&"TemplateGet".to_owned()));
-    let listed = call(&kept, "ToolGroups", json!({}))
-        .await
-        .structured_content
-        .unwrap();
-    let snapshots = &listed["groups"][3];
-    assert_eq!(
-        (&snapshots["name"], &snapshots["enabled"]),
-        (&json!("snapshots"), &json!(true))
-    );
+    assert!(group_is_on(&kept, "snapshots").await);
     let template = call(&kept, "TemplateGet", json!({"characterId": "alice"})).await;
     assert_eq!(
         template.structured_content.unwrap()["template"],
