@@ -59,7 +59,8 @@ pub async fn find(shelf: &Shelf, request: Request<'_>) -> Found {
         limit
     };
     let mut hits = library.search(&request.query, &request.tags, wanted);
-    let metadata_only = !library.bodies_indexed();
+    // An empty library has no bodies to index: its search is whole at once.
+    let metadata_only = !library.bodies_indexed() && !library.skills().is_empty();
     let report = if request.rerank {
         Some(rerank_hits(&request.query, &mut hits, request.model).await)
     } else {
