@@ -105,6 +105,11 @@ pub fn built_in_names() -> &'static [&'static str] {
     &BUILT_IN
 }
 
+/// The built-in groups a configuration, `--groups` or a token may switch (all but `Agent`).
+pub fn switchable() -> impl Iterator<Item = &'static BuiltIn> {
+    BUILT_IN_GROUPS.iter().filter(|group| group.configurable)
+}
+
 /// Whether the built-in group `name` is on by default; `None` for a name that is not one.
 pub fn enabled_by_default(name: &str) -> Option<bool> {
     (BUILT_IN_GROUPS.iter())

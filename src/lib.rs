@@ -270,10 +270,7 @@ fn host_entry(
 /// The groups `token add --groups` names, checked: a built-in group, or a name no built-in
 /// group is close to (a script folder's or another MCP server's group).
 fn token_groups(listed: &[String]) -> Result<Vec<String>, Error> {
-    let built_in: Vec<&str> = (groups::BUILT_IN_GROUPS.iter())
-        .filter(|group| group.configurable)
-        .map(|group| group.name)
-        .collect();
+    let built_in: Vec<&str> = groups::switchable().map(|group| group.name).collect();
     for name in listed {
         let known = built_in.contains(&name.as_str());
         let meant = (!known)

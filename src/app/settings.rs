@@ -289,10 +289,7 @@ fn groups_listed(listed: &[String]) -> Result<BTreeMap<String, bool>, Error> {
             empty + 1
         )));
     }
-    for group in crate::groups::BUILT_IN_GROUPS
-        .iter()
-        .filter(|group| group.configurable)
-    {
+    for group in crate::groups::switchable() {
         let on = listed.iter().any(|&name| {
             name == group.name || name == "all" || (name == "default" && group.enabled)
         });

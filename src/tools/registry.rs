@@ -357,22 +357,20 @@ impl View<'_> {
 
     /// The groups that are enabled, in registration order.
     pub fn enabled_groups(&self) -> Vec<Arc<ToolGroup>> {
-        let inner = self.registry.read();
-        inner
-            .entries
-            .iter()
-            .filter(|entry| self.group_is_on(entry))
-            .map(|entry| Arc::clone(&entry.group))
-            .collect()
+        self.groups_switched(true)
     }
 
     /// The groups that are off, in registration order.
     pub fn disabled_groups(&self) -> Vec<Arc<ToolGroup>> {
+        self.groups_switched(false)
+    }
+
+    fn groups_switched(&self, on: bool) -> Vec<Arc<ToolGroup>> {
         let inner = self.registry.read();
         inner
             .entries
             .iter()
-            .filter(|entry| !self.group_is_on(entry))
+            .filter(|entry| self.group_is_on(entry) == on)
             .map(|entry| Arc::clone(&entry.group))
             .collect()
     }
