@@ -146,10 +146,7 @@ pub async fn run(
             let unlisted = app::names::check(&app, config)?;
             if !unlisted.is_empty() {
                 let app = std::sync::Arc::clone(&app);
-                tokio::spawn(async move {
-                    app.upstreams_settled().await;
-                    app::names::warn_unlisted(&app, &unlisted);
-                });
+                tokio::spawn(async move { app::names::warn_unlisted(&app, unlisted).await });
             }
             if let Some(address) = config.metrics {
                 server::metrics::start(address, std::sync::Arc::clone(&app)).await?;

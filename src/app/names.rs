@@ -67,10 +67,7 @@ pub fn check(app: &App, config: &Settings) -> Result<Vec<String>, Error> {
                 built_in.join(", ")
             )));
         }
-        let group = name
-            .split(crate::script_tools::SEPARATOR)
-            .next()
-            .unwrap_or_default();
+        let group = group_of(name);
         if upstreams.contains(&group) {
             deferred.push(name.clone());
         } else {
@@ -83,16 +80,38 @@ pub fn check(app: &App, config: &Settings) -> Result<Vec<String>, Error> {
     Ok(deferred)
 }
 
-/// Warns of each `[tools]` name of an upstream's tool that the upstream did not list.
-pub fn warn_unlisted(app: &App, names: &[String]) {
-    let groups = app.executor().registry().groups();
-    for name in names {
-        if !serves(&groups, name) {
-            tracing::warn!(
-                "[tools.{name}] names no tool: its upstream server does not list one of that name"
-            );
+/// Warns of each `[tools]` name of an upstream's tool that the upstream does not list, once
+/// that upstream is up: a server whose first try failed is checked when a later try lists its
+/// tools, not warned of as listing nothing meanwhile.
+pub async fn warn_unlisted(app: &App, mut names: Vec<String>) {
+    let registry = app.executor().registry();
+    let mut changes = registry.subscribe();
+    loop {
+        let groups = registry.groups();
+        names.retain(|name| {
+            let upstream = group_of(name);
+            if registry.unavailable(upstream).is_some() {
+                return true;
+            }
+            if !serves(&groups, name) {
+                tracing::warn!(
+                    "[tools.{name}] names no tool: its upstream server does not list one of that \
+                     name"
+                );
+            }
+            false
+        });
+        if names.is_empty() || changes.changed().await.is_err() {
+            return;
         }
     }
+}
+
+/// The group part of a script or upstream tool's name, `group` of `group__tool`.
+fn group_of(name: &str) -> &str {
+    (name.split(crate::script_tools::SEPARATOR))
+        .next()
+        .unwrap_or_default()
 }
 
 /// Whether one of `groups` has a tool called `name`.

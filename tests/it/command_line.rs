@@ -264,36 +264,50 @@ async fn config_names_that_match_nothing_are_refused_or_warned_of() {
     );
     said.assert_golden("command_line/config-names.txt");
 
-    // An upstream's tool is known once the upstream has listed its tools.
+    // An upstream's tool is known once the upstream has listed its tools, also when its first
+    // try failed (it is not warned of as listing nothing meanwhile).
     let command = example("upstream_server").display().to_string();
-    let path = folder.path().join("upstream.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[[upstream]]\nname = \"test\"\ncommand = {command:?}\n\n[tools.test__echo]\nexecution = \"auto\"\n\n[tools.test__nope]\nexecution = \"auto\"\n"
-        ),
-    )
-    .unwrap();
-    let mut child = tokio::process::Command::new(binary())
-        .env("HOME", quiet_home())
-        .args(["--store", "memory", "--log-level", "warn", "--config"])
-        .arg(&path)
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
+    let started_once = folder.path().join("started-once");
+    let second_try = format!(
+        "[ -e {once:?} ] && exec {command:?}; touch {once:?}; exit 3",
+        once = started_once.display()
+    );
+    for (command, args) in [
+        (command.as_str(), "[]".to_owned()),
+        ("sh", format!("[\"-c\", {second_try:?}]")),
+    ] {
+        let path = folder.path().join("upstream.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "[[upstream]]\nname = \"test\"\ncommand = {command:?}\nargs = {args}\n\n[tools.test__echo]\nexecution = \"auto\"\n\n[tools.test__nope]\nexecution = \"auto\"\n"
+            ),
+        )
         .unwrap();
-    let mut lines =
-        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stderr.take().unwrap()));
-    let warned = tokio::time::timeout(std::time::Duration::from_secs(30), async {
-        loop {
-            let line = lines.next_line().await.unwrap().expect("a warning");
-            if line.contains("[tools.") {
-                return line;
+        let mut child = tokio::process::Command::new(binary())
+            .env("HOME", quiet_home())
+            .args(["--store", "memory", "--log-level", "warn", "--config"])
+            .arg(&path)
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+            child.stderr.take().unwrap(),
+        ));
+        let mut read = Vec::new();
+        let warned = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if line.contains("[tools.") {
+                    return line;
+                }
+                read.push(line);
             }
-        }
-    })
-    .await
-    .expect("warned within 30 s");
-    assert_golden_text("command_line/upstream-tool-name.txt", &redact(&warned));
+            panic!("the server ended without the warning; it said: {read:#?}")
+        })
+        .await
+        .expect("warned within 30 s");
+        assert_golden_text("command_line/upstream-tool-name.txt", &redact(&warned));
+    }
 }
