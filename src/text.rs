@@ -237,3 +237,60 @@ mod tests {
         assert_eq!(cut.omitted_length, 6);
     }
 }
+
+/// A value between a header and a footer that say what it is for the model (which window of a
+/// variable or file, how to read on, that it was cut): the frame is presentation, never data —
+/// `_outputPath`, `†steps` and the cached result keep the value alone.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Framed {
+    /// The line(s) above the value.
+    pub header: String,
+    /// The value, as text.
+    pub text: String,
+    /// Whether `text` is JSON that is stored as the value it spells (a whole variable written
+    /// as JSON); otherwise it is stored as a string.
+    pub json: bool,
+    /// What follows the value (empty for nothing).
+    pub footer: String,
+}
+
+impl Framed {
+    /// `text` under `header`, stored as a string.
+    pub fn new(header: String, text: String) -> Self {
+        Self {
+            header,
+            text,
+            json: false,
+            footer: String::new(),
+        }
+    }
+
+    /// The value as data.
+    pub fn value(&self) -> serde_json::Value {
+        if self.json
+            && let Ok(value) = serde_json::from_str(&self.text)
+        {
+            return value;
+        }
+        serde_json::Value::String(self.text.clone())
+    }
+
+    /// The value in its frame, as the model reads it.
+    pub fn shown(&self) -> String {
+        self.around(&self.text)
+    }
+
+    /// The frame around `body` (the value's text, or what is left of it once cut), as the
+    /// model reads it.
+    pub fn around(&self, body: &str) -> String {
+        let mut shown =
+            String::with_capacity(self.header.len() + body.len() + self.footer.len() + 1);
+        shown.push_str(&self.header);
+        if !self.header.is_empty() {
+            shown.push('\n');
+        }
+        shown.push_str(body);
+        shown.push_str(&self.footer);
+        shown
+    }
+}

@@ -66,14 +66,36 @@ pub enum RegisterError {
         source: crate::workspace::Error,
     },
 }
-pub use crate::text::truncate_content;
+pub use crate::text::{Framed, truncate_content};
 
-/// What a tool returns: text for the model, or structured data (formatted as compact JSON unless
-/// the tool formats it itself).
+/// What a tool returns: text for the model, structured data (formatted as compact JSON unless
+/// the tool formats it itself), or a value framed by lines for the model's reading only.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolOutput {
     Text(String),
     Structured(Value),
+    Framed(Framed),
+}
+
+impl ToolOutput {
+    /// The result as data: what `_outputPath` writes and `†steps` hands on. Text is a string,
+    /// structured content its value, a framed value without its frame.
+    pub fn value(&self) -> Value {
+        match self {
+            Self::Text(text) => Value::String(text.clone()),
+            Self::Structured(value) => value.clone(),
+            Self::Framed(framed) => framed.value(),
+        }
+    }
+
+    /// [`ToolOutput::value`], taking the output.
+    pub fn into_value(self) -> Value {
+        match self {
+            Self::Text(text) => Value::String(text),
+            Self::Structured(value) => value,
+            Self::Framed(framed) => framed.value(),
+        }
+    }
 }
 
 /// Why a tool failed. `Invalid` is a mistake the model can fix by calling again; `Internal` is a
@@ -248,6 +270,7 @@ pub fn plain_text(output: &ToolOutput) -> String {
     match output {
         ToolOutput::Text(text) => text.clone(),
         ToolOutput::Structured(value) => value.to_string(),
+        ToolOutput::Framed(framed) => framed.shown(),
     }
 }
 

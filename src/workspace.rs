@@ -36,7 +36,7 @@ use crate::json::strings;
 use crate::refs;
 use crate::store::{self, Store};
 use crate::vars::{
-    self, Chunk, Clock, ListFilter, NewVariable, RemoveOutcome, Variable, VariablePatch,
+    self, Chunk, Clock, ListFilter, NewVariable, RemoveOutcome, ValueKind, Variable, VariablePatch,
     VariableSystem, WriteOutcome,
 };
 
@@ -333,22 +333,25 @@ impl Workspace {
         self.lock().system.peek(name).cloned()
     }
 
+    /// Characters `start` on of a variable's value (`length` of them, or to the end), and
+    /// whether the whole value is JSON text (written as a non-string value); a read counts as a
+    /// visit.
     pub fn read_chunk(
         &self,
         name: &str,
         start: usize,
         length: Option<usize>,
-    ) -> Result<Chunk, Error> {
+    ) -> Result<(Chunk, ValueKind), Error> {
         let mut state = self.synced()?;
         let chunk = state.system.read_chunk(name, start, length)?;
-        if let Some(shared) = state
-            .system
-            .peek(name)
-            .map(|variable| Arc::clone(&variable.name))
+        let mut kind = ValueKind::Text;
+        if let Some((shared, its_kind)) =
+            (state.system.peek(name)).map(|variable| (Arc::clone(&variable.name), variable.kind))
         {
+            kind = its_kind;
             self.visited(&mut state, &shared);
         }
-        Ok(chunk)
+        Ok((chunk, kind))
     }
 
     pub fn list(&self, filter: &ListFilter) -> Result<Vec<Variable>, Error> {

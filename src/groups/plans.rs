@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::json::path::Path;
 use crate::plans::whole::{self, RunPlanOutput};
 use crate::tools::{
-    Annotations, Answered, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
+    Annotations, Answered, Context, Daggers, Declaration, Framed, Origin, ToolError, ToolGroup,
     TypedTool, WORKSPACE_VIEW, declare, typed,
 };
 
@@ -45,20 +45,20 @@ pub struct ReadStateArguments {
 /// `ReadState`: a window of the state document. It pages its own output, so it is never cut,
 /// and, like a variable read, never cached.
 impl TypedTool for ReadStateArguments {
-    type Output = Text;
+    type Output = Framed;
     const TOOL: Declaration = declare! {
         "ReadState", "Read state", READ_ONLY, READ_STATE, view(WORKSPACE_VIEW), whole, uncached
     };
 
-    async fn run(self, context: Context<'_>) -> Answered<Text> {
+    async fn run(self, context: Context<'_>) -> Answered<Framed> {
         let path = Path::parse_or_root(self.path.as_deref())?;
         let length = self.length.or(context.output_limit);
         let window = (context.workspace).state_window(&path, self.start.unwrap_or(0), length)?;
-        Ok(Text(window.ok_or_else(|| {
+        window.ok_or_else(|| {
             ToolError::invalid(format!(
                 "the state has nothing at `{path}`; ReadState without a path shows the whole document"
             ))
-        })?))
+        })
     }
 }
 

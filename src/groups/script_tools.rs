@@ -121,7 +121,7 @@ impl Tool for ScriptTool {
             let output =
                 call::run(&self.script, &schemas, &call.arguments, &call.cancellation).await?;
             Ok(match output {
-                Output::Text(text) => ToolOutput::Text(text),
+                Output::Text(text) => ToolOutput::Framed(text),
                 Output::Json(value) => ToolOutput::Structured(value),
             })
         })

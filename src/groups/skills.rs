@@ -21,7 +21,7 @@ use crate::skills::find::{self, Found};
 use crate::skills::served::{FileRequest, file_text};
 use crate::skills::shelf::Shelf;
 use crate::tools::{
-    Annotations, Answered, Caching, Context, Declaration, Origin, Text, ToolError, ToolGroup,
+    Annotations, Answered, Caching, Context, Declaration, Framed, Origin, ToolError, ToolGroup,
     ToolOutput, Truncation, TypedTool, declare, typed,
 };
 
@@ -133,7 +133,7 @@ impl TypedTool<Skills> for SearchArguments {
     fn format_for_llm(output: &ToolOutput, _arguments: &Value) -> String {
         match output {
             ToolOutput::Structured(value) => find::text_for_model(value),
-            ToolOutput::Text(text) => text.clone(),
+            other => crate::tools::plain_text(other),
         }
     }
 }
@@ -157,13 +157,13 @@ pub struct LoadArguments {
 /// whole body), and cached lazily, since it can be read again from disk. Quick once the first
 /// scan is done; until then, it waits for it without blocking.
 impl TypedTool<Skills> for LoadArguments {
-    type Output = Text;
+    type Output = Framed;
     const TOOL: Declaration = declare! {
         "SkillLoad", "Load skill", CACHES, SKILL_LOAD,
         truncation(Truncation::Default(40_000)), caching(Caching::Lazy)
     };
 
-    async fn run(self, context: Context<'_, Skills>) -> Answered<Text> {
+    async fn run(self, context: Context<'_, Skills>) -> Answered<Framed> {
         let mut library = context.service.shelf.loaded().await;
         if library.find(&self.name).is_none() && !library.loading().is_empty() {
             library = after_first_fetch(&context, &library).await;
@@ -175,11 +175,7 @@ impl TypedTool<Skills> for LoadArguments {
             }
         })?;
         let section = self.section.as_deref();
-        Ok(Text(instructions(
-            skill,
-            section,
-            context.service.body_limit,
-        )?))
+        Ok(instructions(skill, section, context.service.body_limit)?)
     }
 }
 
@@ -243,19 +239,19 @@ impl ReadFileArguments {
 /// pages the file itself, like `ReadVar`, and the file stays addressable, so its pages are
 /// neither cut again nor cached as variables.
 impl TypedTool<Skills> for ReadFileArguments {
-    type Output = Text;
+    type Output = Framed;
     const TOOL: Declaration = declare! {
         "SkillReadFile", "Read skill file", READS, SKILL_READ_FILE, whole, uncached, pooled
     };
 
-    async fn run(self, context: Context<'_, Skills>) -> Answered<Text> {
+    async fn run(self, context: Context<'_, Skills>) -> Answered<Framed> {
         let library = context.service.shelf.library();
         let limits = (context.output_limit, context.service.body_limit);
-        Ok(Text(file_text(
+        Ok(file_text(
             library.get(&self.name)?,
             &self.request(),
             limits,
-        )?))
+        )?)
     }
 }
 

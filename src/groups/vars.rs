@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tools::{
-    Annotations, Answered, Context, Daggers, Declaration, Origin, Text, ToolError, ToolGroup,
+    Annotations, Answered, Context, Daggers, Declaration, Framed, Origin, ToolError, ToolGroup,
     TypedTool, WORKSPACE_VIEW, declare, typed,
 };
 use crate::vars::{ListFilter, RemoveOutcome, ValueKind, VarType, Variable};
@@ -69,16 +69,15 @@ pub struct ReadVarArguments {
 /// and the other variable tools are never cached, so reading a variable never creates another
 /// one.
 impl TypedTool for ReadVarArguments {
-    type Output = Text;
+    type Output = Framed;
     const TOOL: Declaration = declare! {
         "ReadVar", "Read variable", READ_ONLY, READ_VAR, always_listed, whole, uncached
     };
 
-    async fn run(self, context: Context<'_>) -> Answered<Text> {
+    async fn run(self, context: Context<'_>) -> Answered<Framed> {
         let length = self.length.or(context.output_limit);
         let start = self.start.unwrap_or(0);
-        let window = context.workspace.read_window(&self.name, start, length)?;
-        Ok(Text(window))
+        Ok(context.workspace.read_window(&self.name, start, length)?)
     }
 }
 

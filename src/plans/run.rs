@@ -199,11 +199,7 @@ async fn run_step(
                 ExecuteStatus::Error | ExecuteStatus::NotFound => StepStatus::Error,
             };
             if result.status == ExecuteStatus::Success {
-                let value = match result.data {
-                    Some(ToolOutput::Structured(value)) => value,
-                    Some(ToolOutput::Text(text)) => Value::String(text),
-                    None => Value::Null,
-                };
+                let value = result.data.map_or(Value::Null, ToolOutput::into_value);
                 scope.record(&step.id, value);
             } else {
                 trace.message = Some(result.final_text);

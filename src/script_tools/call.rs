@@ -4,7 +4,6 @@
 //! manifest declares an output schema, as one JSON object checked against it. A non-zero exit, a
 //! signal or the timeout is an error quoting stderr and stdout.
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -13,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Error, Passing, Script, Word, compile};
 use crate::json::nesting;
 use crate::runner::{self, DEFAULT_TIMEOUT, OUTPUT_CAP};
+use crate::text::Framed;
 
 /// How many schema violations an error lists.
 const LISTED_PROBLEMS: usize = 5;
@@ -20,8 +20,9 @@ const LISTED_PROBLEMS: usize = 5;
 /// What a successful run gave.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
-    /// stdout, when the manifest declares no output schema.
-    Text(String),
+    /// stdout, when the manifest declares no output schema, with a note after it (not part of
+    /// the value) when it was cut.
+    Text(Framed),
     /// stdout read as JSON, which matched the output schema.
     Json(Value),
 }
@@ -161,9 +162,9 @@ fn read_output(script: &Script, schemas: &Schemas, ran: runner::Ran) -> Result<O
         }
     }
     let Some(validator) = &schemas.output else {
-        let mut text = stdout;
+        let mut text = Framed::new(String::new(), stdout);
         if ran.stdout_cut {
-            write!(text, "\n[stdout was cut at {OUTPUT_CAP} bytes]").ok();
+            text.footer = format!("\n[stdout was cut at {OUTPUT_CAP} bytes]");
         }
         return Ok(Output::Text(text));
     };

@@ -7,22 +7,24 @@ use std::fmt::Write as _;
 
 use super::sections::{self, Outline, Part};
 use super::{Error, SKILL_MD, Skill};
+use crate::text::Framed;
 
 /// The activation text clients follow best, around the whole body.
 pub fn skill_content(skill: &Skill, body: &str) -> String {
-    wrap(skill, None, body)
+    wrap(skill, None, body, "").shown()
 }
 
-/// What `SkillLoad` answers: the whole body, its opening and table of sections, or one section.
+/// What `SkillLoad` answers: the whole body, its opening and table of sections, or one section
+/// — as data, the body, the opening or the section; the envelope and notes are its frame.
 pub fn instructions(
     skill: &Skill,
     section: Option<&str>,
     body_limit: usize,
-) -> Result<String, Error> {
+) -> Result<Framed, Error> {
     let body = skill.body()?;
     // A body of no more bytes than the limit has no more characters: served whole, unparsed.
     if section.is_none() && body.len() <= body_limit {
-        return Ok(skill_content(skill, &body));
+        return Ok(wrap(skill, None, &body, ""));
     }
     let outline = skill.outline()?;
     let part = outline
@@ -30,27 +32,25 @@ pub fn instructions(
         .map_err(|unknown| skill.unknown_section(SKILL_MD, unknown))?;
     let name = &skill.name;
     Ok(match part {
-        Part::Whole => skill_content(skill, &body),
+        Part::Whole => wrap(skill, None, &body, ""),
         Part::Overview { opening, cut } => {
-            let mut text = opening_text(opening, cut);
+            let mut after = after_opening(cut);
             write!(
-                text,
+                after,
                 "These instructions have {} characters, more than the {body_limit} served whole: above is their opening, below their sections. Load the one your task needs with SkillLoad {{\"name\": \"{name}\", \"section\": \"<id>\"}}; a section comes with its subsections.\n{}",
                 outline.characters,
                 table_of_contents(&outline)
             )
             .ok();
-            wrap(skill, None, &text)
+            wrap(skill, None, opening, &after)
         }
         Part::Section(found) => {
-            let text = format!(
-                "{}\n\n[Section `{}` of the instructions, {} of their {} characters; SkillLoad {{\"name\": \"{name}\"}} gives their opening and table of sections.]",
-                body[found.start..found.end].trim_end(),
-                found.id,
-                found.characters,
-                outline.characters
+            let after = format!(
+                "\n\n[Section `{}` of the instructions, {} of their {} characters; SkillLoad {{\"name\": \"{name}\"}} gives their opening and table of sections.]",
+                found.id, found.characters, outline.characters
             );
-            wrap(skill, Some(&found.id), &text)
+            let section = body[found.start..found.end].trim_end();
+            wrap(skill, Some(&found.id), section, &after)
         }
     })
 }
@@ -63,7 +63,7 @@ fn file_section(
     section: &str,
     start: usize,
     length: usize,
-) -> Result<String, Error> {
+) -> Result<Framed, Error> {
     if !sections::is_markdown(path) {
         return Err(skill.not_markdown(path));
     }
@@ -84,13 +84,13 @@ fn file_section(
             "[Section `{id}` of file `{path}` of skill `{name}`: characters {start}–{end} of {total}; nothing more remains]"
         )
     };
-    Ok(format!("{header}\n{}", window.text))
+    Ok(Framed::new(header, window.text))
 }
 
 /// `SkillReadFile` with no window: for a markdown file of more than `body_limit` characters
 /// with sections, its opening and table of sections; `None` for any other file, which is read
 /// in windows as before. A file too large to count is left to windows too.
-fn file_overview(skill: &Skill, path: &str, body_limit: usize) -> Result<Option<String>, Error> {
+fn file_overview(skill: &Skill, path: &str, body_limit: usize) -> Result<Option<Framed>, Error> {
     if !sections::is_markdown(path) {
         return Ok(None);
     }
@@ -104,22 +104,21 @@ fn file_overview(skill: &Skill, path: &str, body_limit: usize) -> Result<Option<
         return Ok(None);
     };
     let name = &skill.name;
-    let mut answer = format!(
-        "[File `{path}` of skill `{name}`: {} characters, more than the {body_limit} read whole, so its opening and its sections follow. Read a section with SkillReadFile {{\"name\": \"{name}\", \"path\": \"{path}\", \"section\": \"<id>\"}}, or page through the whole file with `start`.]\n",
+    let header = format!(
+        "[File `{path}` of skill `{name}`: {} characters, more than the {body_limit} read whole, so its opening and its sections follow. Read a section with SkillReadFile {{\"name\": \"{name}\", \"path\": \"{path}\", \"section\": \"<id>\"}}, or page through the whole file with `start`.]",
         outline.characters
     );
-    answer.push_str(&opening_text(opening, cut));
-    answer.push_str(&table_of_contents(&outline));
-    Ok(Some(answer))
+    let mut overview = Framed::new(header, opening.trim_start_matches(['\n', ' ']).to_owned());
+    overview.footer = after_opening(cut) + &table_of_contents(&outline);
+    Ok(Some(overview))
 }
 
-/// The opening, marked when it was cut short, and a blank line.
-fn opening_text(opening: &str, cut: bool) -> String {
-    let opening = opening.trim_start_matches(['\n', ' ']);
+/// What follows an opening: a mark when it was cut short, and a blank line.
+fn after_opening(cut: bool) -> String {
     if cut {
-        format!("{opening}\n[… the opening is cut here]\n\n")
+        "\n[… the opening is cut here]\n\n".to_owned()
     } else {
-        format!("{opening}\n\n")
+        "\n\n".to_owned()
     }
 }
 
@@ -145,13 +144,20 @@ fn table_of_contents(outline: &Outline) -> String {
     text
 }
 
-/// `<skill_content>` around `inner`, with the skill's folder and the list of its other files.
-fn wrap(skill: &Skill, section: Option<&str>, inner: &str) -> String {
-    let inner = inner.trim_start_matches(['\n', ' ']).trim_end();
+/// `<skill_content>` around `value` and what is said `after` it, with the skill's folder and
+/// the list of its other files: the value is the data, the rest its frame.
+fn wrap(skill: &Skill, section: Option<&str>, value: &str, after: &str) -> Framed {
+    let value = value.trim_start_matches(['\n', ' ']);
+    let (value, after) = if after.trim_end().is_empty() {
+        (value.trim_end(), "")
+    } else {
+        (value, after.trim_end())
+    };
     let section = section
         .map(|id| format!(" section=\"{}\"", escape(id)))
         .unwrap_or_default();
-    let mut text = format!("<skill_content name=\"{}\"{section}>\n{inner}", skill.name);
+    let header = format!("<skill_content name=\"{}\"{section}>", skill.name);
+    let mut text = after.to_owned();
     write!(
         text,
         "\n\nSkill folder: {}\nRelative paths in this skill are relative to that folder; read them with SkillReadFile {{\"name\": \"{}\", \"path\": \"…\"}}.\n",
@@ -168,7 +174,9 @@ fn wrap(skill: &Skill, section: Option<&str>, inner: &str) -> String {
         text.push_str("</skill_resources>\n");
     }
     text.push_str("</skill_content>");
-    text
+    let mut framed = Framed::new(header, value.to_owned());
+    framed.footer = text;
+    framed
 }
 
 /// What of a skill's file to read: a window (`start`, `length`, in characters) of the file or
@@ -187,7 +195,7 @@ pub fn file_text(
     skill: &Skill,
     request: &FileRequest<'_>,
     (output_limit, body_limit): (Option<usize>, usize),
-) -> Result<String, Error> {
+) -> Result<Framed, Error> {
     let path = request.path;
     let start = request.start.unwrap_or(0);
     let length = request.length.or(output_limit).unwrap_or(usize::MAX);
@@ -215,7 +223,7 @@ pub fn file_text(
             "[File `{path}` of skill `{name}`: characters {start}–{end} of {total}; nothing more remains]"
         )
     };
-    Ok(format!("{header}\n{}", window.text))
+    Ok(Framed::new(header, window.text))
 }
 
 /// Text made safe inside an XML-like element or attribute.

@@ -6,9 +6,9 @@
 
 mod cache;
 mod groups;
+mod shape;
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -20,9 +20,7 @@ use super::approval::{argument_shape, execution_question, policy_name, preview};
 use super::output_path::{self, OUTPUT_PATH_ARGUMENT, OutputPath};
 use super::result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 use super::scope::{PlanScope, ReferenceContext};
-use super::truncate::{
-    OUTPUT_LIMIT_ARGUMENT, cut_structure, structure_hint, truncate, truncation_hint,
-};
+use super::truncate::OUTPUT_LIMIT_ARGUMENT;
 use super::{
     Answer, ApprovalQuestion, Asking, Caching, Consent, Fallback, Permission, Policy, Progress,
     Registry, Relay, Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation, View,
@@ -362,78 +360,6 @@ impl Executor {
             )));
         }
         Ok(())
-    }
-
-    /// Format → truncate → cache → hint.
-    fn shape_result(
-        &self,
-        tool: &dyn Tool,
-        output: ToolOutput,
-        (arguments, as_written): (&Value, &Value),
-        limit: Option<usize>,
-    ) -> ExecuteResult {
-        let formatted = tool.format_for_llm(&output, arguments);
-        let truncation = truncate(tool, &formatted, limit);
-        let mut cache_failure = None;
-        let cache_var_result = if tool.definition().caching == Caching::Off {
-            None
-        } else {
-            match self.cache(tool, &formatted, as_written) {
-                Ok(result) => Some(result),
-                Err(error) => {
-                    if matches!(error, crate::workspace::Error::NoRoom(_)) {
-                        tracing::debug!(%error, "a read-only caller's result is not cached");
-                    } else {
-                        tracing::error!(%error, "cannot cache a tool result");
-                    }
-                    cache_failure = Some(error);
-                    None
-                }
-            }
-        };
-        let is_truncated = truncation.is_some();
-        let mut final_text = match truncation {
-            None => formatted.clone(),
-            Some(cut) => {
-                let hint = truncation_hint(&cut, &formatted, cache_var_result.as_deref());
-                format!("{}\n\n{hint}", cut.text)
-            }
-        };
-        if let Some(error) = cache_failure {
-            write!(
-                final_text,
-                "\n\n[This result could not be stored as a variable: {error}]"
-            )
-            .ok();
-        }
-        let structured = tool.definition().output_schema.is_some()
-            && matches!(output, ToolOutput::Structured(_));
-        let structured_cut = if structured && tool.definition().truncation != Truncation::Never {
-            cut_structure(tool, &output, limit, cache_var_result.as_deref())
-        } else {
-            None
-        };
-        if let Some(cut) = &structured_cut
-            && !is_truncated
-        {
-            write!(
-                final_text,
-                "\n\n{}",
-                structure_hint(cut, cache_var_result.as_deref())
-            )
-            .ok();
-        }
-        ExecuteResult {
-            status: ExecuteStatus::Success,
-            structured,
-            structured_cut: structured_cut.map(|cut| cut.value),
-            data: Some(output),
-            error: None,
-            formatted_text: Some(formatted),
-            final_text,
-            cache_var_result,
-            written: Vec::new(),
-        }
     }
 
     async fn result_gate(

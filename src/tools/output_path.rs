@@ -82,10 +82,8 @@ pub(super) fn deliver(
     let Some(output_path) = output_path else {
         return result;
     };
-    let value = match &result.data {
-        Some(ToolOutput::Structured(value)) => value.clone(),
-        Some(ToolOutput::Text(text)) => Value::String(text.clone()),
-        None => return result,
+    let Some(value) = result.data.as_ref().map(ToolOutput::value) else {
+        return result;
     };
     match write(workspace, &output_path.targets_for(true), &value) {
         Ok(written) => {

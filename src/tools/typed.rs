@@ -217,6 +217,16 @@ impl Reply for Text {
     }
 }
 
+impl Reply for super::Framed {
+    fn schema() -> Option<Arc<Map<String, Value>>> {
+        None
+    }
+
+    fn into_output(self) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::Framed(self))
+    }
+}
+
 impl<Output: Serialize + JsonSchema + Send + 'static> Reply for Output {
     fn schema() -> Option<Arc<Map<String, Value>>> {
         Some(output_schema::<Output>())

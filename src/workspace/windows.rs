@@ -1,22 +1,25 @@
 //! Windows of a variable's value and of the state document, as `ReadVar` and `ReadState` serve
-//! them: the text under a line giving the window, the total, and how to read on.
+//! them: the text framed by a line giving the window, the total, and how to read on (the frame
+//! is for the model; the data is the window, or the whole value).
 
 use serde_json::Value;
 
 use super::{Error, Workspace};
 use crate::json::path::Path;
-use crate::text::{Chunk, window};
+use crate::text::{Chunk, Framed, window};
+use crate::vars::ValueKind;
 
 impl Workspace {
     /// A window of a variable's value (characters `start` on, `length` of them or to the end),
-    /// under a line giving the window, the total and whether more remains.
+    /// under a line giving the window, the total and whether more remains. A whole value
+    /// written as JSON is that JSON value as data.
     pub fn read_window(
         &self,
         name: &str,
         start: usize,
         length: Option<usize>,
-    ) -> Result<String, Error> {
-        let chunk = self.read_chunk(name, start, length)?;
+    ) -> Result<Framed, Error> {
+        let (chunk, kind) = self.read_chunk(name, start, length)?;
         let header = if chunk.has_more {
             format!(
                 "[Variable `{name}`: characters {}–{} of {}; more remains: ReadVar {{\"name\": \"{name}\", \"start\": {}}}]",
@@ -33,17 +36,21 @@ impl Workspace {
                 chunk.start, chunk.end, chunk.total
             )
         };
-        Ok(format!("{header}\n{}", chunk.text))
+        let whole = chunk.start == 0 && !chunk.has_more;
+        let mut framed = Framed::new(header, chunk.text);
+        framed.json = whole && kind == ValueKind::Json;
+        Ok(framed)
     }
 
     /// A window of the pretty JSON text of the state document's value at `path`, under a line
-    /// giving the window and the total; `None` when the state has nothing there.
+    /// giving the window and the total; `None` when the state has nothing there. The whole
+    /// value is that JSON value as data, a window its characters.
     pub fn state_window(
         &self,
         path: &Path,
         start: usize,
         length: Option<usize>,
-    ) -> Result<Option<String>, Error> {
+    ) -> Result<Option<Framed>, Error> {
         let Some(value) = self.state_at(path)? else {
             return Ok(None);
         };
@@ -51,7 +58,7 @@ impl Workspace {
     }
 }
 
-fn state_window(path: &Path, value: &Value, start: usize, length: Option<usize>) -> String {
+fn state_window(path: &Path, value: &Value, start: usize, length: Option<usize>) -> Framed {
     let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
     let Chunk {
         text: window,
@@ -72,5 +79,7 @@ fn state_window(path: &Path, value: &Value, start: usize, length: Option<usize>)
     } else {
         format!("[{shown}: characters {start}–{end} of {total}]")
     };
-    format!("{header}\n{window}")
+    let mut framed = Framed::new(header, window);
+    framed.json = start == 0 && end == total;
+    framed
 }

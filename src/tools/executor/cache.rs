@@ -9,13 +9,13 @@ use crate::vars::{NewVariable, ValueKind, VarType};
 use crate::workspace::Room;
 
 impl Executor {
-    /// Stores the formatted result and the arguments as `{tool}_{nodeId}_result` / `_args`, and
+    /// Stores the result as text (JSON text when `json`: a framed JSON value) and the arguments as `{tool}_{nodeId}_result` / `_args`, and
     /// returns the result's variable name.
     /// A result recomputable from files is written lazily (see [`crate::workspace::Workspace::insert_all_lazily`]).
     pub(super) fn cache(
         &self,
         tool: &dyn Tool,
-        formatted: &str,
+        (formatted, json): (&str, bool),
         arguments: &Value,
     ) -> Result<String, crate::workspace::Error> {
         let recomputable = tool.definition().caching == Caching::Lazy;
@@ -25,6 +25,9 @@ impl Executor {
         let result_name = format!("{tool}_{node}_result");
         let args_name = format!("{tool}_{node}_args");
         let mut result = NewVariable::text(&result_name, formatted, VarType::ToolCallResult);
+        if json {
+            result.kind = ValueKind::Json;
+        }
         result.desc = Some(format!("Result of the {tool} call {node}"));
         result.tags = vec![tool.to_owned()];
         let mut args = NewVariable::text(&args_name, arguments.to_string(), VarType::ToolCallArgs);
