@@ -58,3 +58,4 @@ mod team_page;
 mod tool_groups;
 mod upstream_hardening;
 mod upstreams;
+mod values;
