@@ -333,6 +333,11 @@ impl Workspace {
         self.lock().system.peek(name).cloned()
     }
 
+    /// Whether a variable of that name exists, as this process last saw it (no copy, no visit).
+    pub fn holds(&self, name: &str) -> bool {
+        self.lock().system.peek(name).is_some()
+    }
+
     /// Characters `start` on of a variable's value (`length` of them, or to the end), and
     /// whether the whole value is JSON text (written as a non-string value); a read counts as a
     /// visit.

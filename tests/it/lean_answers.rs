@@ -67,7 +67,7 @@ async fn list_vars_shows_the_models_variables_and_counts_the_cache_entries() {
     let found = call(&client, "SkillSearch", json!({"query": "pdf"})).await;
     assert!(!is_error(&found), "{}", text(&found));
     // The cached entries' descriptions name the call's random node, as their names do.
-    let node = regex::Regex::new(r"call [0-9a-f]{8}\b").unwrap();
+    let node = regex::Regex::new(r"call [0-9a-f]{16}\b").unwrap();
     let mut transcript = Transcript::default();
     for (heading, arguments) in [
         ("ListVars", json!({"filter": {"search": "search"}})),

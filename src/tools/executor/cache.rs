@@ -8,6 +8,9 @@ use crate::tools::{Caching, Tool};
 use crate::vars::{NewVariable, ValueKind, VarType};
 use crate::workspace::Room;
 
+/// Hexadecimal digits of the node id in a cached result's name: 64 bits.
+const NODE_DIGITS: usize = 16;
+
 impl Executor {
     /// Stores the result as text (JSON text when `json`: a framed JSON value) and the arguments as `{tool}_{nodeId}_result` / `_args`, and
     /// returns the result's variable name.
@@ -20,10 +23,16 @@ impl Executor {
     ) -> Result<String, crate::workspace::Error> {
         let recomputable = tool.definition().caching == Caching::Lazy;
         let tool = tool.definition().name.as_str();
-        let node = uuid::Uuid::new_v4().simple().to_string();
-        let node = &node[..8];
-        let result_name = format!("{tool}_{node}_result");
-        let args_name = format!("{tool}_{node}_args");
+        // 64 bits of a random id: a name already taken (as likely as 1 in 10^9 after 200,000
+        // calls) is drawn again rather than overwritten.
+        let (node, result_name, args_name) = loop {
+            let node = uuid::Uuid::new_v4().simple().to_string()[..NODE_DIGITS].to_owned();
+            let result_name = format!("{tool}_{node}_result");
+            let args_name = format!("{tool}_{node}_args");
+            if !self.workspace.holds(&result_name) && !self.workspace.holds(&args_name) {
+                break (node, result_name, args_name);
+            }
+        };
         let mut result = NewVariable::text(&result_name, formatted, VarType::ToolCallResult);
         if json {
             result.kind = ValueKind::Json;
