@@ -18,6 +18,17 @@ pub enum Origin<'a> {
 }
 
 impl<'a> Origin<'a> {
+    /// The same state without MVU's metadata (a reference is read first).
+    pub fn without_mvu_metadata(self, snapshots: &Snapshots) -> Result<Self, Error> {
+        let value = match self {
+            Self::Reference(reference) => snapshots.resolve(reference)?.0,
+            Self::State(state) => state,
+        };
+        Ok(Self::State(super::builtins::without_mvu_metadata(
+            value, true,
+        )))
+    }
+
     /// Where a call says the state comes from: exactly one of a reference (`from`) and a state
     /// (`snapshot`).
     pub fn of(from: Option<&'a str>, snapshot: Option<Value>) -> Result<Self, Error> {

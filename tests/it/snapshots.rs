@@ -446,6 +446,37 @@ async fn mvu_syntaxes_and_metadata() {
     let updated = ok(&client, "SnapshotUpdate", json!({"id": applied["snapshotId"], "snapshot": {"a": {"$meta": 1, "b": 2}}, "mvuStrip": true})).await;
     assert_eq!(updated["snapshot"], json!({"a": {"b": 2}}));
     assert_eq!(updated["id"], applied["snapshotId"]);
+
+    // Kept with its metadata, then read and saved globally without it.
+    let id = &applied["snapshotId"];
+    let with_meta = json!({"a": {"$meta": 1, "b": 2}, "c": ["$__META_EXTENSIBLE__$", 3]});
+    ok(
+        &client,
+        "SnapshotUpdate",
+        json!({"id": id, "snapshot": with_meta}),
+    )
+    .await;
+    let plain = json!({"a": {"b": 2}, "c": [3]});
+    let got = ok(&client, "SnapshotGet", json!({"id": id})).await;
+    assert_eq!(got["snapshot"], with_meta);
+    let got = ok(&client, "SnapshotGet", json!({"id": id, "mvuStrip": true})).await;
+    assert_eq!(got["snapshot"], plain);
+    let saved = ok(
+        &client,
+        "SnapshotGlobalSave",
+        json!({"label": "from-chat", "from": id, "mvuStrip": true}),
+    )
+    .await;
+    let given = ok(
+        &client,
+        "SnapshotGlobalSave",
+        json!({"label": "given", "snapshot": with_meta, "mvuStrip": true}),
+    )
+    .await;
+    for label in ["from-chat", "given"] {
+        let global = ok(&client, "SnapshotGlobalGet", json!({"id": label})).await;
+        assert_eq!(global["snapshot"], plain, "{label}: {saved} {given}");
+    }
 }
 
 #[tokio::test]

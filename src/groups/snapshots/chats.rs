@@ -124,9 +124,13 @@ impl TypedTool<Arc<Snapshots>> for ApplyArguments {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct GetArguments {
     /// The snapshot's id.
     pub id: String,
+    /// Strip MVU metadata (`$meta`, `$arrayMeta`…) from the state shown.
+    #[serde(default)]
+    pub mvu_strip: bool,
 }
 
 /// A stored snapshot as a tool shows it: its creation time readable, with its size.
@@ -175,7 +179,9 @@ impl TypedTool<Arc<Snapshots>> for GetArguments {
     const TOOL: Declaration = declare! { "SnapshotGet", "Get snapshot", CACHED_READ, GET, pooled };
 
     async fn run(self, context: Call<'_>) -> Answered<SnapshotOutput> {
-        Ok(service(&context).snapshot(&self.id)?.into())
+        let mut stored = service(&context).snapshot(&self.id)?;
+        stored.value = without_mvu_metadata(stored.value, self.mvu_strip);
+        Ok(stored.into())
     }
 }
 

@@ -232,6 +232,9 @@ pub struct GlobalSaveArguments {
     /// Overwrite the one with this label.
     #[serde(default)]
     pub replace: bool,
+    /// Strip MVU metadata (`$meta`, `$arrayMeta`…) first.
+    #[serde(default)]
+    pub mvu_strip: bool,
 }
 
 /// `SnapshotGlobalSave`: a state saved as a labelled global snapshot; overwriting one
@@ -243,8 +246,11 @@ impl TypedTool<Arc<Snapshots>> for GlobalSaveArguments {
     };
 
     async fn run(self, context: Call<'_>) -> Answered<GlobalOutput> {
-        let origin = Origin::of(self.from.as_deref(), self.snapshot)?;
         let service = service(&context);
+        let mut origin = Origin::of(self.from.as_deref(), self.snapshot)?;
+        if self.mvu_strip {
+            origin = origin.without_mvu_metadata(&service)?;
+        }
         Ok(service
             .save_global(&self.label, &self.description, origin, self.replace)?
             .into())
