@@ -186,7 +186,9 @@ impl App {
         };
         for group in &groups::BUILT_IN_GROUPS {
             let enabled = !group.configurable || config.group_enabled(group.name, group.enabled);
-            executor.register_group((group.build)(&services), enabled)?;
+            (executor.registry())
+                .register((group.build)(&services), enabled)
+                .map_err(crate::tools::RegisterError::from)?;
         }
         let keep_snapshot_tools = !config.groups.contains_key(groups::snapshots::GROUP)
             && groups::enabled_by_default(groups::snapshots::GROUP) == Some(false);
@@ -198,6 +200,7 @@ impl App {
         for tool in &config.disabled_tools {
             executor.registry().disable_by_default(tool);
         }
+        executor.store_registered_rules();
         let default = Arc::new(Space {
             executor,
             snapshots,
@@ -268,8 +271,8 @@ impl App {
             self.opener.settings.clone(),
         )
         .with_caller(caller.clone());
-        executor.store_registered_rules();
         turn_on_callers_groups(executor.workspace(), &caller.groups);
+        executor.store_registered_rules();
         let space = Arc::new(Space {
             executor,
             snapshots: self.default.snapshots.of(workspace),

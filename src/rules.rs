@@ -3,8 +3,13 @@
 //! enabled tools — base rules, each enabled group's rule prompt, and the rule index (rules marked
 //! `always_load` inlined, the others listed in an "On-Demand Documentation" table).
 //!
+//! The text follows the tools that are on: a rule that needs a tool which is off is left out
+//! (its variable withdrawn), and a block of a rule prompt or rule marked
+//! `<!-- needs: ToolA ToolB -->` … `<!-- end -->` is kept only while every tool it names is on.
+//!
 //! The text itself is data under `skills/synapse-workspace/`, never string literals here.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// The base rules at the top of the tool-rules text.
@@ -32,6 +37,8 @@ pub struct SkillRule {
     pub when: Option<String>,
     /// Inline the rule in the tool-rules text instead of listing it.
     pub always_load: bool,
+    /// Tools the rule teaches: it is left out while any of them is off.
+    pub needs: Vec<String>,
 }
 
 impl SkillRule {
@@ -42,7 +49,27 @@ impl SkillRule {
             prompt: prompt.to_owned(),
             when: None,
             always_load: false,
+            needs: Vec::new(),
         }
+    }
+
+    #[must_use]
+    pub fn needs(mut self, tools: &[&str]) -> Self {
+        self.needs = tools.iter().map(|tool| (*tool).to_owned()).collect();
+        self
+    }
+
+    /// The rule as it is while only the tools `on` says are on: `None` when it needs one that
+    /// is off, else with its prompt's blocks for tools that are off left out.
+    pub fn for_tools(&self, on: &dyn Fn(&str) -> bool) -> Option<Self> {
+        if !self.needs.iter().all(|tool| on(tool)) {
+            return None;
+        }
+        let mut rule = self.clone();
+        if let Cow::Owned(prompt) = for_tools(&self.prompt, on) {
+            rule.prompt = prompt;
+        }
+        Some(rule)
     }
 
     #[must_use]
@@ -50,6 +77,33 @@ impl SkillRule {
         self.when = Some(when.to_owned());
         self
     }
+}
+
+/// The opening of a marker line: `<!-- needs: ToolA ToolB -->` starts a block kept only while
+/// every tool named is on; `<!-- end -->` ends it (as does the next `needs` line).
+const NEEDS_MARKER: &str = "<!-- needs:";
+const END_MARKER: &str = "<!-- end -->";
+
+/// `text` with its blocks for tools that are off left out, and no marker lines. Text without
+/// markers is returned as it is.
+pub fn for_tools<'t>(text: &'t str, on: &dyn Fn(&str) -> bool) -> Cow<'t, str> {
+    if !text.contains("<!-- ") {
+        return Cow::Borrowed(text);
+    }
+    let mut kept = String::with_capacity(text.len());
+    let mut keeping = true;
+    for line in text.split_inclusive('\n') {
+        let marker = line.trim();
+        if let Some(tools) = marker.strip_prefix(NEEDS_MARKER) {
+            let tools = tools.trim_end_matches("-->");
+            keeping = tools.split_whitespace().all(|tool| on(tool));
+        } else if marker == END_MARKER {
+            keeping = true;
+        } else if keeping {
+            kept.push_str(line);
+        }
+    }
+    Cow::Owned(kept)
 }
 
 /// `Rule/{group}/{rule}`.
@@ -76,21 +130,24 @@ pub fn agent_rules() -> Vec<SkillRule> {
             "Keep a TODO list in variables TODO_{index}_{brief} and track each item's status",
             include_str!("../skills/synapse-workspace/rules/TODO.md"),
         )
-        .when("When a task has several steps to plan and track"),
+        .when("When a task has several steps to plan and track")
+        .needs(&["WriteVar"]),
         SkillRule::new(
             "Plans",
             "The state document, † references, _outputPath with || and &&, RunPlan and reusable plans",
             include_str!("../skills/synapse-workspace/rules/Plans.md"),
         )
-        .when("Before chaining calls whose outputs feed each other, or storing results in state"),
+        .when("Before chaining calls whose outputs feed each other, or storing results in state")
+        .needs(&["RunPlan"]),
     ]
 }
 
-/// One section of the tool-rules text: a group's rule prompt and its rules.
+/// One section of the tool-rules text: a group's rule prompt and its rules, as they are for the
+/// tools that are on.
 pub struct Section<'a> {
     pub group: &'a str,
     pub prompt: Option<String>,
-    pub rules: &'a [SkillRule],
+    pub rules: Vec<SkillRule>,
 }
 
 /// The whole tool-rules text: base rules, then one section per group.
@@ -104,7 +161,7 @@ pub fn tool_rules_text(sections: &[Section<'_>]) -> String {
         if let Some(prompt) = &section.prompt {
             write!(text, "\n{}\n", prompt.trim_end()).ok();
         }
-        let index = rule_index(section.group, section.rules);
+        let index = rule_index(section.group, &section.rules);
         if !index.is_empty() {
             write!(text, "\n{index}").ok();
         }
@@ -233,10 +290,10 @@ mod tests {
         let too_many: Vec<SkillRule> = (0..400)
             .map(|index| SkillRule::new(&format!("Rule{index}"), "d", "body"))
             .collect();
-        let section = |rules| Section {
+        let section = |rules: &[SkillRule]| Section {
             group: "G",
             prompt: Some("prompt".to_owned()),
-            rules,
+            rules: rules.to_vec(),
         };
 
         let short = instructions_text(&[section(&few)], &[]);
@@ -259,6 +316,20 @@ mod tests {
     }
 
     #[test]
+    fn blocks_for_tools_that_are_off_are_left_out_with_the_markers() {
+        let text = "Always.\n<!-- needs: WriteVar -->\nWrite.\n<!-- needs: RemoveVars ListVars -->\nRemove.\n<!-- end -->\nAfter.\n";
+        let on = |tool: &str| tool != "RemoveVars";
+        assert_eq!(for_tools(text, &on), "Always.\nWrite.\nAfter.\n");
+        assert!(matches!(for_tools("Plain.", &on), Cow::Borrowed("Plain.")));
+        let rule = SkillRule::new("R", "d", text).needs(&["WriteVar"]);
+        assert_eq!(
+            rule.for_tools(&on).map(|rule| rule.prompt),
+            Some("Always.\nWrite.\nAfter.\n".to_owned())
+        );
+        assert_eq!(rule.for_tools(&|tool: &str| tool != "WriteVar"), None);
+    }
+
+    #[test]
     fn always_load_rules_are_inlined_not_listed() {
         let mut rule = SkillRule::new("Inline", "d", "# Inline rule\nDo this.");
         rule.always_load = true;
@@ -272,17 +343,17 @@ mod tests {
             Section {
                 group: "vars",
                 prompt: Some("Vars prompt.".into()),
-                rules: &[],
+                rules: Vec::new(),
             },
             Section {
                 group: AGENT_GROUP,
                 prompt: None,
-                rules: &rules,
+                rules,
             },
             Section {
                 group: "empty",
                 prompt: None,
-                rules: &[],
+                rules: Vec::new(),
             },
         ]);
         assert!(text.starts_with("# synapse-mcp: tool rules"));

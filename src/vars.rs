@@ -271,6 +271,16 @@ impl VariableSystem {
     /// Removes the named variables. `RULE` variables are refused and kept, unknown names are
     /// reported as missing; each name is reported once, in the order given.
     pub fn remove(&mut self, names: &[String]) -> RemoveOutcome {
+        self.remove_of(names, false)
+    }
+
+    /// As [`Self::remove`], `RULE` variables too: a group's rules withdrawn by the server when
+    /// the tools they teach are off.
+    pub fn remove_with_rules(&mut self, names: &[String]) -> RemoveOutcome {
+        self.remove_of(names, true)
+    }
+
+    fn remove_of(&mut self, names: &[String], rules: bool) -> RemoveOutcome {
         let mut outcome = RemoveOutcome::default();
         let mut seen = HashSet::with_capacity(names.len());
         for name in names {
@@ -283,7 +293,7 @@ impl VariableSystem {
                 .map(|found| found.var_type)
             {
                 None => &mut outcome.missing,
-                Some(VarType::Rule) => &mut outcome.refused,
+                Some(VarType::Rule) if !rules => &mut outcome.refused,
                 Some(_) => {
                     self.discard(name);
                     &mut outcome.removed

@@ -303,8 +303,22 @@ impl Workspace {
 
     /// Removes variables (never rules), durably.
     pub fn remove(&self, names: &[String]) -> Result<RemoveOutcome, Error> {
+        self.remove_of(names, false)
+    }
+
+    /// Removes rule variables (and any others named), durably: the server withdrawing a
+    /// group's rules.
+    pub fn remove_rules(&self, names: &[String]) -> Result<RemoveOutcome, Error> {
+        self.remove_of(names, true)
+    }
+
+    fn remove_of(&self, names: &[String], rules: bool) -> Result<RemoveOutcome, Error> {
         let outcome = self.commit_with(|state| {
-            let outcome = state.system.remove(names);
+            let outcome = if rules {
+                state.system.remove_with_rules(names)
+            } else {
+                state.system.remove(names)
+            };
             let removed = outcome.removed.clone();
             Ok(Applied {
                 outcome,

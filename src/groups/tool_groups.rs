@@ -114,8 +114,15 @@ impl TypedTool for Arguments {
 
     async fn run(self, context: Context<'_>) -> Answered<Output> {
         let switch = self.switch()?;
-        let tools = context.session()?.executor.tools();
-        Ok(tools.list_or_switch(switch.as_ref(), (NAME, GROUP))?.into())
+        let executor = context.session()?.executor;
+        let switched = executor
+            .tools()
+            .list_or_switch(switch.as_ref(), (NAME, GROUP))?;
+        if switch.is_some() {
+            // The rules follow the tools: those of a tool switched off are withdrawn.
+            executor.store_registered_rules();
+        }
+        Ok(switched.into())
     }
 
     /// Listing changes nothing; a switch is approved per target and direction.

@@ -290,3 +290,51 @@ async fn a_workspace_holding_snapshots_keeps_the_snapshot_tools_on() {
     assert!(!tool_names(&fresh).await.contains(&"TemplateGet".to_owned()));
     fresh.cancel().await.unwrap();
 }
+
+/// The rules follow the tools: with `WriteVar` and `RemoveVars` off, the `tool-rules` prompt and
+/// the rule variables no longer teach them (the TODO rule, which needs `WriteVar`, is withdrawn
+/// with its variable); on again, they are back as before.
+#[tokio::test]
+async fn rules_follow_the_tools_that_are_on() {
+    let client = spawn_binary(&[], approving()).await;
+    let before = tool_rules(&client).await;
+    let var_ref = || call(&client, "ReadVar", json!({"name": "Rule/Agent/VarRef"}));
+    let var_ref_before = text(&var_ref().await);
+    for tool in ["WriteVar", "RemoveVars"] {
+        let off = call(
+            &client,
+            "ToolGroups",
+            json!({"action": "disable", "tool": tool}),
+        )
+        .await;
+        assert!(!is_error(&off), "{}", text(&off));
+    }
+    let rules = tool_rules(&client).await;
+    for taught in ["WriteVar", "RemoveVars", "Rule/Agent/TODO"] {
+        assert!(!rules.contains(taught), "{taught} is still taught: {rules}");
+    }
+    assert!(rules.contains("ListVars"), "{rules}");
+    assert!(!text(&var_ref().await).contains("WriteVar"));
+    let todo = call(&client, "ReadVar", json!({"name": "Rule/Agent/TODO"})).await;
+    assert!(is_error(&todo), "{}", text(&todo));
+    let todo_resource = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "rule://Agent/TODO",
+        ))
+        .await;
+    assert!(todo_resource.is_err(), "{todo_resource:?}");
+
+    for tool in ["WriteVar", "RemoveVars"] {
+        let on = call(
+            &client,
+            "ToolGroups",
+            json!({"action": "enable", "tool": tool}),
+        )
+        .await;
+        assert!(!is_error(&on), "{}", text(&on));
+    }
+    assert_eq!(tool_rules(&client).await, before);
+    assert_eq!(text(&var_ref().await), var_ref_before);
+    let todo = call(&client, "ReadVar", json!({"name": "Rule/Agent/TODO"})).await;
+    assert!(!is_error(&todo), "{}", text(&todo));
+}

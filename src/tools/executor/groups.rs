@@ -1,6 +1,10 @@
 //! Tool groups on the executor: registering a group (its tools in the registry, its declared
 //! rules as pinned `RULE` variables in the workspace), and the instructions and tool-rules text
-//! of the enabled groups.
+//! of the enabled groups — all as they are for the tools that are on in this workspace (see
+//! [`crate::rules`]): after a switch, [`Executor::store_registered_rules`] brings the rule
+//! variables in line.
+
+use std::collections::HashSet;
 
 use super::Executor;
 use crate::rules::{self, Section, SkillRule};
@@ -8,32 +12,58 @@ use crate::tools::{RegisterError, ToolGroup};
 use crate::vars::{NewVariable, VarType};
 
 impl Executor {
-    /// Registers a group and stores its declared rules as pinned `RULE` variables.
+    /// Registers a group and stores its declared rules as pinned `RULE` variables. A rule may
+    /// need another group's tools: groups registered together at start are registered in the
+    /// registry first and their rules stored once, by [`Executor::store_registered_rules`].
     pub fn register_group(&self, group: ToolGroup, enabled: bool) -> Result<(), RegisterError> {
-        self.store_rules(&group);
-        Ok(self.registry.register(group, enabled)?)
+        let name = group.name.clone();
+        self.registry.register(group, enabled)?;
+        if let Some(group) = (self.registry.groups().iter()).find(|group| group.name == name) {
+            self.store_rules(group);
+        }
+        Ok(())
     }
 
-    /// Stores the rules of every group already registered, as [`Executor::register_group`]
-    /// does: for an executor over another workspace that shares this registry.
+    /// Stores the rules of every registered group as pinned `RULE` variables, as they are for
+    /// the tools that are on: at start, for an executor over another workspace that shares this
+    /// registry, and after a switch.
     pub fn store_registered_rules(&self) {
         for group in &self.registry.groups() {
             self.store_rules(group);
         }
     }
 
-    /// Writes a group's declared rules as pinned `RULE` variables, those that changed only.
+    /// Writes a group's declared rules as pinned `RULE` variables, those that changed only, as
+    /// they are for the tools that are on; a rule that needs a tool which is off is withdrawn.
     fn store_rules(&self, group: &ToolGroup) {
-        let variables: Vec<NewVariable> = group
-            .rules
-            .iter()
+        if group.rules.is_empty() {
+            return;
+        }
+        let on = self.tools_on();
+        let is_on = |tool: &str| on.contains(tool);
+        let (current, withdrawn): (Vec<_>, Vec<_>) = (group.rules.iter())
+            .map(|rule| (rule, rule.for_tools(&is_on)))
+            .partition(|(_, current)| current.is_some());
+        let withdrawn: Vec<String> = withdrawn
+            .into_iter()
+            .map(|(rule, _)| rules::variable_name(&group.name, &rule.name))
+            .filter(|name| self.workspace.holds(name))
+            .collect();
+        if !withdrawn.is_empty()
+            && let Err(error) = self.workspace.remove_rules(&withdrawn)
+        {
+            tracing::error!(group = %group.name, %error, "cannot withdraw the rules of tools that are off");
+        }
+        let variables: Vec<NewVariable> = current
+            .into_iter()
+            .filter_map(|(_, rule)| rule)
             .map(|rule| {
                 let mut variable = NewVariable::text(
                     rules::variable_name(&group.name, &rule.name),
                     rule.prompt.as_str(),
                     VarType::Rule,
                 );
-                variable.desc = Some(rules::variable_description(&group.name, rule));
+                variable.desc = Some(rules::variable_description(&group.name, &rule));
                 variable.keep = true;
                 variable
             })
@@ -79,23 +109,36 @@ impl Executor {
 
     fn with_sections(&self, render: impl FnOnce(&[rules::Section<'_>]) -> String) -> String {
         let groups = self.tools().enabled_groups();
+        let on = self.tools_on();
+        let is_on = |tool: &str| on.contains(tool);
         let sections: Vec<_> = groups
             .iter()
             .map(|group| Section {
                 group: &group.name,
-                prompt: group.rule_prompt.clone(),
-                rules: &group.rules,
+                prompt: (group.rule_prompt.as_deref())
+                    .map(|prompt| rules::for_tools(prompt, &is_on).into_owned()),
+                rules: (group.rules.iter())
+                    .filter_map(|rule| rule.for_tools(&is_on))
+                    .collect(),
             })
             .collect();
         render(&sections)
     }
 
-    /// A declared rule of any registered group.
+    /// The names of the tools that are on in this workspace.
+    fn tools_on(&self) -> HashSet<String> {
+        (self.tools().enabled_tools().iter())
+            .map(|tool| tool.definition().name.clone())
+            .collect()
+    }
+
+    /// A declared rule of any registered group, as it is for the tools that are on; `None` for
+    /// one that needs a tool which is off.
     pub fn find_rule(&self, group: &str, rule: &str) -> Option<SkillRule> {
-        self.registry
-            .groups()
-            .iter()
+        let declared = (self.registry.groups().iter())
             .filter(|g| g.name == group)
-            .find_map(|g| g.rules.iter().find(|r| r.name == rule).cloned())
+            .find_map(|g| g.rules.iter().find(|r| r.name == rule).cloned())?;
+        let on = self.tools_on();
+        declared.for_tools(&|tool: &str| on.contains(tool))
     }
 }
