@@ -184,12 +184,10 @@ impl App {
             shelf: &shelf,
             skill_body_limit: config.skill_body_limit,
         };
-        for group in &groups::BUILT_IN_GROUPS {
+        executor.register_groups(groups::BUILT_IN_GROUPS.iter().map(|group| {
             let enabled = !group.configurable || config.group_enabled(group.name, group.enabled);
-            (executor.registry())
-                .register((group.build)(&services), enabled)
-                .map_err(crate::tools::RegisterError::from)?;
-        }
+            ((group.build)(&services), enabled)
+        }))?;
         let keep_snapshot_tools = !config.groups.contains_key(groups::snapshots::GROUP)
             && groups::enabled_by_default(groups::snapshots::GROUP) == Some(false);
         if keep_snapshot_tools {

@@ -96,7 +96,7 @@ pub fn for_tools<'t>(text: &'t str, on: &dyn Fn(&str) -> bool) -> Cow<'t, str> {
         let marker = line.trim();
         if let Some(tools) = marker.strip_prefix(NEEDS_MARKER) {
             let tools = tools.trim_end_matches("-->");
-            keeping = tools.split_whitespace().all(|tool| on(tool));
+            keeping = tools.split_whitespace().all(on);
         } else if marker == END_MARKER {
             keeping = true;
         } else if keeping {

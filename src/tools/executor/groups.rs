@@ -24,6 +24,18 @@ impl Executor {
         Ok(())
     }
 
+    /// Registers groups that start together, each on or off; their rules are stored by
+    /// [`Executor::store_registered_rules`] once the rest of the start is done.
+    pub fn register_groups(
+        &self,
+        groups: impl IntoIterator<Item = (ToolGroup, bool)>,
+    ) -> Result<(), RegisterError> {
+        for (group, enabled) in groups {
+            self.registry.register(group, enabled)?;
+        }
+        Ok(())
+    }
+
     /// Stores the rules of every registered group as pinned `RULE` variables, as they are for
     /// the tools that are on: at start, for an executor over another workspace that shares this
     /// registry, and after a switch.
