@@ -204,6 +204,7 @@ impl App {
             snapshots,
             shelf: Arc::clone(&shelf),
         });
+        store_rules_of_later_groups(&default);
         let workspaces = HashMap::from([(config.workspace.clone(), workspace)]);
         let workspaces = Arc::new(Mutex::new(workspaces));
         if let Some(store) = &opener.store {
@@ -445,6 +446,25 @@ fn serve_tool_folders(
             None
         }
     }
+}
+
+/// Keeps the rule variables of groups that come or change while the server runs (a script
+/// folder added, an upstream server reloaded) stored in the configured workspace, as the start
+/// stores those of the groups it finds. Needs a tokio runtime; without one, nothing changes later.
+fn store_rules_of_later_groups(space: &Arc<Space>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let mut revisions = space.executor.registry().subscribe();
+    let space = Arc::downgrade(space);
+    runtime.spawn(async move {
+        while revisions.changed().await.is_ok() {
+            let Some(space) = space.upgrade() else {
+                return;
+            };
+            space.executor.store_registered_rules();
+        }
+    });
 }
 
 /// Fetches the git skill sources that have no copy yet, on a thread of their own, and rescans

@@ -44,8 +44,8 @@ pub use cli::{
     Cli, Command, LogFormat, ServeArgs, SkillsCommand, TokenCommand, ToolsCommand, WorkspaceCommand,
 };
 pub use file::{
-    Fallback, FileConfig, HttpTable, MetricsTable, OAuthTable, Policy, SnapshotsConfig, ToolConfig,
-    UpstreamTable, read,
+    DeclaredRule, Fallback, FileConfig, HttpTable, MetricsTable, OAuthTable, Policy,
+    SnapshotsConfig, ToolConfig, UpstreamTable, read,
 };
 pub use http::{DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_SECONDS, HttpSettings, OAuthSettings};
 

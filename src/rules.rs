@@ -79,6 +79,20 @@ impl SkillRule {
     }
 }
 
+impl From<crate::config::DeclaredRule> for SkillRule {
+    /// A declared rule whose text was read ([`crate::config::DeclaredRule::read`]).
+    fn from(declared: crate::config::DeclaredRule) -> Self {
+        Self {
+            name: declared.name,
+            desc: declared.description,
+            prompt: declared.prompt.unwrap_or_default(),
+            when: declared.when,
+            always_load: declared.always_load,
+            needs: declared.needs,
+        }
+    }
+}
+
 /// The opening of a marker line: `<!-- needs: ToolA ToolB -->` starts a block kept only while
 /// every tool named is on; `<!-- end -->` ends it (as does the next `needs` line).
 const NEEDS_MARKER: &str = "<!-- needs:";
@@ -192,7 +206,7 @@ pub fn instructions_text(sections: &[Section<'_>], off: &[(&str, &str)]) -> Stri
             write!(text, "\n- `{group}`: {about}").ok();
         }
     }
-    let rules: Vec<(String, &SkillRule)> = sections
+    let (pinned, rules): (Vec<(String, &SkillRule)>, Vec<_>) = sections
         .iter()
         .flat_map(|section| {
             section
@@ -200,7 +214,8 @@ pub fn instructions_text(sections: &[Section<'_>], off: &[(&str, &str)]) -> Stri
                 .iter()
                 .map(|rule| (variable_name(section.group, &rule.name), rule))
         })
-        .collect();
+        .partition(|(_, rule)| rule.always_load);
+    pin(&mut text, &pinned);
     if rules.is_empty() {
         text.push('\n');
         return text;
@@ -232,6 +247,41 @@ pub fn instructions_text(sections: &[Section<'_>], off: &[(&str, &str)]) -> Stri
     }
     text.push('\n');
     text
+}
+
+/// Characters of the instructions kept for the list of rules read on demand when always-load
+/// rules are pinned above it.
+const ON_DEMAND_ROOM: usize = 400;
+
+/// Pins the always-load rules in the instructions: whole while they fit (leaving room for the
+/// rules read on demand), else named as rules to read before anything else.
+fn pin(text: &mut String, pinned: &[(String, &SkillRule)]) {
+    let mut unread = Vec::new();
+    for (name, rule) in pinned {
+        let prompt = rule.prompt.trim();
+        if text.len() + prompt.len() + 2 + ON_DEMAND_ROOM < INSTRUCTIONS_LIMIT {
+            write!(text, "\n\n{prompt}").ok();
+        } else {
+            unread.push(format!("`{name}`"));
+        }
+    }
+    if unread.is_empty() {
+        return;
+    }
+    let line = format!(
+        "\nRead these rules with `ReadVar` before anything else: {}.",
+        unread.join(", ")
+    );
+    if text.len() + line.len() + ON_DEMAND_ROOM < INSTRUCTIONS_LIMIT {
+        text.push_str(&line);
+    } else {
+        write!(
+            text,
+            "\n{} rules to read before anything else: `ListVars` with type RULE lists them.",
+            unread.len()
+        )
+        .ok();
+    }
 }
 
 /// The rule index: `always_load` rules inlined, the others as a table.

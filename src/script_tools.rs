@@ -51,6 +51,8 @@ pub struct Group {
     pub enabled: bool,
     /// What the model reads about the group (`group.json`).
     pub instructions: Option<String>,
+    /// The rules it declares (`group.json`), their text read.
+    pub rules: Vec<crate::config::DeclaredRule>,
     /// Its tools, by name.
     pub scripts: Vec<Arc<Script>>,
 }

@@ -62,7 +62,7 @@ impl Upstreams {
             return Ok(this);
         }
         for upstream in upstreams {
-            registry.register(empty_group(&upstream.name), upstream.enabled)?;
+            registry.register(empty_group(upstream), upstream.enabled)?;
         }
         let held = registry.hold();
         let firsts = this.supervise(upstreams.to_vec());
@@ -170,14 +170,14 @@ async fn first_tries(tries: Vec<oneshot::Receiver<()>>) {
     }
 }
 
-/// The group of a server whose tools are not known yet.
-pub(super) fn empty_group(name: &str) -> ToolGroup {
+/// The group of a server whose tools are not known yet, with the rules its table declares.
+pub(super) fn empty_group(upstream: &Upstream) -> ToolGroup {
     ToolGroup {
-        name: name.to_owned(),
-        origin: Origin::Upstream(name.to_owned()),
+        name: upstream.name.clone(),
+        origin: Origin::Upstream(upstream.name.clone()),
         about: None,
         tools: Vec::new(),
         rule_prompt: None,
-        rules: Vec::new(),
+        rules: upstream.rules.clone(),
     }
 }

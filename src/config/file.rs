@@ -187,6 +187,93 @@ pub enum Fallback {
     Allow,
 }
 
+/// The most characters of one declared rule's text (`prompt` or `file`).
+pub const DECLARED_RULE_LIMIT: usize = 20_000;
+
+/// A rule as a script group's `group.json` or an `[[upstream]]` table declares it.
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct DeclaredRule {
+    /// The rule's name: its variable is `Rule/{group}/{name}` (letters, digits, `_`, `-`).
+    pub name: String,
+    /// One sentence for the rule index.
+    pub description: String,
+    /// The rule's text (markdown); or give `file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// A markdown file holding the rule's text, relative to the group folder (script groups) or
+    /// to the configuration file's folder (upstream servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// When the model should read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// Pinned in the instructions and inlined in the `tool-rules` prompt instead of read on
+    /// demand.
+    #[serde(
+        default,
+        alias = "alwaysLoad",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub always_load: bool,
+    /// Tools the rule teaches (full names, `group__tool`): it is left out while any is off.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<String>,
+}
+
+impl DeclaredRule {
+    /// The rule with its text in `prompt`, its `file` read from `folder`; or why it cannot be
+    /// served.
+    pub fn read(&self, folder: &Path) -> Result<Self, String> {
+        let valid = |character: char| character.is_ascii_alphanumeric() || "_-".contains(character);
+        if self.name.is_empty() || self.name.len() > 64 || !self.name.chars().all(valid) {
+            return Err(format!(
+                "rule name `{}` must be 1 to 64 letters, digits, `_` or `-`",
+                self.name.chars().take(80).collect::<String>()
+            ));
+        }
+        let prompt = match (&self.prompt, &self.file) {
+            (Some(prompt), None) => prompt.clone(),
+            (None, Some(file)) => {
+                let path = folder.join(file);
+                if Path::new(file).is_absolute() || file.split('/').any(|part| part == "..") {
+                    return Err(format!(
+                        "rule `{}`: `file` {file:?} must be a path inside {}",
+                        self.name,
+                        folder.display()
+                    ));
+                }
+                std::fs::read_to_string(&path).map_err(|error| {
+                    format!(
+                        "rule `{}`: cannot read {}: {error}",
+                        self.name,
+                        path.display()
+                    )
+                })?
+            }
+            _ => {
+                return Err(format!(
+                    "rule `{}` needs exactly one of `prompt` (its text) and `file` (a markdown file)",
+                    self.name
+                ));
+            }
+        };
+        if prompt.chars().count() > DECLARED_RULE_LIMIT {
+            return Err(format!(
+                "rule `{}` is longer than {DECLARED_RULE_LIMIT} characters; shorten it or split it",
+                self.name
+            ));
+        }
+        Ok(Self {
+            prompt: Some(prompt),
+            file: None,
+            ..self.clone()
+        })
+    }
+}
+
 /// One `[[upstream]]` table as written.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -223,6 +310,10 @@ pub struct UpstreamTable {
     /// Requests of the server (a `ping`, a question for the user) answered per second (default
     /// 50); more are refused, and four times as many refusals in one second disconnect it.
     pub requests_per_second: Option<u32>,
+    /// Rules for the model about this server's tools: `Rule/{name}/{rule}` variables listed in
+    /// the `tool-rules` prompt (or pinned in the instructions with `always_load`).
+    #[serde(default)]
+    pub rules: Vec<DeclaredRule>,
 }
 
 /// Reads and parses the file; a capacity of 0 is refused.

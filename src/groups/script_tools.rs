@@ -35,7 +35,7 @@ pub fn group(found: &script_tools::Group) -> ToolGroup {
             .map(|script| Arc::new(ScriptTool::new(Arc::clone(script))) as Arc<dyn Tool>)
             .collect(),
         rule_prompt: found.instructions.clone(),
-        rules: Vec::new(),
+        rules: found.rules.iter().cloned().map(Into::into).collect(),
     }
 }
 

@@ -202,6 +202,10 @@ pub struct GroupManifest {
     /// What the model reads about the group's tools, in the server's instructions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// Rules the group declares (`Rule/{group}/{name}` variables, read on demand, or pinned
+    /// with `alwaysLoad`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<crate::config::DeclaredRule>,
 }
 
 /// Why a manifest or a folder is not served, or what is worth fixing in it.

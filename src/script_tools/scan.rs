@@ -64,10 +64,14 @@ fn scan_root(
     problems: &mut Vec<Problem>,
 ) -> Vec<Group> {
     let Ok(entries) = std::fs::read_dir(root) else {
-        problems.push(Problem::warning(
-            root,
-            "the tools folder does not exist or cannot be read",
-        ));
+        // `~/.synapse/tools` is looked in whether or not the user made it: no news.
+        let at_home = std::env::home_dir().is_some_and(|home| super::home_root(&home) == root);
+        if !at_home || root.exists() {
+            problems.push(Problem::warning(
+                root,
+                "the tools folder does not exist or cannot be read",
+            ));
+        }
         return Vec::new();
     };
     let mut folders: Vec<(String, PathBuf)> = entries
@@ -142,17 +146,7 @@ fn read_group(
     let settings = read_settings(folder)
         .map_err(|problem| problems.push(problem))
         .ok()?;
-    let mut manifests: Vec<(String, PathBuf)> = std::fs::read_dir(folder)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let file = entry.file_name().to_string_lossy().into_owned();
-            let tool = file.strip_suffix(MANIFEST_SUFFIX)?.to_owned();
-            Some((tool, entry.path()))
-        })
-        .collect();
-    manifests.sort();
+    let manifests = manifests_in(folder);
     if manifests.is_empty() {
         problems.push(Problem::warning(
             folder,
@@ -192,14 +186,51 @@ fn read_group(
             .unwrap_or_default(),
         tools,
     };
+    let rules = read_rules(folder, &settings.rules, problems);
     let group = Group {
         name: name.to_owned(),
         folder: folder.to_owned(),
         enabled,
         instructions: settings.instructions,
+        rules,
         scripts,
     };
     Some((group, entry))
+}
+
+/// The tool manifests of a group folder, `(tool, file)` by tool name.
+fn manifests_in(folder: &Path) -> Vec<(String, PathBuf)> {
+    let mut manifests: Vec<(String, PathBuf)> = std::fs::read_dir(folder)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let tool = file.strip_suffix(MANIFEST_SUFFIX)?.to_owned();
+            Some((tool, entry.path()))
+        })
+        .collect();
+    manifests.sort();
+    manifests
+}
+
+/// The rules `group.json` declares, their text read; one that cannot be read is reported and
+/// left out.
+fn read_rules(
+    folder: &Path,
+    declared: &[crate::config::DeclaredRule],
+    problems: &mut Vec<Problem>,
+) -> Vec<crate::config::DeclaredRule> {
+    let file = folder.join(GROUP_FILE);
+    (declared.iter())
+        .filter_map(|rule| match rule.read(folder) {
+            Ok(rule) => Some(rule),
+            Err(message) => {
+                problems.push(Problem::skipped(&file, Some("rules"), message));
+                None
+            }
+        })
+        .collect()
 }
 
 /// The group's `group.json`, or the defaults when it has none.

@@ -47,6 +47,8 @@ pub struct Upstream {
     pub execution: Option<Policy>,
     pub result: Option<Policy>,
     pub limits: Limits,
+    /// The rules its table declares, read.
+    pub rules: Vec<crate::rules::SkillRule>,
 }
 
 /// The file's `[[upstream]]` tables, checked; `path` is the file, whose folder relative paths
@@ -116,6 +118,10 @@ pub fn check(tables: &[UpstreamTable], folder: &Path) -> Result<Vec<Upstream>, S
             execution: table.execution,
             result: table.result,
             limits: limits(table).map_err(|problem| format!("{which}: {problem}"))?,
+            rules: (table.rules.iter())
+                .map(|rule| rule.read(folder).map(Into::into))
+                .collect::<Result<_, _>>()
+                .map_err(|problem| format!("{which}: {problem}"))?,
         });
     }
     Ok(upstreams)

@@ -159,7 +159,7 @@ impl Supervisor {
             if let Some(first) = self.first.take() {
                 // The first try failed: the group is served without tools until a try works
                 // (after a reload, the tools of the server's earlier configuration go).
-                self.replace(super::empty_group(&name));
+                self.replace(super::empty_group(&self.upstream));
                 first.send(()).ok();
             }
             tokio::select! {

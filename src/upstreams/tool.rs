@@ -73,7 +73,7 @@ pub(super) fn group(
         about: None,
         tools,
         rule_prompt: Some(prompt),
-        rules: Vec::new(),
+        rules: upstream.rules.clone(),
     }
 }
 

@@ -338,3 +338,79 @@ async fn rules_follow_the_tools_that_are_on() {
     let todo = call(&client, "ReadVar", json!({"name": "Rule/Agent/TODO"})).await;
     assert!(!is_error(&todo), "{}", text(&todo));
 }
+
+/// A script group declares rules in its `group.json` (text or a file) and an upstream server in
+/// its `[[upstream]]` table: each becomes a `Rule/{group}/{rule}` variable listed in the
+/// `tool-rules` prompt, an always-load rule is pinned in the instructions, and a rule that
+/// needs a tool which is off is withdrawn.
+#[tokio::test]
+async fn script_and_upstream_groups_declare_rules() {
+    let folder = tempfile::tempdir().unwrap();
+    let group = folder.path().join("tools/lab");
+    std::fs::create_dir_all(&group).unwrap();
+    std::fs::write(group.join("say.sh"), "printf '%s' \"$1\"\n").unwrap();
+    let manifest = json!({"description": "Says a word.", "script": "say.sh",
+        "inputSchema": {"type": "object"}, "approval": "auto"});
+    std::fs::write(group.join("say.tool.json"), manifest.to_string()).unwrap();
+    std::fs::write(group.join("style.md"), "# Style\nSay one word at a time.").unwrap();
+    let settings = json!({"rules": [
+        {"name": "Style", "description": "How to say things", "file": "style.md",
+         "when": "Before lab__say", "needs": ["lab__say"]},
+        {"name": "Always", "description": "Pinned", "prompt": "Lab rule: never shout.",
+         "alwaysLoad": true},
+    ]});
+    std::fs::write(group.join("group.json"), settings.to_string()).unwrap();
+    let upstream = crate::common::example("upstream_server")
+        .display()
+        .to_string();
+    let config = folder.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[upstream]]\nname = \"up\"\ncommand = {upstream:?}\n\n[[upstream.rules]]\nname = \"Echoing\"\ndescription = \"What echo is for\"\nprompt = \"Use up__echo to repeat text.\"\n"
+        ),
+    )
+    .unwrap();
+    let tools = folder.path().join("tools").display().to_string();
+    let config = config.display().to_string();
+    let client = spawn_binary(&["--tools", &tools, "--config", &config], approving()).await;
+
+    let instructions = client.peer_info().unwrap().instructions.clone().unwrap();
+    assert!(
+        instructions.contains("\n\nLab rule: never shout."),
+        "{instructions}"
+    );
+    assert!(
+        instructions.contains("`Rule/lab/Style`: Before lab__say"),
+        "{instructions}"
+    );
+    assert!(
+        instructions.contains("`Rule/up/Echoing`: What echo is for"),
+        "{instructions}"
+    );
+    let rules = tool_rules(&client).await;
+    assert!(
+        rules.contains("| `Rule/lab/Style` | How to say things | Before lab__say |"),
+        "{rules}"
+    );
+    assert!(
+        rules.contains("| `Rule/up/Echoing` | What echo is for | When needed |"),
+        "{rules}"
+    );
+    let read = |name: &'static str| call(&client, "ReadVar", json!({"name": name}));
+    assert_eq!(
+        text(&read("Rule/lab/Style").await),
+        "[Variable `Rule/lab/Style`: whole value, 31 characters]\n# Style\nSay one word at a time."
+    );
+    assert!(text(&read("Rule/up/Echoing").await).ends_with("\nUse up__echo to repeat text."));
+
+    let off = call(
+        &client,
+        "ToolGroups",
+        json!({"action": "disable", "tool": "lab__say"}),
+    )
+    .await;
+    assert!(!is_error(&off), "{}", text(&off));
+    assert!(is_error(&read("Rule/lab/Style").await));
+    assert!(!tool_rules(&client).await.contains("Rule/lab/Style"));
+}
