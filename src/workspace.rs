@@ -14,6 +14,7 @@
 //! committing, undoing, and the batches; `own_writes.rs` the model's own writes (`WriteVar`).
 
 mod durability;
+mod fence;
 mod own_writes;
 mod state_document;
 pub mod switches;
@@ -29,6 +30,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::json::compact_length;
+pub use fence::PendingFence;
 pub use own_writes::{OwnWrite, RuleRefused, Written};
 pub use switches::{Switches, Target};
 
@@ -114,6 +116,13 @@ pub struct Workspace {
     state_bytes: AtomicUsize,
     /// The tool groups and tools switched at runtime, for this workspace.
     switches: Switches,
+    /// The store is a database server: its round trips are made with the runtime's worker
+    /// handed on, and requests wait for them without blocking a thread (`fence.rs`).
+    remote: bool,
+    /// Round trips made holding the workspace, in flight (`fence.rs`).
+    busy: AtomicUsize,
+    /// Told when the last of them ends.
+    settled: tokio::sync::Notify,
 }
 
 impl Workspace {
@@ -135,6 +144,9 @@ impl Workspace {
             max_bytes: None,
             state_bytes: AtomicUsize::new(2),
             switches: Switches::default(),
+            remote: false,
+            busy: AtomicUsize::new(0),
+            settled: tokio::sync::Notify::new(),
         }
     }
 
@@ -161,6 +173,7 @@ impl Workspace {
         let state_bytes = compact_length(&store.state(&workspace.name)?);
         workspace.state_bytes = AtomicUsize::new(state_bytes);
         workspace.switches = Switches::restored(store.tool_switches(&workspace.name)?);
+        workspace.remote = store.round_trips();
         workspace.store = Some(store);
         let mut state = workspace.lock();
         let evicted = state.system.evict();

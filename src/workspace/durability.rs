@@ -75,7 +75,7 @@ impl Workspace {
         if visits.is_empty() {
             return;
         }
-        if let Err(error) = store.record_visits(&self.name, &visits) {
+        if let Err(error) = self.round_trip(|| store.record_visits(&self.name, &visits)) {
             tracing::warn!(%error, "cannot record variable visits");
         }
     }
@@ -86,15 +86,43 @@ impl Workspace {
         let Some(store) = &self.store else {
             return Ok(state);
         };
+        if self.remote {
+            return self.synced_remotely(state, store.as_ref());
+        }
         if store.sequence(&self.name)? == state.seen {
             return Ok(state);
         }
+        self.catch_up_fully(&mut state)?;
+        Ok(state)
+    }
+
+    /// [`Workspace::synced`] on a database server: no round trip when the request's fence is
+    /// one this process has caught up with (`fence.rs`).
+    fn synced_remotely<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        store: &dyn store::Store,
+    ) -> Result<MutexGuard<'a, State>, Error> {
+        let stored = match self.fenced_sequence() {
+            Some(fenced) if fenced <= state.seen => return Ok(state),
+            Some(fenced) => fenced,
+            None => self.round_trip(|| store.sequence(&self.name))?,
+        };
+        if stored == state.seen {
+            return Ok(state);
+        }
+        self.round_trip(|| self.catch_up_fully(&mut state))?;
+        Ok(state)
+    }
+
+    /// Catches up, again while another process commits before its eviction can.
+    fn catch_up_fully(&self, state: &mut State) -> Result<(), Error> {
         // An eviction after catching up commits only if nothing came between; else again.
         let mut attempt = 1;
-        while !self.catch_up(&mut state)? && attempt < ATTEMPTS {
+        while !self.catch_up(state)? && attempt < ATTEMPTS {
             attempt += 1;
         }
-        Ok(state)
+        Ok(())
     }
 
     /// Applies what other processes committed since this one last caught up, announces it,
@@ -182,7 +210,7 @@ impl Workspace {
             if started.elapsed() >= CONTENTION_DEADLINE {
                 return Err(self.contended(lost));
             }
-            std::thread::sleep(pause(lost));
+            self.lost_race(pause(lost));
         }
     }
 
@@ -214,7 +242,7 @@ impl Workspace {
         if batch.is_empty() {
             return Ok(());
         }
-        let commit = store.commit(&self.name, &batch)?;
+        let commit = self.round_trip(|| store.commit(&self.name, &batch))?;
         if commit.before == state.seen {
             state.seen = commit.after;
         }
@@ -261,7 +289,7 @@ impl Workspace {
         if batch.is_empty() {
             return Ok(true);
         }
-        match store.commit_after(&self.name, state.seen, &batch) {
+        match self.round_trip(|| store.commit_after(&self.name, state.seen, &batch)) {
             Ok(Some(commit)) => {
                 state.seen = commit.after;
                 state.unsaved.clear();
@@ -292,7 +320,7 @@ impl Workspace {
     pub(super) fn undo<'a>(&self, state: &mut State, names: impl Iterator<Item = &'a String>) {
         let Some(store) = &self.store else { return };
         for name in names {
-            match store.variable(&self.name, name) {
+            match self.round_trip(|| store.variable(&self.name, name)) {
                 Ok(Some(stored)) => state.system.restore(stored),
                 Ok(None) => {
                     state.system.forget(name);

@@ -475,6 +475,17 @@ impl Store for PostgresStore {
         self.heard()
     }
 
+    fn shared_sequence(
+        &self,
+        workspace: &str,
+    ) -> Option<futures::future::BoxFuture<'static, Result<u64, Error>>> {
+        PostgresStore::shared_sequence(self, workspace)
+    }
+
+    fn round_trips(&self) -> bool {
+        true
+    }
+
     fn delete_workspace(&self, workspace: &str) -> Result<bool, Error> {
         self.write(|session| {
             let deleted =
