@@ -321,7 +321,7 @@ impl Connection {
 }
 
 /// What a client's connections share: the endpoint, the token and the session.
-struct Session {
+struct Shared {
     authority: String,
     path: String,
     token: Option<String>,
@@ -330,8 +330,8 @@ struct Session {
 }
 
 impl Connection {
-    fn session(&self) -> Session {
-        Session {
+    fn shared(&self) -> Shared {
+        Shared {
             authority: self.authority.clone(),
             path: self.path.clone(),
             token: self.token.clone(),
@@ -341,7 +341,7 @@ impl Connection {
     }
 }
 
-impl Session {
+impl Shared {
     /// Another connection in the session, the `ordinal`-th, its request ids apart from the
     /// others' (from `ordinal` · 10⁹).
     async fn connect(&self, ordinal: u64) -> anyhow::Result<Connection> {
@@ -584,7 +584,7 @@ async fn run_open(
     let mut tally = Tally::default();
     let mut number: u64 = index as u64;
     let mut opened: u64 = 0;
-    let session = connection.session();
+    let shared = connection.shared();
     let mut idle = vec![connection];
     let mut in_flight = futures::stream::FuturesUnordered::new();
     while due < phases.stop_at {
@@ -602,12 +602,11 @@ async fn run_open(
             }
             continue;
         }
-        let connection = match idle.pop() {
-            Some(connection) => Ok(connection),
-            None => {
-                opened += 1;
-                session.connect(opened).await
-            }
+        let connection = if let Some(connection) = idle.pop() {
+            Ok(connection)
+        } else {
+            opened += 1;
+            shared.connect(opened).await
         };
         let sent = due;
         due += interval;

@@ -22,8 +22,8 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 /// `serve --http` serves many clients at once, and with a PostgreSQL store each write waits on a
 /// database round trip: it runs on the multi-threaded runtime (a worker per core), where a call
 /// waiting on the database hands its worker to the other requests (`docs/instances.md`).
-fn runtime(multi_threaded: bool) -> std::io::Result<tokio::runtime::Runtime> {
-    if multi_threaded {
+fn runtime(multi_threaded: bool) -> Result<tokio::runtime::Runtime, ExitCode> {
+    let built = if multi_threaded {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -31,8 +31,17 @@ fn runtime(multi_threaded: bool) -> std::io::Result<tokio::runtime::Runtime> {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-    }
+    };
+    built.map_err(|error| {
+        synapse_mcp::report(&NoRuntime(error));
+        ExitCode::FAILURE
+    })
 }
+
+/// The runtime could not start (the system refused a thread).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start the runtime: {0}")]
+struct NoRuntime(std::io::Error);
 
 fn main() -> ExitCode {
     // `synapse-mcp __reap PROGRAM ARGS…`: the server re-executes itself to run one script.
@@ -40,10 +49,7 @@ fn main() -> ExitCode {
     if let Some((program, arguments)) = synapse_mcp::runner::reaper::asked() {
         return match runtime(false) {
             Ok(runtime) => runtime.block_on(synapse_mcp::runner::reaper::serve(program, arguments)),
-            Err(error) => {
-                eprintln!("synapse-mcp: cannot start the runtime: {error}");
-                ExitCode::FAILURE
-            }
+            Err(code) => code,
         };
     }
     let cli = Cli::parse_scoped(std::env::args_os());
@@ -60,10 +66,7 @@ fn main() -> ExitCode {
         config.http.is_some() && matches!(cli.command, None | Some(Command::Serve(_)));
     let runtime = match runtime(serves_http) {
         Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("synapse-mcp: cannot start the runtime: {error}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     runtime
         .block_on(start(&cli, &config))
