@@ -183,7 +183,18 @@ impl Workspace {
     /// Catches up with other processes now, announcing what they changed to this process's
     /// subscribers (a change heard of from another process).
     pub fn catch_up_now(&self) -> Result<(), Error> {
-        drop(self.synced()?);
+        match &self.store {
+            // On a database server the sequence is read before the workspace is taken, so that
+            // the requests it serves meanwhile wait only when there is something to catch up.
+            Some(store) if self.remote => {
+                let stored = store.sequence(&self.name)?;
+                let mut state = self.lock();
+                if stored != state.seen {
+                    self.round_trip(|| self.catch_up_fully(&mut state))?;
+                }
+            }
+            _ => drop(self.synced()?),
+        }
         Ok(())
     }
 
