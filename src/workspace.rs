@@ -4,6 +4,8 @@
 //!
 //! With a store, each mutation is applied in memory, committed as one transaction, and undone
 //! in memory (from the stored rows) when the commit fails, so a failed write changes nothing.
+//! On a database server it is decided in memory, rolled back there, committed without holding
+//! the workspace, then put back: requests served meanwhile never see it before it is durable.
 //! Values that can be recomputed from files on disk (the cached results of the skill tools) are
 //! the exception: they are usable at once in this process (`ReadVar`, `$VAR_REF`) and written
 //! lazily, in batches, with the next durable commit, before catching up with another process,
@@ -123,6 +125,8 @@ pub struct Workspace {
     busy: AtomicUsize,
     /// Told when the last of them ends.
     settled: tokio::sync::Notify,
+    /// Held by the writer whose commit is in flight, on a database server (`durability.rs`).
+    committing: Mutex<()>,
 }
 
 impl Workspace {
@@ -147,6 +151,7 @@ impl Workspace {
             remote: false,
             busy: AtomicUsize::new(0),
             settled: tokio::sync::Notify::new(),
+            committing: Mutex::new(()),
         }
     }
 

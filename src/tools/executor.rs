@@ -160,16 +160,8 @@ impl Executor {
         &self.settings
     }
 
-    /// Runs one call through the whole pipeline: on a workspace stored on a database server,
-    /// once the workspace's shared sequence read is answered (`workspace/fence.rs`).
+    /// Runs one call through the whole pipeline.
     pub async fn execute(&self, request: CallRequest<'_>) -> Outcome {
-        match self.workspace.fence() {
-            None => self.execute_now(request).await,
-            Some(fence) => fence.around(self.execute_now(request)).await,
-        }
-    }
-
-    async fn execute_now(&self, request: CallRequest<'_>) -> Outcome {
         let Some(tool) = self.tools().find(request.tool) else {
             let error = ToolError::invalid(match self.tools().unavailable_for(request.tool) {
                 Some(reason) => format!("`{}` cannot be called now: {reason}", request.tool),

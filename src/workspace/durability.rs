@@ -206,6 +206,11 @@ impl Workspace {
         &self,
         mut apply: impl FnMut(&mut State) -> Result<Applied<T>, Error>,
     ) -> Result<T, Error> {
+        if self.remote
+            && let Some(store) = &self.store
+        {
+            return self.commit_unlocked(store.as_ref(), apply);
+        }
         let mut lost = 0_u32;
         let mut started = None;
         loop {
@@ -216,6 +221,75 @@ impl Workspace {
             }
             drop(state);
             // Only a lost race pays for the clock and the pause.
+            let started = *started.get_or_insert_with(Instant::now);
+            lost += 1;
+            if started.elapsed() >= CONTENTION_DEADLINE {
+                return Err(self.contended(lost));
+            }
+            self.lost_race(pause(lost));
+        }
+    }
+
+    /// [`Workspace::commit_with`] on a database server, without holding the workspace across
+    /// the commit's round trip: the change is decided on the caught-up state and rolled back at
+    /// once (so that the requests served meanwhile read only what is committed), the batch it
+    /// makes is committed with the workspace free, then put in memory — unless a catch-up made
+    /// meanwhile already read it from the store. This process's writers take turns, one commit
+    /// in flight at a time (they would only lose the race to each other otherwise).
+    fn commit_unlocked<T>(
+        &self,
+        store: &dyn store::Store,
+        mut apply: impl FnMut(&mut State) -> Result<Applied<T>, Error>,
+    ) -> Result<T, Error> {
+        let mut lost = 0_u32;
+        let mut started = None;
+        loop {
+            let turn = self.turn_to_commit();
+            let (outcome, batch, expected) = {
+                let mut state = self.synced()?;
+                state.system.begin_journal();
+                let applied = apply(&mut state);
+                let decided = applied.map(|applied| {
+                    let batch = Self::batch(&state, &applied.written, &applied.removed);
+                    (applied.outcome, batch)
+                });
+                state.system.roll_back();
+                let (outcome, batch) = decided?;
+                if batch.is_empty() {
+                    return Ok(outcome);
+                }
+                (outcome, batch, state.seen)
+            };
+            let committed =
+                self.round_trip_unheld(|| store.commit_after(&self.name, expected, &batch))?;
+            let mut state = self.lock();
+            if let Some(commit) = committed {
+                // A catch-up made meanwhile read this commit from the store, and maybe later
+                // ones that the batch must not overwrite.
+                if state.seen == commit.before {
+                    for record in &batch.written {
+                        state.system.restore(record.clone());
+                    }
+                    for name in &batch.removed {
+                        state.system.forget(name);
+                    }
+                    state.seen = commit.after;
+                }
+                let committed: HashSet<&str> = batch
+                    .written
+                    .iter()
+                    .map(|record| &*record.name)
+                    .chain(batch.removed.iter().map(String::as_str))
+                    .collect();
+                state
+                    .unsaved
+                    .retain(|name| !committed.contains(name.as_str()));
+                return Ok(outcome);
+            }
+            // Another process came first: nothing of this change was shown; catch up and
+            // decide it again.
+            drop(state);
+            drop(turn);
             let started = *started.get_or_insert_with(Instant::now);
             lost += 1;
             if started.elapsed() >= CONTENTION_DEADLINE {

@@ -2,10 +2,11 @@
 //! others: the request's check of the stored change sequence is made before the request takes
 //! the workspace, as a shared read that blocks no thread ([`Store::shared_sequence`]); the
 //! request then waits, without blocking a thread either, while another holds the workspace
-//! across a round trip (a commit, a catch-up); and, once in, it reads from memory when the
-//! sequence it was given is one this process has caught up with. A write's commit and a
-//! catch-up still make their round trips with the workspace held, with the thread's runtime
-//! worker handed to the other requests meanwhile (`block_in_place`).
+//! across a round trip (a catch-up, a batch of lazy writes or visits); and, once in, it reads
+//! from memory when the sequence it was given is one this process has caught up with. Those
+//! round trips are made with the thread's runtime worker handed to the other requests
+//! (`block_in_place`). A write's commit holds no workspace at all (`durability.rs`): the
+//! writers of this process take turns on a lock of their own, waited for off the worker.
 //!
 //! The sequence read is the request's fence: every write acknowledged on any instance before
 //! the request arrived is at or below it. It holds for the request's task and for a short
@@ -16,6 +17,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
+use std::sync::{MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
@@ -104,6 +106,32 @@ impl Workspace {
         self.busy.fetch_add(1, Ordering::AcqRel);
         let _done = Done(self);
         off_runtime(round_trip)
+    }
+}
+
+impl Workspace {
+    /// Runs `round_trip`, a store call made without holding the workspace, with the worker
+    /// thread's runtime handed to other requests.
+    pub(super) fn round_trip_unheld<T>(&self, round_trip: impl FnOnce() -> T) -> T {
+        debug_assert!(
+            self.remote,
+            "only a database server's round trips are handed off"
+        );
+        off_runtime(round_trip)
+    }
+
+    /// This process's turn to commit a write (one commit in flight at a time), waited for off
+    /// the runtime's worker when another writer has it.
+    pub(super) fn turn_to_commit(&self) -> MutexGuard<'_, ()> {
+        match self.committing.try_lock() {
+            Ok(turn) => turn,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => off_runtime(|| {
+                self.committing
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+            }),
+        }
     }
 }
 

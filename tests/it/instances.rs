@@ -4,7 +4,7 @@
 //! each overflow evicting one variable once; an instance killed with SIGKILL loses nothing it
 //! acknowledged, and its clients carry on on the other one; the connection that listens for the
 //! other instance's changes comes back when it is cut; a write waiting on the database holds up
-//! no other workspace's requests.
+//! no other request, and is not shown before it is committed.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -639,14 +639,16 @@ async fn a_write_that_never_wins_gives_up_after_its_deadline_and_changes_nothing
 }
 
 /// A write whose commit waits on the database (another transaction holds the workspace's row)
-/// holds up no request of another workspace on the same instance: the waiting commit hands its
-/// runtime worker on, and the server has more than one.
+/// holds up no other request on the same instance: a read of another workspace is answered (the
+/// waiting commit hands its runtime worker on, and the server has more than one), and so is a
+/// read of the same workspace, which shows what is committed and not the write in flight.
 #[tokio::test]
-async fn a_write_waiting_on_the_database_holds_up_no_other_workspace() {
+async fn a_write_waiting_on_the_database_holds_up_no_other_request() {
     let Some(pair) = Pair::start("").await else {
         return;
     };
     let writer = pair.client(&pair.first, observer()).await;
+    let beside = pair.client(&pair.first, observer()).await;
     let elsewhere = pair
         .first
         .client(&format!("/mcp/{ELSEWHERE}"), &pair.token, observer())
@@ -701,6 +703,18 @@ async fn a_write_waiting_on_the_database_holds_up_no_other_workspace() {
     .await
     .expect("a read of another workspace waited for the blocked write");
     assert!(text(&read).ends_with("\n2"), "{read:?}");
+    let same = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        call(&beside, "ReadVar", json!({"name": "first"})),
+    )
+    .await
+    .expect("a read of the same workspace waited for the blocked write");
+    assert!(text(&same).ends_with("\n1"), "{same:?}");
+    let pending = call(&beside, "ReadVar", json!({"name": "late"})).await;
+    assert!(
+        is_error(&pending) && text(&pending).contains("`late` not found"),
+        "a write not yet committed was shown: {pending:?}"
+    );
     assert!(
         !waiting.is_finished(),
         "the write went through a locked row"
@@ -713,6 +727,9 @@ async fn a_write_waiting_on_the_database_holds_up_no_other_workspace() {
     let reader = pair.client(&pair.second, observer()).await;
     let read = call(&reader, "ReadVar", json!({"name": "late"})).await;
     assert!(text(&read).ends_with("\n3"), "{read:?}");
+    let read = call(&beside, "ReadVar", json!({"name": "late"})).await;
+    assert!(text(&read).ends_with("\n3"), "{read:?}");
     elsewhere.cancel().await.unwrap();
+    beside.cancel().await.unwrap();
     reader.cancel().await.unwrap();
 }
