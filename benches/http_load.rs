@@ -6,8 +6,10 @@
 //! Then each runs a closed loop of `tools/call` requests (the next one sent when the last is
 //! answered) for `--warmup` seconds unmeasured and `--duration` seconds measured — or, with
 //! `--rate R`, an open loop: R requests a second in all, each client's sent on a fixed schedule
-//! whatever the answers do, and each latency counted from the request's intended send time, so
-//! that a server that falls behind is charged for the queue it builds (no coordinated omission).
+//! whatever the answers do (while earlier ones are in flight, on more connections of the
+//! client's session, up to 64 in flight per client), and each latency counted from the
+//! request's intended send time, so that a server that falls behind is charged for the queue it
+//! builds (no coordinated omission).
 //! The driver prints one JSON line: requests/s, latency
 //! percentiles, the server processes' CPU time per request (`/proc/PID/stat`, `--pid`, with the
 //! children of `--store-pid`, a PostgreSQL postmaster, apart), their peak resident memory
@@ -63,7 +65,7 @@ const REQUEST_LIMIT: Duration = Duration::from_secs(30);
 
 /// Command line of the driver.
 #[derive(Parser, Debug)]
-#[command(about = "Closed-loop MCP tool calls over Streamable HTTP, as one JSON line")]
+#[command(about = "Closed- or open-loop MCP tool calls over Streamable HTTP, as one JSON line")]
 struct Options {
     /// Name shown in the output.
     #[arg(long, default_value = "server")]
@@ -75,7 +77,8 @@ struct Options {
     /// A bearer token sent with every request.
     #[arg(long)]
     token: Option<String>,
-    /// Clients at once, each with one request in flight.
+    /// Clients at once, each with one request in flight (in the open loop, as many as its
+    /// schedule needs, up to 64, each on a connection of its own).
     #[arg(long, default_value_t = 64)]
     clients: usize,
     /// Open loop: requests per second offered in all, spread evenly over the clients, sent on
@@ -317,6 +320,43 @@ impl Connection {
     }
 }
 
+/// What a client's connections share: the endpoint, the token and the session.
+struct Shared {
+    authority: String,
+    path: String,
+    token: Option<String>,
+    session: Option<String>,
+    version: Option<String>,
+}
+
+impl Connection {
+    fn shared(&self) -> Shared {
+        Shared {
+            authority: self.authority.clone(),
+            path: self.path.clone(),
+            token: self.token.clone(),
+            session: self.session.clone(),
+            version: self.version.clone(),
+        }
+    }
+}
+
+impl Shared {
+    /// Another connection in the session, the `ordinal`-th, its request ids apart from the
+    /// others' (from `ordinal` · 10⁹).
+    async fn connect(&self, ordinal: u64) -> anyhow::Result<Connection> {
+        Ok(Connection {
+            authority: self.authority.clone(),
+            path: self.path.clone(),
+            token: self.token.clone(),
+            sender: connect(&self.authority).await?,
+            session: self.session.clone(),
+            version: self.version.clone(),
+            next_id: ordinal * 1_000_000_000 + 1,
+        })
+    }
+}
+
 /// A new HTTP/1.1 connection to `authority`, its I/O driven by a task of its own.
 async fn connect(authority: &str) -> anyhow::Result<SendRequest<Full<Bytes>>> {
     let stream = tokio::net::TcpStream::connect(authority)
@@ -391,7 +431,10 @@ async fn client(
             let Some(phases) = phases else {
                 return Tally::default();
             };
-            run(index, &options, connection, phases).await
+            match options.rate {
+                None => run(index, &options, connection, phases).await,
+                Some(rate) => run_open(index, &options, rate, connection, phases).await,
+            }
         }
         Err(error) => {
             ready.send(Err(error)).ok();
@@ -430,107 +473,158 @@ fn write_arguments(index: usize, number: u64, length: usize) -> String {
     json!({"name": variable(index), "value": payload(number, length)}).to_string()
 }
 
-/// When a client sends its calls: as soon as the last is answered (a closed loop), or on a
-/// fixed schedule (an open loop).
-enum Schedule {
-    Closed,
-    /// The next call is due at `next`, then every `interval`.
-    Open {
-        next: Instant,
-        interval: Duration,
-    },
-}
+/// The most requests an open-loop client has in flight at once, each on a connection of its own
+/// (sharing the client's session): past it, a due call waits for an answer, and its latency,
+/// counted from when it was due, shows the wait.
+const MOST_IN_FLIGHT: usize = 64;
 
-impl Schedule {
-    /// Client `index`'s schedule: its share of `--rate`, its first call offset by its index so
-    /// that the clients' calls interleave instead of arriving together.
-    fn of(index: usize, options: &Options, start: Instant) -> Self {
-        let Some(rate) = options.rate else {
-            return Self::Closed;
-        };
-        let interval = Duration::from_secs_f64(options.clients as f64 / rate);
-        let offset = interval.mul_f64(index as f64 / options.clients as f64);
-        Self::Open {
-            next: start + offset,
-            interval,
-        }
-    }
-
-    /// Waits until the next call is due; the instant its latency is counted from.
-    async fn due(&mut self) -> Instant {
-        match self {
-            Self::Closed => Instant::now(),
-            Self::Open { next, interval } => {
-                let due = *next;
-                *next += *interval;
-                tokio::time::sleep_until(due.into()).await;
-                due
-            }
-        }
-    }
-}
-
-/// The loop of calls: closed, or open on `--rate`'s schedule.
-async fn run(index: usize, options: &Options, mut connection: Connection, phases: Phases) -> Tally {
-    let stateless = options.era == Era::Stateless;
-    let read_arguments = json!({"name": variable(index)}).to_string();
-    let mut tally = Tally::default();
-    // Spreads the writes evenly: call n writes when n·writes crosses a multiple of 100.
+/// The kind of the `number`-th call: spreads the writes evenly (call n writes when n·writes
+/// crosses a multiple of 100).
+fn kind_of(options: &Options, number: u64) -> Call {
     let writes = u64::from(options.writes.min(100));
-    let mut number: u64 = index as u64;
-    let mut schedule = Schedule::of(index, options, Instant::now());
-    loop {
-        let sent = schedule.due().await;
-        if sent >= phases.stop_at {
-            break;
+    match options.mix {
+        Mix::Echo => Call::Echo,
+        Mix::Workspace if (number * writes) % 100 < writes => Call::Write,
+        Mix::Workspace => Call::Read,
+    }
+}
+
+/// Sends client `index`'s `number`-th call, of kind `call`, and waits for its answer.
+async fn send(
+    connection: &mut Connection,
+    options: &Options,
+    index: usize,
+    number: u64,
+    call: Call,
+) -> anyhow::Result<Outcome> {
+    let stateless = options.era == Era::Stateless;
+    match call {
+        Call::Read => {
+            let arguments = json!({"name": variable(index)}).to_string();
+            connection.call("ReadVar", &arguments, stateless).await
         }
-        number += 1;
-        let call = match options.mix {
-            Mix::Echo => Call::Echo,
-            Mix::Workspace if (number * writes) % 100 < writes => Call::Write,
-            Mix::Workspace => Call::Read,
-        };
-        let result = match call {
-            Call::Read => connection.call("ReadVar", &read_arguments, stateless).await,
-            Call::Write => {
-                connection
-                    .call(
-                        "WriteVar",
-                        &write_arguments(index, number, options.payload),
-                        stateless,
-                    )
-                    .await
-            }
-            Call::Echo => {
-                let arguments = json!({"message": payload(number, options.payload)}).to_string();
-                connection.call("echo", &arguments, stateless).await
-            }
-        };
+        Call::Write => {
+            let arguments = write_arguments(index, number, options.payload);
+            connection.call("WriteVar", &arguments, stateless).await
+        }
+        Call::Echo => {
+            let arguments = json!({"message": payload(number, options.payload)}).to_string();
+            connection.call("echo", &arguments, stateless).await
+        }
+    }
+}
+
+impl Tally {
+    /// Counts one answered call, sent (or due) at `sent`.
+    fn record(
+        &mut self,
+        call: Call,
+        sent: Instant,
+        phases: Phases,
+        result: &anyhow::Result<Outcome>,
+    ) {
         let answered = Instant::now();
-        let measured = sent >= phases.measure_from;
-        if measured {
+        if sent >= phases.measure_from {
             let latencies = match call {
-                Call::Read => &mut tally.reads,
-                Call::Write => &mut tally.writes,
-                Call::Echo => &mut tally.echoes,
+                Call::Read => &mut self.reads,
+                Call::Write => &mut self.writes,
+                Call::Echo => &mut self.echoes,
             };
             latencies.push(answered - sent);
         }
         if answered >= phases.measure_from && answered < phases.stop_at {
-            tally.answered_in_window += 1;
+            self.answered_in_window += 1;
         }
         match result {
             Ok(Outcome::Success) => {}
-            Ok(Outcome::Failure(reason)) => tally.fail(reason),
-            Err(error) => {
-                tally.fail(format!("{error:#}"));
-                // The connection is gone: open a new one, keeping the session.
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                if let Ok(sender) = connect(&connection.authority).await {
-                    connection.sender = sender;
-                }
+            Ok(Outcome::Failure(reason)) => self.fail(reason.clone()),
+            Err(error) => self.fail(format!("{error:#}")),
+        }
+    }
+}
+
+/// The closed loop: the next call is sent when the last is answered.
+async fn run(index: usize, options: &Options, mut connection: Connection, phases: Phases) -> Tally {
+    let mut tally = Tally::default();
+    let mut number: u64 = index as u64;
+    loop {
+        let sent = Instant::now();
+        if sent >= phases.stop_at {
+            break;
+        }
+        number += 1;
+        let call = kind_of(options, number);
+        let result = send(&mut connection, options, index, number, call).await;
+        tally.record(call, sent, phases, &result);
+        if result.is_err() {
+            // The connection is gone: open a new one, keeping the session.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            if let Ok(sender) = connect(&connection.authority).await {
+                connection.sender = sender;
             }
         }
+    }
+    tally
+}
+
+/// The open loop: the client's share of `--rate`, each call sent when it is due whatever the
+/// answers to the earlier ones do (on another connection of the client's session while they are
+/// in flight, up to [`MOST_IN_FLIGHT`]), its latency counted from when it was due. The first
+/// call is offset by the client's index, so that the clients' calls interleave instead of
+/// arriving together.
+async fn run_open(
+    index: usize,
+    options: &Options,
+    rate: f64,
+    connection: Connection,
+    phases: Phases,
+) -> Tally {
+    let interval = Duration::from_secs_f64(options.clients as f64 / rate);
+    let mut due = Instant::now() + interval.mul_f64(index as f64 / options.clients as f64);
+    let mut tally = Tally::default();
+    let mut number: u64 = index as u64;
+    let mut opened: u64 = 0;
+    let shared = connection.shared();
+    let mut idle = vec![connection];
+    let mut in_flight = futures::stream::FuturesUnordered::new();
+    while due < phases.stop_at {
+        let room = !idle.is_empty() || in_flight.len() < MOST_IN_FLIGHT;
+        let answered = tokio::select! {
+            biased;
+            Some(answered) = futures::StreamExt::next(&mut in_flight) => Some(answered),
+            () = tokio::time::sleep_until(due.into()), if room => None,
+        };
+        if let Some((connection, call, sent, result)) = answered {
+            tally.record(call, sent, phases, &result);
+            // A connection that failed is dropped; the next call due opens another.
+            if result.is_ok() {
+                idle.push(connection);
+            }
+            continue;
+        }
+        let connection = if let Some(connection) = idle.pop() {
+            Ok(connection)
+        } else {
+            opened += 1;
+            shared.connect(opened).await
+        };
+        let sent = due;
+        due += interval;
+        number += 1;
+        let call = kind_of(options, number);
+        match connection {
+            Ok(mut connection) => {
+                in_flight.push(async move {
+                    let result = send(&mut connection, options, index, number, call).await;
+                    (connection, call, sent, result)
+                });
+            }
+            Err(error) => tally.record(call, sent, phases, &Err(error)),
+        }
+    }
+    // The calls sent before the end are answered and counted.
+    while let Some((_, call, sent, result)) = futures::StreamExt::next(&mut in_flight).await {
+        tally.record(call, sent, phases, &result);
     }
     tally
 }

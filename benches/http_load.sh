@@ -25,8 +25,10 @@
 #   benches/http_load.sh                          # installs into target/http-load, kept for re-runs
 #   DURATION=20 WARMUP=5 CLIENTS=64 benches/http_load.sh
 #   RATE=1000 DURATION=60 benches/http_load.sh    # open loop: 1,000 requests/s offered in all
-#                                                 # whatever the answers do, latency counted from
-#                                                 # each request's intended send time
+#                                                 # whatever the answers do (a call due while its
+#                                                 # client's last is in flight goes out on another
+#                                                 # connection of the session, up to 64), latency
+#                                                 # counted from each request's intended send time
 #   TARGETS="memory python" benches/http_load.sh  # some targets only
 #   PG_FSYNC=off benches/http_load.sh             # PostgreSQL without fsync (the disk left out)
 #   SYNAPSE=path/to/synapse-mcp DRIVER=path/to/http_load benches/http_load.sh   # no builds
@@ -301,8 +303,13 @@ say "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
   wants everything && printf ', server-everything %s on node %s' "$everything_version" "$("$node" --version)"
   wants python && printf ', Python mcp %s on %s' "$("$python" -c 'import importlib.metadata as m; print(m.version("mcp"))')" "$("$python" --version)"
   [[ -n "$postgres_port" ]] && printf ', PostgreSQL %s (fsync %s)' "$("$postgres_bin/postgres" --version | awk '{print $3}')" "$pg_fsync"
-  printf '\n%s clients, one request in flight each; %s s warm-up, %s s measured per target; %s-byte payload; synapse-mcp: %s %% WriteVar, the rest ReadVar; peers: echo\n\n' \
-    "$clients" "$warmup" "$duration" "$payload" "$writes"
+  if [[ -n "$rate" ]]; then
+    printf '\n%s clients, open loop at %s requests/s in all (each call sent when due, on another connection of its session while earlier ones are in flight; latency from when it was due)' "$clients" "$rate"
+  else
+    printf '\n%s clients, closed loop, one request in flight each' "$clients"
+  fi
+  printf '; %s s warm-up, %s s measured per target; %s-byte payload; synapse-mcp: %s %% WriteVar, the rest ReadVar; peers: echo\n\n' \
+    "$warmup" "$duration" "$payload" "$writes"
   "$python" - "$results" <<'PYTHON'
 """Render the driver's JSON lines as one markdown table."""
 import json

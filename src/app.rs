@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
 use crate::folders::Indexes;
 use crate::folders::watch::{self, Watch};
@@ -372,26 +372,53 @@ fn follow_other_instances(
     };
     let following = move || {
         loop {
-            let heard = match heard.blocking_recv() {
+            let first = match heard.blocking_recv() {
                 Ok(heard) => heard,
                 Err(RecvError::Lagged(_)) => Heard::Missed,
                 Err(RecvError::Closed) => return,
             };
+            // What was heard meanwhile is caught up with once: a busy workspace's burst of
+            // commits costs one catch-up, not one each.
+            let mut changes = vec![first];
+            loop {
+                let more = match heard.try_recv() {
+                    Ok(more) => more,
+                    Err(TryRecvError::Lagged(_)) => Heard::Missed,
+                    Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+                };
+                if !changes.contains(&more) {
+                    changes.push(more);
+                }
+            }
+            if changes.contains(&Heard::Missed) {
+                changes = vec![Heard::Missed];
+            }
             let Some(workspaces) = workspaces.upgrade() else {
                 return;
             };
-            let open: Vec<Arc<Workspace>> = {
-                let open = workspaces.lock().unwrap_or_else(PoisonError::into_inner);
-                match &heard {
-                    Heard::Missed => open.values().cloned().collect(),
-                    Heard::Variables(name) | Heard::State(name) | Heard::Switches(name) => {
-                        open.get(name).cloned().into_iter().collect()
+            let mut open: Vec<(&Heard, Arc<Workspace>)> = Vec::new();
+            {
+                let workspaces = workspaces.lock().unwrap_or_else(PoisonError::into_inner);
+                for heard in &changes {
+                    match heard {
+                        Heard::Missed => open.extend(
+                            workspaces
+                                .values()
+                                .map(|workspace| (heard, Arc::clone(workspace))),
+                        ),
+                        Heard::Variables(name) | Heard::State(name) | Heard::Switches(name) => {
+                            open.extend(
+                                workspaces
+                                    .get(name)
+                                    .map(|workspace| (heard, Arc::clone(workspace))),
+                            );
+                        }
                     }
                 }
-            };
+            }
             drop(workspaces);
-            for workspace in open {
-                if let Err(error) = changed_elsewhere(&heard, &workspace) {
+            for (heard, workspace) in open {
+                if let Err(error) = changed_elsewhere(heard, &workspace) {
                     tracing::warn!(%error, workspace = workspace.name(), "cannot catch up with another instance's change");
                 }
             }

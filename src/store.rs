@@ -229,6 +229,21 @@ pub trait Store: Send + Sync {
     fn listen(&self) -> Option<broadcast::Receiver<Heard>> {
         None
     }
+    /// The workspace's current change sequence, read without blocking the calling thread by a
+    /// read that begins after this call and is shared with the other reads waiting then (one
+    /// round trip answers them all); `None` when the store has no such read (then
+    /// [`Store::sequence`]).
+    fn shared_sequence(
+        &self,
+        _workspace: &str,
+    ) -> Option<futures::future::BoxFuture<'static, Result<u64, Error>>> {
+        None
+    }
+    /// Whether each call is a round trip to a database server, which a caller must not make
+    /// while other requests wait on it (an embedded file answers in microseconds).
+    fn round_trips(&self) -> bool {
+        false
+    }
     /// The database connections held now, for the metrics; `None` when there are none to tell.
     fn connections(&self) -> Option<Connections> {
         None

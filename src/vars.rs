@@ -89,6 +89,9 @@ pub struct VariableSystem {
     eviction: EvictionOrder,
     /// Bytes of every value held, kept in step with `variables` (for the workspace's byte cap).
     bytes: usize,
+    /// While a change is tried ([`Self::begin_journal`]): each variable it touched as it was
+    /// before (`None`: it did not exist), first touch only, to roll the change back.
+    journal: Option<Vec<(Arc<str>, Option<Record>)>>,
 }
 
 impl fmt::Debug for VariableSystem {
@@ -115,6 +118,41 @@ impl VariableSystem {
             variables: HashMap::default(),
             eviction: EvictionOrder::default(),
             bytes: 0,
+            journal: None,
+        }
+    }
+
+    /// Starts recording what each change does to the variables, so that [`Self::roll_back`] can
+    /// undo it (a change decided in memory, then committed elsewhere before it is shown).
+    pub fn begin_journal(&mut self) {
+        self.journal = Some(Vec::new());
+    }
+
+    /// Undoes every change since [`Self::begin_journal`], and stops recording.
+    pub fn roll_back(&mut self) {
+        let Some(journal) = self.journal.take() else {
+            return;
+        };
+        for (name, before) in journal.into_iter().rev() {
+            match before {
+                Some(record) => self.restore(record),
+                None => {
+                    self.discard(&name);
+                }
+            }
+        }
+    }
+
+    /// Records `name` as it is now, before a change to it, while a journal is kept.
+    fn journal(&mut self, name: &str) {
+        if let Some(journal) = &mut self.journal
+            && !journal.iter().any(|(touched, _)| &**touched == name)
+        {
+            let before = self
+                .variables
+                .get(name)
+                .map(|variable| variable.to_record());
+            journal.push((Arc::from(name), before));
         }
     }
 
@@ -148,6 +186,7 @@ impl VariableSystem {
     /// The name is not validated here: callers taking names from users check them with
     /// [`validate_name`] first.
     pub fn insert(&mut self, variable: NewVariable) -> WriteOutcome {
+        self.journal(&variable.name);
         let now = self.clock.now();
         // One hash lookup serves both paths; the candidate key is dropped if the name exists.
         let candidate: Arc<str> = Arc::from(variable.name.as_str());
@@ -182,6 +221,7 @@ impl VariableSystem {
     /// Applies a patch to an existing variable, sets `updated` and `last_visited` to now, then
     /// evicts while the store is over capacity.
     pub fn update(&mut self, name: &str, patch: VariablePatch) -> Result<WriteOutcome, Error> {
+        self.journal(name);
         let variable = self
             .variables
             .get_mut(name)
@@ -343,6 +383,7 @@ impl VariableSystem {
 
     /// Removes a variable and its eviction key; returns whether it existed.
     fn discard(&mut self, name: &str) -> bool {
+        self.journal(name);
         let Some(variable) = self.variables.remove(name) else {
             return false;
         };
@@ -362,6 +403,43 @@ mod tests {
         assert_index_consistent, insert_text, names, sorted_names, store, strings,
     };
     use super::*;
+
+    /// Every variable as a record, by name.
+    fn records(store: &VariableSystem) -> Vec<Record> {
+        let mut all: Vec<Record> = store.iter().map(Variable::to_record).collect();
+        all.sort_by(|left, right| left.name.cmp(&right.name));
+        all
+    }
+
+    #[test]
+    fn a_journaled_change_rolls_back_to_exactly_what_was_there() {
+        let mut store = store(3);
+        for name in ["a", "b", "c"] {
+            insert_text(&mut store, name);
+        }
+        store.get("a");
+        let before = records(&store);
+        let bytes = store.bytes();
+        store.begin_journal();
+        // A new variable evicts the least recently used (b), a replacement, a patch, a removal.
+        let outcome = store.insert(NewVariable::text("d", "new", VarType::LlmAdd));
+        assert_eq!(outcome.evicted, vec![Arc::<str>::from("b")]);
+        store.insert(NewVariable::text("a", "replaced", VarType::UserAdd));
+        let patch = VariablePatch {
+            desc: Some("changed".to_owned()),
+            ..VariablePatch::default()
+        };
+        store.update("c", patch).unwrap();
+        store.remove(&strings(&["d", "c"]));
+        store.roll_back();
+        assert_eq!(records(&store), before);
+        assert_eq!(store.bytes(), bytes);
+        assert_index_consistent(&store);
+        // Not journaled any more: a change stays.
+        store.roll_back();
+        insert_text(&mut store, "e");
+        assert_eq!(sorted_names(&store), strings(&["a", "c", "e"]));
+    }
 
     #[test]
     fn insert_creates_a_variable_stamped_with_the_write_time() {

@@ -4,6 +4,8 @@
 //!
 //! With a store, each mutation is applied in memory, committed as one transaction, and undone
 //! in memory (from the stored rows) when the commit fails, so a failed write changes nothing.
+//! On a database server it is decided in memory, rolled back there, committed without holding
+//! the workspace, then put back: requests served meanwhile never see it before it is durable.
 //! Values that can be recomputed from files on disk (the cached results of the skill tools) are
 //! the exception: they are usable at once in this process (`ReadVar`, `$VAR_REF`) and written
 //! lazily, in batches, with the next durable commit, before catching up with another process,
@@ -14,6 +16,7 @@
 //! committing, undoing, and the batches; `own_writes.rs` the model's own writes (`WriteVar`).
 
 mod durability;
+mod fence;
 mod own_writes;
 mod state_document;
 pub mod switches;
@@ -29,6 +32,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::json::compact_length;
+pub use fence::PendingFence;
 pub use own_writes::{OwnWrite, RuleRefused, Written};
 pub use switches::{Switches, Target};
 
@@ -114,6 +118,15 @@ pub struct Workspace {
     state_bytes: AtomicUsize,
     /// The tool groups and tools switched at runtime, for this workspace.
     switches: Switches,
+    /// The store is a database server: its round trips are made with the runtime's worker
+    /// handed on, and requests wait for them without blocking a thread (`fence.rs`).
+    remote: bool,
+    /// Round trips made holding the workspace, in flight (`fence.rs`).
+    busy: AtomicUsize,
+    /// Told when the last of them ends.
+    settled: tokio::sync::Notify,
+    /// Held by the writer whose commit is in flight, on a database server (`durability.rs`).
+    committing: Mutex<()>,
 }
 
 impl Workspace {
@@ -135,6 +148,10 @@ impl Workspace {
             max_bytes: None,
             state_bytes: AtomicUsize::new(2),
             switches: Switches::default(),
+            remote: false,
+            busy: AtomicUsize::new(0),
+            settled: tokio::sync::Notify::new(),
+            committing: Mutex::new(()),
         }
     }
 
@@ -161,6 +178,7 @@ impl Workspace {
         let state_bytes = compact_length(&store.state(&workspace.name)?);
         workspace.state_bytes = AtomicUsize::new(state_bytes);
         workspace.switches = Switches::restored(store.tool_switches(&workspace.name)?);
+        workspace.remote = store.round_trips();
         workspace.store = Some(store);
         let mut state = workspace.lock();
         let evicted = state.system.evict();

@@ -125,9 +125,13 @@ pub(super) async fn call(
         sampler: sampler.as_ref().map(|sampler| sampler as &dyn Sampler),
         relay: relay.as_ref().map(|relay| relay as &dyn Relay),
     };
-    let outcome = AssertUnwindSafe(executor.execute(call))
-        .catch_unwind()
-        .await;
+    let running = AssertUnwindSafe(executor.execute(call)).catch_unwind();
+    // On a workspace stored on a database server, once its shared sequence read is answered
+    // (`workspace/fence.rs`).
+    let outcome = match executor.workspace().fence() {
+        None => running.await,
+        Some(fence) => fence.around(running).await,
+    };
     match outcome {
         Ok(outcome) => errors::tool_response(&name, outcome),
         Err(panic) => Err(errors::panicked(&name, panic.as_ref())),

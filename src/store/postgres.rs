@@ -25,8 +25,8 @@
 //!
 //! This file holds the connection pool, the transactions, the migrations and the size cap; its
 //! parts are `workspaces.rs` (the [`Store`](super::Store) trait), `snapshots.rs` (the
-//! [`SnapshotStore`](super::SnapshotStore) trait) and `listen.rs` (the change notifications
-//! between processes).
+//! [`SnapshotStore`](super::SnapshotStore) trait), `listen.rs` (the change notifications
+//! between processes) and `sequences.rs` (the shared, non-blocking reads of change sequences).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -39,6 +39,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
 mod listen;
+mod sequences;
 mod snapshots;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -81,6 +82,8 @@ pub struct PostgresStore {
     instance: Arc<str>,
     /// The changes other processes committed, once something listens.
     heard: OnceLock<broadcast::Sender<Heard>>,
+    /// The shared reads of change sequences (`sequences.rs`).
+    sequences: Arc<sequences::Sequences>,
 }
 
 #[derive(Default)]
@@ -225,14 +228,15 @@ impl PostgresStore {
                 message: format!("cannot start the client's thread: {error}"),
             })?;
         let store = Arc::new(Self {
-            display,
-            config,
+            display: display.clone(),
+            config: config.clone(),
             options,
             runtime: Some(runtime),
             pool: Mutex::new(Pool::default()),
             returned: Condvar::new(),
             instance: Arc::from(uuid::Uuid::new_v4().to_string()),
             heard: OnceLock::new(),
+            sequences: Arc::new(sequences::Sequences::new(display.clone(), config.clone())),
         });
         store.migrate()?;
         Ok(store)

@@ -30,9 +30,9 @@ pub enum Runs {
     /// client's model, a script's process, the steps of a plan).
     OnSession,
     /// On tokio's blocking pool, with the call's cancellation, for synchronous work that may
-    /// take long (a rescan of every skill root, a whole chat): the server's runtime is
+    /// take long (a rescan of every skill root, a whole chat): the stdio server's runtime is
     /// single-threaded (`main.rs` says why), and a long call on it would hold up every other
-    /// request of the session. The arguments are decoded there too, since a whole chat takes a
+    /// request of the session (over HTTP, it would hold a worker of a few). The arguments are decoded there too, since a whole chat takes a
     /// while to decode.
     OnBlockingPool,
 }

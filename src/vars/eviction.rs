@@ -106,6 +106,7 @@ impl VariableSystem {
                 spared = Some(oldest);
                 continue;
             }
+            self.journal(&oldest.name);
             if let Some(variable) = self.variables.remove(&oldest.name) {
                 self.bytes = self.bytes.saturating_sub(variable.value.len());
             }

@@ -75,7 +75,7 @@ impl Workspace {
         if visits.is_empty() {
             return;
         }
-        if let Err(error) = store.record_visits(&self.name, &visits) {
+        if let Err(error) = self.round_trip(|| store.record_visits(&self.name, &visits)) {
             tracing::warn!(%error, "cannot record variable visits");
         }
     }
@@ -86,15 +86,43 @@ impl Workspace {
         let Some(store) = &self.store else {
             return Ok(state);
         };
+        if self.remote {
+            return self.synced_remotely(state, store.as_ref());
+        }
         if store.sequence(&self.name)? == state.seen {
             return Ok(state);
         }
+        self.catch_up_fully(&mut state)?;
+        Ok(state)
+    }
+
+    /// [`Workspace::synced`] on a database server: no round trip when the request's fence is
+    /// one this process has caught up with (`fence.rs`).
+    fn synced_remotely<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        store: &dyn store::Store,
+    ) -> Result<MutexGuard<'a, State>, Error> {
+        let stored = match self.fenced_sequence() {
+            Some(fenced) if fenced <= state.seen => return Ok(state),
+            Some(fenced) => fenced,
+            None => self.round_trip(|| store.sequence(&self.name))?,
+        };
+        if stored == state.seen {
+            return Ok(state);
+        }
+        self.round_trip(|| self.catch_up_fully(&mut state))?;
+        Ok(state)
+    }
+
+    /// Catches up, again while another process commits before its eviction can.
+    fn catch_up_fully(&self, state: &mut State) -> Result<(), Error> {
         // An eviction after catching up commits only if nothing came between; else again.
         let mut attempt = 1;
-        while !self.catch_up(&mut state)? && attempt < ATTEMPTS {
+        while !self.catch_up(state)? && attempt < ATTEMPTS {
             attempt += 1;
         }
-        Ok(state)
+        Ok(())
     }
 
     /// Applies what other processes committed since this one last caught up, announces it,
@@ -155,7 +183,18 @@ impl Workspace {
     /// Catches up with other processes now, announcing what they changed to this process's
     /// subscribers (a change heard of from another process).
     pub fn catch_up_now(&self) -> Result<(), Error> {
-        drop(self.synced()?);
+        match &self.store {
+            // On a database server the sequence is read before the workspace is taken, so that
+            // the requests it serves meanwhile wait only when there is something to catch up.
+            Some(store) if self.remote => {
+                let stored = store.sequence(&self.name)?;
+                let mut state = self.lock();
+                if stored != state.seen {
+                    self.round_trip(|| self.catch_up_fully(&mut state))?;
+                }
+            }
+            _ => drop(self.synced()?),
+        }
         Ok(())
     }
 
@@ -167,6 +206,11 @@ impl Workspace {
         &self,
         mut apply: impl FnMut(&mut State) -> Result<Applied<T>, Error>,
     ) -> Result<T, Error> {
+        if self.remote
+            && let Some(store) = &self.store
+        {
+            return self.commit_unlocked(store.as_ref(), apply);
+        }
         let mut lost = 0_u32;
         let mut started = None;
         loop {
@@ -182,7 +226,76 @@ impl Workspace {
             if started.elapsed() >= CONTENTION_DEADLINE {
                 return Err(self.contended(lost));
             }
-            std::thread::sleep(pause(lost));
+            self.lost_race(pause(lost));
+        }
+    }
+
+    /// [`Workspace::commit_with`] on a database server, without holding the workspace across
+    /// the commit's round trip: the change is decided on the caught-up state and rolled back at
+    /// once (so that the requests served meanwhile read only what is committed), the batch it
+    /// makes is committed with the workspace free, then put in memory — unless a catch-up made
+    /// meanwhile already read it from the store. This process's writers take turns, one commit
+    /// in flight at a time (they would only lose the race to each other otherwise).
+    fn commit_unlocked<T>(
+        &self,
+        store: &dyn store::Store,
+        mut apply: impl FnMut(&mut State) -> Result<Applied<T>, Error>,
+    ) -> Result<T, Error> {
+        let mut lost = 0_u32;
+        let mut started = None;
+        loop {
+            let turn = self.turn_to_commit();
+            let (outcome, batch, expected) = {
+                let mut state = self.synced()?;
+                state.system.begin_journal();
+                let applied = apply(&mut state);
+                let decided = applied.map(|applied| {
+                    let batch = Self::batch(&state, &applied.written, &applied.removed);
+                    (applied.outcome, batch)
+                });
+                state.system.roll_back();
+                let (outcome, batch) = decided?;
+                if batch.is_empty() {
+                    return Ok(outcome);
+                }
+                (outcome, batch, state.seen)
+            };
+            let committed =
+                self.round_trip_unheld(|| store.commit_after(&self.name, expected, &batch))?;
+            let mut state = self.lock();
+            if let Some(commit) = committed {
+                // A catch-up made meanwhile read this commit from the store, and maybe later
+                // ones that the batch must not overwrite.
+                if state.seen == commit.before {
+                    for record in &batch.written {
+                        state.system.restore(record.clone());
+                    }
+                    for name in &batch.removed {
+                        state.system.forget(name);
+                    }
+                    state.seen = commit.after;
+                }
+                let committed: HashSet<&str> = batch
+                    .written
+                    .iter()
+                    .map(|record| &*record.name)
+                    .chain(batch.removed.iter().map(String::as_str))
+                    .collect();
+                state
+                    .unsaved
+                    .retain(|name| !committed.contains(name.as_str()));
+                return Ok(outcome);
+            }
+            // Another process came first: nothing of this change was shown; catch up and
+            // decide it again.
+            drop(state);
+            drop(turn);
+            let started = *started.get_or_insert_with(Instant::now);
+            lost += 1;
+            if started.elapsed() >= CONTENTION_DEADLINE {
+                return Err(self.contended(lost));
+            }
+            self.lost_race(pause(lost));
         }
     }
 
@@ -214,7 +327,7 @@ impl Workspace {
         if batch.is_empty() {
             return Ok(());
         }
-        let commit = store.commit(&self.name, &batch)?;
+        let commit = self.round_trip(|| store.commit(&self.name, &batch))?;
         if commit.before == state.seen {
             state.seen = commit.after;
         }
@@ -261,7 +374,7 @@ impl Workspace {
         if batch.is_empty() {
             return Ok(true);
         }
-        match store.commit_after(&self.name, state.seen, &batch) {
+        match self.round_trip(|| store.commit_after(&self.name, state.seen, &batch)) {
             Ok(Some(commit)) => {
                 state.seen = commit.after;
                 state.unsaved.clear();
@@ -292,7 +405,7 @@ impl Workspace {
     pub(super) fn undo<'a>(&self, state: &mut State, names: impl Iterator<Item = &'a String>) {
         let Some(store) = &self.store else { return };
         for name in names {
-            match store.variable(&self.name, name) {
+            match self.round_trip(|| store.variable(&self.name, name)) {
                 Ok(Some(stored)) => state.system.restore(stored),
                 Ok(None) => {
                     state.system.forget(name);

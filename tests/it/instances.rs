@@ -3,7 +3,8 @@
 //! hear of writes made on the other; concurrent writers on both keep the workspace's capacity,
 //! each overflow evicting one variable once; an instance killed with SIGKILL loses nothing it
 //! acknowledged, and its clients carry on on the other one; the connection that listens for the
-//! other instance's changes comes back when it is cut.
+//! other instance's changes comes back when it is cut; a write waiting on the database holds up
+//! no other request, and is not shown before it is committed.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -17,6 +18,9 @@ use crate::http::{HttpServer, add_token, initialize};
 
 /// The workspace every test's token opens.
 const WORKSPACE: &str = "team";
+
+/// Another workspace the token may use.
+const ELSEWHERE: &str = "elsewhere";
 
 /// Two instances on one database, with one token for both.
 struct Pair {
@@ -37,7 +41,7 @@ impl Pair {
         let shared = tempfile::tempdir().unwrap();
         let tokens = shared.path().join("tokens.toml");
         std::fs::write(&tokens, "").unwrap();
-        let token = add_token(&tokens, "alice", &[WORKSPACE], false);
+        let token = add_token(&tokens, "alice", &[WORKSPACE, ELSEWHERE], false);
         let config_file = shared.path().join("config.toml");
         std::fs::write(&config_file, config).unwrap();
         let first = start(&tokens, &url, &config_file).await;
@@ -631,5 +635,101 @@ async fn a_write_that_never_wins_gives_up_after_its_deadline_and_changes_nothing
         .into()
     );
     writer.cancel().await.unwrap();
+    reader.cancel().await.unwrap();
+}
+
+/// A write whose commit waits on the database (another transaction holds the workspace's row)
+/// holds up no other request on the same instance: a read of another workspace is answered (the
+/// waiting commit hands its runtime worker on, and the server has more than one), and so is a
+/// read of the same workspace, which shows what is committed and not the write in flight.
+#[tokio::test]
+async fn a_write_waiting_on_the_database_holds_up_no_other_request() {
+    let Some(pair) = Pair::start("").await else {
+        return;
+    };
+    let writer = pair.client(&pair.first, observer()).await;
+    let beside = pair.client(&pair.first, observer()).await;
+    let elsewhere = pair
+        .first
+        .client(&format!("/mcp/{ELSEWHERE}"), &pair.token, observer())
+        .await;
+    succeed(&writer, "WriteVar", json!({"name": "first", "value": "1"})).await;
+    succeed(
+        &elsewhere,
+        "WriteVar",
+        json!({"name": "there", "value": "2"}),
+    )
+    .await;
+    let (database, connection) = tokio_postgres::connect(&pair.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    database
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM workspaces WHERE name = '{WORKSPACE}' FOR UPDATE"
+        ))
+        .await
+        .unwrap();
+    let waiting = tokio::spawn(async move {
+        let written = call(&writer, "WriteVar", json!({"name": "late", "value": "3"})).await;
+        writer.cancel().await.unwrap();
+        written
+    });
+    // The write's commit is waiting on the row lock.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let waits: i64 = database
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE wait_event_type = 'Lock' AND datname = current_database()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waits == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the write never reached the lock"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        call(&elsewhere, "ReadVar", json!({"name": "there"})),
+    )
+    .await
+    .expect("a read of another workspace waited for the blocked write");
+    assert!(text(&read).ends_with("\n2"), "{read:?}");
+    let same = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        call(&beside, "ReadVar", json!({"name": "first"})),
+    )
+    .await
+    .expect("a read of the same workspace waited for the blocked write");
+    assert!(text(&same).ends_with("\n1"), "{same:?}");
+    let pending = call(&beside, "ReadVar", json!({"name": "late"})).await;
+    assert!(
+        is_error(&pending) && text(&pending).contains("`late` not found"),
+        "a write not yet committed was shown: {pending:?}"
+    );
+    assert!(
+        !waiting.is_finished(),
+        "the write went through a locked row"
+    );
+    database.batch_execute("ROLLBACK").await.unwrap();
+    let written = waiting.await.unwrap();
+    assert!(!is_error(&written), "{}", text(&written));
+    let read = call(&elsewhere, "ListVars", json!({})).await;
+    assert!(!is_error(&read), "{read:?}");
+    let reader = pair.client(&pair.second, observer()).await;
+    let read = call(&reader, "ReadVar", json!({"name": "late"})).await;
+    assert!(text(&read).ends_with("\n3"), "{read:?}");
+    let read = call(&beside, "ReadVar", json!({"name": "late"})).await;
+    assert!(text(&read).ends_with("\n3"), "{read:?}");
+    elsewhere.cancel().await.unwrap();
+    beside.cancel().await.unwrap();
     reader.cancel().await.unwrap();
 }

@@ -130,23 +130,26 @@ fn pooled_hash(
     }
 }
 
+/// Writes a variable stamped with `sequence`, in one statement: its long value into the pool,
+/// its row, and no removal of its name; returns the pooled value it replaced, if any (to release).
 fn write_variable(
     session: &mut Session<'_>,
     workspace: &str,
     variable: &Record,
     sequence: i64,
-) -> Result<(), Failure> {
+) -> Result<Option<String>, Failure> {
     let hash = pool_key(&variable.value);
-    if let Some(hash) = &hash {
-        session.execute(
-            "INSERT INTO value_pool (hash, value) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING",
-            &[hash, &variable.value.as_bytes()],
-        )?;
-    }
-    let inline = hash.is_none().then_some(variable.value.as_bytes());
+    let value = variable.value.as_bytes();
+    let inline = hash.is_none().then_some(value);
+    let pooled = hash.is_some().then_some(value);
     let description = variable.desc.as_deref().map(str::as_bytes);
-    session.execute(
-        "INSERT INTO variables (workspace, name, value, value_hash, kind, var_type, description, \
+    // Every part reads the rows as they were before the statement: `replaced` is the old row's.
+    let row = session.query_opt(
+        "WITH pooled AS (INSERT INTO value_pool (hash, value) \
+         SELECT $4::text, $15::bytea WHERE $4::text IS NOT NULL ON CONFLICT (hash) DO NOTHING), \
+         replaced AS (SELECT value_hash FROM variables WHERE workspace = $1 AND name = $2), \
+         unremoved AS (DELETE FROM removals WHERE workspace = $1 AND name = $2) \
+         INSERT INTO variables (workspace, name, value, value_hash, kind, var_type, description, \
          tags, keep, created, updated, last_visited, reference_count, sequence) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
          ON CONFLICT (workspace, name) DO UPDATE SET value = excluded.value, \
@@ -154,7 +157,8 @@ fn write_variable(
          description = excluded.description, tags = excluded.tags, keep = excluded.keep, \
          created = excluded.created, updated = excluded.updated, \
          last_visited = excluded.last_visited, reference_count = excluded.reference_count, \
-         sequence = excluded.sequence",
+         sequence = excluded.sequence \
+         RETURNING (SELECT value_hash FROM replaced)",
         &[
             &workspace,
             &&*variable.name,
@@ -170,14 +174,13 @@ fn write_variable(
             &micros(variable.last_visited),
             &stored_count(variable.reference_count),
             &sequence,
+            &pooled,
         ],
     )?;
-    session
-        .execute(
-            "DELETE FROM removals WHERE workspace = $1 AND name = $2",
-            &[&workspace, &&*variable.name],
-        )
-        .map(drop)
+    match row {
+        Some(row) => column(&row, 0),
+        None => Ok(None),
+    }
 }
 
 /// Drops pooled values nothing refers to any more.
@@ -296,8 +299,7 @@ impl Store for PostgresStore {
             let before = after.saturating_sub(1);
             let mut released = Vec::new();
             for variable in &batch.written {
-                released.extend(pooled_hash(session, workspace, &variable.name)?);
-                write_variable(session, workspace, variable, stamp)?;
+                released.extend(write_variable(session, workspace, variable, stamp)?);
             }
             for name in &batch.removed {
                 released.extend(pooled_hash(session, workspace, name)?);
@@ -473,6 +475,17 @@ impl Store for PostgresStore {
 
     fn listen(&self) -> Option<tokio::sync::broadcast::Receiver<Heard>> {
         self.heard()
+    }
+
+    fn shared_sequence(
+        &self,
+        workspace: &str,
+    ) -> Option<futures::future::BoxFuture<'static, Result<u64, Error>>> {
+        PostgresStore::shared_sequence(self, workspace)
+    }
+
+    fn round_trips(&self) -> bool {
+        true
     }
 
     fn delete_workspace(&self, workspace: &str) -> Result<bool, Error> {
