@@ -58,6 +58,19 @@ const FORMATS: [(&str, &str); 36] = [
     ("эксель", "xlsx"),
 ];
 
+/// Other names of a format (product names, short extensions): such a word also counts as the
+/// format's own name. Generic words ("slides", "spreadsheet") do not: they fit other skills too.
+const ALIASES: [&str; 8] = [
+    "doc",
+    "excel",
+    "jpg",
+    "md",
+    "pdfs",
+    "powerpoint",
+    "tex",
+    "xls",
+];
+
 /// Words after which a format is the one converted from: "from", and its equivalents.
 const FROM: [&str; 6] = ["aus", "desde", "from", "partir", "von", "из"];
 /// Words between the format converted from and the one wanted: "to", "into", "as"…
@@ -147,6 +160,12 @@ pub(super) fn weigh(query: &str, mut visit: impl FnMut(Script, &str, f32)) -> Op
                 1.0
             };
             visit(script, word, weight * factor);
+            // "powerpoint" is another name of the format a skill may be named by: `pptx`.
+            if ALIASES.contains(&lower[position].as_str())
+                && let Some(format) = format_of(&lower[position])
+            {
+                visit(Script::Other, format, weight * factor);
+            }
         }
     }
     conversion
