@@ -429,19 +429,22 @@ impl Index {
                 }
             }
         }
-        for (document, score) in scores.iter_mut().enumerate() {
-            let name_length = self.lengths[document][0];
-            if name_length > 0 && u32::from(name_words[document]) >= name_length {
-                *score *= NAMED;
-            }
-        }
         if let Some(conversion) = conversion {
             self.demote_opposite(conversion, &mut scores);
         }
+        // A skill whose whole name the query holds counts more.
+        let named = |document: usize| {
+            let name_length = self.lengths[document][0];
+            name_length > 0 && u32::from(name_words[document]) >= name_length
+        };
         let mut ranked: Vec<(usize, f32)> = scores
             .into_iter()
             .enumerate()
             .filter(|&(document, score)| score > 0.0 && keep(document))
+            .map(|(document, score)| {
+                let factor = if named(document) { NAMED } else { 1.0 };
+                (document, score * factor)
+            })
             .collect();
         let order = |left: &(usize, f32), right: &(usize, f32)| {
             right.1.total_cmp(&left.1).then(left.0.cmp(&right.0))
@@ -544,15 +547,12 @@ impl Index {
         // Stop words are left out unless the query is made of nothing else.
         let only_stop_words =
             tokens::words(query).all(|(_, word)| tokens::is_stop_word(&word.to_lowercase()));
-        // The stems of the query's own words, in order, for the everyday phrasings.
-        let mut stems: Vec<(String, f32)> = Vec::new();
         let conversion = weigh::weigh(query, |script, word, weight| {
-            let word = word.to_lowercase();
-            if tokens::is_stop_word(&word) && !only_stop_words {
+            if tokens::is_stop_word(word) && !only_stop_words {
                 return;
             }
             if script == Script::Cjk {
-                tokens::bigrams(&word, |bigram| {
+                tokens::bigrams(word, |bigram| {
                     found.push(QueryTerm {
                         text: bigram.to_owned(),
                         weight,
@@ -560,22 +560,22 @@ impl Index {
                     });
                 });
             } else {
-                let stem = self.stemmers.stem(script, &word);
-                stems.push((stem.clone(), weight));
                 found.push(QueryTerm {
-                    text: stem,
+                    text: self.stemmers.stem(script, word),
                     weight,
                     fuzzy: true,
                 });
             }
         });
-        glossary::glossary().paraphrase(&stems, |english, weight| {
-            found.push(QueryTerm {
+        let mut plain = Vec::new();
+        glossary::glossary().paraphrase(&found, |english, weight| {
+            plain.push(QueryTerm {
                 text: english.to_owned(),
                 weight: PLAIN_WEIGHT * weight,
                 fuzzy: false,
             });
         });
+        found.append(&mut plain);
         let known = |script: Script, word: &str| {
             self.find_term(&self.stemmers.stem(script, word)).is_some()
         };

@@ -9,11 +9,12 @@
 //! spaces); the other languages by stem (each column stemmed in its own language, so `файлы`
 //! meets `файл` and `fórmulas` meets `fórmula`), phrases of up to a few words included.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
+use super::QueryTerm;
 use super::tokens::{Script, Stemmers, is_stop_word, words};
 
 const TEXT: &str = include_str!("glossary.tsv");
@@ -42,6 +43,8 @@ pub(super) struct Glossary {
     plain: HashMap<String, Vec<usize>>,
     /// The longest everyday phrasing, in words.
     plain_longest: usize,
+    /// The first stem of every everyday phrasing.
+    plain_starts: HashSet<String>,
 }
 
 /// The glossary, parsed once.
@@ -63,6 +66,7 @@ impl Glossary {
             phrase_longest: 1,
             plain: HashMap::new(),
             plain_longest: 1,
+            plain_starts: HashSet::new(),
         };
         let lines = text
             .lines()
@@ -107,6 +111,9 @@ impl Glossary {
                     .map(|(script, word)| stemmers.stem(script, &word))
                     .collect();
                 glossary.plain_longest = glossary.plain_longest.max(stems.len());
+                if let Some(first) = stems.first() {
+                    glossary.plain_starts.insert(first.clone());
+                }
                 let concepts = glossary.plain.entry(stems.join(" ")).or_default();
                 if !concepts.contains(&concept) {
                     concepts.push(concept);
@@ -117,13 +124,23 @@ impl Glossary {
     }
 
     /// Calls `visit` with the English terms of every concept whose everyday phrasing the query
-    /// uses, each with the highest weight of the query words that named it. `stems` are the
-    /// query's words other than stop words, stemmed as the index stems them, in order.
-    pub(super) fn paraphrase(&self, stems: &[(String, f32)], mut visit: impl FnMut(&str, f32)) {
+    /// uses, each with the highest weight of the query words that named it. `terms` are the
+    /// query's own terms in order; its words (the fuzzy ones: not CJK pairs) are read.
+    pub(super) fn paraphrase(&self, terms: &[QueryTerm], mut visit: impl FnMut(&str, f32)) {
+        let stems: Vec<(&str, f32)> = terms
+            .iter()
+            .filter(|term| term.fuzzy)
+            .map(|term| (term.text.as_str(), term.weight))
+            .collect();
         let mut named: Vec<(usize, f32)> = Vec::new();
         let mut key = String::new();
         let mut start = 0;
         while start < stems.len() {
+            // Most words start no phrasing: one lookup, no key built.
+            if !self.plain_starts.contains(stems[start].0) {
+                start += 1;
+                continue;
+            }
             let longest = self.plain_longest.min(stems.len() - start);
             let found = (1..=longest).rev().find_map(|length| {
                 key.clear();

@@ -119,56 +119,60 @@ pub(super) struct Conversion {
     pub to: &'static str,
 }
 
-/// Calls `visit` with each word of the query (its script, the word as written) and how much it
-/// counts; returns the first conversion the query asks for.
+/// Calls `visit` with each word of the query (its script, the word in lower case) and how much
+/// it counts; returns the first conversion the query asks for.
 pub(super) fn weigh(query: &str, mut visit: impl FnMut(Script, &str, f32)) -> Option<Conversion> {
-    let long = words(query).nth(LONG_QUERY - 1).is_some();
-    let sentences: Vec<&str> = if long {
-        sentences(query).collect()
-    } else {
-        vec![query]
-    };
-    let requests: Vec<bool> = sentences
-        .iter()
-        .map(|sentence| long && asks(sentence))
+    let mut lower = Vec::new();
+    if words(query).nth(LONG_QUERY - 1).is_none() {
+        return weigh_sentence(query, 1.0, &mut lower, &mut visit);
+    }
+    let sentences: Vec<(&str, bool)> = sentences(query)
+        .map(|sentence| (sentence, asks(sentence)))
         .collect();
     // Only a text that both asks and tells is weighed by sentence.
-    let by_sentence = requests.iter().any(|request| *request) && requests.contains(&false);
-    let mut lower = Vec::new();
+    let by_sentence = sentences.iter().any(|(_, request)| *request)
+        && sentences.iter().any(|(_, request)| !*request);
     let mut conversion = None;
-    for (sentence, request) in sentences.into_iter().zip(requests) {
+    for (sentence, request) in sentences {
         let weight = if by_sentence && !request {
             CONTEXT_WEIGHT
         } else {
             1.0
         };
-        let found: Vec<(Script, &str)> = words(sentence).collect();
-        lower.clear();
-        lower.extend(found.iter().map(|(_, word)| word.to_lowercase()));
-        let conversions = conversions(&found, &lower);
-        if conversion.is_none()
-            && let Some(&(source, target)) = conversions.first()
-        {
-            conversion = format_of(&lower[source])
-                .zip(format_of(&lower[target]))
-                .map(|(from, to)| Conversion { from, to });
-        }
-        for (position, (script, word)) in found.into_iter().enumerate() {
-            let factor = if conversions.iter().any(|(source, _)| *source == position) {
-                SOURCE_WEIGHT
-            } else {
-                1.0
-            };
-            visit(script, word, weight * factor);
-            // "powerpoint" is another name of the format a skill may be named by: `pptx`.
-            if ALIASES.contains(&lower[position].as_str())
-                && let Some(format) = format_of(&lower[position])
-            {
-                visit(Script::Other, format, weight * factor);
-            }
-        }
+        let found = weigh_sentence(sentence, weight, &mut lower, &mut visit);
+        conversion = conversion.or(found);
     }
     conversion
+}
+
+/// `weigh` for one sentence whose words all count `weight` (`lower` is scratch space).
+fn weigh_sentence(
+    sentence: &str,
+    weight: f32,
+    lower: &mut Vec<(Script, String)>,
+    visit: &mut impl FnMut(Script, &str, f32),
+) -> Option<Conversion> {
+    lower.clear();
+    lower.extend(words(sentence).map(|(script, word)| (script, word.to_lowercase())));
+    let conversions = conversions(lower);
+    for (position, (script, word)) in lower.iter().enumerate() {
+        let factor = if conversions.iter().any(|(source, _)| *source == position) {
+            SOURCE_WEIGHT
+        } else {
+            1.0
+        };
+        visit(*script, word, weight * factor);
+        // "powerpoint" is another name of the format a skill may be named by: `pptx`.
+        if ALIASES.contains(&word.as_str())
+            && let Some(format) = format_of(word)
+        {
+            visit(Script::Other, format, weight * factor);
+        }
+    }
+    let &(source, target) = conversions.first()?;
+    format_of(&lower[source].1)
+        .zip(format_of(&lower[target].1))
+        .map(|(from, to)| Conversion { from, to })
 }
 
 /// The formats a skill's description says it converts into ("convert documents to Markdown",
@@ -251,24 +255,30 @@ fn format_of(word: &str) -> Option<&'static str> {
 /// The conversions in these words, as positions (the format converted from, the one wanted). A
 /// format is converted from only when another format is wanted: "tables from a pdf" converts
 /// nothing.
-fn conversions(found: &[(Script, &str)], lower: &[String]) -> Vec<(usize, usize)> {
+fn conversions(lower: &[(Script, String)]) -> Vec<(usize, usize)> {
+    let mut pairs = Vec::new();
+    // Most queries name at most one format: nothing to convert, and nothing allocated.
+    if lower
+        .iter()
+        .filter(|(_, word)| format_of(word).is_some())
+        .count()
+        < 2
+    {
+        return pairs;
+    }
     let formats: Vec<(usize, &str)> = lower
         .iter()
         .enumerate()
-        .filter_map(|(position, word)| format_of(word).map(|format| (position, format)))
+        .filter_map(|(position, (_, word))| format_of(word).map(|format| (position, format)))
         .collect();
-    let mut pairs = Vec::new();
-    if formats.len() < 2 {
-        return pairs;
-    }
     let after = |position: usize| {
         formats
             .iter()
             .copied()
             .find(|&(at, _)| at > position && at <= position + 3)
     };
-    for (position, word) in lower.iter().enumerate() {
-        let script = found[position].0;
+    for (position, (script, word)) in lower.iter().enumerate() {
+        let script = *script;
         let from_marker = FROM.contains(&word.as_str())
             || (script == Script::Cjk && word.ends_with(CHINESE_FROM));
         let to_marker =
@@ -332,7 +342,7 @@ mod tests {
         assert_eq!(source("convert markdown to PDF"), ["markdown"]);
         assert_eq!(source("turn my slides into a pdf"), ["slides"]);
         assert_eq!(source("用markdown生成PDF"), ["markdown"]);
-        assert_eq!(source("把PDF转成Word"), ["PDF"]);
+        assert_eq!(source("把PDF转成Word"), ["pdf"]);
         assert_eq!(source("сделать pdf из markdown"), ["markdown"]);
         assert_eq!(source("extract tables from a pdf"), Vec::<String>::new());
         assert_eq!(source("用PyMC做贝叶斯模型"), Vec::<String>::new());
