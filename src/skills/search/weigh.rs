@@ -1,12 +1,13 @@
-//! How much each word of a query counts, before it is looked up. Two readings of what a user
-//! types, both without a model:
+//! How much each word of a query counts, before it is looked up. Readings of what a user types,
+//! all without a model:
 //!
 //! - a long pasted text (an error log with a request, a ticket, a message) is cut into
 //!   sentences, and the sentences that ask for something ("I need…", "can you…", a question)
 //!   count fully while the context around them counts less;
-//! - in a conversion ("a pdf from markdown", "markdown to pdf", "用markdown生成PDF",
+//! - in a conversion ("a pdf from markdown", "markdown to pdf", `用markdown生成PDF`,
 //!   "из markdown в pdf") the format converted *from* counts less than the one wanted, so that
-//!   a skill going the other way (one that turns documents into Markdown) does not come first.
+//!   a skill going the other way (one that turns documents into Markdown) does not come first;
+//! - a product name of a format ("powerpoint", "excel") also counts as the format's own name.
 
 use super::tokens::{Script, words};
 
@@ -313,7 +314,7 @@ mod tests {
     fn weights(query: &str) -> Vec<(String, f32)> {
         let mut found = Vec::new();
         weigh(query, |_, word, weight| {
-            found.push((word.to_owned(), weight))
+            found.push((word.to_owned(), weight));
         });
         found
     }
