@@ -13,6 +13,7 @@
 
 mod glossary;
 mod tokens;
+mod weigh;
 
 use std::collections::HashMap;
 
@@ -43,6 +44,14 @@ const SATURATION: f32 = 2.0;
 const FUZZY_WEIGHT: f32 = 0.3;
 /// How much an English word the glossary adds counts against a word of the query.
 const TRANSLATION_WEIGHT: f32 = 1.0;
+/// How much an English word added for an everyday phrasing ("crashes" → bug) counts against a
+/// word of the query.
+const PLAIN_WEIGHT: f32 = 0.5;
+/// How much of its score a skill keeps when it converts into the format the query converts
+/// from ("a pdf from markdown" and a skill that turns documents into Markdown).
+const OPPOSITE_DIRECTION: f32 = 0.5;
+/// How much a skill's score grows when the query holds its whole name.
+const NAMED: f32 = 1.5;
 
 /// An inverted index over the skills' documents, built once and then read only. It is laid out
 /// for memory: at 10,000 skills it holds over a million postings, so each one is a few bytes in
@@ -66,6 +75,8 @@ pub struct Index {
     document_counts: Vec<u32>,
     lengths: Vec<[u32; FIELDS]>,
     average_lengths: [f32; FIELDS],
+    /// The formats each skill's description says it converts into, by document (few have any).
+    outputs: Vec<(u32, &'static str)>,
 }
 
 impl std::fmt::Debug for Index {
@@ -94,6 +105,7 @@ struct Builder {
     document_ends: Vec<u32>,
     document_counts: Vec<u32>,
     lengths: Vec<[u32; FIELDS]>,
+    outputs: Vec<(u32, &'static str)>,
     /// The current document's term counts by field (kept to reuse its allocation).
     counts: HashMap<u32, [u16; FIELDS]>,
 }
@@ -110,6 +122,7 @@ impl Index {
             document_ends: Vec::new(),
             document_counts: Vec::new(),
             lengths: Vec::new(),
+            outputs: Vec::new(),
             counts: HashMap::new(),
         };
         for document in documents {
@@ -129,6 +142,10 @@ impl Builder {
             &document.headings,
             &document.body,
         ];
+        let document_id = offset(self.lengths.len());
+        for format in weigh::outputs(&document.description) {
+            self.outputs.push((document_id, format));
+        }
         let mut counts = std::mem::take(&mut self.counts);
         let mut lengths = [0_u32; FIELDS];
         let mut word = String::new();
@@ -224,6 +241,8 @@ impl Builder {
         lengths.shrink_to_fit();
         let mut document_counts = self.document_counts;
         document_counts.shrink_to_fit();
+        let mut outputs = self.outputs;
+        outputs.shrink_to_fit();
         Index {
             stemmers: self.stemmers,
             vocabulary,
@@ -235,6 +254,7 @@ impl Builder {
             document_counts,
             lengths,
             average_lengths,
+            outputs,
         }
     }
 }
@@ -394,21 +414,37 @@ impl Index {
         limit: usize,
     ) -> Vec<(usize, f32)> {
         let mut scores = vec![0.0_f32; self.lengths.len()];
-        for query_term in self.query_terms(query) {
+        let (query_terms, conversion) = self.query_terms(query);
+        // How many of each skill's name words the query holds (a full-weight word of its own).
+        let mut name_words = vec![0_u8; self.lengths.len()];
+        for query_term in query_terms {
             let text = query_term.text.as_str();
             if let Some(term) = self.find_term(text) {
-                self.score_term(term, query_term.weight, &mut scores);
+                let names = (query_term.weight >= 1.0).then_some(&mut name_words[..]);
+                self.score_term(term, query_term.weight, &mut scores, names);
             }
             if query_term.fuzzy {
                 for term in self.near_terms(text) {
-                    self.score_term(term, FUZZY_WEIGHT * query_term.weight, &mut scores);
+                    self.score_term(term, FUZZY_WEIGHT * query_term.weight, &mut scores, None);
                 }
             }
         }
+        if let Some(conversion) = conversion {
+            self.demote_opposite(conversion, &mut scores);
+        }
+        // A skill whose whole name the query holds counts more.
+        let named = |document: usize| {
+            let name_length = self.lengths[document][0];
+            name_length > 0 && u32::from(name_words[document]) >= name_length
+        };
         let mut ranked: Vec<(usize, f32)> = scores
             .into_iter()
             .enumerate()
             .filter(|&(document, score)| score > 0.0 && keep(document))
+            .map(|(document, score)| {
+                let factor = if named(document) { NAMED } else { 1.0 };
+                (document, score * factor)
+            })
             .collect();
         let order = |left: &(usize, f32), right: &(usize, f32)| {
             right.1.total_cmp(&left.1).then(left.0.cmp(&right.0))
@@ -423,7 +459,13 @@ impl Index {
         ranked
     }
 
-    fn score_term(&self, term: u32, weight: f32, scores: &mut [f32]) {
+    fn score_term(
+        &self,
+        term: u32,
+        weight: f32,
+        scores: &mut [f32],
+        mut name_words: Option<&mut [u8]>,
+    ) {
         let total = self.lengths.len() as f32;
         let frequency = self.document_counts[term as usize] as f32;
         let rarity = (1.0 + (total - frequency + 0.5) / (frequency + 0.5)).ln();
@@ -439,6 +481,27 @@ impl Index {
                 }
             }
             scores[document as usize] += weight * rarity * weighted / (SATURATION + weighted);
+            if frequencies[0] > 0
+                && let Some(name_words) = name_words.as_deref_mut()
+            {
+                let count = &mut name_words[document as usize];
+                *count = count.saturating_add(1);
+            }
+        }
+    }
+
+    /// Lowers the skills that convert into the format the query converts from, unless they also
+    /// convert into the one it wants.
+    fn demote_opposite(&self, conversion: weigh::Conversion, scores: &mut [f32]) {
+        let converts_into = |document: u32, format: &str| {
+            self.outputs
+                .iter()
+                .any(|&(at, output)| at == document && output == format)
+        };
+        for &(document, output) in &self.outputs {
+            if output == conversion.from && !converts_into(document, conversion.to) {
+                scores[document as usize] *= OPPOSITE_DIRECTION;
+            }
         }
     }
 
@@ -476,34 +539,43 @@ struct QueryTerm {
 }
 
 impl Index {
-    /// The query's terms, each once: its own words (stop words left out), then the English
-    /// words of the glossary concepts it names.
-    fn query_terms(&self, query: &str) -> Vec<QueryTerm> {
+    /// The query's terms, each once: its own words (stop words left out) weighed by
+    /// `weigh::weigh`, then the English words of the glossary concepts it names; and the
+    /// conversion it asks for, if any.
+    fn query_terms(&self, query: &str) -> (Vec<QueryTerm>, Option<weigh::Conversion>) {
         let mut found: Vec<QueryTerm> = Vec::new();
         // Stop words are left out unless the query is made of nothing else.
         let only_stop_words =
             tokens::words(query).all(|(_, word)| tokens::is_stop_word(&word.to_lowercase()));
-        for (script, word) in tokens::words(query) {
-            let word = word.to_lowercase();
-            if tokens::is_stop_word(&word) && !only_stop_words {
-                continue;
+        let conversion = weigh::weigh(query, |script, word, weight| {
+            if tokens::is_stop_word(word) && !only_stop_words {
+                return;
             }
             if script == Script::Cjk {
-                tokens::bigrams(&word, |bigram| {
+                tokens::bigrams(word, |bigram| {
                     found.push(QueryTerm {
                         text: bigram.to_owned(),
-                        weight: 1.0,
+                        weight,
                         fuzzy: false,
                     });
                 });
             } else {
                 found.push(QueryTerm {
-                    text: self.stemmers.stem(script, &word),
-                    weight: 1.0,
+                    text: self.stemmers.stem(script, word),
+                    weight,
                     fuzzy: true,
                 });
             }
-        }
+        });
+        let mut plain = Vec::new();
+        glossary::glossary().paraphrase(&found, |english, weight| {
+            plain.push(QueryTerm {
+                text: english.to_owned(),
+                weight: PLAIN_WEIGHT * weight,
+                fuzzy: false,
+            });
+        });
+        found.append(&mut plain);
         let known = |script: Script, word: &str| {
             self.find_term(&self.stemmers.stem(script, word)).is_some()
         };
@@ -522,7 +594,7 @@ impl Index {
                 .then(right.fuzzy.cmp(&left.fuzzy))
         });
         found.dedup_by(|later, kept| later.text == kept.text);
-        found
+        (found, conversion)
     }
 }
 

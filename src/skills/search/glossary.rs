@@ -1,18 +1,21 @@
 //! A small glossary that lets queries in Chinese, Russian, Spanish, German and French reach
-//! skills written in English: each line of `glossary.tsv` is one technical concept, its English
-//! words first, then the same concept in each language. A query's words found in the glossary
-//! add the concept's English words to the query.
+//! skills written in English, and plain English reach their technical words: each line of
+//! `glossary.tsv` is one technical concept, its English words first, then the same concept in
+//! each language, then the everyday English a user may say it with ("a short looping clip" for
+//! an animated GIF, "crashes" for a bug). A query's words found in the glossary add the
+//! concept's English words to the query.
 //!
 //! Chinese is matched by longest entry at each position of a run of characters (it has no
 //! spaces); the other languages by stem (each column stemmed in its own language, so `файлы`
 //! meets `файл` and `fórmulas` meets `fórmula`), phrases of up to a few words included.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
-use super::tokens::{Script, Stemmers, words};
+use super::QueryTerm;
+use super::tokens::{Script, Stemmers, is_stop_word, words};
 
 const TEXT: &str = include_str!("glossary.tsv");
 
@@ -35,6 +38,13 @@ pub(super) struct Glossary {
     phrases: Vec<(Stemmer, HashMap<String, Vec<usize>>)>,
     /// The longest phrase, in words.
     phrase_longest: usize,
+    /// Everyday English phrasings (stems of their words other than stop words, joined by one
+    /// space) and their concepts.
+    plain: HashMap<String, Vec<usize>>,
+    /// The longest everyday phrasing, in words.
+    plain_longest: usize,
+    /// The first stem of every everyday phrasing.
+    plain_starts: HashSet<String>,
 }
 
 /// The glossary, parsed once.
@@ -54,6 +64,9 @@ impl Glossary {
                 .map(|&algorithm| (Stemmer::create(algorithm), HashMap::new()))
                 .collect(),
             phrase_longest: 1,
+            plain: HashMap::new(),
+            plain_longest: 1,
+            plain_starts: HashSet::new(),
         };
         let lines = text
             .lines()
@@ -77,7 +90,8 @@ impl Glossary {
                     concepts.push(concept);
                 }
             }
-            for (language, column) in columns.enumerate().take(STEMMED.len()) {
+            let mut columns = columns.enumerate();
+            for (language, column) in columns.by_ref().take(STEMMED.len()) {
                 let (stemmer, phrases) = &mut glossary.phrases[language];
                 for entry in entries(Some(column)).filter(|entry| !known(entry)) {
                     let stems: Vec<String> = words(entry)
@@ -90,8 +104,72 @@ impl Glossary {
                     }
                 }
             }
+            for entry in entries(columns.next().map(|(_, column)| column)) {
+                let stems: Vec<String> = words(entry)
+                    .map(|(script, word)| (script, word.to_lowercase()))
+                    .filter(|(_, word)| !is_stop_word(word))
+                    .map(|(script, word)| stemmers.stem(script, &word))
+                    .collect();
+                glossary.plain_longest = glossary.plain_longest.max(stems.len());
+                if let Some(first) = stems.first() {
+                    glossary.plain_starts.insert(first.clone());
+                }
+                let concepts = glossary.plain.entry(stems.join(" ")).or_default();
+                if !concepts.contains(&concept) {
+                    concepts.push(concept);
+                }
+            }
         }
         glossary
+    }
+
+    /// Calls `visit` with the English terms of every concept whose everyday phrasing the query
+    /// uses, each with the highest weight of the query words that named it. `terms` are the
+    /// query's own terms in order; its words (the fuzzy ones: not CJK pairs) are read.
+    pub(super) fn paraphrase(&self, terms: &[QueryTerm], mut visit: impl FnMut(&str, f32)) {
+        let stems: Vec<(&str, f32)> = terms
+            .iter()
+            .filter(|term| term.fuzzy)
+            .map(|term| (term.text.as_str(), term.weight))
+            .collect();
+        let mut named: Vec<(usize, f32)> = Vec::new();
+        let mut key = String::new();
+        let mut start = 0;
+        while start < stems.len() {
+            // Most words start no phrasing: one lookup, no key built.
+            if !self.plain_starts.contains(stems[start].0) {
+                start += 1;
+                continue;
+            }
+            let longest = self.plain_longest.min(stems.len() - start);
+            let found = (1..=longest).rev().find_map(|length| {
+                key.clear();
+                for (index, (stem, _)) in stems[start..start + length].iter().enumerate() {
+                    if index > 0 {
+                        key.push(' ');
+                    }
+                    key.push_str(stem);
+                }
+                self.plain.get(&key).map(|concepts| (length, concepts))
+            });
+            let Some((length, concepts)) = found else {
+                start += 1;
+                continue;
+            };
+            let weight = stems[start..start + length]
+                .iter()
+                .map(|(_, weight)| *weight)
+                .fold(0.0, f32::max);
+            named.extend(concepts.iter().map(|&concept| (concept, weight)));
+            start += length;
+        }
+        named.sort_unstable_by(|left, right| left.0.cmp(&right.0).then(right.1.total_cmp(&left.1)));
+        named.dedup_by_key(|(concept, _)| *concept);
+        for (concept, weight) in named {
+            self.english[concept]
+                .iter()
+                .for_each(|term| visit(term, weight));
+        }
     }
 
     /// Calls `visit` with the English terms of every concept the query's words name (each

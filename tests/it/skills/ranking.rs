@@ -1,6 +1,7 @@
 //! Search for hard queries, over stdio: a query in Chinese reaches an English skill, a long
-//! pasted message finds the skill its small relevant part names, and a long, broad skill does
-//! not push a specific one out of first place.
+//! pasted message finds the skill its small relevant part names, a long, broad skill does not
+//! push a specific one out of first place, and a conversion ("a pdf from markdown") finds the
+//! skill going its way rather than the one going the other.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -137,6 +138,112 @@ async fn a_broad_skill_does_not_outrank_a_specific_one() {
     assert_eq!(
         found.first().map(String::as_str),
         Some("web-testing"),
+        "{found:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+/// Document skills as public skill libraries write them: one makes and edits PDFs, one turns
+/// documents (PDFs among them) into Markdown, others write Word files, slides and Markdown
+/// reports that mention both formats in passing.
+fn write_document_library(root: &Path) {
+    write_skill(
+        root,
+        "pdf",
+        "Use this skill whenever the user wants to do anything with PDF files: reading or extracting text and tables, merging or splitting PDFs, rotating pages, adding watermarks, creating new PDFs, filling PDF forms. If the user asks to produce a .pdf, use this skill.",
+        "# PDF processing\n## Creating PDFs\nBuild the pages with reportlab, or render HTML first.\n## Merging\nUse pypdf to merge or split files.\n## Forms\nFill the fields with pypdf.",
+    );
+    write_skill(
+        root,
+        "markitdown",
+        "Convert files and office documents to Markdown. Supports PDF, DOCX, PPTX, XLSX, images with OCR, HTML, CSV and JSON. Use when a document must become Markdown text for an LLM or an index.",
+        "# MarkItDown\n## Command line\n`markitdown report.pdf -o report.md` writes the Markdown.\n## Python\nConvert a PDF, a Word file or slides to Markdown in one call; every Markdown heading and table is kept.",
+    );
+    write_skill(
+        root,
+        "docx",
+        "Create, read and edit Word documents (.docx): tracked changes, comments, tables of contents, headers and page numbers.",
+        "# Word documents\n## Converting\nExport to PDF with LibreOffice when asked.\n## Markdown\nPandoc reads Markdown into a .docx.",
+    );
+    write_skill(
+        root,
+        "pptx",
+        "Any task with a .pptx file: creating slide decks and presentations, reading or editing slides, layouts, speaker notes.",
+        "# Slides\nExport the deck to PDF for handouts.",
+    );
+    write_skill(
+        root,
+        "markdown-reports",
+        "Write scientific reports and documentation in Markdown with Mermaid diagrams, then share them as PDF or HTML.",
+        "# Markdown first\nWrite in Markdown; render to PDF with pandoc at the end.\n## Diagrams\nMermaid in Markdown code blocks.",
+    );
+    // The rest of a library: skills that name neither format.
+    let others = [
+        (
+            "xlsx",
+            "Open, edit and create spreadsheets (.xlsx, .csv): formulas, formatting, charts.",
+        ),
+        (
+            "systematic-debugging",
+            "Use when encountering any bug, test failure or unexpected behavior, before proposing fixes.",
+        ),
+        (
+            "brainstorming",
+            "Explore intent, requirements and design before building a feature.",
+        ),
+        (
+            "webapp-testing",
+            "Test local web applications with Playwright: screenshots, browser logs, clicking through forms.",
+        ),
+        (
+            "scanpy",
+            "Single-cell RNA-seq analysis: quality control, normalization, clustering, marker genes.",
+        ),
+        (
+            "slack-gif-creator",
+            "Create animated GIFs optimized for Slack.",
+        ),
+    ];
+    for (name, description) in others {
+        write_skill(
+            root,
+            name,
+            description,
+            "# Steps\nFollow the steps in order.",
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_conversion_finds_the_skill_that_goes_its_way() {
+    let directory = tempfile::tempdir().unwrap();
+    let root = directory.path().join("skills");
+    write_document_library(&root);
+    let root = root.display().to_string();
+    let client = spawn_binary(
+        &["--skills", &root, "--store", "memory"],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
+    let first_three = |found: Vec<String>| found.into_iter().take(3).collect::<Vec<_>>();
+    // Wanted: a PDF. The skill that turns PDFs into Markdown goes the other way.
+    let found = search(&client, json!({"query": "make a pdf from markdown"})).await;
+    assert_eq!(
+        first_three(found),
+        ["pdf", "markdown-reports", "docx"],
+        "make a pdf from markdown"
+    );
+    let found = search(&client, json!({"query": "用markdown生成PDF"})).await;
+    assert_eq!(
+        first_three(found),
+        ["pdf", "markdown-reports", "markitdown"],
+        "用markdown生成PDF"
+    );
+    // The other way round, the converter comes first.
+    let found = search(&client, json!({"query": "convert a pdf to markdown"})).await;
+    assert_eq!(
+        found.first().map(String::as_str),
+        Some("markitdown"),
         "{found:?}"
     );
     client.cancel().await.unwrap();
