@@ -41,9 +41,13 @@ pub use approval::{
     Answer, ApprovalQuestion, Asked, Asker, Asking, Fallback, Permission, Policy, Stage,
 };
 pub use decode::parse_arguments;
-pub use definition::{Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW};
+pub use definition::{
+    Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW, Writes,
+};
 pub use executor::{CallRequest, Caller, Executor, ExecutorSettings, ToolOverride, panic_message};
-pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};
+pub use output_path::{
+    OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget, pinned as pinned_output_path,
+};
 pub use registry::{GroupOverview, GroupState, Held, Registry, RegistryError, ToolOverview, View};
 pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 pub use schema::{input_schema, make_foreign_schema_portable, output_schema};

@@ -7,7 +7,9 @@ use serde_json::{Map, Value};
 
 use super::plan::{self, World};
 use super::run::{StateChange, StepStatus, StepTrace};
-use crate::tools::{PlanScope, ToolCall, ToolError};
+use crate::refs::{self, Budget, Segment};
+use crate::tools::{PlanScope, ToolCall, ToolDefinition, ToolError};
+use crate::workspace::Workspace;
 
 /// Steps run at once when a plan does not say.
 pub const DEFAULT_PARALLEL: usize = 4;
@@ -70,11 +72,20 @@ pub async fn run(
 }
 
 /// The steps and input, from `steps`/`input` or from a whole `plan` (object or JSON text).
+/// `$VAR_REF` references in the input are resolved now, as in any call; those in the steps
+/// when each step runs, so that a step may read a variable an earlier step writes. A `plan`
+/// that is one whole reference (`"$VAR_REF{{myPlan}}"`) is the variable's text as stored.
 pub fn parts(
+    workspace: &Workspace,
     steps: Option<Vec<Value>>,
     plan: Option<Value>,
     input: Option<Value>,
 ) -> Result<(Vec<Value>, Value), ToolError> {
+    let budget = Budget::default();
+    let mut input = input;
+    if let Some(input) = &mut input {
+        workspace.resolve_references(input, &budget)?;
+    }
     let empty = || Value::Object(Map::new());
     let Some(plan) = plan else {
         let steps =
@@ -82,8 +93,12 @@ pub fn parts(
         return Ok((steps, input.unwrap_or_else(empty)));
     };
     let plan = match plan {
-        Value::String(text) => serde_json::from_str(&text)
-            .map_err(|error| ToolError::invalid(format!("`plan` is text but not JSON: {error}")))?,
+        Value::String(text) => {
+            let text = stored_plan(workspace, text, &budget)?;
+            serde_json::from_str(&text).map_err(|error| {
+                ToolError::invalid(format!("`plan` is text but not JSON: {error}"))
+            })?
+        }
         other => other,
     };
     let steps = match plan.get("steps") {
@@ -94,6 +109,29 @@ pub fn parts(
         .or_else(|| plan.get("input").cloned())
         .unwrap_or_else(empty);
     Ok((steps, input))
+}
+
+/// The text of a `plan` given as text: a whole `$VAR_REF{{name}}` is the variable as stored
+/// (its steps' own references stay for the steps), any other text with its references resolved.
+fn stored_plan(workspace: &Workspace, text: String, budget: &Budget) -> Result<String, ToolError> {
+    if let Ok(segments) = refs::parse(&text)
+        && let [Segment::Variable { reference, source }] = segments.as_slice()
+        && reference.slice.is_none()
+    {
+        let variable = workspace
+            .get(&reference.name)?
+            .ok_or_else(|| refs::Error::NotFound {
+                reference: (*source).to_owned(),
+                name: reference.name.clone(),
+            })?;
+        return Ok(variable.value.to_string());
+    }
+    let mut text = Value::String(text);
+    workspace.resolve_references(&mut text, budget)?;
+    Ok(match text {
+        Value::String(text) => text,
+        other => other.to_string(),
+    })
 }
 
 fn invalid_plan(problems: &[String]) -> ToolError {
@@ -111,9 +149,9 @@ struct Catalog<'a> {
 }
 
 impl World for Catalog<'_> {
-    fn tool_schema(&self, name: &str) -> Option<Map<String, Value>> {
+    fn tool(&self, name: &str) -> Option<ToolDefinition> {
         let tool = self.call.executor.tools().find(name)?;
-        Some(tool.definition().input_schema.as_ref().clone())
+        Some(tool.definition().clone())
     }
 
     fn state(&self) -> &Value {

@@ -103,6 +103,9 @@ pub struct ToolDefinition {
     pub truncation: Truncation,
     /// What becomes of `†` references in the arguments before the tool runs.
     pub daggers: Daggers,
+    /// What the tool writes into the workspace besides its `_outputPath`, so that a plan's
+    /// validator knows which later references it satisfies.
+    pub writes: Writes,
     /// Listed whenever any group is enabled, even when its own group is not (`ReadVar`,
     /// `ListVars`).
     pub always_listed: bool,
@@ -160,9 +163,21 @@ pub enum Daggers {
     /// plan keeps its `†input` and `†steps` references for `RunPlan`, while a plan's step
     /// receives the values the plan computed, as every other step does).
     KeptOutsidePlans,
-    /// Always kept: the tool resolves them itself (`RunPlan`, whose steps refer to results
-    /// that do not exist yet).
+    /// Always kept, and `$VAR_REF` references with them: the tool resolves them itself
+    /// (`RunPlan`, whose steps refer to results and variables that do not exist yet).
     Kept,
+}
+
+/// What a tool writes into the workspace besides its `_outputPath`, named by one of its
+/// arguments (a literal one: a target named by a reference is not known before the call).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Writes {
+    #[default]
+    Nothing,
+    /// The state document at the dot path this argument gives (`WriteState`'s `path`).
+    StateAt(&'static str),
+    /// The variable this argument names (`WriteVar`'s `name`).
+    VariableNamed(&'static str),
 }
 
 impl Daggers {
@@ -173,6 +188,11 @@ impl Daggers {
             Self::KeptOutsidePlans => !in_plan,
             Self::Kept => true,
         }
+    }
+
+    /// Whether `$VAR_REF` references also stay as written (the tool resolves them itself).
+    pub fn keeps_variable_references(self) -> bool {
+        self == Self::Kept
     }
 }
 
@@ -221,6 +241,7 @@ impl ToolDefinition {
             caching: Caching::default(),
             truncation: Truncation::default(),
             daggers: Daggers::default(),
+            writes: Writes::Nothing,
             always_listed: false,
             origin_name: None,
             view: None,
@@ -261,6 +282,12 @@ impl ToolDefinition {
     #[must_use]
     pub fn with_daggers(mut self, daggers: Daggers) -> Self {
         self.daggers = daggers;
+        self
+    }
+
+    #[must_use]
+    pub fn with_writes(mut self, writes: Writes) -> Self {
+        self.writes = writes;
         self
     }
 

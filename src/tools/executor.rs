@@ -284,8 +284,11 @@ impl Executor {
         .then(|| arguments.clone());
         let own_budget = crate::refs::Budget::default();
         let budget = request.plan.map_or(&own_budget, |plan| &plan.budget);
-        self.workspace.resolve_references(&mut arguments, budget)?;
-        if !tool.definition().daggers.kept(request.plan.is_some()) {
+        let daggers = tool.definition().daggers;
+        if !daggers.keeps_variable_references() {
+            self.workspace.resolve_references(&mut arguments, budget)?;
+        }
+        if !daggers.kept(request.plan.is_some()) {
             let mut context = ReferenceContext {
                 workspace: &self.workspace,
                 plan: request.plan,

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::result::{ExecuteResult, ExecuteStatus};
-use super::{Tool, ToolError, ToolOutput};
+use super::{Tool, ToolDefinition, ToolError, ToolOutput};
 use crate::json::path::Path;
 use crate::refs::dagger::DAGGER;
 use crate::vars::{NewVariable, VarType, encode_value};
@@ -33,13 +33,7 @@ pub(super) fn take_output_path(
     let given = arguments
         .as_object_mut()
         .and_then(|object| object.remove(OUTPUT_PATH_ARGUMENT));
-    let pinned = tool
-        .definition()
-        .input_schema
-        .get("properties")
-        .and_then(|properties| properties.get(OUTPUT_PATH_ARGUMENT))
-        .and_then(|property| property.get("const"))
-        .cloned();
+    let pinned = pinned(tool.definition()).cloned();
     let Some(text) = pinned.or(given) else {
         return Ok(None);
     };
@@ -52,6 +46,16 @@ pub(super) fn take_output_path(
     let output_path = OutputPath::parse(&text).map_err(ToolError::Invalid)?;
     refuse_rule_targets(workspace, &output_path)?;
     Ok(Some(output_path))
+}
+
+/// The `_outputPath` a tool pins with `const` in its input schema: where every call's result
+/// goes, whatever the call says (a script tool's manifest declares its writes this way).
+pub fn pinned(definition: &ToolDefinition) -> Option<&Value> {
+    definition
+        .input_schema
+        .get("properties")
+        .and_then(|properties| properties.get(OUTPUT_PATH_ARGUMENT))
+        .and_then(|property| property.get("const"))
 }
 
 /// Rule variables are read-only, to `_outputPath` as to `WriteVar`: the call is refused before

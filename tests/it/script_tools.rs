@@ -567,3 +567,28 @@ async fn the_example_group_works_when_copied_into_the_home_tools_folder() {
     );
     client.cancel().await.unwrap();
 }
+
+/// A manifest declares where its tool writes by pinning `_outputPath` with `const` in its input
+/// schema; a plan's validator knows it, so a later step may read it.
+#[tokio::test]
+async fn a_plan_may_read_what_a_script_tool_declares_it_writes() {
+    let lab = Lab::new();
+    let pinned = json!({"description": "Finds the answer.", "script": "answer.sh",
+        "inputSchema": {"type": "object",
+            "properties": {"_outputPath": {"const": "†state.lab.answer"}}},
+        "approval": "auto"});
+    lab.tool("answer", "answer.sh", "echo 42\n", &pinned);
+    let client = lab.client(ECHO_AUTO, quiet()).await;
+    let plan = json!({"steps": [
+        {"_id": "find", "_tool": "lab__answer"},
+        {"_id": "keep", "_tool": "WriteState", "path": "kept", "value": "†state.lab.answer"}
+    ]});
+    let ran = call(&client, "RunPlan", plan).await;
+    assert!(!is_error(&ran), "{}", text(&ran));
+    let output = ran.structured_content.unwrap();
+    assert_eq!(output["order"], json!([["find"], ["keep"]]), "{output}");
+    assert_eq!(output["ok"], json!(true), "{output}");
+    let kept = call(&client, "ReadState", json!({"path": "kept"})).await;
+    assert!(text(&kept).contains("42"), "{}", text(&kept));
+    client.cancel().await.unwrap();
+}
