@@ -38,7 +38,8 @@ use crate::rules::SkillRule;
 use crate::workspace::Workspace;
 
 pub use approval::{
-    Answer, ApprovalQuestion, Asked, Asker, Asking, Fallback, Permission, Policy, Stage,
+    Answer, ApprovalQuestion, Approved, Asked, Asker, Asking, Fallback, Permission, PlannedCall,
+    Policy, Stage, plan_question,
 };
 pub use decode::parse_arguments;
 pub use definition::{

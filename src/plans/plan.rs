@@ -89,7 +89,7 @@ fn parse_step(step: &Value) -> Result<Step, String> {
              `_outputLimit` and the tool's own arguments"
         ));
     }
-    let id = match arguments.remove("_id") {
+    let id = match arguments.shift_remove("_id") {
         Some(Value::String(id)) if !id.is_empty() && !id.contains('.') => id,
         Some(other) => {
             return Err(format!(
@@ -106,12 +106,12 @@ fn parse_step(step: &Value) -> Result<Step, String> {
         }
         None => return Err("missing `_id` naming the step".to_owned()),
     };
-    let Some(Value::String(tool)) = arguments.remove("_tool") else {
+    let Some(Value::String(tool)) = arguments.shift_remove("_tool") else {
         return Err(format!(
             "step `{id}` has no `_tool` naming the tool to call"
         ));
     };
-    let output_path = match arguments.remove("_outputPath") {
+    let output_path = match arguments.shift_remove("_outputPath") {
         None => None,
         Some(Value::String(text)) => {
             let parsed =
@@ -231,6 +231,28 @@ fn step_writes(step: &Step, definition: Option<&ToolDefinition>) -> Vec<OutputTa
 enum Reference {
     Dagger(dagger::DaggerReference),
     Variable { name: String, source: String },
+}
+
+impl Step {
+    /// The references in the step's arguments as written (`†…`, `$VAR_REF{{…}}`), first seen
+    /// first, each once: what a plan's approval names as resolved only when the step runs.
+    pub fn references(&self) -> Vec<String> {
+        let mut found: Vec<String> = Vec::new();
+        let mut ignored = Vec::new();
+        for reference in references(&self.arguments, &self.id, &mut ignored)
+            .into_iter()
+            .rev()
+        {
+            let source = match reference {
+                Reference::Dagger(reference) => reference.source,
+                Reference::Variable { source, .. } => source,
+            };
+            if !found.contains(&source) {
+                found.push(source);
+            }
+        }
+        found
+    }
 }
 
 /// Every reference in a step's arguments.

@@ -5,10 +5,12 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::plan::{self, World};
+use super::plan::{self, Step, World};
 use super::run::{StateChange, StepStatus, StepTrace};
 use crate::refs::{self, Budget, Segment};
-use crate::tools::{PlanScope, ToolCall, ToolDefinition, ToolError};
+use crate::tools::{
+    Answer, Approved, PlanScope, PlannedCall, ToolCall, ToolDefinition, ToolError, plan_question,
+};
 use crate::workspace::Workspace;
 
 /// Steps run at once when a plan does not say.
@@ -58,8 +60,16 @@ pub async fn run(
             state_diff: Vec::new(),
         });
     }
+    let approvals = approve(call, &steps).await?;
     let scope = PlanScope::new(input);
-    let traces = super::run::run(call, &steps, &validated.dependencies, &scope, parallel).await;
+    let traces = super::run::run(
+        call,
+        (&steps, &approvals),
+        &validated.dependencies,
+        &scope,
+        parallel,
+    )
+    .await;
     let state_after = call.workspace.state()?;
     Ok(RunPlanOutput {
         ok: traces
@@ -70,6 +80,68 @@ pub async fn run(
         state_diff: super::run::state_diff(&state_before, &state_after),
     })
 }
+
+/// Asks the user once for every step that would ask before it runs, showing each with its
+/// arguments as written; the approval covers exactly those steps of this plan (a result gate
+/// still asks when the result arrives). A rejection runs nothing. A session that cannot be
+/// asked while the call runs leaves each step to its own gate (and the configured fallback).
+async fn approve(call: &ToolCall<'_>, steps: &[Step]) -> Result<Vec<Option<Approved>>, ToolError> {
+    let mut approvals: Vec<Option<Approved>> = steps
+        .iter()
+        .map(|step| call.executor.would_ask(&step.tool, &step.arguments))
+        .collect();
+    let Some(asker) = call.asker.filter(|_| approvals.iter().any(Option::is_some)) else {
+        return Ok(approvals);
+    };
+    let arguments: Vec<Value> = steps
+        .iter()
+        .map(|step| Value::Object(step.arguments.clone()))
+        .collect();
+    let asked: Vec<PlannedCall<'_>> = steps
+        .iter()
+        .zip(&arguments)
+        .zip(&approvals)
+        .filter(|(_, approval)| approval.is_some())
+        .map(|((step, arguments), _)| PlannedCall {
+            step: &step.id,
+            tool: &step.tool,
+            arguments,
+            references: step.references(),
+        })
+        .collect();
+    let question = plan_question(TOOL, &asked, steps.len());
+    let answer = tokio::select! {
+        biased;
+        () = call.cancellation.cancelled() => {
+            return Err(ToolError::invalid(format!("the call of `{TOOL}` was cancelled")));
+        }
+        answer = asker.ask(&question) => answer,
+    };
+    match answer {
+        Some(Answer::Approved { .. }) => Ok(approvals),
+        Some(Answer::Rejected { reason }) => {
+            let named: Vec<String> = asked
+                .iter()
+                .map(|call| format!("`{}`", call.step))
+                .collect();
+            let reason = reason.map_or_else(
+                || " without giving a reason".to_owned(),
+                |reason| format!(": {reason}"),
+            );
+            Err(ToolError::invalid(format!(
+                "The user rejected this plan (steps {} needed approval){reason}; no step ran",
+                named.join(", ")
+            )))
+        }
+        None => {
+            approvals.iter_mut().for_each(|approval| *approval = None);
+            Ok(approvals)
+        }
+    }
+}
+
+/// The tool that runs plans, as the user's question names it.
+const TOOL: &str = "RunPlan";
 
 /// The steps and input, from `steps`/`input` or from a whole `plan` (object or JSON text).
 /// `$VAR_REF` references in the input are resolved now, as in any call; those in the steps

@@ -24,8 +24,9 @@ use super::truncate::{
     OUTPUT_LIMIT_ARGUMENT, cut_structure, structure_hint, truncate, truncation_hint,
 };
 use super::{
-    Answer, ApprovalQuestion, Asking, Caching, Consent, Fallback, Permission, Policy, Progress,
-    Registry, Relay, Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation, View,
+    Answer, ApprovalQuestion, Approved, Asking, Caching, Consent, Fallback, Permission, Policy,
+    Progress, Registry, Relay, Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation,
+    View,
 };
 use crate::refs::dagger;
 use crate::workspace::Workspace;
@@ -75,6 +76,8 @@ pub struct CallRequest<'a> {
     pub sampler: Option<&'a dyn Sampler>,
     /// Where an upstream's questions go while the call runs, when the client can answer them.
     pub relay: Option<&'a dyn Relay>,
+    /// The user approved this call's execution already (a step of a plan approved whole).
+    pub approved: Option<&'a Approved>,
 }
 
 enum Pending {
@@ -207,6 +210,9 @@ impl Executor {
             let asked = tool.question(&arguments);
             execution_question(name, &arguments, policy, scope.as_deref(), asked)
         };
+        let approved = policy != Policy::Auto
+            && (request.approved).is_some_and(|approved| approved.covers(scope.as_deref()));
+        let policy = if approved { Policy::Auto } else { policy };
         let gate = self.gate(
             name,
             Stage::Execution,
@@ -488,15 +494,45 @@ impl Executor {
         }
     }
 
-    async fn gate(
+    /// Whether a call of `name` with these arguments, as written (references unresolved),
+    /// would ask the user before it runs, and with what scope: a plan asks once for all its
+    /// steps that would. An `ask-once` call already approved for this argument shape would not;
+    /// one whose shape a reference may change is counted as asking.
+    pub fn would_ask(&self, name: &str, arguments: &Map<String, Value>) -> Option<Approved> {
+        let tool = self.tools().find(name)?;
+        let policy = self.permission(tool.as_ref()).execution;
+        if policy == Policy::Auto {
+            return None;
+        }
+        let mut arguments = arguments.clone();
+        arguments.remove(OUTPUT_LIMIT_ARGUMENT);
+        let arguments = Value::Object(arguments);
+        let scope = match tool.consent(&arguments) {
+            Ok(Consent::NotNeeded) => return None,
+            Ok(Consent::Asked { scope }) => scope,
+            // The step fails when it runs, before anyone is asked.
+            Err(_) => None,
+        };
+        let remembered = policy == Policy::AskOnce
+            && !crate::workspace::contains_any_reference(&arguments)
+            && self.workspace.is_approved(&self.remember_key(
+                name,
+                Stage::Execution,
+                &arguments,
+                scope.as_deref(),
+            ));
+        (!remembered).then_some(Approved { scope })
+    }
+
+    /// The key an `ask-once` approval is remembered under: the tool, the stage, the argument
+    /// shape, the principal and the tool's scope.
+    fn remember_key(
         &self,
         tool: &str,
         stage: Stage,
-        policy: Policy,
-        (arguments, scope): (&Value, Option<&str>),
-        question: impl FnOnce() -> ApprovalQuestion,
-        asking: &Asking<'_>,
-    ) -> Gate {
+        arguments: &Value,
+        scope: Option<&str>,
+    ) -> String {
         let mut remember_key = format!(
             "{tool}\u{1f}{}\u{1f}{}",
             stage.config_key(),
@@ -512,10 +548,24 @@ impl Executor {
             remember_key.push('\u{1f}');
             remember_key.push_str(scope);
         }
-        match policy {
-            Policy::Auto => return Gate::Pass,
-            Policy::AskOnce if self.workspace.is_approved(&remember_key) => return Gate::Pass,
-            Policy::AskOnce | Policy::AskAlways => {}
+        remember_key
+    }
+
+    async fn gate(
+        &self,
+        tool: &str,
+        stage: Stage,
+        policy: Policy,
+        (arguments, scope): (&Value, Option<&str>),
+        question: impl FnOnce() -> ApprovalQuestion,
+        asking: &Asking<'_>,
+    ) -> Gate {
+        if policy == Policy::Auto {
+            return Gate::Pass;
+        }
+        let remember_key = self.remember_key(tool, stage, arguments, scope);
+        if policy == Policy::AskOnce && self.workspace.is_approved(&remember_key) {
+            return Gate::Pass;
         }
         let answer = match asking {
             Asking::Direct(asker) => asker.ask(&question()).await,

@@ -571,6 +571,7 @@ mod tests {
                 progress: None,
                 sampler: None,
                 relay: None,
+                approved: None,
             })
             .await
     }
