@@ -43,7 +43,7 @@ pub use approval::{
 };
 pub use decode::parse_arguments;
 pub use definition::{
-    Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW, Writes,
+    Annotations, Caching, Daggers, Outcomes, ToolDefinition, Truncation, WORKSPACE_VIEW, Writes,
 };
 pub use executor::{CallRequest, Caller, Executor, ExecutorSettings, ToolOverride, panic_message};
 pub use output_path::{
@@ -224,6 +224,16 @@ pub trait Tool: Send + Sync {
     fn definition(&self) -> &ToolDefinition;
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+
+    /// Runs the call and says which of the tool's [`Outcomes`] its result is (an index into
+    /// them): the first, unless the tool declares outcomes of its own and chooses another (a
+    /// script tool, by its exit code or a member of its output).
+    fn execute_to_outcome<'a>(
+        &'a self,
+        call: ToolCall<'a>,
+    ) -> BoxFuture<'a, Result<(ToolOutput, usize), ToolError>> {
+        Box::pin(async move { self.execute(call).await.map(|output| (output, 0)) })
+    }
 
     /// Whether a call needs the user's consent when the tool's execution policy asks, and what
     /// an `ask-once` approval is bound to besides the tool and the argument shape.

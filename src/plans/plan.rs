@@ -166,7 +166,14 @@ pub fn validate(
                 "step `{}`: unknown tool `{}`; tools/list shows the available tools",
                 step.id, step.tool
             )),
-            Some(definition) => check_arguments(step, &definition.input_schema, &mut problems),
+            Some(definition) => {
+                check_arguments(step, &definition.input_schema, &mut problems);
+                if let Some((_, output)) = &step.output_path
+                    && let Err(problem) = output.check_outcomes(&step.tool, &definition.outcomes)
+                {
+                    problems.push(format!("step `{}`: {problem}", step.id));
+                }
+            }
         }
         for reference in references(&step.arguments, &step.id, &mut problems) {
             let found = dependencies_of(&reference, &index_of, &writes, input, world);

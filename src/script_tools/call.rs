@@ -1,8 +1,9 @@
 //! One call of a script tool: the arguments checked against the manifest's input schema, passed
 //! as JSON on stdin or as words on the command line, the script run in its group folder (with
 //! `TOOL_DIR` naming it) by [`crate::runner`], and its output read: stdout as text, or, when the
-//! manifest declares an output schema, as one JSON object checked against it. A non-zero exit, a
-//! signal or the timeout is an error quoting stderr and stdout.
+//! manifest declares an output schema, as one JSON object checked against it. A non-zero exit
+//! (unless it chooses a declared outcome), a signal or the timeout is an error quoting stderr
+//! and stdout.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -43,13 +44,14 @@ impl Schemas {
     }
 }
 
-/// Runs the tool with these arguments to its end, its timeout or the cancellation.
+/// Runs the tool with these arguments to its end, its timeout or the cancellation; with the
+/// outcome the run chose (an index into the manifest's `outcomes`; 0 when it declares none).
 pub async fn run(
     script: &Script,
     schemas: &Schemas,
     arguments: &Value,
     cancellation: &CancellationToken,
-) -> Result<Output, Error> {
+) -> Result<(Output, usize), Error> {
     check_arguments(script, schemas, arguments)?;
     let runnable = runner::Script {
         relative: script.manifest.script.clone(),
@@ -130,9 +132,19 @@ fn values(value: Option<&Value>) -> Vec<String> {
     }
 }
 
-fn read_output(script: &Script, schemas: &Schemas, ran: runner::Ran) -> Result<Output, Error> {
+fn read_output(
+    script: &Script,
+    schemas: &Schemas,
+    ran: runner::Ran,
+) -> Result<(Output, usize), Error> {
     let tool = script.name.clone();
     let (stdout, stderr) = (ran.stdout, ran.stderr);
+    let manifest = &script.manifest;
+    // Exit code *i* is the *i*-th declared outcome, unless an output member chooses.
+    let by_exit_code = match (&manifest.outcomes, &manifest.outcome_member) {
+        (Some(outcomes), None) => outcomes.len(),
+        _ => 1,
+    };
     if ran.timed_out {
         let seconds = timeout(script).as_secs();
         return Err(Error::TimedOut {
@@ -142,8 +154,10 @@ fn read_output(script: &Script, schemas: &Schemas, ran: runner::Ran) -> Result<O
             stderr,
         });
     }
-    match ran.exit_code {
-        Some(0) => {}
+    let outcome = match ran.exit_code {
+        Some(code) if usize::try_from(code).is_ok_and(|code| code < by_exit_code) => {
+            usize::try_from(code).unwrap_or_default()
+        }
         Some(code) => {
             return Err(Error::Exited {
                 tool,
@@ -159,13 +173,13 @@ fn read_output(script: &Script, schemas: &Schemas, ran: runner::Ran) -> Result<O
                 stderr,
             });
         }
-    }
+    };
     let Some(validator) = &schemas.output else {
         let mut text = stdout;
         if ran.stdout_cut {
             write!(text, "\n[stdout was cut at {OUTPUT_CAP} bytes]").ok();
         }
-        return Ok(Output::Text(text));
+        return Ok((Output::Text(text), outcome));
     };
     let not_json = |problem: String, stdout: String, stderr: String| Error::NotJson {
         tool: script.name.clone(),
@@ -205,7 +219,32 @@ fn read_output(script: &Script, schemas: &Schemas, ran: runner::Ran) -> Result<O
             stdout,
         });
     }
-    Ok(Output::Json(value))
+    let outcome = match (&manifest.outcomes, &manifest.outcome_member) {
+        (Some(outcomes), Some(member)) => {
+            chosen(outcomes, member, &value).map_err(|problem| Error::Mismatch {
+                tool,
+                problems: problem,
+                stdout,
+            })?
+        }
+        _ => outcome,
+    };
+    Ok((Output::Json(value), outcome))
+}
+
+/// The outcome the output's `member` names.
+fn chosen(outcomes: &[String], member: &str, value: &Value) -> Result<usize, String> {
+    let named = value.get(member);
+    named
+        .and_then(Value::as_str)
+        .and_then(|name| outcomes.iter().position(|outcome| outcome == name))
+        .ok_or_else(|| {
+            format!(
+                "its `{member}` is {}, not one of the outcomes its manifest declares: {}",
+                named.map_or_else(|| "missing".to_owned(), ToString::to_string),
+                outcomes.join(", ")
+            )
+        })
 }
 
 /// What makes `value` fail the schema, the first few, each at its place; empty when it passes.

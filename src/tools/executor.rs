@@ -258,12 +258,13 @@ impl Executor {
             sampler: request.sampler,
             relay: request.relay,
         };
-        let output = match run_guarded(tool, call, &request.cancellation).await {
-            Ok(output) => output,
+        let (output, outcome) = match run_guarded(tool, call, &request.cancellation).await {
+            Ok(ran) => ran,
             Err(error) => return self.failed(tool, error.bounded(limit), output_path),
         };
         let cached_arguments = as_written.as_ref().unwrap_or(&arguments);
-        let result = self.shape_result(tool, output, (&arguments, cached_arguments), limit);
+        let mut result = self.shape_result(tool, output, (&arguments, cached_arguments), limit);
+        result.outcome = outcome;
         Ok(self
             .result_gate(tool, result, output_path, &request.asking)
             .await)
@@ -306,19 +307,26 @@ impl Executor {
 
     /// A failed call (its error already cut to the output limit: the one place a failed
     /// call's text is cut, before the model, a caught `_outputPath` or the log sees it): the
-    /// error, or, when the call's `_outputPath` catches failures, the error written there as
-    /// data.
+    /// error, or, when the call's `_outputPath` has a branch for the tool's `error` outcome,
+    /// the error written there as data.
     fn failed(
         &self,
         tool: &dyn Tool,
         error: ToolError,
         output_path: Option<OutputPath>,
     ) -> Result<Outcome, ToolError> {
-        let Some(output_path) = output_path.filter(OutputPath::catches_failure) else {
+        let definition = tool.definition();
+        let catching = (definition.outcomes.error()).and_then(|outcome| {
+            output_path
+                .filter(|path| path.catches(outcome))
+                .zip(Some(outcome))
+        });
+        let Some((output_path, outcome)) = catching else {
             return Err(error);
         };
-        let name = tool.definition().name.as_str();
-        let mut caught = output_path::failure_as_data(&self.workspace, name, &output_path, &error);
+        let name = definition.name.as_str();
+        let mut caught =
+            output_path::failure_as_data(&self.workspace, name, (&output_path, outcome), &error);
         // The caught error is not of the declared output shape: the wire says so.
         caught.structured = tool.definition().output_schema.is_some();
         Ok(Outcome::Finished(caught))
@@ -442,6 +450,7 @@ impl Executor {
             final_text,
             cache_var_result,
             written: Vec::new(),
+            outcome: 0,
         }
     }
 
@@ -668,14 +677,15 @@ impl Executor {
     }
 }
 
-/// Runs the tool, turning a panic or a cancellation into an error instead of a lost answer.
+/// Runs the tool, turning a panic or a cancellation into an error instead of a lost answer;
+/// with the outcome the tool chose.
 async fn run_guarded(
     tool: &dyn Tool,
     call: ToolCall<'_>,
     cancellation: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
+) -> Result<(ToolOutput, usize), ToolError> {
     let name = tool.definition().name.clone();
-    let running = AssertUnwindSafe(tool.execute(call)).catch_unwind();
+    let running = AssertUnwindSafe(tool.execute_to_outcome(call)).catch_unwind();
     tokio::select! {
         // Cancellation first: a call already cancelled is never started.
         biased;

@@ -571,3 +571,48 @@ async fn a_plan_may_read_what_its_write_state_and_write_var_steps_write() {
     );
     client.cancel().await.unwrap();
 }
+
+/// A built-in tool's outcomes are success and error: `A && B || C` writes a success to both
+/// paths of the first branch and a tool error to the second; a third branch is refused, naming
+/// the outcomes.
+#[tokio::test]
+async fn a_branch_of_a_built_in_tool_may_fan_out_and_a_third_is_refused() {
+    let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
+    let branches = "†state.a && †state.b || †state.c";
+    let echoed = call(
+        &client,
+        "Echo",
+        json!({"text": "ok", "_outputPath": branches}),
+    )
+    .await;
+    assert!(!is_error(&echoed), "{}", text(&echoed));
+    let failed = call(
+        &client,
+        "Fail",
+        json!({"message": "no", "_outputPath": branches}),
+    )
+    .await;
+    assert!(
+        text(&failed).contains("written to †state.c as data: no"),
+        "{}",
+        text(&failed)
+    );
+    let whole = call(&client, "ReadState", json!({})).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(text(&whole).split_once('\n').unwrap().1).unwrap(),
+        json!({"a": "ok", "b": "ok", "c": "no"})
+    );
+    let three = call(
+        &client,
+        "Echo",
+        json!({"text": "x", "_outputPath": "†state.x || †state.y || †state.z"}),
+    )
+    .await;
+    assert!(is_error(&three));
+    assert_eq!(
+        text(&three),
+        "_outputPath has 3 branches (separated by `||`) but `Echo` has 2 outcomes: success, \
+         error; give at most 2 paths, one per outcome in that order"
+    );
+    client.cancel().await.unwrap();
+}
