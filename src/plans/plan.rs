@@ -154,7 +154,7 @@ pub fn validate(
         .collect();
     let definitions: Vec<Option<ToolDefinition>> =
         steps.iter().map(|step| world.tool(&step.tool)).collect();
-    let writes: Vec<Vec<OutputTarget>> = steps
+    let targets: Vec<Vec<OutputTarget>> = steps
         .iter()
         .zip(&definitions)
         .map(|(step, definition)| step_writes(step, definition.as_ref()))
@@ -176,7 +176,7 @@ pub fn validate(
             }
         }
         for reference in references(&step.arguments, &step.id, &mut problems) {
-            let found = dependencies_of(&reference, &index_of, &writes, input, world);
+            let found = dependencies_of(&reference, &index_of, &targets, input, world);
             match found {
                 Ok(writers) => dependencies[index]
                     .extend(writers.into_iter().filter(|&writer| writer != index)),
@@ -290,7 +290,7 @@ fn references(
                             source: source.to_owned(),
                         }),
                         Segment::Literal(_) => None,
-                    }))
+                    }));
                 }
                 Err(error) => problems.push(format!("step `{step}`: {error}")),
             }
@@ -303,13 +303,13 @@ fn references(
 fn dependencies_of(
     reference: &Reference,
     index_of: &HashMap<&str, usize>,
-    writes: &[Vec<OutputTarget>],
+    targets: &[Vec<OutputTarget>],
     input: &Value,
     world: &dyn World,
 ) -> Result<Vec<usize>, String> {
     let reference = match reference {
         Reference::Variable { name, source } => {
-            return variable_writers(source, name, writes, world);
+            return variable_writers(source, name, targets, world);
         }
         Reference::Dagger(reference) => reference,
     };
@@ -335,7 +335,7 @@ fn dependencies_of(
         Kind::State => {
             let path = &reference.path;
             let writers = writers_of(
-                writes,
+                targets,
                 |target| matches!(target, OutputTarget::State(written) if written.overlaps(path)),
             );
             if writers.is_empty() && path.get(world.state()).is_none() {
@@ -351,7 +351,7 @@ fn dependencies_of(
                 .segments()
                 .first()
                 .ok_or_else(|| format!("{source} names no variable; write †var.<name>"))?;
-            variable_writers(source, name, writes, world)
+            variable_writers(source, name, targets, world)
         }
     }
 }
@@ -360,11 +360,11 @@ fn dependencies_of(
 fn variable_writers(
     source: &str,
     name: &str,
-    writes: &[Vec<OutputTarget>],
+    targets: &[Vec<OutputTarget>],
     world: &dyn World,
 ) -> Result<Vec<usize>, String> {
     let writers = writers_of(
-        writes,
+        targets,
         |target| matches!(target, OutputTarget::Variable(written) if written == name),
     );
     if writers.is_empty() && !world.variable_exists(name) {
@@ -375,8 +375,11 @@ fn variable_writers(
     Ok(writers)
 }
 
-fn writers_of(writes: &[Vec<OutputTarget>], matches: impl Fn(&OutputTarget) -> bool) -> Vec<usize> {
-    writes
+fn writers_of(
+    targets: &[Vec<OutputTarget>],
+    matches: impl Fn(&OutputTarget) -> bool,
+) -> Vec<usize> {
+    targets
         .iter()
         .enumerate()
         .filter(|(_, targets)| targets.iter().any(&matches))

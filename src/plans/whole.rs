@@ -86,11 +86,11 @@ pub async fn run(
 /// still asks when the result arrives). A rejection runs nothing. A session that cannot be
 /// asked while the call runs leaves each step to its own gate (and the configured fallback).
 async fn approve(call: &ToolCall<'_>, steps: &[Step]) -> Result<Vec<Option<Approved>>, ToolError> {
-    let mut approvals: Vec<Option<Approved>> = steps
+    let approvals: Vec<Option<Approved>> = steps
         .iter()
         .map(|step| call.executor.would_ask(&step.tool, &step.arguments))
         .collect();
-    let Some(asker) = call.asker.filter(|_| approvals.iter().any(Option::is_some)) else {
+    let Some(user) = call.asker.filter(|_| approvals.iter().any(Option::is_some)) else {
         return Ok(approvals);
     };
     let arguments: Vec<Value> = steps
@@ -115,7 +115,7 @@ async fn approve(call: &ToolCall<'_>, steps: &[Step]) -> Result<Vec<Option<Appro
         () = call.cancellation.cancelled() => {
             return Err(ToolError::invalid(format!("the call of `{TOOL}` was cancelled")));
         }
-        answer = asker.ask(&question) => answer,
+        answer = user.ask(&question) => answer,
     };
     match answer {
         Some(Answer::Approved { .. }) => Ok(approvals),
@@ -133,10 +133,7 @@ async fn approve(call: &ToolCall<'_>, steps: &[Step]) -> Result<Vec<Option<Appro
                 named.join(", ")
             )))
         }
-        None => {
-            approvals.iter_mut().for_each(|approval| *approval = None);
-            Ok(approvals)
-        }
+        None => Ok(vec![None; steps.len()]),
     }
 }
 

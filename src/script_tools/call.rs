@@ -139,12 +139,6 @@ fn read_output(
 ) -> Result<(Output, usize), Error> {
     let tool = script.name.clone();
     let (stdout, stderr) = (ran.stdout, ran.stderr);
-    let manifest = &script.manifest;
-    // Exit code *i* is the *i*-th declared outcome, unless an output member chooses.
-    let by_exit_code = match (&manifest.outcomes, &manifest.outcome_member) {
-        (Some(outcomes), None) => outcomes.len(),
-        _ => 1,
-    };
     if ran.timed_out {
         let seconds = timeout(script).as_secs();
         return Err(Error::TimedOut {
@@ -155,9 +149,7 @@ fn read_output(
         });
     }
     let outcome = match ran.exit_code {
-        Some(code) if usize::try_from(code).is_ok_and(|code| code < by_exit_code) => {
-            usize::try_from(code).unwrap_or_default()
-        }
+        Some(code) if let Some(outcome) = exit_outcome(script, code) => outcome,
         Some(code) => {
             return Err(Error::Exited {
                 tool,
@@ -211,25 +203,43 @@ fn read_output(
     if let Err(too_deep) = nesting::check(&value, 0) {
         return Err(not_json(format!("its JSON {too_deep}"), stdout, stderr));
     }
-    let problems = violations(validator, &value);
+    let chosen = checked_output(script, validator, &value).map_err(|problems| Error::Mismatch {
+        tool,
+        problems,
+        stdout,
+    })?;
+    Ok((Output::Json(value), chosen.unwrap_or(outcome)))
+}
+
+/// JSON output against the output schema, then the outcome its member names when the manifest
+/// says one chooses; what is wrong with it otherwise.
+fn checked_output(
+    script: &Script,
+    validator: &jsonschema::Validator,
+    value: &Value,
+) -> Result<Option<usize>, String> {
+    let problems = violations(validator, value);
     if !problems.is_empty() {
-        return Err(Error::Mismatch {
-            tool,
-            problems,
-            stdout,
-        });
+        return Err(problems);
     }
-    let outcome = match (&manifest.outcomes, &manifest.outcome_member) {
-        (Some(outcomes), Some(member)) => {
-            chosen(outcomes, member, &value).map_err(|problem| Error::Mismatch {
-                tool,
-                problems: problem,
-                stdout,
-            })?
-        }
-        _ => outcome,
+    let manifest = &script.manifest;
+    let (Some(outcomes), Some(member)) = (&manifest.outcomes, &manifest.outcome_member) else {
+        return Ok(None);
     };
-    Ok((Output::Json(value), outcome))
+    chosen(outcomes, member, value).map(Some)
+}
+
+/// The outcome an exit code chooses: 0 the first; with declared outcomes and no member that
+/// chooses, code *i* the *i*-th; any other code none (the run failed).
+fn exit_outcome(script: &Script, code: i32) -> Option<usize> {
+    let manifest = &script.manifest;
+    let by_exit_code = match (&manifest.outcomes, &manifest.outcome_member) {
+        (Some(outcomes), None) => outcomes.len(),
+        _ => 1,
+    };
+    usize::try_from(code)
+        .ok()
+        .filter(|&code| code < by_exit_code)
 }
 
 /// The outcome the output's `member` names.

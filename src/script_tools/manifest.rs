@@ -325,25 +325,7 @@ pub fn check(manifest: &Manifest, file: &Path, folder: &Path, names: (&str, &str
             problem(Some("arguments"), message);
         }
     }
-    if let Some(seconds) = manifest.timeout_seconds
-        && !(1..=MAX_TIMEOUT_SECONDS).contains(&seconds)
-    {
-        problem(
-            Some("timeoutSeconds"),
-            format!("is {seconds}; give 1 to {MAX_TIMEOUT_SECONDS} seconds"),
-        );
-    }
-    if manifest.output_limit == Some(0) {
-        problem(
-            Some("outputLimit"),
-            "is 0; give the number of characters shown before a result is cut, or leave it out \
-             for the server's limit"
-                .to_owned(),
-        );
-    }
-    for (field, message) in outcome_problems(manifest) {
-        problem(Some(field), message);
-    }
+    run_problems(manifest, &mut problem);
     if manifest.annotations.read_only() && manifest.annotations.destructive() {
         problem(
             Some("annotations"),
@@ -368,6 +350,30 @@ pub fn check(manifest: &Manifest, file: &Path, folder: &Path, names: (&str, &str
         }
     }
     problems
+}
+
+/// What is wrong with what a run is given and gives: its timeout, its output limit, its
+/// outcomes.
+fn run_problems(manifest: &Manifest, problem: &mut impl FnMut(Option<&str>, String)) {
+    if let Some(seconds) = manifest.timeout_seconds
+        && !(1..=MAX_TIMEOUT_SECONDS).contains(&seconds)
+    {
+        problem(
+            Some("timeoutSeconds"),
+            format!("is {seconds}; give 1 to {MAX_TIMEOUT_SECONDS} seconds"),
+        );
+    }
+    if manifest.output_limit == Some(0) {
+        problem(
+            Some("outputLimit"),
+            "is 0; give the number of characters shown before a result is cut, or leave it out \
+             for the server's limit"
+                .to_owned(),
+        );
+    }
+    for (field, message) in outcome_problems(manifest) {
+        problem(Some(field), message);
+    }
 }
 
 /// What is wrong with the declared outcomes: names (1 to 40 letters, digits, `_` or `-`), at

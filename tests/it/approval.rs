@@ -214,10 +214,10 @@ async fn a_plan_is_approved_as_one_unit_and_result_gates_still_ask() {
     assert!(!is_error(&ran), "{}", text(&ran));
     let output = ran.structured_content.clone().unwrap();
     assert_eq!(output["ok"], json!(true), "{output}");
-    let asked = asker.asked()[asked_before..].to_vec();
-    assert_eq!(asked.len(), 2, "{asked:#?}");
+    let questions = asker.asked()[asked_before..].to_vec();
+    assert_eq!(questions.len(), 2, "{questions:#?}");
     assert_eq!(
-        asked[0],
+        questions[0],
         "Run this plan? 2 of its 3 steps need your approval; approving runs exactly these steps \
          of this plan without asking again (a result that needs approval is still asked about \
          when it arrives):\n\
@@ -227,9 +227,9 @@ async fn a_plan_is_approved_as_one_unit_and_result_gates_still_ask() {
          (references, resolved when the step runs: $VAR_REF{{seed}})"
     );
     assert!(
-        asked[1].starts_with("Release this result of `ReadState` to the model?"),
+        questions[1].starts_with("Release this result of `ReadState` to the model?"),
         "{}",
-        asked[1]
+        questions[1]
     );
     let kept = call(&client, "ReadVar", json!({"name": "kept"})).await;
     assert!(text(&kept).ends_with("\ngrain"), "{}", text(&kept));
