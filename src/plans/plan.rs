@@ -178,8 +178,13 @@ pub fn validate(
         for reference in references(&step.arguments, &step.id, &mut problems) {
             let found = dependencies_of(&reference, &index_of, &targets, input, world);
             match found {
-                Ok(writers) => dependencies[index]
-                    .extend(writers.into_iter().filter(|&writer| writer != index)),
+                // A step that writes what it reads (an update) waits for the writers listed
+                // before it, so that updates of one target run in the plan's order.
+                Ok(mut writers) if writers.contains(&index) => {
+                    writers.retain(|&writer| writer < index);
+                    dependencies[index].extend(writers);
+                }
+                Ok(writers) => dependencies[index].extend(writers),
                 Err(problem) => problems.push(format!("step `{}`: {problem}", step.id)),
             }
         }

@@ -552,6 +552,29 @@ async fn a_plan_may_read_what_its_write_state_and_write_var_steps_write() {
         json!({"n": 7, "var": "first draft", "text": "first draft!"})
     );
 
+    // Steps that update what they read run in the plan's order, not in a cycle.
+    let updates = call(
+        &client,
+        "RunPlan",
+        json!({"steps": [
+            {"_id": "one", "_tool": "WriteVar", "name": "notes", "value": "$VAR_REF{{notes}}, one"},
+            {"_id": "two", "_tool": "WriteVar", "name": "notes", "value": "†var.notes, two"}
+        ]}),
+    )
+    .await;
+    assert_eq!(
+        structured(&updates)["order"],
+        json!([["one"], ["two"]]),
+        "{}",
+        text(&updates)
+    );
+    let notes = call(&client, "ReadVar", json!({"name": "notes"})).await;
+    assert!(
+        text(&notes).ends_with("\nfirst draft, one, two"),
+        "{}",
+        text(&notes)
+    );
+
     let dangling = call(
         &client,
         "RunPlan",
