@@ -356,6 +356,7 @@ fn call(
         progress: None,
         sampler: None,
         relay: None,
+        approved: None,
     };
     runtime.block_on(app.executor().execute(request))
 }

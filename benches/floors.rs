@@ -197,6 +197,7 @@ fn main() {
             progress: None,
             sampler: None,
             relay: None,
+            approved: None,
         };
         let started = Instant::now();
         let outcome = runtime.block_on(app.executor().execute(request));

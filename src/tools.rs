@@ -38,12 +38,17 @@ use crate::rules::SkillRule;
 use crate::workspace::Workspace;
 
 pub use approval::{
-    Answer, ApprovalQuestion, Asked, Asker, Asking, Fallback, Permission, Policy, Stage,
+    Answer, ApprovalQuestion, Approved, Asked, Asker, Asking, Fallback, Permission, PlannedCall,
+    Policy, Stage, plan_question,
 };
 pub use decode::parse_arguments;
-pub use definition::{Annotations, Caching, Daggers, ToolDefinition, Truncation, WORKSPACE_VIEW};
+pub use definition::{
+    Annotations, Caching, Daggers, Outcomes, ToolDefinition, Truncation, WORKSPACE_VIEW, Writes,
+};
 pub use executor::{CallRequest, Caller, Executor, ExecutorSettings, ToolOverride, panic_message};
-pub use output_path::{OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget};
+pub use output_path::{
+    OUTPUT_PATH_ARGUMENT, OutputPath, Target as OutputTarget, pinned as pinned_output_path,
+};
 pub use registry::{GroupOverview, GroupState, Held, Registry, RegistryError, ToolOverview, View};
 pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 pub use schema::{input_schema, make_foreign_schema_portable, output_schema};
@@ -241,6 +246,16 @@ pub trait Tool: Send + Sync {
     fn definition(&self) -> &ToolDefinition;
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+
+    /// Runs the call and says which of the tool's [`Outcomes`] its result is (an index into
+    /// them): the first, unless the tool declares outcomes of its own and chooses another (a
+    /// script tool, by its exit code or a member of its output).
+    fn execute_to_outcome<'a>(
+        &'a self,
+        call: ToolCall<'a>,
+    ) -> BoxFuture<'a, Result<(ToolOutput, usize), ToolError>> {
+        Box::pin(async move { self.execute(call).await.map(|output| (output, 0)) })
+    }
 
     /// Whether a call needs the user's consent when the tool's execution policy asks, and what
     /// an `ask-once` approval is bound to besides the tool and the argument shape.

@@ -9,7 +9,7 @@ use crate::json::path::Path;
 use crate::plans::whole::{self, RunPlanOutput};
 use crate::tools::{
     Annotations, Answered, Context, Daggers, Declaration, Framed, Origin, ToolError, ToolGroup,
-    TypedTool, WORKSPACE_VIEW, declare, typed,
+    TypedTool, WORKSPACE_VIEW, Writes, declare, typed,
 };
 
 pub const GROUP: &str = "plans";
@@ -98,7 +98,7 @@ impl TypedTool for WriteStateArguments {
     type Output = WriteStateOutput;
     // Writing over an existing path replaces what was there.
     const TOOL: Declaration = declare! {
-        "WriteState", "Write state", OVERWRITES, WRITE_STATE, uncached
+        "WriteState", "Write state", OVERWRITES, WRITE_STATE, uncached, writes(Writes::StateAt("path"))
     };
 
     async fn run(self, context: Context<'_>) -> Answered<WriteStateOutput> {
@@ -146,7 +146,7 @@ impl TypedTool for RunPlanArguments {
     };
 
     async fn run(self, context: Context<'_>) -> Answered<RunPlanOutput> {
-        let (steps, input) = whole::parts(self.steps, self.plan, self.input)?;
+        let (steps, input) = whole::parts(context.workspace, self.steps, self.plan, self.input)?;
         let (dry_run, parallel) = (self.dry_run, self.max_parallel);
         whole::run(context.session()?, (&steps, input), dry_run, parallel).await
     }

@@ -17,8 +17,8 @@ use serde_json::Value;
 use crate::script_tools::call::{self, Output, Schemas};
 use crate::script_tools::{self, Approval, Script};
 use crate::tools::{
-    Annotations, Asked, Consent, Origin, Permission, Policy, Tool, ToolCall, ToolDefinition,
-    ToolError, ToolGroup, ToolOutput, Truncation,
+    Annotations, Asked, Consent, Origin, Outcomes, Permission, Policy, Tool, ToolCall,
+    ToolDefinition, ToolError, ToolGroup, ToolOutput, Truncation,
 };
 
 pub use served::ServedFolders;
@@ -80,6 +80,9 @@ impl ScriptTool {
         if let Some(limit) = manifest.output_limit {
             definition = definition.with_truncation(Truncation::Default(limit));
         }
+        if let Some(outcomes) = &manifest.outcomes {
+            definition = definition.with_outcomes(Outcomes::declared(outcomes));
+        }
         Self {
             definition,
             script,
@@ -108,6 +111,14 @@ impl Tool for ScriptTool {
     }
 
     fn execute<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move { Ok(self.execute_to_outcome(call).await?.0) })
+    }
+
+    /// The run's outcome: its exit code, or the member of its output the manifest names.
+    fn execute_to_outcome<'a>(
+        &'a self,
+        call: ToolCall<'a>,
+    ) -> BoxFuture<'a, Result<(ToolOutput, usize), ToolError>> {
         Box::pin(async move {
             if let Some(approved) = self.asked.take(&call.arguments.to_string())
                 && bound(&self.script.digests_now()?) != approved
@@ -118,12 +129,13 @@ impl Tool for ScriptTool {
                 .into());
             }
             let schemas = self.schemas()?;
-            let output =
+            let (output, outcome) =
                 call::run(&self.script, &schemas, &call.arguments, &call.cancellation).await?;
-            Ok(match output {
+            let output = match output {
                 Output::Text(text) => ToolOutput::Framed(text),
                 Output::Json(value) => ToolOutput::Structured(value),
-            })
+            };
+            Ok((output, outcome))
         })
     }
 

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::tools::{
     Annotations, Answered, Context, Daggers, Declaration, Framed, Origin, ToolError, ToolGroup,
-    TypedTool, WORKSPACE_VIEW, declare, typed,
+    TypedTool, WORKSPACE_VIEW, Writes, declare, typed,
 };
 use crate::vars::{ListFilter, RemoveOutcome, ValueKind, VarType, Variable};
 use crate::workspace::{OwnWrite, Written};
@@ -259,7 +259,7 @@ impl TypedTool for WriteVarArguments {
     type Output = WriteVarOutput;
     const TOOL: Declaration = declare! {
         "WriteVar", "Write variable", OVERWRITES, WRITE_VAR,
-        uncached, daggers(Daggers::KeptOutsidePlans)
+        uncached, daggers(Daggers::KeptOutsidePlans), writes(Writes::VariableNamed("name"))
     };
 
     async fn run(self, context: Context<'_>) -> Answered<WriteVarOutput> {

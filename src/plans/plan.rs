@@ -1,5 +1,6 @@
 //! A plan: steps `{_id, _tool, …arguments, _outputPath?}` whose edges are `†` references to
-//! earlier steps' results (`†steps.<id>`) or to the state paths earlier steps write. Validation
+//! earlier steps' results (`†steps.<id>`), and `†`/`$VAR_REF` references to the state paths and
+//! variables earlier steps write (by `_outputPath`, or as `WriteState`/`WriteVar` do). Validation
 //! looks at the whole plan before anything runs and reports every problem at once: unknown tools
 //! and step ids, references to paths nothing writes, cycles, and literal arguments that break
 //! the tool's schema.
@@ -11,9 +12,11 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
+use crate::json::path::Path;
 use crate::json::strings;
+use crate::refs::Segment;
 use crate::refs::dagger::{self, Kind, Piece};
-use crate::tools::{OutputPath, OutputTarget};
+use crate::tools::{OutputPath, OutputTarget, ToolDefinition, Writes, pinned_output_path};
 
 /// One step, parsed.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,8 +30,8 @@ pub struct Step {
 
 /// What validation needs to know about the world outside the plan.
 pub trait World {
-    /// The input schema of an enabled tool.
-    fn tool_schema(&self, name: &str) -> Option<Map<String, Value>>;
+    /// The definition of an enabled tool: its input schema, and what it writes.
+    fn tool(&self, name: &str) -> Option<ToolDefinition>;
     fn state(&self) -> &Value;
     fn variable_exists(&self, name: &str) -> bool;
 }
@@ -86,7 +89,7 @@ fn parse_step(step: &Value) -> Result<Step, String> {
              `_outputLimit` and the tool's own arguments"
         ));
     }
-    let id = match arguments.remove("_id") {
+    let id = match arguments.shift_remove("_id") {
         Some(Value::String(id)) if !id.is_empty() && !id.contains('.') => id,
         Some(other) => {
             return Err(format!(
@@ -103,12 +106,12 @@ fn parse_step(step: &Value) -> Result<Step, String> {
         }
         None => return Err("missing `_id` naming the step".to_owned()),
     };
-    let Some(Value::String(tool)) = arguments.remove("_tool") else {
+    let Some(Value::String(tool)) = arguments.shift_remove("_tool") else {
         return Err(format!(
             "step `{id}` has no `_tool` naming the tool to call"
         ));
     };
-    let output_path = match arguments.remove("_outputPath") {
+    let output_path = match arguments.shift_remove("_outputPath") {
         None => None,
         Some(Value::String(text)) => {
             let parsed =
@@ -149,20 +152,39 @@ pub fn validate(
         .enumerate()
         .map(|(index, step)| (step.id.as_str(), index))
         .collect();
+    let definitions: Vec<Option<ToolDefinition>> =
+        steps.iter().map(|step| world.tool(&step.tool)).collect();
+    let targets: Vec<Vec<OutputTarget>> = steps
+        .iter()
+        .zip(&definitions)
+        .map(|(step, definition)| step_writes(step, definition.as_ref()))
+        .collect();
     let mut dependencies: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); steps.len()];
     for (index, step) in steps.iter().enumerate() {
-        match world.tool_schema(&step.tool) {
+        match &definitions[index] {
             None => problems.push(format!(
                 "step `{}`: unknown tool `{}`; tools/list shows the available tools",
                 step.id, step.tool
             )),
-            Some(schema) => check_arguments(step, &schema, &mut problems),
+            Some(definition) => {
+                check_arguments(step, &definition.input_schema, &mut problems);
+                if let Some((_, output)) = &step.output_path
+                    && let Err(problem) = output.check_outcomes(&step.tool, &definition.outcomes)
+                {
+                    problems.push(format!("step `{}`: {problem}", step.id));
+                }
+            }
         }
         for reference in references(&step.arguments, &step.id, &mut problems) {
-            let found = dependencies_of(&reference, steps, &index_of, input, world);
+            let found = dependencies_of(&reference, &index_of, &targets, input, world);
             match found {
-                Ok(writers) => dependencies[index]
-                    .extend(writers.into_iter().filter(|&writer| writer != index)),
+                // A step that writes what it reads (an update) waits for the writers listed
+                // before it, so that updates of one target run in the plan's order.
+                Ok(mut writers) if writers.contains(&index) => {
+                    writers.retain(|&writer| writer < index);
+                    dependencies[index].extend(writers);
+                }
+                Ok(writers) => dependencies[index].extend(writers),
                 Err(problem) => problems.push(format!("step `{}`: {problem}", step.id)),
             }
         }
@@ -180,25 +202,103 @@ pub fn validate(
     }
 }
 
-/// Every `†` reference in a step's arguments.
+/// Everything a step writes into the workspace: its `_outputPath` (the one its tool pins, else
+/// the step's), every branch of it, and what the tool itself writes where a literal argument
+/// says (`WriteState`'s `path`, `WriteVar`'s `name`).
+fn step_writes(step: &Step, definition: Option<&ToolDefinition>) -> Vec<OutputTarget> {
+    let pinned = definition
+        .and_then(pinned_output_path)
+        .and_then(Value::as_str)
+        .and_then(|text| OutputPath::parse(text).ok());
+    let given = step.output_path.as_ref().map(|(_, output)| output);
+    let mut writes: Vec<OutputTarget> = pinned
+        .as_ref()
+        .or(given)
+        .map(|output| output.targets().into_iter().cloned().collect())
+        .unwrap_or_default();
+    let literal = |argument: &str| {
+        step.arguments
+            .get(argument)
+            .and_then(Value::as_str)
+            .filter(|text| !holds_reference(text))
+    };
+    match definition.map_or(Writes::Nothing, |definition| definition.writes) {
+        Writes::Nothing => {}
+        Writes::StateAt(argument) => {
+            if let Some(path) = literal(argument).and_then(|text| Path::parse(text).ok()) {
+                writes.push(OutputTarget::State(path));
+            }
+        }
+        Writes::VariableNamed(argument) => {
+            if let Some(name) = literal(argument) {
+                writes.push(OutputTarget::Variable(name.to_owned()));
+            }
+        }
+    }
+    writes
+}
+
+/// A reference in a step's arguments: `†…`, or `$VAR_REF{{name…}}` (resolved when the step
+/// runs, so it may read a variable an earlier step writes).
+enum Reference {
+    Dagger(dagger::DaggerReference),
+    Variable { name: String, source: String },
+}
+
+impl Step {
+    /// The references in the step's arguments as written (`†…`, `$VAR_REF{{…}}`), first seen
+    /// first, each once: what a plan's approval names as resolved only when the step runs.
+    pub fn references(&self) -> Vec<String> {
+        let mut found: Vec<String> = Vec::new();
+        let mut ignored = Vec::new();
+        for reference in references(&self.arguments, &self.id, &mut ignored)
+            .into_iter()
+            .rev()
+        {
+            let source = match reference {
+                Reference::Dagger(reference) => reference.source,
+                Reference::Variable { source, .. } => source,
+            };
+            if !found.contains(&source) {
+                found.push(source);
+            }
+        }
+        found
+    }
+}
+
+/// Every reference in a step's arguments.
 fn references(
     arguments: &Map<String, Value>,
     step: &str,
     problems: &mut Vec<String>,
-) -> Vec<dagger::DaggerReference> {
+) -> Vec<Reference> {
     let mut found = Vec::new();
     let texts: Vec<&str> = arguments.values().flat_map(strings::iter).collect();
     // Last string first: the order in which validation has always reported problems.
     for text in texts.into_iter().rev() {
-        if !dagger::contains_reference(text) {
-            continue;
+        if dagger::contains_reference(text) {
+            match dagger::parse(text) {
+                Ok(pieces) => found.extend(pieces.into_iter().filter_map(|piece| match piece {
+                    Piece::Reference(reference) => Some(Reference::Dagger(reference)),
+                    Piece::Text(_) => None,
+                })),
+                Err(error) => problems.push(format!("step `{step}`: {error}")),
+            }
         }
-        match dagger::parse(text) {
-            Ok(pieces) => found.extend(pieces.into_iter().filter_map(|piece| match piece {
-                Piece::Reference(reference) => Some(reference),
-                Piece::Text(_) => None,
-            })),
-            Err(error) => problems.push(format!("step `{step}`: {error}")),
+        if crate::refs::contains_reference(text) {
+            match crate::refs::parse(text) {
+                Ok(segments) => {
+                    found.extend(segments.into_iter().filter_map(|segment| match segment {
+                        Segment::Variable { reference, source } => Some(Reference::Variable {
+                            name: reference.name,
+                            source: source.to_owned(),
+                        }),
+                        Segment::Literal(_) => None,
+                    }));
+                }
+                Err(error) => problems.push(format!("step `{step}`: {error}")),
+            }
         }
     }
     found
@@ -206,12 +306,18 @@ fn references(
 
 /// The steps a reference waits for, or why it can never be satisfied.
 fn dependencies_of(
-    reference: &dagger::DaggerReference,
-    steps: &[Step],
+    reference: &Reference,
     index_of: &HashMap<&str, usize>,
+    targets: &[Vec<OutputTarget>],
     input: &Value,
     world: &dyn World,
 ) -> Result<Vec<usize>, String> {
+    let reference = match reference {
+        Reference::Variable { name, source } => {
+            return variable_writers(source, name, targets, world);
+        }
+        Reference::Dagger(reference) => reference,
+    };
     let source = &reference.source;
     match reference.kind {
         Kind::Steps => {
@@ -234,7 +340,7 @@ fn dependencies_of(
         Kind::State => {
             let path = &reference.path;
             let writers = writers_of(
-                steps,
+                targets,
                 |target| matches!(target, OutputTarget::State(written) if written.overlaps(path)),
             );
             if writers.is_empty() && path.get(world.state()).is_none() {
@@ -250,29 +356,38 @@ fn dependencies_of(
                 .segments()
                 .first()
                 .ok_or_else(|| format!("{source} names no variable; write †var.<name>"))?;
-            let writers = writers_of(
-                steps,
-                |target| matches!(target, OutputTarget::Variable(written) if written == name),
-            );
-            if writers.is_empty() && !world.variable_exists(name) {
-                return Err(format!(
-                    "{source}: no variable `{name}` and no step writes one"
-                ));
-            }
-            Ok(writers)
+            variable_writers(source, name, targets, world)
         }
     }
 }
 
-fn writers_of(steps: &[Step], writes: impl Fn(&OutputTarget) -> bool) -> Vec<usize> {
-    steps
+/// The steps that write variable `name`, or why `source` can never read it.
+fn variable_writers(
+    source: &str,
+    name: &str,
+    targets: &[Vec<OutputTarget>],
+    world: &dyn World,
+) -> Result<Vec<usize>, String> {
+    let writers = writers_of(
+        targets,
+        |target| matches!(target, OutputTarget::Variable(written) if written == name),
+    );
+    if writers.is_empty() && !world.variable_exists(name) {
+        return Err(format!(
+            "{source}: no variable `{name}` and no step writes one"
+        ));
+    }
+    Ok(writers)
+}
+
+fn writers_of(
+    targets: &[Vec<OutputTarget>],
+    matches: impl Fn(&OutputTarget) -> bool,
+) -> Vec<usize> {
+    targets
         .iter()
         .enumerate()
-        .filter(|(_, step)| {
-            step.output_path
-                .as_ref()
-                .is_some_and(|(_, output)| output.targets().into_iter().any(&writes))
-        })
+        .filter(|(_, targets)| targets.iter().any(&matches))
         .map(|(index, _)| index)
         .collect()
 }
@@ -325,9 +440,11 @@ fn check_arguments(step: &Step, schema: &Map<String, Value>, problems: &mut Vec<
 }
 
 fn is_reference(value: &Value) -> bool {
-    value.as_str().is_some_and(|text| {
-        dagger::contains_reference(text) || crate::refs::contains_reference(text)
-    })
+    value.as_str().is_some_and(holds_reference)
+}
+
+fn holds_reference(text: &str) -> bool {
+    dagger::contains_reference(text) || crate::refs::contains_reference(text)
 }
 
 fn type_matches(property: &Value, value: &Value) -> bool {

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::plan::Step;
 use crate::tools::PlanScope;
-use crate::tools::{Asking, CallRequest, ExecuteStatus, Outcome, ToolCall, ToolOutput};
+use crate::tools::{Approved, Asking, CallRequest, ExecuteStatus, Outcome, ToolCall, ToolOutput};
 
 /// How a step ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -50,9 +50,10 @@ pub struct StepTrace {
 }
 
 /// Runs the steps; returns one trace per step, in plan order.
+/// `approvals`: per step, the approval the user gave the plan for it, if it needed one.
 pub async fn run(
     call: &ToolCall<'_>,
-    steps: &[Step],
+    (steps, approvals): (&[Step], &[Option<Approved>]),
     dependencies: &[BTreeSet<usize>],
     scope: &PlanScope,
     max_parallel: usize,
@@ -81,7 +82,8 @@ pub async fn run(
             }
             state[index] = Progress::Running;
             traces[index].started_micros = Some(micros_since(started));
-            running.push(run_step(call, &steps[index], scope, index));
+            let approved = approvals.get(index).and_then(Option::as_ref);
+            running.push(run_step(call, (&steps[index], approved), scope, index));
         }
         let Some((index, trace)) = running.next().await else {
             break;
@@ -169,7 +171,7 @@ fn skip_blocked(
 
 async fn run_step(
     call: &ToolCall<'_>,
-    step: &Step,
+    (step, approved): (&Step, Option<&Approved>),
     scope: &PlanScope,
     index: usize,
 ) -> (usize, StepTrace) {
@@ -187,6 +189,7 @@ async fn run_step(
         progress: None,
         sampler: call.sampler,
         relay: call.relay,
+        approved,
     };
     let mut trace = pending_trace(step);
     match call.executor.execute(request).await {

@@ -1,8 +1,9 @@
 //! One call of a script tool: the arguments checked against the manifest's input schema, passed
 //! as JSON on stdin or as words on the command line, the script run in its group folder (with
 //! `TOOL_DIR` naming it) by [`crate::runner`], and its output read: stdout as text, or, when the
-//! manifest declares an output schema, as one JSON object checked against it. A non-zero exit, a
-//! signal or the timeout is an error quoting stderr and stdout.
+//! manifest declares an output schema, as one JSON object checked against it. A non-zero exit
+//! (unless it chooses a declared outcome), a signal or the timeout is an error quoting stderr
+//! and stdout.
 
 use std::time::Duration;
 
@@ -44,13 +45,14 @@ impl Schemas {
     }
 }
 
-/// Runs the tool with these arguments to its end, its timeout or the cancellation.
+/// Runs the tool with these arguments to its end, its timeout or the cancellation; with the
+/// outcome the run chose (an index into the manifest's `outcomes`; 0 when it declares none).
 pub async fn run(
     script: &Script,
     schemas: &Schemas,
     arguments: &Value,
     cancellation: &CancellationToken,
-) -> Result<Output, Error> {
+) -> Result<(Output, usize), Error> {
     check_arguments(script, schemas, arguments)?;
     let runnable = runner::Script {
         relative: script.manifest.script.clone(),
@@ -131,7 +133,11 @@ fn values(value: Option<&Value>) -> Vec<String> {
     }
 }
 
-fn read_output(script: &Script, schemas: &Schemas, ran: runner::Ran) -> Result<Output, Error> {
+fn read_output(
+    script: &Script,
+    schemas: &Schemas,
+    ran: runner::Ran,
+) -> Result<(Output, usize), Error> {
     let tool = script.name.clone();
     let (stdout, stderr) = (ran.stdout, ran.stderr);
     if ran.timed_out {
@@ -143,8 +149,8 @@ fn read_output(script: &Script, schemas: &Schemas, ran: runner::Ran) -> Result<O
             stderr,
         });
     }
-    match ran.exit_code {
-        Some(0) => {}
+    let outcome = match ran.exit_code {
+        Some(code) if let Some(outcome) = exit_outcome(script, code) => outcome,
         Some(code) => {
             return Err(Error::Exited {
                 tool,
@@ -160,13 +166,13 @@ fn read_output(script: &Script, schemas: &Schemas, ran: runner::Ran) -> Result<O
                 stderr,
             });
         }
-    }
+    };
     let Some(validator) = &schemas.output else {
         let mut text = Framed::new(String::new(), stdout);
         if ran.stdout_cut {
             text.footer = format!("\n[stdout was cut at {OUTPUT_CAP} bytes]");
         }
-        return Ok(Output::Text(text));
+        return Ok((Output::Text(text), outcome));
     };
     let not_json = |problem: String, stdout: String, stderr: String| Error::NotJson {
         tool: script.name.clone(),
@@ -198,15 +204,58 @@ fn read_output(script: &Script, schemas: &Schemas, ran: runner::Ran) -> Result<O
     if let Err(too_deep) = nesting::check(&value, 0) {
         return Err(not_json(format!("its JSON {too_deep}"), stdout, stderr));
     }
-    let problems = violations(validator, &value);
+    let chosen = checked_output(script, validator, &value).map_err(|problems| Error::Mismatch {
+        tool,
+        problems,
+        stdout,
+    })?;
+    Ok((Output::Json(value), chosen.unwrap_or(outcome)))
+}
+
+/// JSON output against the output schema, then the outcome its member names when the manifest
+/// says one chooses; what is wrong with it otherwise.
+fn checked_output(
+    script: &Script,
+    validator: &jsonschema::Validator,
+    value: &Value,
+) -> Result<Option<usize>, String> {
+    let problems = violations(validator, value);
     if !problems.is_empty() {
-        return Err(Error::Mismatch {
-            tool,
-            problems,
-            stdout,
-        });
+        return Err(problems);
     }
-    Ok(Output::Json(value))
+    let manifest = &script.manifest;
+    let (Some(outcomes), Some(member)) = (&manifest.outcomes, &manifest.outcome_member) else {
+        return Ok(None);
+    };
+    chosen(outcomes, member, value).map(Some)
+}
+
+/// The outcome an exit code chooses: 0 the first; with declared outcomes and no member that
+/// chooses, code *i* the *i*-th; any other code none (the run failed).
+fn exit_outcome(script: &Script, code: i32) -> Option<usize> {
+    let manifest = &script.manifest;
+    let by_exit_code = match (&manifest.outcomes, &manifest.outcome_member) {
+        (Some(outcomes), None) => outcomes.len(),
+        _ => 1,
+    };
+    usize::try_from(code)
+        .ok()
+        .filter(|&code| code < by_exit_code)
+}
+
+/// The outcome the output's `member` names.
+fn chosen(outcomes: &[String], member: &str, value: &Value) -> Result<usize, String> {
+    let named = value.get(member);
+    named
+        .and_then(Value::as_str)
+        .and_then(|name| outcomes.iter().position(|outcome| outcome == name))
+        .ok_or_else(|| {
+            format!(
+                "its `{member}` is {}, not one of the outcomes its manifest declares: {}",
+                named.map_or_else(|| "missing".to_owned(), ToString::to_string),
+                outcomes.join(", ")
+            )
+        })
 }
 
 /// What makes `value` fail the schema, the first few, each at its place; empty when it passes.

@@ -49,7 +49,18 @@ pub struct Manifest {
     /// What the tool does, as hints for clients.
     #[serde(default)]
     pub annotations: Hints,
+    /// The outcomes of a run, in the order `_outputPath`'s `A || B || C` names them (default:
+    /// success, and `error` for a failed run). Exit code *i* chooses the *i*-th, unless
+    /// `outcomeMember` names the member of the JSON output that does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcomes: Option<Vec<String>>,
+    /// The member of the JSON output (a string) that names the run's outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome_member: Option<String>,
 }
+
+/// The most outcomes a manifest may declare.
+pub const MAX_OUTCOMES: usize = 16;
 
 /// How the arguments reach the script.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -318,22 +329,7 @@ pub fn check(manifest: &Manifest, file: &Path, folder: &Path, names: (&str, &str
             problem(Some("arguments"), message);
         }
     }
-    if let Some(seconds) = manifest.timeout_seconds
-        && !(1..=MAX_TIMEOUT_SECONDS).contains(&seconds)
-    {
-        problem(
-            Some("timeoutSeconds"),
-            format!("is {seconds}; give 1 to {MAX_TIMEOUT_SECONDS} seconds"),
-        );
-    }
-    if manifest.output_limit == Some(0) {
-        problem(
-            Some("outputLimit"),
-            "is 0; give the number of characters shown before a result is cut, or leave it out \
-             for the server's limit"
-                .to_owned(),
-        );
-    }
+    run_problems(manifest, &mut problem);
     if manifest.annotations.read_only() && manifest.annotations.destructive() {
         problem(
             Some("annotations"),
@@ -355,6 +351,85 @@ pub fn check(manifest: &Manifest, file: &Path, folder: &Path, names: (&str, &str
                      schema reaches them as written); write the referenced schemas in place",
                 )
             });
+        }
+    }
+    problems
+}
+
+/// What is wrong with what a run is given and gives: its timeout, its output limit, its
+/// outcomes.
+fn run_problems(manifest: &Manifest, problem: &mut impl FnMut(Option<&str>, String)) {
+    if let Some(seconds) = manifest.timeout_seconds
+        && !(1..=MAX_TIMEOUT_SECONDS).contains(&seconds)
+    {
+        problem(
+            Some("timeoutSeconds"),
+            format!("is {seconds}; give 1 to {MAX_TIMEOUT_SECONDS} seconds"),
+        );
+    }
+    if manifest.output_limit == Some(0) {
+        problem(
+            Some("outputLimit"),
+            "is 0; give the number of characters shown before a result is cut, or leave it out \
+             for the server's limit"
+                .to_owned(),
+        );
+    }
+    for (field, message) in outcome_problems(manifest) {
+        problem(Some(field), message);
+    }
+}
+
+/// What is wrong with the declared outcomes: names (1 to 40 letters, digits, `_` or `-`), at
+/// most [`MAX_OUTCOMES`], none twice; an `outcomeMember` needs outcomes and an output schema.
+/// Each with its field.
+fn outcome_problems(manifest: &Manifest) -> Vec<(&'static str, String)> {
+    let mut problems = Vec::new();
+    if let Some(outcomes) = &manifest.outcomes {
+        if outcomes.is_empty() || outcomes.len() > MAX_OUTCOMES {
+            problems.push((
+                "outcomes",
+                format!(
+                    "declares {} outcomes; declare 1 to {MAX_OUTCOMES} names, in the order `||` \
+                     names them",
+                    outcomes.len()
+                ),
+            ));
+        }
+        for (index, name) in outcomes.iter().enumerate() {
+            if !super::valid_name(name, 40) {
+                problems.push((
+                    "outcomes",
+                    format!(
+                        "`{name}` is not an outcome name; use 1 to 40 letters, digits, `_` or `-`"
+                    ),
+                ));
+            } else if outcomes[..index].contains(name) {
+                problems.push((
+                    "outcomes",
+                    format!("`{name}` is declared twice; name each outcome once"),
+                ));
+            }
+        }
+    }
+    if let Some(member) = &manifest.outcome_member {
+        if manifest.outcomes.is_none() {
+            problems.push((
+                "outcomeMember",
+                format!(
+                    "`{member}` chooses among `outcomes`, which the manifest does not declare; \
+                     add them, or remove `outcomeMember`"
+                ),
+            ));
+        }
+        if manifest.output_schema.is_none() {
+            problems.push((
+                "outcomeMember",
+                format!(
+                    "`{member}` is a member of the JSON output, and the manifest declares no \
+                     `outputSchema`; add one that has `{member}`"
+                ),
+            ));
         }
     }
     problems
@@ -533,6 +608,46 @@ mod tests {
         assert!(
             both.to_string().contains("both `option` and `flag`"),
             "{both}"
+        );
+    }
+
+    #[test]
+    fn outcomes_are_named_once_and_a_member_needs_them_and_an_output_schema() {
+        let folder = folder_with_script();
+        let file = folder.path().join("count.tool.json");
+        let declared = |extra: Value| {
+            let mut value = json!({"description": "d", "script": "count.py",
+                "inputSchema": {"type": "object"}});
+            value
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            messages(&check(
+                &manifest(value),
+                &file,
+                folder.path(),
+                ("text", "count"),
+            ))
+        };
+        assert_eq!(
+            declared(json!({"outcomes": ["found", "found", "no way"], "outcomeMember": "status"})),
+            [
+                "outcomes: `found` is declared twice; name each outcome once",
+                "outcomes: `no way` is not an outcome name; use 1 to 40 letters, digits, `_` or `-`",
+                "outcomeMember: `status` is a member of the JSON output, and the manifest \
+                 declares no `outputSchema`; add one that has `status`"
+            ]
+        );
+        assert_eq!(
+            declared(json!({"outcomeMember": "status", "outputSchema": {"type": "object"}})),
+            [
+                "outcomeMember: `status` chooses among `outcomes`, which the manifest does not \
+              declare; add them, or remove `outcomeMember`"
+            ]
+        );
+        assert_eq!(
+            declared(json!({"outcomes": ["found", "missing", "error"]})),
+            Vec::<String>::new()
         );
     }
 

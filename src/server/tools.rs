@@ -124,6 +124,7 @@ pub(super) async fn call(
         progress: progress.as_ref().map(|reporter| reporter as &dyn Progress),
         sampler: sampler.as_ref().map(|sampler| sampler as &dyn Sampler),
         relay: relay.as_ref().map(|relay| relay as &dyn Relay),
+        approved: None,
     };
     let running = AssertUnwindSafe(executor.execute(call)).catch_unwind();
     // On a workspace stored on a database server, once its shared sequence read is answered

@@ -56,6 +56,41 @@ pub struct Saved {
 
 /// Checks and writes a skill. The caller reloads the library afterwards.
 pub fn save(library: &Library, roots: &[Root], request: &Request) -> Result<Saved, Error> {
+    let checked = checked(library, roots, request)?;
+    let mut saved = write(
+        &checked.folder,
+        &checked.text,
+        &checked.files,
+        checked.file_name,
+    )?;
+    saved.root = roots
+        .iter()
+        .find(|root| root.kind.writable() && checked.folder.starts_with(&root.path))
+        .map(|root| root.path.clone());
+    Ok(saved)
+}
+
+/// Checks a skill as [`save`] would, writing nothing: what a save's approval is asked about only
+/// once it passed.
+pub fn check_request(library: &Library, roots: &[Root], request: &Request) -> Result<(), Error> {
+    checked(library, roots, request).map(|_| ())
+}
+
+/// A skill ready to be written: its folder, `SKILL.md` text, other files, and the file name an
+/// existing version uses.
+struct Checked<'a> {
+    folder: PathBuf,
+    text: String,
+    files: Vec<(String, &'a str)>,
+    file_name: Option<&'a str>,
+}
+
+/// Renders and checks a skill against the specification, its size and where it would go.
+fn checked<'a>(
+    library: &'a Library,
+    roots: &[Root],
+    request: &'a Request,
+) -> Result<Checked<'a>, Error> {
     let existing = library.find(&request.name);
     let frontmatter = existing.map(|skill| skill.frontmatter());
     let text = render(request, frontmatter.as_ref());
@@ -87,17 +122,12 @@ pub fn save(library: &Library, roots: &[Root], request: &Request) -> Result<Save
             folder
         }
     };
-    let mut saved = write(
-        &folder,
-        &text,
-        &files,
-        existing.map(|skill| skill.file_name),
-    )?;
-    saved.root = roots
-        .iter()
-        .find(|root| root.kind.writable() && folder.starts_with(&root.path))
-        .map(|root| root.path.clone());
-    Ok(saved)
+    Ok(Checked {
+        folder,
+        text,
+        files,
+        file_name: existing.map(|skill| skill.file_name),
+    })
 }
 
 /// Whether a skill folder lies in a root nothing may write to (a git copy).

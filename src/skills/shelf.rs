@@ -134,6 +134,11 @@ impl Shelf {
     /// Saves a skill ([`super::save::save`]), then scans the roots again so the catalog,
     /// index, resources, prompts and search see it at once; the new library's search index
     /// is built beside the caller, as at start-up.
+    /// Checks a skill as [`Shelf::save`] would, writing nothing.
+    pub fn check(&self, request: &super::save::Request) -> Result<(), super::Error> {
+        super::save::check_request(&self.library(), self.roots(), request)
+    }
+
     pub fn save(&self, request: &super::save::Request) -> Result<super::save::Saved, super::Error> {
         let saved = super::save::save(&self.library(), self.roots(), request)?;
         let library = self.reload();

@@ -127,6 +127,67 @@ pub(super) fn execution_question(
     }
 }
 
+/// An execution the user approved before the call: a step of a plan approved as a whole. The
+/// execution gate lets the call run without asking when its consent names the same scope as
+/// when the plan was approved (a script whose files changed since asks again).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approved {
+    /// The scope the step's consent named when the plan was approved; `None` covers any.
+    pub scope: Option<String>,
+}
+
+impl Approved {
+    pub(super) fn covers(&self, scope: Option<&str>) -> bool {
+        self.scope.is_none() || self.scope.as_deref() == scope
+    }
+}
+
+/// One step of a plan, as the plan's approval shows it: its arguments as written.
+pub struct PlannedCall<'a> {
+    pub step: &'a str,
+    pub tool: &'a str,
+    pub arguments: &'a Value,
+    /// The `†` and `$VAR_REF` references in the arguments, as written.
+    pub references: Vec<String>,
+}
+
+/// Characters of a step's arguments a plan's question shows.
+const SHOWN_STEP_CHARS: usize = 300;
+
+/// The one question asked before a plan runs: every step that needs approval with its tool and
+/// its arguments as written, the references in them named as such (resolved only when the step
+/// runs), and what the answer covers.
+pub fn plan_question(tool: &str, asked: &[PlannedCall<'_>], steps: usize) -> ApprovalQuestion {
+    let mut message = format!(
+        "Run this plan? {} of its {steps} steps need your approval; approving runs exactly these \
+         steps of this plan without asking again (a result that needs approval is still asked \
+         about when it arrives):",
+        asked.len()
+    );
+    for call in asked {
+        let arguments = crate::text::shorten(&call.arguments.to_string(), SHOWN_STEP_CHARS);
+        write!(
+            message,
+            "\n- step `{}`: `{}` with {arguments}",
+            call.step, call.tool
+        )
+        .ok();
+        if !call.references.is_empty() {
+            write!(
+                message,
+                " (references, resolved when the step runs: {})",
+                call.references.join(", ")
+            )
+            .ok();
+        }
+    }
+    ApprovalQuestion {
+        tool: tool.to_owned(),
+        stage: Stage::Execution,
+        message: preview(&message),
+    }
+}
+
 /// How many characters of a string argument a question shows.
 const SHOWN_STRING_CHARS: usize = 80;
 

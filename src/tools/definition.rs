@@ -103,6 +103,11 @@ pub struct ToolDefinition {
     pub truncation: Truncation,
     /// What becomes of `†` references in the arguments before the tool runs.
     pub daggers: Daggers,
+    /// What the tool writes into the workspace besides its `_outputPath`, so that a plan's
+    /// validator knows which later references it satisfies.
+    pub writes: Writes,
+    /// The outcomes its result may have, in the order `A || B || C` names them.
+    pub outcomes: Outcomes,
     /// Listed whenever any group is enabled, even when its own group is not (`ReadVar`,
     /// `ListVars`).
     pub always_listed: bool,
@@ -160,9 +165,63 @@ pub enum Daggers {
     /// plan keeps its `†input` and `†steps` references for `RunPlan`, while a plan's step
     /// receives the values the plan computed, as every other step does).
     KeptOutsidePlans,
-    /// Always kept: the tool resolves them itself (`RunPlan`, whose steps refer to results
-    /// that do not exist yet).
+    /// Always kept, and `$VAR_REF` references with them: the tool resolves them itself
+    /// (`RunPlan`, whose steps refer to results and variables that do not exist yet).
     Kept,
+}
+
+/// The outcomes a tool's result may have, in the order the branches of `_outputPath`
+/// (`A || B || C`) name them. A built-in tool's and another MCP server's are `success` and
+/// `error` (a tool error, `isError`); a script tool may declare its own, and chooses one by its
+/// exit code or by a member of its JSON output. A tool error goes to the outcome named `error`,
+/// when the tool has one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcomes(Option<Arc<[String]>>);
+
+impl Outcomes {
+    /// Outcomes of the tool's own, by name.
+    pub fn declared(names: &[String]) -> Self {
+        Self(Some(names.into()))
+    }
+
+    /// The outcomes' names, in order.
+    pub fn names(&self) -> Vec<&str> {
+        match &self.0 {
+            Some(names) => names.iter().map(String::as_str).collect(),
+            None => vec![SUCCESS, ERROR],
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(2, |names| names.len())
+    }
+
+    /// Never: a tool has at least one outcome.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The outcome a tool error goes to.
+    pub fn error(&self) -> Option<usize> {
+        self.names().iter().position(|name| *name == ERROR)
+    }
+}
+
+/// The outcome of a result, when the tool declares none of its own.
+const SUCCESS: &str = "success";
+/// The outcome a tool error goes to.
+const ERROR: &str = "error";
+
+/// What a tool writes into the workspace besides its `_outputPath`, named by one of its
+/// arguments (a literal one: a target named by a reference is not known before the call).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Writes {
+    #[default]
+    Nothing,
+    /// The state document at the dot path this argument gives (`WriteState`'s `path`).
+    StateAt(&'static str),
+    /// The variable this argument names (`WriteVar`'s `name`).
+    VariableNamed(&'static str),
 }
 
 impl Daggers {
@@ -173,6 +232,11 @@ impl Daggers {
             Self::KeptOutsidePlans => !in_plan,
             Self::Kept => true,
         }
+    }
+
+    /// Whether `$VAR_REF` references also stay as written (the tool resolves them itself).
+    pub fn keeps_variable_references(self) -> bool {
+        self == Self::Kept
     }
 }
 
@@ -221,6 +285,8 @@ impl ToolDefinition {
             caching: Caching::default(),
             truncation: Truncation::default(),
             daggers: Daggers::default(),
+            writes: Writes::Nothing,
+            outcomes: Outcomes::default(),
             always_listed: false,
             origin_name: None,
             view: None,
@@ -261,6 +327,18 @@ impl ToolDefinition {
     #[must_use]
     pub fn with_daggers(mut self, daggers: Daggers) -> Self {
         self.daggers = daggers;
+        self
+    }
+
+    #[must_use]
+    pub fn with_outcomes(mut self, outcomes: Outcomes) -> Self {
+        self.outcomes = outcomes;
+        self
+    }
+
+    #[must_use]
+    pub fn with_writes(mut self, writes: Writes) -> Self {
+        self.writes = writes;
         self
     }
 

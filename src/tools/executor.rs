@@ -2,8 +2,10 @@
 //! resolve references → execution gate → execute → format → truncate → cache result and
 //! arguments as variables → truncation hint → result gate.
 //!
-//! `executor/groups.rs` registers tool groups and renders their rules.
+//! `executor/groups.rs` registers tool groups and renders their rules; `executor/approvals.rs`
+//! keeps the approval gates' bookkeeping.
 
+mod approvals;
 mod cache;
 mod groups;
 mod shape;
@@ -16,14 +18,15 @@ use futures::FutureExt;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::approval::{argument_shape, execution_question, policy_name, preview};
+use super::approval::{execution_question, preview};
 use super::output_path::{self, OUTPUT_PATH_ARGUMENT, OutputPath};
 use super::result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 use super::scope::{PlanScope, ReferenceContext};
 use super::truncate::OUTPUT_LIMIT_ARGUMENT;
 use super::{
-    Answer, ApprovalQuestion, Asking, Caching, Consent, Fallback, Permission, Policy, Progress,
-    Registry, Relay, Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation, View,
+    Answer, ApprovalQuestion, Approved, Asking, Caching, Consent, Fallback, Permission, Policy,
+    Progress, Registry, Relay, Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation,
+    View,
 };
 use crate::refs::dagger;
 use crate::workspace::Workspace;
@@ -73,6 +76,8 @@ pub struct CallRequest<'a> {
     pub sampler: Option<&'a dyn Sampler>,
     /// Where an upstream's questions go while the call runs, when the client can answer them.
     pub relay: Option<&'a dyn Relay>,
+    /// The user approved this call's execution already (a step of a plan approved whole).
+    pub approved: Option<&'a Approved>,
 }
 
 enum Pending {
@@ -205,6 +210,9 @@ impl Executor {
             let asked = tool.question(&arguments);
             execution_question(name, &arguments, policy, scope.as_deref(), asked)
         };
+        let approved = policy != Policy::Auto
+            && (request.approved).is_some_and(|approved| approved.covers(scope.as_deref()));
+        let policy = if approved { Policy::Auto } else { policy };
         let gate = self.gate(
             name,
             Stage::Execution,
@@ -250,12 +258,13 @@ impl Executor {
             sampler: request.sampler,
             relay: request.relay,
         };
-        let output = match run_guarded(tool, call, &request.cancellation).await {
-            Ok(output) => output,
+        let (output, outcome) = match run_guarded(tool, call, &request.cancellation).await {
+            Ok(ran) => ran,
             Err(error) => return self.failed(tool, error.bounded(limit), output_path),
         };
         let cached_arguments = as_written.as_ref().unwrap_or(&arguments);
-        let result = self.shape_result(tool, output, (&arguments, cached_arguments), limit);
+        let mut result = self.shape_result(tool, output, (&arguments, cached_arguments), limit);
+        result.outcome = outcome;
         Ok(self
             .result_gate(tool, result, output_path, &request.asking)
             .await)
@@ -282,8 +291,11 @@ impl Executor {
         .then(|| arguments.clone());
         let own_budget = crate::refs::Budget::default();
         let budget = request.plan.map_or(&own_budget, |plan| &plan.budget);
-        self.workspace.resolve_references(&mut arguments, budget)?;
-        if !tool.definition().daggers.kept(request.plan.is_some()) {
+        let daggers = tool.definition().daggers;
+        if !daggers.keeps_variable_references() {
+            self.workspace.resolve_references(&mut arguments, budget)?;
+        }
+        if !daggers.kept(request.plan.is_some()) {
             let mut context = ReferenceContext {
                 workspace: &self.workspace,
                 plan: request.plan,
@@ -295,19 +307,26 @@ impl Executor {
 
     /// A failed call (its error already cut to the output limit: the one place a failed
     /// call's text is cut, before the model, a caught `_outputPath` or the log sees it): the
-    /// error, or, when the call's `_outputPath` catches failures, the error written there as
-    /// data.
+    /// error, or, when the call's `_outputPath` has a branch for the tool's `error` outcome,
+    /// the error written there as data.
     fn failed(
         &self,
         tool: &dyn Tool,
         error: ToolError,
         output_path: Option<OutputPath>,
     ) -> Result<Outcome, ToolError> {
-        let Some(output_path) = output_path.filter(OutputPath::catches_failure) else {
+        let definition = tool.definition();
+        let catching = (definition.outcomes.error()).and_then(|outcome| {
+            output_path
+                .filter(|path| path.catches(outcome))
+                .zip(Some(outcome))
+        });
+        let Some((output_path, outcome)) = catching else {
             return Err(error);
         };
-        let name = tool.definition().name.as_str();
-        let mut caught = output_path::failure_as_data(&self.workspace, name, &output_path, &error);
+        let name = definition.name.as_str();
+        let mut caught =
+            output_path::failure_as_data(&self.workspace, name, (&output_path, outcome), &error);
         // The caught error is not of the declared output shape: the wire says so.
         caught.structured = tool.definition().output_schema.is_some();
         Ok(Outcome::Finished(caught))
@@ -420,25 +439,12 @@ impl Executor {
         question: impl FnOnce() -> ApprovalQuestion,
         asking: &Asking<'_>,
     ) -> Gate {
-        let mut remember_key = format!(
-            "{tool}\u{1f}{}\u{1f}{}",
-            stage.config_key(),
-            argument_shape(arguments)
-        );
-        // Each principal answers for itself: its approvals are its own, under a key that a
-        // stdio user's (no principal) cannot collide with.
-        if let Some(principal) = &self.caller.principal {
-            remember_key = format!("principal\u{1f}{principal}\u{1f}{remember_key}");
+        if policy == Policy::Auto {
+            return Gate::Pass;
         }
-        // A tool's approval scope (a skill's digest set) is part of what was approved.
-        if let Some(scope) = scope {
-            remember_key.push('\u{1f}');
-            remember_key.push_str(scope);
-        }
-        match policy {
-            Policy::Auto => return Gate::Pass,
-            Policy::AskOnce if self.workspace.is_approved(&remember_key) => return Gate::Pass,
-            Policy::AskOnce | Policy::AskAlways => {}
+        let remember_key = self.remember_key(tool, stage, arguments, scope);
+        if policy == Policy::AskOnce && self.workspace.is_approved(&remember_key) {
+            return Gate::Pass;
         }
         let answer = match asking {
             Asking::Direct(asker) => asker.ask(&question()).await,
@@ -457,20 +463,6 @@ impl Executor {
             }
             Some(Answer::Rejected { reason }) => Gate::Reject(reason),
             None => self.fallback(tool, stage, policy),
-        }
-    }
-
-    fn fallback(&self, tool: &str, stage: Stage, policy: Policy) -> Gate {
-        match self.settings.fallback {
-            Fallback::Allow => Gate::Pass,
-            Fallback::Deny => Gate::Reject(Some(format!(
-                "the {stage} policy of `{tool}` is {policy} but this client can neither show an \
-                 approval form (elicitation) nor retry with input (MRTR), so the call was denied; \
-                 to allow it, set `[tools.{tool}] {stage} = \"auto\"` or `approval_fallback = \
-                 \"allow\"` in the config file",
-                stage = stage.config_key(),
-                policy = policy_name(policy),
-            ))),
         }
     }
 
@@ -541,14 +533,15 @@ impl Executor {
     }
 }
 
-/// Runs the tool, turning a panic or a cancellation into an error instead of a lost answer.
+/// Runs the tool, turning a panic or a cancellation into an error instead of a lost answer;
+/// with the outcome the tool chose.
 async fn run_guarded(
     tool: &dyn Tool,
     call: ToolCall<'_>,
     cancellation: &CancellationToken,
-) -> Result<ToolOutput, ToolError> {
+) -> Result<(ToolOutput, usize), ToolError> {
     let name = tool.definition().name.clone();
-    let running = AssertUnwindSafe(tool.execute(call)).catch_unwind();
+    let running = AssertUnwindSafe(tool.execute_to_outcome(call)).catch_unwind();
     tokio::select! {
         // Cancellation first: a call already cancelled is never started.
         biased;

@@ -1,7 +1,8 @@
 //! `_outputPath` (`docs/state-and-plans.md`), the last step of the pipeline: where a call's
-//! result is written. `†state.a.b` writes the result there; `A || B` writes a success to `A`
-//! and a tool error to `B` (the error is then data and the call does not fail); `A && B` writes
-//! the same result to every path. Targets are `†state.<path>` or `†var.<name>`.
+//! result is written. `†state.a.b` writes the result there; `A || B || C` writes it to the
+//! branch of the outcome the tool chose (a built-in tool's are success and error: a tool error
+//! is then data and the call does not fail); `A && B` writes the same result to every path of a
+//! branch. Targets are `†state.<path>` or `†var.<name>`.
 //!
 //! The executor takes the meta-argument out of a call (or the value a tool pins with `const`
 //! in its schema), and writes a result, or a caught failure, to its targets.
@@ -11,7 +12,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::result::{ExecuteResult, ExecuteStatus};
-use super::{Tool, ToolError, ToolOutput};
+use super::{Outcomes, Tool, ToolDefinition, ToolError, ToolOutput};
 use crate::json::path::Path;
 use crate::refs::dagger::DAGGER;
 use crate::vars::{NewVariable, VarType, encode_value};
@@ -33,13 +34,7 @@ pub(super) fn take_output_path(
     let given = arguments
         .as_object_mut()
         .and_then(|object| object.remove(OUTPUT_PATH_ARGUMENT));
-    let pinned = tool
-        .definition()
-        .input_schema
-        .get("properties")
-        .and_then(|properties| properties.get(OUTPUT_PATH_ARGUMENT))
-        .and_then(|property| property.get("const"))
-        .cloned();
+    let pinned = pinned(tool.definition()).cloned();
     let Some(text) = pinned.or(given) else {
         return Ok(None);
     };
@@ -50,8 +45,21 @@ pub(super) fn take_output_path(
         )));
     };
     let output_path = OutputPath::parse(&text).map_err(ToolError::Invalid)?;
+    let definition = tool.definition();
+    (output_path.check_outcomes(&definition.name, &definition.outcomes))
+        .map_err(ToolError::Invalid)?;
     refuse_rule_targets(workspace, &output_path)?;
     Ok(Some(output_path))
+}
+
+/// The `_outputPath` a tool pins with `const` in its input schema: where every call's result
+/// goes, whatever the call says (a script tool's manifest declares its writes this way).
+pub fn pinned(definition: &ToolDefinition) -> Option<&Value> {
+    definition
+        .input_schema
+        .get("properties")
+        .and_then(|properties| properties.get(OUTPUT_PATH_ARGUMENT))
+        .and_then(|property| property.get("const"))
 }
 
 /// Rule variables are read-only, to `_outputPath` as to `WriteVar`: the call is refused before
@@ -85,7 +93,11 @@ pub(super) fn deliver(
     let Some(value) = result.data.as_ref().map(ToolOutput::value) else {
         return result;
     };
-    match write(workspace, &output_path.targets_for(true), &value) {
+    let targets = output_path.branch(result.outcome);
+    if targets.is_empty() {
+        return result;
+    }
+    match write(workspace, targets, &value) {
         Ok(written) => {
             write!(result.final_text, "\n\n[Written to {}]", written.join(", ")).ok();
             result.written = written;
@@ -103,11 +115,12 @@ pub(super) fn deliver(
     }
 }
 
-/// A tool error caught by a `||` branch: written as data to the failure path; the call succeeds.
+/// A tool error caught by the `||` branch of the tool's `error` outcome: written there as data;
+/// the call succeeds.
 pub(super) fn failure_as_data(
     workspace: &Workspace,
     tool: &str,
-    output_path: &OutputPath,
+    (output_path, outcome): (&OutputPath, usize),
     error: &ToolError,
 ) -> ExecuteResult {
     let message = match error {
@@ -115,10 +128,11 @@ pub(super) fn failure_as_data(
     };
     let mut result = ExecuteResult::failed(ExecuteStatus::Success, error.clone());
     result.error = None;
+    result.outcome = outcome;
     result.data = Some(ToolOutput::Text(message.clone()));
     match write(
         workspace,
-        &output_path.targets_for(false),
+        output_path.branch(outcome),
         &Value::String(message.clone()),
     ) {
         Ok(written) => {
@@ -155,64 +169,49 @@ impl std::fmt::Display for Target {
     }
 }
 
-/// A parsed `_outputPath`.
+/// A parsed `_outputPath`: branches separated by `||`, one per outcome of the tool in order,
+/// each one target or more joined by `&&`, which all receive that outcome's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OutputPath {
-    /// One or more targets (`A && B`) for a success; a failure stays a failure.
-    All(Vec<Target>),
-    /// `A || B`: success to the first, a tool error (as data) to the second.
-    Branch { success: Target, failure: Target },
+pub struct OutputPath {
+    branches: Vec<Vec<Target>>,
 }
 
 impl OutputPath {
     pub fn parse(text: &str) -> Result<Self, String> {
-        let quoted = crate::text::shorten(text, QUOTED_CHARS);
-        let has_or = text.contains("||");
-        let has_and = text.contains("&&");
-        if has_or && has_and {
-            return Err(format!(
-                "_outputPath `{quoted}` mixes `||` and `&&`; use one of them"
-            ));
-        }
-        if has_or {
-            let parts: Vec<&str> = text.split("||").collect();
-            let [success, failure] = parts.as_slice() else {
-                return Err(format!(
-                    "_outputPath `{quoted}`: `||` takes exactly two paths, success then failure"
-                ));
-            };
-            return Ok(Self::Branch {
-                success: target(success)?,
-                failure: target(failure)?,
-            });
-        }
-        let targets = text
-            .split("&&")
-            .map(target)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Self::All(targets))
+        let branches = text
+            .split("||")
+            .map(|branch| branch.split("&&").map(target).collect())
+            .collect::<Result<Vec<Vec<Target>>, String>>()?;
+        Ok(Self { branches })
     }
 
-    /// Every target this output path may write, for plan validation.
+    /// Every target this output path may write, for plan validation and authorization.
     pub fn targets(&self) -> Vec<&Target> {
-        match self {
-            Self::All(targets) => targets.iter().collect(),
-            Self::Branch { success, failure } => vec![success, failure],
-        }
+        self.branches.iter().flatten().collect()
     }
 
-    /// Whether a tool error is written as data instead of failing the call.
-    pub fn catches_failure(&self) -> bool {
-        matches!(self, Self::Branch { .. })
+    /// The targets of an outcome (by its index among the tool's outcomes); none when the path
+    /// names fewer branches.
+    pub fn branch(&self, outcome: usize) -> &[Target] {
+        self.branches.get(outcome).map_or(&[], Vec::as_slice)
     }
 
-    /// The targets for an outcome.
-    pub fn targets_for(&self, succeeded: bool) -> Vec<&Target> {
-        match self {
-            Self::All(targets) if succeeded => targets.iter().collect(),
-            Self::All(_) => Vec::new(),
-            Self::Branch { success, failure } => vec![if succeeded { success } else { failure }],
+    /// Whether an outcome has a branch to go to: a tool error with one is data, not a failure.
+    pub fn catches(&self, outcome: usize) -> bool {
+        !self.branch(outcome).is_empty()
+    }
+
+    /// More branches than the tool has outcomes is a mistake; fewer leaves the others unwritten.
+    pub fn check_outcomes(&self, tool: &str, outcomes: &Outcomes) -> Result<(), String> {
+        let (given, declared) = (self.branches.len(), outcomes.len());
+        if given <= declared {
+            return Ok(());
         }
+        Err(format!(
+            "{OUTPUT_PATH_ARGUMENT} has {given} branches (separated by `||`) but `{tool}` has \
+             {declared} outcomes: {}; give at most {declared} paths, one per outcome in that order",
+            outcomes.names().join(", ")
+        ))
     }
 }
 
@@ -242,7 +241,7 @@ fn target(text: &str) -> Result<Target, String> {
 }
 
 /// Writes `value` to every target; returns the targets written, as text.
-fn write(workspace: &Workspace, targets: &[&Target], value: &Value) -> Result<Vec<String>, String> {
+fn write(workspace: &Workspace, targets: &[Target], value: &Value) -> Result<Vec<String>, String> {
     let mut written = Vec::new();
     for target in targets {
         match target {
@@ -271,25 +270,38 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     #[test]
-    fn parses_single_branch_and_fan_out() {
+    fn parses_branches_of_fanned_out_targets() {
         let state = |path: &str| Target::State(Path::parse(path).unwrap());
+        let parsed = |text: &str| OutputPath::parse(text).unwrap();
+        assert_eq!(parsed("†state.a.b").branches, [vec![state("a.b")]]);
         assert_eq!(
-            OutputPath::parse("†state.a.b"),
-            Ok(OutputPath::All(vec![state("a.b")]))
+            parsed("†state.ok || †state.failed").branches,
+            [vec![state("ok")], vec![state("failed")]]
         );
         assert_eq!(
-            OutputPath::parse("†state.ok || †state.failed"),
-            Ok(OutputPath::Branch {
-                success: state("ok"),
-                failure: state("failed")
-            })
-        );
-        assert_eq!(
-            OutputPath::parse("†state.user.summary && †var.summary"),
-            Ok(OutputPath::All(vec![
+            parsed("†state.user.summary && †var.summary").branches,
+            [vec![
                 state("user.summary"),
                 Target::Variable("summary".into())
-            ]))
+            ]]
+        );
+        let three = parsed("†state.a && †state.b || †state.c || †var.d");
+        assert_eq!(
+            three.branches,
+            [
+                vec![state("a"), state("b")],
+                vec![state("c")],
+                vec![Target::Variable("d".into())]
+            ]
+        );
+        assert_eq!(three.branch(3), []);
+        let error = three
+            .check_outcomes("Echo", &Outcomes::default())
+            .unwrap_err();
+        assert_eq!(
+            error,
+            "_outputPath has 3 branches (separated by `||`) but `Echo` has 2 outcomes: success, \
+             error; give at most 2 paths, one per outcome in that order"
         );
     }
 
@@ -306,14 +318,9 @@ mod tests {
                 .contains("†state.<path> or †var.<name>")
         );
         assert!(
-            OutputPath::parse("†state.a || †state.b && †state.c")
+            OutputPath::parse("†state.a || ")
                 .unwrap_err()
-                .contains("mixes")
-        );
-        assert!(
-            OutputPath::parse("†state.a || †state.b || †state.c")
-                .unwrap_err()
-                .contains("exactly two")
+                .contains("must start with †")
         );
     }
 }

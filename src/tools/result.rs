@@ -31,6 +31,9 @@ pub struct ExecuteResult {
     pub structured_cut: Option<Value>,
     /// Paths the result was written to (`_outputPath`).
     pub written: Vec<String>,
+    /// Which of the tool's outcomes the result is (an index into them), which chooses the
+    /// `_outputPath` branch it goes to.
+    pub outcome: usize,
 }
 
 impl ExecuteResult {
@@ -45,6 +48,7 @@ impl ExecuteResult {
             structured: false,
             structured_cut: None,
             written: Vec::new(),
+            outcome: 0,
         }
     }
 

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     Annotations, Caching, Consent, Daggers, Permission, Policy, Progress, Tool, ToolCall,
-    ToolDefinition, ToolError, ToolOutput, Truncation, output_schema, parse_arguments,
+    ToolDefinition, ToolError, ToolOutput, Truncation, Writes, output_schema, parse_arguments,
 };
 use crate::workspace::Workspace;
 
@@ -52,6 +52,7 @@ pub struct Declaration {
     pub caching: Caching,
     pub truncation: Truncation,
     pub daggers: Daggers,
+    pub writes: Writes,
     pub always_listed: bool,
     pub view: Option<&'static str>,
     pub changes_shared_state: bool,
@@ -94,6 +95,7 @@ impl Declaration {
             caching: Caching::Durable,
             truncation: Truncation::Configured,
             daggers: Daggers::Resolved,
+            writes: Writes::Nothing,
             always_listed: false,
             view: None,
             changes_shared_state: false,
@@ -149,6 +151,12 @@ impl Declaration {
         Self { daggers, ..self }
     }
 
+    /// Writes into the workspace where one of its arguments says ([`Writes`]).
+    #[must_use]
+    pub const fn writes(self, writes: Writes) -> Self {
+        Self { writes, ..self }
+    }
+
     /// Listed whenever any group is enabled.
     #[must_use]
     pub const fn always_listed(self) -> Self {
@@ -185,7 +193,8 @@ impl Declaration {
                 .with_permission(self.permission)
                 .with_caching(self.caching)
                 .with_truncation(self.truncation)
-                .with_daggers(self.daggers);
+                .with_daggers(self.daggers)
+                .with_writes(self.writes);
         definition.output_schema = Output::schema();
         definition.always_listed = self.always_listed;
         definition.view = self.view;
@@ -572,6 +581,7 @@ mod tests {
                 progress: None,
                 sampler: None,
                 relay: None,
+                approved: None,
             })
             .await
     }

@@ -174,3 +174,95 @@ async fn mrtr_input_required_round_trips_for_execution_and_result() {
     assert_eq!(text(&result), "The user rejected this call of `Echo`: no");
     client.cancel().await.unwrap();
 }
+
+/// Steps of a plan that ask: their tools and arguments as written.
+const PLAN_ASKS: &str = "[tools.WriteState]\nexecution = \"ask-always\"\n\
+    [tools.WriteVar]\nexecution = \"ask-once\"\n[tools.ReadState]\nresult = \"ask-always\"\n";
+
+async fn plan_client(asker: TestClient) -> (tempfile::TempDir, crate::common::Client) {
+    let directory = tempfile::tempdir().unwrap();
+    let config = directory.path().join("config.toml");
+    std::fs::write(&config, PLAN_ASKS).unwrap();
+    let client = crate::common::spawn_binary(&["--config", config.to_str().unwrap()], asker).await;
+    (directory, client)
+}
+
+fn asking_plan() -> serde_json::Value {
+    json!({"input": {"word": "hi"}, "steps": [
+        {"_id": "mark", "_tool": "WriteState", "path": "mark", "value": "†input.word"},
+        {"_id": "keep", "_tool": "WriteVar", "name": "kept", "value": "$VAR_REF{{seed}}"},
+        {"_id": "look", "_tool": "ReadState", "path": "†steps.mark.path", "_outputPath": "†state.seen"}
+    ]})
+}
+
+/// A plan asks once, showing every step that needs approval with its tool and arguments as
+/// written; the answer covers exactly those steps (they do not ask again), a result gate still
+/// asks when the result arrives, and the next run of the plan asks again. Was: one question
+/// per step.
+#[tokio::test]
+async fn a_plan_is_approved_as_one_unit_and_result_gates_still_ask() {
+    let asker = TestClient::new(Elicitation::Accept(json!({"approve": true})));
+    let (_directory, client) = plan_client(asker.clone()).await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "seed", "value": "grain"}),
+    )
+    .await;
+    let asked_before = asker.asked().len();
+    let ran = call(&client, "RunPlan", asking_plan()).await;
+    assert!(!is_error(&ran), "{}", text(&ran));
+    let output = ran.structured_content.clone().unwrap();
+    assert_eq!(output["ok"], json!(true), "{output}");
+    let questions = asker.asked()[asked_before..].to_vec();
+    assert_eq!(questions.len(), 2, "{questions:#?}");
+    assert_eq!(
+        questions[0],
+        "Run this plan? 2 of its 3 steps need your approval; approving runs exactly these steps \
+         of this plan without asking again (a result that needs approval is still asked about \
+         when it arrives):\n\
+         - step `mark`: `WriteState` with {\"path\":\"mark\",\"value\":\"†input.word\"} \
+         (references, resolved when the step runs: †input.word)\n\
+         - step `keep`: `WriteVar` with {\"name\":\"kept\",\"value\":\"$VAR_REF{{seed}}\"} \
+         (references, resolved when the step runs: $VAR_REF{{seed}})"
+    );
+    assert!(
+        questions[1].starts_with("Release this result of `ReadState` to the model?"),
+        "{}",
+        questions[1]
+    );
+    let kept = call(&client, "ReadVar", json!({"name": "kept"})).await;
+    assert!(text(&kept).ends_with("\ngrain"), "{}", text(&kept));
+
+    call(&client, "RunPlan", asking_plan()).await;
+    let again = asker.asked()[asked_before + 2..].to_vec();
+    assert_eq!(
+        again.len(),
+        2,
+        "the approval covered that run only: {again:#?}"
+    );
+    assert!(
+        again[0].starts_with("Run this plan? 2 of its 3 steps"),
+        "{}",
+        again[0]
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_rejected_plan_runs_no_step() {
+    let (_directory, client) = plan_client(TestClient::new(Elicitation::Decline)).await;
+    // A tool that does not ask writes the variable the plan reads.
+    let seeded = call(&client, "ListVars", json!({"_outputPath": "†var.seed"})).await;
+    assert!(!is_error(&seeded), "{}", text(&seeded));
+    let ran = call(&client, "RunPlan", asking_plan()).await;
+    assert!(is_error(&ran));
+    assert_eq!(
+        text(&ran),
+        "The user rejected this plan (steps `mark`, `keep` needed approval): the user declined; \
+         no step ran"
+    );
+    let kept = call(&client, "ReadVar", json!({"name": "kept"})).await;
+    assert!(is_error(&kept), "{}", text(&kept));
+    client.cancel().await.unwrap();
+}

@@ -282,11 +282,11 @@ async fn a_plan_pays_for_every_step_from_one_budget() {
     let steps: Vec<Value> = (0..20)
         .map(|index| {
             json!({"_id": format!("s{index}"), "_tool": "WriteVar",
-                "name": format!("s{index}"), "value": "$$VAR_REF{{l14}}"})
+                "name": format!("s{index}"), "value": "$VAR_REF{{l14}}"})
         })
         .collect();
     // Was: each step had a budget of its own, so any number of steps could each expand up to
-    // the whole budget.
+    // the whole budget. A step's `$VAR_REF` is resolved when the step runs.
     let plan = session
         .call(21, "RunPlan", json!({"steps": steps, "maxParallel": 1}))
         .await;

@@ -524,3 +524,118 @@ async fn one_path_grammar_reads_and_writes_unicode_and_quoted_keys_everywhere() 
     );
     client.cancel().await.unwrap();
 }
+
+/// The validator knows every write a step makes: `WriteState`'s path and `WriteVar`'s name as
+/// well as `_outputPath`, so a later step's `†state`, `†var` and `$VAR_REF` references to them
+/// are not dangling (with `dryRun` too), and a `$VAR_REF` in a step is resolved when the step
+/// runs. A reference nothing writes and nothing holds is still refused, named.
+#[tokio::test]
+async fn a_plan_may_read_what_its_write_state_and_write_var_steps_write() {
+    let client = crate::common::spawn_binary(&[], TestClient::new(Elicitation::Unsupported)).await;
+    let steps = json!([
+        {"_id": "fresh", "_tool": "WriteState", "path": "fresh.x", "value": {"n": 7}},
+        {"_id": "note", "_tool": "WriteVar", "name": "notes", "value": "first draft"},
+        {"_id": "copy", "_tool": "WriteState", "path": "copy",
+         "value": {"n": "†state.fresh.x.n", "var": "†var.notes", "text": "$VAR_REF{{notes}}!"}}
+    ]);
+    let dry = call(&client, "RunPlan", json!({"steps": steps, "dryRun": true})).await;
+    assert!(!is_error(&dry), "{}", text(&dry));
+    assert_eq!(
+        structured(&dry),
+        json!({"ok": true, "order": [["fresh", "note"], ["copy"]]})
+    );
+    let ran = call(&client, "RunPlan", json!({"steps": steps})).await;
+    assert!(!is_error(&ran), "{}", text(&ran));
+    assert_eq!(structured(&ran)["ok"], json!(true), "{}", text(&ran));
+    assert_eq!(
+        serde_json::from_str::<Value>(&state(&client, "copy").await).unwrap(),
+        json!({"n": 7, "var": "first draft", "text": "first draft!"})
+    );
+
+    // Steps that update what they read run in the plan's order, not in a cycle.
+    let updates = call(
+        &client,
+        "RunPlan",
+        json!({"steps": [
+            {"_id": "one", "_tool": "WriteVar", "name": "notes", "value": "$VAR_REF{{notes}}, one"},
+            {"_id": "two", "_tool": "WriteVar", "name": "notes", "value": "†var.notes, two"}
+        ]}),
+    )
+    .await;
+    assert_eq!(
+        structured(&updates)["order"],
+        json!([["one"], ["two"]]),
+        "{}",
+        text(&updates)
+    );
+    let notes = call(&client, "ReadVar", json!({"name": "notes"})).await;
+    assert!(
+        text(&notes).ends_with("\nfirst draft, one, two"),
+        "{}",
+        text(&notes)
+    );
+
+    let dangling = call(
+        &client,
+        "RunPlan",
+        json!({"dryRun": true, "steps": [
+            {"_id": "write", "_tool": "WriteState", "path": "elsewhere", "value": 1},
+            {"_id": "read", "_tool": "WriteState", "path": "out",
+             "value": ["†state.nowhere", "$VAR_REF{{ghost}}"]}
+        ]}),
+    )
+    .await;
+    assert!(is_error(&dangling));
+    assert_eq!(
+        text(&dangling),
+        "the plan is not valid (2 problems):\n\
+         - step `read`: $VAR_REF{{ghost}}: no variable `ghost` and no step writes one\n\
+         - step `read`: †state.nowhere: no step writes it and the state has nothing there (a dangling reference)"
+    );
+    client.cancel().await.unwrap();
+}
+
+/// A built-in tool's outcomes are success and error: `A && B || C` writes a success to both
+/// paths of the first branch and a tool error to the second; a third branch is refused, naming
+/// the outcomes.
+#[tokio::test]
+async fn a_branch_of_a_built_in_tool_may_fan_out_and_a_third_is_refused() {
+    let (_server, client) = in_process("", TestClient::new(Elicitation::Unsupported)).await;
+    let branches = "†state.a && †state.b || †state.c";
+    let echoed = call(
+        &client,
+        "Echo",
+        json!({"text": "ok", "_outputPath": branches}),
+    )
+    .await;
+    assert!(!is_error(&echoed), "{}", text(&echoed));
+    let failed = call(
+        &client,
+        "Fail",
+        json!({"message": "no", "_outputPath": branches}),
+    )
+    .await;
+    assert!(
+        text(&failed).contains("written to †state.c as data: no"),
+        "{}",
+        text(&failed)
+    );
+    let whole = call(&client, "ReadState", json!({})).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(text(&whole).split_once('\n').unwrap().1).unwrap(),
+        json!({"a": "ok", "b": "ok", "c": "no"})
+    );
+    let three = call(
+        &client,
+        "Echo",
+        json!({"text": "x", "_outputPath": "†state.x || †state.y || †state.z"}),
+    )
+    .await;
+    assert!(is_error(&three));
+    assert_eq!(
+        text(&three),
+        "_outputPath has 3 branches (separated by `||`) but `Echo` has 2 outcomes: success, \
+         error; give at most 2 paths, one per outcome in that order"
+    );
+    client.cancel().await.unwrap();
+}

@@ -567,3 +567,186 @@ async fn the_example_group_works_when_copied_into_the_home_tools_folder() {
     );
     client.cancel().await.unwrap();
 }
+
+/// A manifest declares where its tool writes by pinning `_outputPath` with `const` in its input
+/// schema; a plan's validator knows it, so a later step may read it.
+#[tokio::test]
+async fn a_plan_may_read_what_a_script_tool_declares_it_writes() {
+    let lab = Lab::new();
+    let pinned = json!({"description": "Finds the answer.", "script": "answer.sh",
+        "inputSchema": {"type": "object",
+            "properties": {"_outputPath": {"const": "†state.lab.answer"}}},
+        "approval": "auto"});
+    lab.tool("answer", "answer.sh", "echo 42\n", &pinned);
+    let client = lab.client(ECHO_AUTO, quiet()).await;
+    let plan = json!({"steps": [
+        {"_id": "find", "_tool": "lab__answer"},
+        {"_id": "keep", "_tool": "WriteState", "path": "kept", "value": "†state.lab.answer"}
+    ]});
+    let ran = call(&client, "RunPlan", plan).await;
+    assert!(!is_error(&ran), "{}", text(&ran));
+    let output = ran.structured_content.unwrap();
+    assert_eq!(output["order"], json!([["find"], ["keep"]]), "{output}");
+    assert_eq!(output["ok"], json!(true), "{output}");
+    let kept = call(&client, "ReadState", json!({"path": "kept"})).await;
+    assert!(text(&kept).contains("42"), "{}", text(&kept));
+    client.cancel().await.unwrap();
+}
+
+const LOOKUP_PY: &str = r#"import json, sys
+key = json.load(sys.stdin)["key"]
+if key == "a":
+    print(json.dumps({"value": "alpha"}))
+elif key == "b":
+    print(json.dumps({"value": None}))
+    sys.exit(1)
+else:
+    print("boom", file=sys.stderr)
+    sys.exit(7)
+"#;
+
+const TRAIN_PY: &str = r#"import json, sys
+minutes = json.load(sys.stdin)["minutes"]
+print(json.dumps({"status": "late" if minutes > 0 else "on_time", "minutes": minutes}))
+"#;
+
+/// The state at `path`, as JSON, or `None` when nothing is there.
+async fn state_at(client: &Client, path: &str) -> Option<Value> {
+    let read = call(client, "ReadState", json!({"path": path})).await;
+    if is_error(&read) {
+        return None;
+    }
+    let shown = text(&read);
+    Some(serde_json::from_str(shown.split_once('\n').unwrap().1).unwrap())
+}
+
+/// A script tool declares its outcomes; `A || B || C` maps to them in order. It chooses by its
+/// exit code (a run that fails goes to the outcome named `error`) or by a member of its JSON
+/// output. More branches than outcomes is refused, naming them; an outcome without a branch is
+/// not written; `&&` inside a branch writes it to every target.
+#[tokio::test]
+async fn a_script_tool_chooses_the_branch_its_result_goes_to() {
+    let lab = Lab::new();
+    let object = json!({"type": "object"});
+    lab.tool(
+        "lookup",
+        "lookup.py",
+        LOOKUP_PY,
+        &json!({"description": "Looks `key` up.", "script": "lookup.py",
+            "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}},
+            "outputSchema": object, "approval": "auto",
+            "outcomes": ["found", "missing", "error"]}),
+    );
+    lab.tool(
+        "train",
+        "train.py",
+        TRAIN_PY,
+        &json!({"description": "Says whether the train is late.", "script": "train.py",
+            "inputSchema": {"type": "object", "properties": {"minutes": {"type": "integer"}}},
+            "outputSchema": object, "approval": "auto",
+            "outcomes": ["on_time", "late"], "outcomeMember": "status"}),
+    );
+    let client = lab.client(ECHO_AUTO, quiet()).await;
+    let three = "†state.hit || †state.miss || †state.failed";
+    for key in ["a", "b"] {
+        let result = call(
+            &client,
+            "lab__lookup",
+            json!({"key": key, "_outputPath": three}),
+        )
+        .await;
+        assert!(!is_error(&result), "{key}: {}", text(&result));
+    }
+    // A failed run is still a tool error for the model, saying where its error went.
+    let caught = call(
+        &client,
+        "lab__lookup",
+        json!({"key": "z", "_outputPath": three}),
+    )
+    .await;
+    assert!(
+        text(&caught)
+            .starts_with("`lab__lookup` failed and its error was written to †state.failed"),
+        "{}",
+        text(&caught)
+    );
+    assert_eq!(
+        state_at(&client, "hit").await,
+        Some(json!({"value": "alpha"}))
+    );
+    assert_eq!(
+        state_at(&client, "miss").await,
+        Some(json!({"value": null}))
+    );
+    let failed = state_at(&client, "failed").await.unwrap();
+    assert!(
+        failed.as_str().unwrap().contains("exited with code 7"),
+        "{failed}"
+    );
+
+    let four = call(
+        &client,
+        "lab__lookup",
+        json!({"key": "a", "_outputPath": "†state.a || †state.b || †state.c || †state.d"}),
+    )
+    .await;
+    assert!(is_error(&four));
+    assert_eq!(
+        text(&four),
+        "_outputPath has 4 branches (separated by `||`) but `lab__lookup` has 3 outcomes: found, \
+         missing, error; give at most 3 paths, one per outcome in that order"
+    );
+    let fewer = call(
+        &client,
+        "lab__lookup",
+        json!({"key": "b", "_outputPath": "†state.only"}),
+    )
+    .await;
+    assert!(!is_error(&fewer), "{}", text(&fewer));
+    assert_eq!(state_at(&client, "only").await, None);
+    let fanned = call(
+        &client,
+        "lab__lookup",
+        json!({"key": "b", "_outputPath": "†state.x || †state.m1 && †var.m2"}),
+    )
+    .await;
+    assert!(!is_error(&fanned), "{}", text(&fanned));
+    assert_eq!(state_at(&client, "m1").await, Some(json!({"value": null})));
+    let variable = call(&client, "ReadVar", json!({"name": "m2"})).await;
+    assert!(
+        text(&variable).ends_with("{\"value\":null}"),
+        "{}",
+        text(&variable)
+    );
+    assert_eq!(state_at(&client, "x").await, None);
+
+    let late = call(
+        &client,
+        "lab__train",
+        json!({"minutes": 5, "_outputPath": "†state.on_time || †state.late"}),
+    )
+    .await;
+    assert!(!is_error(&late), "{}", text(&late));
+    assert_eq!(
+        state_at(&client, "late").await,
+        Some(json!({"status": "late", "minutes": 5}))
+    );
+    assert_eq!(state_at(&client, "on_time").await, None);
+
+    // A built-in tool keeps success and error; a plan's validator knows them too.
+    let plan = call(
+        &client,
+        "RunPlan",
+        json!({"dryRun": true, "steps": [{"_id": "read", "_tool": "ReadState",
+            "_outputPath": "†state.a || †state.b || †state.c"}]}),
+    )
+    .await;
+    assert!(is_error(&plan));
+    assert_eq!(
+        text(&plan),
+        "the plan is not valid (1 problems):\n- step `read`: _outputPath has 3 branches \
+         (separated by `||`) but `ReadState` has 2 outcomes: success, error; give at most 2 \
+         paths, one per outcome in that order"
+    );
+    client.cancel().await.unwrap();
+}

@@ -14,6 +14,7 @@ use super::Skills;
 use crate::skills::save;
 use crate::tools::{
     Annotations, Answered, Consent, Context, Declaration, ToolError, TypedTool, declare,
+    parse_arguments,
 };
 
 const DESCRIPTION: &str = "Save a skill you wrote (or improved) so later sessions find it: a \
@@ -66,10 +67,14 @@ impl TypedTool<Skills> for SaveArguments {
         Ok(SaveOutput::new(request.name, saved))
     }
 
-    /// A save is approved per skill: approving a save of one skill never covers another.
-    fn consent(_skills: &Skills, arguments: &Value) -> Result<Consent, ToolError> {
-        let name = arguments.get("name").and_then(Value::as_str);
-        let scope = name.map(|name| format!("skill `{name}` only"));
+    /// A save is checked before anyone is asked (a skill that breaks the specification, or
+    /// that cannot go where it would, is refused without a question), and approved per skill:
+    /// approving a save of one skill never covers another.
+    fn consent(skills: &Skills, arguments: &Value) -> Result<Consent, ToolError> {
+        let checked: SaveArguments = parse_arguments(Self::TOOL.name, arguments.clone())?;
+        let request = save::Request::from(checked);
+        skills.shelf.check(&request)?;
+        let scope = Some(format!("skill `{}` only", request.name));
         Ok(Consent::Asked { scope })
     }
 }

@@ -93,6 +93,7 @@ impl Executor {
             final_text,
             cache_var_result,
             written: Vec::new(),
+            outcome: 0,
         }
     }
 }

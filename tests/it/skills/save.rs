@@ -153,6 +153,43 @@ async fn saving_asks_once_by_default() {
     client.cancel().await.unwrap();
 }
 
+/// A save is checked before the user is asked: a skill that breaks the specification, or
+/// cannot go where it would, is refused without a question (the user used to approve a save
+/// that then failed).
+#[tokio::test]
+async fn an_invalid_save_is_refused_before_the_user_is_asked() {
+    let fixture = Fixture::new();
+    let approve = Elicitation::Accept(json!({"approve": true}));
+    let (client, observer) = client(&fixture, "", approve).await;
+    for (arguments, expected) in [
+        (
+            json!({"name": "Bad Name", "description": "d", "body": "b"}),
+            "[name-format]",
+        ),
+        (
+            json!({"name": "ok", "description": "d", "body": "b", "root": "/nowhere"}),
+            "cannot save into `/nowhere`",
+        ),
+    ] {
+        let result = call(&client, "SkillSave", arguments.clone()).await;
+        assert!(
+            is_error(&result) && text(&result).contains(expected),
+            "{arguments}: {}",
+            text(&result)
+        );
+    }
+    assert_eq!(observer.asked(), Vec::<String>::new());
+    let valid = call(
+        &client,
+        "SkillSave",
+        json!({"name": "checked-first", "description": "d", "body": "b"}),
+    )
+    .await;
+    assert!(!is_error(&valid), "{}", text(&valid));
+    assert_eq!(observer.asked().len(), 1, "{:?}", observer.asked());
+    client.cancel().await.unwrap();
+}
+
 async fn client_without_elicitation(fixture: &Fixture) -> (Client, TestClient) {
     let mut args = fixture.args();
     args.extend(["--workspace".to_owned(), "fresh".to_owned()]);
