@@ -542,6 +542,10 @@ pub(crate) trait Inspect: DurableStore {
 /// SQLite database, and a new PostgreSQL database when a server can be started.
 #[cfg(test)]
 pub(crate) fn every_store() -> Vec<Arc<dyn Inspect>> {
+    #[cfg_attr(
+        not(feature = "postgres"),
+        expect(unused_mut, reason = "PostgreSQL's store joins with the `postgres` feature")
+    )]
     let mut stores: Vec<Arc<dyn Inspect>> = vec![SqliteStore::open_in_memory().unwrap()];
     #[cfg(feature = "postgres")]
     if let Some(url) = postgres::testing::database() {
@@ -618,6 +622,10 @@ mod tests {
         let open = || -> Arc<dyn DurableStore> {
             SqliteStore::open(&path, SqliteOptions::default()).unwrap()
         };
+        #[cfg_attr(
+            not(feature = "postgres"),
+            expect(unused_mut, reason = "PostgreSQL's stores join with the `postgres` feature")
+        )]
         let mut pairs = vec![(open(), open(), folder)];
         #[cfg(feature = "postgres")]
         if let Some(url) = postgres::testing::database() {

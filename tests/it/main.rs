@@ -31,6 +31,7 @@ mod fuzz_regressions;
 mod hosts;
 mod http;
 mod http_edges;
+#[cfg(feature = "postgres")]
 mod instances;
 mod layers;
 mod lean_answers;
