@@ -544,7 +544,10 @@ pub(crate) trait Inspect: DurableStore {
 pub(crate) fn every_store() -> Vec<Arc<dyn Inspect>> {
     #[cfg_attr(
         not(feature = "postgres"),
-        expect(unused_mut, reason = "PostgreSQL's store joins with the `postgres` feature")
+        expect(
+            unused_mut,
+            reason = "PostgreSQL's store joins with the `postgres` feature"
+        )
     )]
     let mut stores: Vec<Arc<dyn Inspect>> = vec![SqliteStore::open_in_memory().unwrap()];
     #[cfg(feature = "postgres")]
@@ -624,7 +627,10 @@ mod tests {
         };
         #[cfg_attr(
             not(feature = "postgres"),
-            expect(unused_mut, reason = "PostgreSQL's stores join with the `postgres` feature")
+            expect(
+                unused_mut,
+                reason = "PostgreSQL's stores join with the `postgres` feature"
+            )
         )]
         let mut pairs = vec![(open(), open(), folder)];
         #[cfg(feature = "postgres")]
