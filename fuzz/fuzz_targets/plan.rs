@@ -4,15 +4,16 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use synapse_mcp::plans::plan::{self, World};
+use synapse_mcp::tools::{Annotations, ToolDefinition, Writes};
 
 struct Tools {
     state: Value,
 }
 
 impl World for Tools {
-    fn tool_schema(&self, name: &str) -> Option<Map<String, Value>> {
+    fn tool(&self, name: &str) -> Option<ToolDefinition> {
         let schema = match name {
             "Echo" => json!({"type": "object", "properties": {"text": {}}, "required": ["text"]}),
             "WriteVar" => json!({"type": "object", "additionalProperties": false,
@@ -21,7 +22,17 @@ impl World for Tools {
             "Count" => json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
             _ => return None,
         };
-        schema.as_object().cloned()
+        let mut definition = ToolDefinition::from_schemas(
+            name,
+            "",
+            Annotations::default(),
+            schema.as_object()?.clone(),
+            None,
+        );
+        if name == "WriteVar" {
+            definition.writes = Writes::VariableNamed("name");
+        }
+        Some(definition)
     }
 
     fn state(&self) -> &Value {
