@@ -390,9 +390,19 @@ impl Snapshots {
     }
 
     /// Imports the library export format: every function gets a new UUID and starts disabled.
-    pub fn import(&self, export: Export, scope: &Scope) -> Result<Vec<VarFunction>, Error> {
+    /// The built-ins an export of a whole library holds are left out (every library has them);
+    /// gives the imported functions and how many built-ins were left out.
+    pub fn import(
+        &self,
+        export: Export,
+        scope: &Scope,
+    ) -> Result<(Vec<VarFunction>, usize), Error> {
         let mut imported = Vec::with_capacity(export.functions.len());
-        for mut function in export.functions {
+        let (builtins, functions): (Vec<_>, Vec<_>) =
+            (export.functions.into_iter()).partition(|function| {
+                function.builtin.is_some() || functions::is_builtin_id(&function.id)
+            });
+        for mut function in functions {
             function.id = uuid::Uuid::new_v4().to_string();
             function.enabled = false;
             function.builtin = None;
@@ -417,7 +427,7 @@ impl Snapshots {
             .collect::<Result<Vec<_>, Error>>()?;
         self.store
             .put_functions(&self.workspace, &scope.key(), &rows)?;
-        Ok(imported)
+        Ok((imported, builtins.len()))
     }
 
     /// The library export format, of some ids or the whole scope.

@@ -504,6 +504,24 @@ async fn functions_export_and_import_round_trip_disabled_with_new_ids() {
     again["functions"][0]["id"] = created["id"].clone();
     again["functions"][0]["enabled"] = json!(true);
     assert_eq!(again, exported);
+    // A whole library's export holds its built-ins too: an import leaves them out.
+    let whole = ok(&client, "FunctionExport", json!({})).await;
+    assert!(whole["functions"].as_array().unwrap().len() > 1, "{whole}");
+    let reimported = ok(
+        &client,
+        "FunctionImport",
+        json!({"data": whole, "characterId": "dwarf"}),
+    )
+    .await;
+    let names: Vec<&str> = (reimported["imported"].as_array().unwrap().iter())
+        .map(|function| function["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["HEAL"]);
+    let note = reimported["note"].as_str().unwrap();
+    assert!(
+        note.contains("built-in function(s) of the export left out"),
+        "{note}"
+    );
     let unknown = refused(
         &client,
         "FunctionImport",

@@ -2,6 +2,7 @@
 //! `FunctionRemove`, `FunctionImport` and `FunctionExport`, over the global library and each
 //! character's own.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -145,15 +146,20 @@ impl TypedTool<Arc<Snapshots>> for ImportArguments {
     }
 }
 
-impl From<Vec<VarFunction>> for ImportOutput {
-    fn from(imported: Vec<VarFunction>) -> Self {
-        Self {
-            note: format!(
-                "{} functions imported, all disabled: enable each with FunctionUpsert after reviewing it",
-                imported.len()
-            ),
-            imported,
+impl From<(Vec<VarFunction>, usize)> for ImportOutput {
+    fn from((imported, builtins): (Vec<VarFunction>, usize)) -> Self {
+        let mut note = format!(
+            "{} functions imported, all disabled: enable each with FunctionUpsert after reviewing it",
+            imported.len()
+        );
+        if builtins > 0 {
+            write!(
+                note,
+                "; {builtins} built-in function(s) of the export left out (every library has them)"
+            )
+            .ok();
         }
+        Self { imported, note }
     }
 }
 
