@@ -49,6 +49,10 @@ pub const WRITE_SCOPE: &str = "synapse:write";
 pub const WORKSPACE_SCOPE_PREFIX: &str = "synapse:workspace:";
 /// The scope that lets a writing token change the skills every workspace shares.
 pub const SKILLS_SCOPE: &str = "synapse:skills";
+/// The prefix of a scope that turns a switchable built-in tool group on in the token's
+/// workspace at its first session unless the workspace has a switch of its own (as
+/// `token add --groups` does): `synapse:group:snapshots`. Other names turn nothing on.
+pub const GROUP_SCOPE_PREFIX: &str = "synapse:group:";
 
 /// Why a token was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -206,7 +210,11 @@ impl Verifier {
             workspaces,
             read_only,
             write_skills: !read_only && scopes.contains(&SKILLS_SCOPE),
-            groups: Vec::new(),
+            groups: (scopes.iter())
+                .filter_map(|scope| scope.strip_prefix(GROUP_SCOPE_PREFIX))
+                .filter(|name| crate::groups::switchable().any(|group| group.name == *name))
+                .map(str::to_owned)
+                .collect(),
         })
     }
 }

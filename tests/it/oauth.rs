@@ -18,7 +18,7 @@ use ring::signature::{self, EcdsaKeyPair, KeyPair as _, RsaKeyPair};
 use serde_json::{Value, json};
 
 use crate::common::{
-    Elicitation, TestClient, Transcript, assert_golden_text, call, is_error, text,
+    Elicitation, TestClient, Transcript, assert_golden_text, call, group_is_on, is_error, text,
 };
 use crate::http::{HttpServer, http_client, initialize};
 
@@ -810,6 +810,29 @@ async fn a_jwt_changes_the_shared_skills_only_with_the_skills_scope() {
     let client = server.client("/mcp/wb", &curator, unsupported()).await;
     let saved = call(&client, "SkillSave", skill).await;
     assert!(!is_error(&saved), "{saved:?}");
+    client.cancel().await.unwrap();
+}
+
+/// A JWT's `synapse:group:NAME` scope turns that built-in group on in its workspace at its
+/// first session (a front end's tools on a default start), as `token add --groups` does; a
+/// token without it leaves the default.
+#[tokio::test]
+async fn a_jwt_group_scope_turns_the_group_on_in_its_workspace() {
+    let issuer = Issuer::start().await;
+    let server = issuer.serve(&["--groups", "default"]).await;
+    let front_end = issuer.es256.token(&claims(
+        "tavern",
+        &["chat"],
+        "synapse:write synapse:group:snapshots synapse:group:nonsense",
+    ));
+    let client = server.client("/mcp/chat", &front_end, unsupported()).await;
+    assert!(group_is_on(&client, "snapshots").await);
+    client.cancel().await.unwrap();
+    let plain = issuer
+        .es256
+        .token(&claims("alice", &["notes"], "synapse:write"));
+    let client = server.client("/mcp/notes", &plain, unsupported()).await;
+    assert!(!group_is_on(&client, "snapshots").await);
     client.cancel().await.unwrap();
 }
 
