@@ -2,7 +2,9 @@
 //! `rule://{group}/{rule}` (a skill rule's markdown), `var://{name}` (a variable's value),
 //! `state://{path}` (the plans' state document), `ui://synapse/workspace` (the workspace view,
 //! an MCP App, in `server/view.rs`), `snapshot://{chat}` (a chat's floors, listed
-//! per chat) and `snapshot://{chat}/{id}` (a chat state snapshot). Variable and chat names are
+//! per chat), `snapshot://{chat}/{id}` (a chat state snapshot) and `log://calls` (the tool-chain
+//! log: the latest calls with their arguments and results cut for display). Variable and chat
+//! names are
 //! percent-encoded in URIs where they hold characters outside `A-Z a-z 0-9 - . _ ~ /` (for
 //! chats, `/` too).
 
@@ -19,6 +21,10 @@ use crate::skills::Library;
 use crate::snapshots::Snapshots;
 use crate::tools::Executor;
 use crate::vars::{ListFilter, VarType, Variable};
+
+/// The tool-chain log's URI, and how many calls it shows.
+const CALLS_URI: &str = "log://calls";
+const LOGGED_CALLS: usize = 50;
 
 pub(super) fn templates() -> Vec<ResourceTemplate> {
     let mut templates = skills::templates();
@@ -52,6 +58,14 @@ pub(super) fn list(
 ) -> Result<Vec<Resource>, ErrorData> {
     let mut resources = skills::list(library);
     resources.push(view::resource());
+    resources.push(
+        Resource::new(CALLS_URI, "tool-chain log")
+            .with_description(format!(
+                "The latest {LOGGED_CALLS} calls whose results are stored, newest first, with \
+                 their arguments and results cut for display"
+            ))
+            .with_mime_type("application/json"),
+    );
     let chats = snapshots.chats().map_err(errors::snapshots_failed)?;
     for (chat, count) in chats {
         resources.push(
@@ -111,6 +125,14 @@ pub(super) fn read(
     if let Some(path) = uri.strip_prefix(SNAPSHOT_SCHEME) {
         return read_snapshot(snapshots, uri, path);
     }
+    if uri == CALLS_URI {
+        let calls = executor
+            .recent_calls(LOGGED_CALLS)
+            .map_err(|error| errors::workspace_failed(&error))?;
+        let text = serde_json::json!({ "calls": calls }).to_string();
+        let contents = ResourceContents::text(text, uri).with_mime_type("application/json");
+        return Ok(ReadResourceResult::new(vec![contents]));
+    }
     if uri.starts_with(SKILL_SCHEME) {
         return skills::read(library, uri);
     }
@@ -142,7 +164,8 @@ pub(super) fn read(
     }
     Err(errors::resource_not_found(
         uri,
-        "synapse-mcp serves skill://, var://, rule://, state://, snapshot:// and ui://synapse/workspace URIs",
+        "synapse-mcp serves skill://, var://, rule://, state://, snapshot://, log://calls and \
+         ui://synapse/workspace URIs",
     ))
 }
 

@@ -251,3 +251,50 @@ async fn every_tool_has_a_title_and_honest_hints_and_lists_output_path() {
     assert_eq!(described, expected);
     client.cancel().await.unwrap();
 }
+
+/// The tool-chain log (`log://calls`): the latest cached calls, newest first, each with its
+/// arguments and result cut for display and the variable holding the whole result.
+#[tokio::test]
+async fn the_tool_chain_log_lists_the_latest_calls_cut_for_display() {
+    let directory = tempfile::tempdir().unwrap();
+    let client = client(directory.path(), "").await;
+    for (tool, arguments) in [
+        ("SkillLoad", json!({"name": "pdf-tools"})),
+        ("SkillSearch", json!({"query": "merge pdf files"})),
+    ] {
+        let result = call(&client, tool, arguments).await;
+        assert!(!is_error(&result), "{}", text(&result));
+    }
+    let read = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new("log://calls"))
+        .await
+        .unwrap();
+    let rmcp::model::ResourceContents::TextResourceContents { text: log, .. } = &read.contents[0]
+    else {
+        panic!("the log is text: {read:?}");
+    };
+    let mut log: Value = serde_json::from_str(log).unwrap();
+    let calls = log["calls"].as_array_mut().unwrap();
+    for call in calls.iter_mut() {
+        let node = call["call"].as_str().unwrap().to_owned();
+        assert_eq!(node.len(), 16, "{call}");
+        assert_eq!(
+            call["resultVariable"],
+            format!("{}_{node}_result", call["tool"].as_str().unwrap())
+        );
+        assert!(call["at"].as_str().unwrap().ends_with('Z'), "{call}");
+        let result = call["result"].as_str().unwrap();
+        assert!(result.chars().count() <= 201, "{result}");
+        let object = call.as_object_mut().unwrap();
+        for member in ["call", "resultVariable", "at", "result"] {
+            object.remove(member);
+        }
+    }
+    assert_eq!(
+        log,
+        json!({"calls": [
+            {"tool": "SkillSearch", "arguments": "{\"query\":\"merge pdf files\"}"},
+            {"tool": "SkillLoad", "arguments": "{\"name\":\"pdf-tools\"}"},
+        ]})
+    );
+}

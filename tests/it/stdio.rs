@@ -310,6 +310,7 @@ async fn rules_and_variables_are_resources() {
             "skill://synapse-workspace/SKILL.md",
             "skill://writing-skills/SKILL.md",
             "ui://synapse/workspace",
+            "log://calls",
             "rule://Agent/VarRef",
             "rule://Agent/TODO",
             "rule://Agent/Plans",

@@ -1,11 +1,12 @@
 //! Caching a call's result and arguments as `{tool}_{nodeId}_result` / `_args` variables, in
 //! the room the caller may take.
 
+use serde::Serialize;
 use serde_json::Value;
 
 use super::Executor;
 use crate::tools::{Caching, Tool};
-use crate::vars::{NewVariable, ValueKind, VarType};
+use crate::vars::{ListFilter, NewVariable, ValueKind, VarType, Variable};
 use crate::workspace::Room;
 
 /// Hexadecimal digits of the node id in a cached result's name: 64 bits.
@@ -55,4 +56,62 @@ impl Executor {
         }
         Ok(result_name)
     }
+}
+
+/// Characters of a call's arguments and result the tool-chain log shows.
+const LOGGED_CHARS: usize = 200;
+
+/// One call of the tool-chain log: a cached call, its arguments and result cut for display.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoggedCall {
+    pub tool: String,
+    /// The call's node id, as in its variables' names.
+    pub call: String,
+    /// When its result was stored: ISO 8601, UTC, to the second.
+    pub at: String,
+    pub arguments: String,
+    pub result: String,
+    /// The variable holding the whole result.
+    pub result_variable: String,
+}
+
+impl Executor {
+    /// The tool-chain log: the latest `limit` calls whose results are cached, newest first,
+    /// read from their `{tool}_{node}_result` / `_args` variables (nothing is recorded while a
+    /// call runs, so the log costs a call nothing).
+    pub fn recent_calls(&self, limit: usize) -> Result<Vec<LoggedCall>, crate::workspace::Error> {
+        let of = |var_type| ListFilter {
+            var_type: Some(var_type),
+            ..ListFilter::default()
+        };
+        let mut results = self.workspace.list(&of(VarType::ToolCallResult))?;
+        results.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| b.name.cmp(&a.name)));
+        results.truncate(limit);
+        let arguments = self.workspace.list(&of(VarType::ToolCallArgs))?;
+        Ok(results
+            .iter()
+            .filter_map(|result| logged(result, &arguments))
+            .collect())
+    }
+}
+
+/// A cached result and its arguments as a log entry; `None` for a name not of the cache's form.
+fn logged(result: &Variable, arguments: &[Variable]) -> Option<LoggedCall> {
+    let stem = result.name.strip_suffix("_result")?;
+    let (tool, node) = stem.rsplit_once('_')?;
+    let args_name = format!("{stem}_args");
+    let given = (arguments.iter())
+        .find(|variable| *variable.name == *args_name)
+        .map_or_else(String::new, |variable| {
+            crate::text::shorten(&variable.value, LOGGED_CHARS)
+        });
+    Some(LoggedCall {
+        tool: tool.to_owned(),
+        call: node.to_owned(),
+        at: result.created.to_readable(),
+        arguments: given,
+        result: crate::text::shorten(&result.value, LOGGED_CHARS),
+        result_variable: result.name.to_string(),
+    })
 }
