@@ -186,7 +186,10 @@ pub fn stderr_layer<S>(format: LogFormat, filter: &str) -> Box<dyn Layer<S> + Se
 where
     S: Subscriber + for<'lookup> tracing_subscriber::registry::LookupSpan<'lookup>,
 {
-    let filter = tracing_subscriber::EnvFilter::new(filter);
+    let filter = tracing_subscriber::filter::FilterExt::and(
+        tracing_subscriber::EnvFilter::new(filter),
+        NoUndeliverableAnswers,
+    );
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(false);
@@ -198,6 +201,45 @@ where
             .with_span_list(false)
             .with_filter(filter)
             .boxed(),
+    }
+}
+
+/// Leaves out rmcp's error for an answer whose client closed the stream it would have gone on
+/// (`fail to response message error=channel closed`: an HTTP client that stopped listening
+/// before the answer was ready): nobody is waiting for it, and the line would read as a fault.
+struct NoUndeliverableAnswers;
+
+impl<S> tracing_subscriber::layer::Filter<S> for NoUndeliverableAnswers {
+    fn enabled(&self, _metadata: &tracing::Metadata<'_>, _context: &Context<'_, S>) -> bool {
+        true
+    }
+
+    fn event_enabled(&self, event: &Event<'_>, _context: &Context<'_, S>) -> bool {
+        let metadata = event.metadata();
+        if *metadata.level() != tracing::Level::ERROR || metadata.target() != "rmcp::service" {
+            return true;
+        }
+        let mut fields = Undeliverable::default();
+        event.record(&mut fields);
+        !(fields.message && fields.closed)
+    }
+}
+
+/// What [`NoUndeliverableAnswers`] looks for in an event's fields.
+#[derive(Default)]
+struct Undeliverable {
+    message: bool,
+    closed: bool,
+}
+
+impl tracing::field::Visit for Undeliverable {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        let text = format!("{value:?}");
+        match field.name() {
+            "message" => self.message = text == "fail to response message",
+            "error" => self.closed = text == "channel closed",
+            _ => {}
+        }
     }
 }
 
@@ -359,6 +401,33 @@ fn tracing_severity(level: Level) -> u8 {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    /// Counts the events that reach it.
+    struct Counted(Arc<AtomicUsize>);
+
+    impl<S: Subscriber> Layer<S> for Counted {
+        fn on_event(&self, _event: &Event<'_>, _context: Context<'_, S>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn an_answer_nobody_waits_for_is_not_logged_as_an_error_and_other_errors_are() {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let seen = Arc::new(AtomicUsize::new(0));
+        let subscriber = tracing_subscriber::registry()
+            .with(Counted(Arc::clone(&seen)).with_filter(NoUndeliverableAnswers));
+        tracing::subscriber::with_default(subscriber, || {
+            let error = "channel closed";
+            tracing::error!(target: "rmcp::service", %error, "fail to response message");
+            let error = "Broken pipe (os error 32)";
+            tracing::error!(target: "rmcp::service", %error, "fail to response message");
+            let error = "channel closed";
+            tracing::error!(target: "rmcp::other", %error, "fail to response message");
+            tracing::warn!(target: "rmcp::service", %error, "fail to response message");
+        });
+        assert_eq!(seen.load(Ordering::SeqCst), 3);
+    }
 
     #[test]
     fn tracing_levels_map_onto_mcp_severities() {
