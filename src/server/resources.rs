@@ -75,7 +75,10 @@ pub(super) fn list(
         );
     }
     for group in executor.registry().groups() {
-        for rule in &group.rules {
+        // A rule that needs a tool which is off is not served (see `crate::rules`).
+        let current =
+            (group.rules.iter()).filter_map(|rule| executor.find_rule(&group.name, &rule.name));
+        for rule in &current.collect::<Vec<_>>() {
             resources.push(
                 Resource::new(
                     rule_uri(&group.name, &rule.name),

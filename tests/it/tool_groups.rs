@@ -323,6 +323,13 @@ async fn rules_follow_the_tools_that_are_on() {
         ))
         .await;
     assert!(todo_resource.is_err(), "{todo_resource:?}");
+    let listed = client.list_all_resources().await.unwrap();
+    assert!(
+        !listed
+            .iter()
+            .any(|resource| resource.uri == "rule://Agent/TODO"),
+        "{listed:?}"
+    );
 
     for tool in ["WriteVar", "RemoveVars"] {
         let on = call(
