@@ -16,7 +16,8 @@ const NOTES: &str = "Top hits: alpha, beta, gamma. Second line of the notes.";
 const BODY: &str = "# Charts\n\nDraw the chart with `plot.py`.";
 const REFERENCE: &str = "Axis labels go below the chart.";
 
-/// A server with the skill `charts`, the script tool `lab__say` and the upstream `up`.
+/// A server with the skill `charts`, the script tool `lab__say`, the upstream `up` and the
+/// variable `notes`.
 async fn workspace(folder: &std::path::Path) -> Client {
     let skills = folder.join("skills");
     let skill = write_skill(&skills, "charts", "Draws charts from tables.", BODY);
@@ -46,12 +47,19 @@ async fn workspace(folder: &std::path::Path) -> Client {
     let args = [
         "--skills", &skills, "--tools", &tools, "--config", &config, "--groups", "all",
     ];
-    spawn_binary_at_home(
+    let client = spawn_binary_at_home(
         &home,
         &args,
         TestClient::new(Elicitation::Accept(json!({}))),
     )
-    .await
+    .await;
+    succeeds(
+        &client,
+        "WriteVar",
+        json!({"name": "notes", "value": NOTES}),
+    )
+    .await;
+    client
 }
 
 async fn succeeds(client: &Client, tool: &str, arguments: Value) -> String {
@@ -71,12 +79,6 @@ async fn state(client: &Client) -> Value {
 async fn what_a_reading_tool_stores_is_its_value_not_its_frame() {
     let folder = tempfile::tempdir().unwrap();
     let client = workspace(folder.path()).await;
-    succeeds(
-        &client,
-        "WriteVar",
-        json!({"name": "notes", "value": NOTES}),
-    )
-    .await;
     succeeds(
         &client,
         "WriteVar",
@@ -132,12 +134,6 @@ async fn what_a_reading_tool_stores_is_its_value_not_its_frame() {
 async fn a_plan_step_and_a_cached_result_hand_on_the_value() {
     let folder = tempfile::tempdir().unwrap();
     let client = workspace(folder.path()).await;
-    succeeds(
-        &client,
-        "WriteVar",
-        json!({"name": "notes", "value": NOTES}),
-    )
-    .await;
     let plan = json!({
         "steps": [
             {"_id": "read", "_tool": "ReadVar", "name": "notes"},
