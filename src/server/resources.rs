@@ -74,20 +74,15 @@ pub(super) fn list(
                 .with_mime_type("application/json"),
         );
     }
-    for group in executor.registry().groups() {
-        // A rule that needs a tool which is off is not served (see `crate::rules`).
-        let current =
-            (group.rules.iter()).filter_map(|rule| executor.find_rule(&group.name, &rule.name));
-        for rule in &current.collect::<Vec<_>>() {
-            resources.push(
-                Resource::new(
-                    rule_uri(&group.name, &rule.name),
-                    format!("{}/{}", group.name, rule.name),
-                )
-                .with_description(rule.desc.clone())
-                .with_mime_type("text/markdown"),
-            );
-        }
+    for (group, rule) in executor.served_rules() {
+        resources.push(
+            Resource::new(
+                rule_uri(&group, &rule.name),
+                format!("{group}/{}", rule.name),
+            )
+            .with_description(rule.desc)
+            .with_mime_type("text/markdown"),
+        );
     }
     let variables = executor
         .workspace()

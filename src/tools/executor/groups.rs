@@ -16,11 +16,8 @@ impl Executor {
     /// need another group's tools: groups registered together at start are registered in the
     /// registry first and their rules stored once, by [`Executor::store_registered_rules`].
     pub fn register_group(&self, group: ToolGroup, enabled: bool) -> Result<(), RegisterError> {
-        let name = group.name.clone();
         self.registry.register(group, enabled)?;
-        if let Some(group) = (self.registry.groups().iter()).find(|group| group.name == name) {
-            self.store_rules(group);
-        }
+        self.store_registered_rules();
         Ok(())
     }
 
@@ -40,18 +37,18 @@ impl Executor {
     /// the tools that are on: at start, for an executor over another workspace that shares this
     /// registry, and after a switch.
     pub fn store_registered_rules(&self) {
+        let on = self.tools_on();
         for group in &self.registry.groups() {
-            self.store_rules(group);
+            self.store_rules(group, &on);
         }
     }
 
     /// Writes a group's declared rules as pinned `RULE` variables, those that changed only, as
     /// they are for the tools that are on; a rule that needs a tool which is off is withdrawn.
-    fn store_rules(&self, group: &ToolGroup) {
+    fn store_rules(&self, group: &ToolGroup, on: &HashSet<String>) {
         if group.rules.is_empty() {
             return;
         }
-        let on = self.tools_on();
         let is_on = |tool: &str| on.contains(tool);
         let (current, withdrawn): (Vec<_>, Vec<_>) = (group.rules.iter())
             .map(|rule| (rule, rule.for_tools(&is_on)))
@@ -141,6 +138,21 @@ impl Executor {
     fn tools_on(&self) -> HashSet<String> {
         (self.tools().enabled_tools().iter())
             .map(|tool| tool.definition().name.clone())
+            .collect()
+    }
+
+    /// Every registered group's rules as they are for the tools that are on, by group name;
+    /// those that need a tool which is off are left out.
+    pub fn served_rules(&self) -> Vec<(String, SkillRule)> {
+        let on = self.tools_on();
+        let is_on = |tool: &str| on.contains(tool);
+        (self.registry.groups().iter())
+            .flat_map(|group| {
+                (group.rules.iter())
+                    .filter_map(|rule| rule.for_tools(&is_on))
+                    .map(|rule| (group.name.clone(), rule))
+                    .collect::<Vec<_>>()
+            })
             .collect()
     }
 
