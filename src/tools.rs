@@ -86,11 +86,7 @@ impl ToolOutput {
     /// The result as data: what `_outputPath` writes and `†steps` hands on. Text is a string,
     /// structured content its value, a framed value without its frame.
     pub fn value(&self) -> Value {
-        match self {
-            Self::Text(text) => Value::String(text.clone()),
-            Self::Structured(value) => value.clone(),
-            Self::Framed(framed) => framed.value(),
-        }
+        self.clone().into_value()
     }
 
     /// [`ToolOutput::value`], taking the output.
