@@ -1,7 +1,9 @@
 //! Rebuilds the binary when anything under `skills/` changes: the bundled skills are compiled in
 //! with `include_dir!`, which tracks the files it read but not files added later. Also builds
 //! the workspace view (`app/`): its page with the stylesheet and the script it links inlined,
-//! one self-contained HTML document the server embeds (hosts load an MCP App without network).
+//! one self-contained HTML document the server embeds (hosts load an MCP App without network),
+//! with the management screens' logic it shares with the SillyTavern extension
+//! (`integrations/sillytavern/lib/manage.js`, an ES module, its `export`s made plain functions).
 //! And has release builds for `x86_64` Linux place the start-up code first in the binary
 //! (`link/startup-order.txt`, written by `benches/startup_order.py`).
 
@@ -11,6 +13,7 @@ fn main() {
     order_startup_code();
     println!("cargo::rerun-if-changed=skills");
     println!("cargo::rerun-if-changed=app");
+    println!("cargo::rerun-if-changed={MANAGE}");
     let app = Path::new("app");
     let read = |name: &str| {
         std::fs::read_to_string(app.join(name))
@@ -18,7 +21,7 @@ fn main() {
     };
     let page = read("workspace.html");
     let style = read("workspace.css");
-    let script = read("workspace.js");
+    let script = format!("{}\n{}", read("workspace.js"), shared_script());
     assert!(
         !script.contains("</script") && !style.contains("</style"),
         "app/workspace.js or .css closes its own element; write `<\\/` in strings instead"
@@ -35,6 +38,21 @@ fn main() {
     let out = std::env::var("OUT_DIR").unwrap_or_else(|error| panic!("no OUT_DIR: {error}"));
     std::fs::write(Path::new(&out).join("workspace.html"), built)
         .unwrap_or_else(|error| panic!("cannot write the built workspace view: {error}"));
+}
+
+/// The extension's management logic, shared with the view.
+const MANAGE: &str = "integrations/sillytavern/lib/manage.js";
+
+/// [`MANAGE`] as a classic script: the view is one inline script, not a module.
+fn shared_script() -> String {
+    let module = std::fs::read_to_string(MANAGE)
+        .unwrap_or_else(|error| panic!("cannot read {MANAGE}: {error}"));
+    let script = module.replace("\nexport function ", "\nfunction ");
+    assert!(
+        !script.contains("\nexport ") && !script.contains("\nimport "),
+        "{MANAGE} is inlined into the view as a plain script: only `export function` may be exported, and it imports nothing"
+    );
+    script
 }
 
 /// An idle server keeps only the code it ran in memory, but the kernel maps code 64 KB around

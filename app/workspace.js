@@ -1,9 +1,13 @@
 // The workspace view of synapse-mcp, an MCP App. It talks to its host with JSON-RPC over
 // postMessage (ui/initialize, tools/call, host context changes) and reads and writes the
-// workspace only through the server's ordinary tools (ListVars, ReadVar, ReadState,
-// WriteState, SnapshotList, SnapshotDiff, FunctionList, FunctionTest), so a write asks the user
-// exactly as it does when the model calls it. A plan's trace is the RunPlan result the host
-// hands over.
+// workspace only through the server's ordinary tools (variables and state; a chat's floors:
+// SnapshotList, SnapshotGet, SnapshotDiff, SnapshotUpdate, SnapshotReprocess,
+// SnapshotGlobalSave; the function library: FunctionList, FunctionTest, FunctionUpsert,
+// FunctionEnable, FunctionRemove, FunctionReorder, FunctionMove, FunctionImport,
+// FunctionExport), so a write asks the user exactly as it does when the model calls it. A plan's
+// trace is the RunPlan result the host hands over. build.rs appends the management logic it
+// shares with the SillyTavern extension (integrations/sillytavern/lib/manage.js: libraryOf,
+// reorderedIds, moveArguments, parseFunction, parseState, parseMessages…).
 "use strict";
 // When the page's milestones happened (the benchmark reads them): the script started, the host
 // answered ui/initialize, the result of the tool that opened the view came, the first rows drew.
@@ -609,7 +613,84 @@ async function showFloor(floor, index) {
   const actions = document.createElement("div");
   actions.className = "actions";
   actions.append(label, save);
-  detail.replaceChildren(heading, facts, patch, actions);
+  detail.replaceChildren(heading, facts, patch, actions, floorState(floor), reprocessing(floor));
+}
+
+// An element with attributes and children (the floor's editing controls).
+function element(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (key === "text") node.textContent = value;
+    else if (key === "onclick") node.addEventListener("click", value);
+    else if (value !== false) node.setAttribute(key, value === true ? "" : String(value));
+  }
+  node.append(...children);
+  return node;
+}
+
+// A floor's state: read (SnapshotGet), edited and saved in place, exported into the text box
+// below it and imported from there (SnapshotUpdate, MVU's metadata stripped when ticked). The
+// floors after it stay as they were until the chat is reprocessed.
+function floorState(floor) {
+  const state = element("textarea", { id: "floor-state", rows: 8, spellcheck: "false", "aria-label": "The floor's state (JSON)" });
+  const exchange = element("textarea", { id: "floor-io", rows: 4, spellcheck: "false", "aria-label": "A state exported, or to import (JSON)", placeholder: "Export writes the state here; paste a state (MVU's too) to import it" });
+  const strip = element("input", { type: "checkbox", id: "mvu-strip", checked: true });
+  const read = async () => {
+    const { structured } = await callTool("SnapshotGet", { id: floor.snapshotId, _outputLimit: 0 });
+    state.value = JSON.stringify(structured.snapshot, null, 2);
+  };
+  const update = async (text, mvuStrip, done) => {
+    try {
+      await callTool("SnapshotUpdate", { id: floor.snapshotId, snapshot: parseState(text), mvuStrip });
+      await read();
+      status(done);
+    } catch (error) {
+      status(error.message, "error");
+    }
+  };
+  const exportState = async () => {
+    try {
+      const { structured } = await callTool("SnapshotGet", { id: floor.snapshotId, mvuStrip: strip.checked, _outputLimit: 0 });
+      exchange.value = JSON.stringify(structured.snapshot, null, 2);
+      await copyText(exchange.value);
+      status("Exported into the box below (and copied)");
+    } catch (error) {
+      status(error.message, "error");
+    }
+  };
+  read().catch((error) => status(error.message, "error"));
+  return element("div", { class: "tester" },
+    element("label", {}, "State", state),
+    element("div", { class: "actions" },
+      element("button", { id: "save-floor", onclick: () => update(state.value, false, "Saved the edit; later floors are as they were until reprocessed") }, "Save the edit"),
+      element("button", { id: "export-floor", onclick: exportState }, "Export"),
+      element("button", { id: "import-floor", onclick: () => update(exchange.value, strip.checked, "Imported into the floor") }, "Import"),
+      element("label", { class: "inline" }, strip, " strip MVU metadata")),
+    exchange);
+}
+
+// Reprocessing the chat from this floor's message on (SnapshotReprocess, which asks the user
+// first): the view does not hold the chat, so its messages are pasted, as a JSON array or the
+// chat file itself.
+function reprocessing(floor) {
+  const from = floor.messageIndex ?? 0;
+  const messages = element("textarea", { id: "reprocess-messages", rows: 4, spellcheck: "false", "aria-label": "The chat's messages (JSON, or the .jsonl chat file)", placeholder: "The chat as it is now: a JSON array of messages, or the SillyTavern chat file (.jsonl)" });
+  const character = element("input", { id: "reprocess-character", placeholder: "Character (its template and functions)", "aria-label": "Character id for reprocessing", value: characterField() });
+  const run = async () => {
+    try {
+      const args = { chatFile: floorPage.chatFile, fromIndex: from, messages: parseMessages(messages.value), _outputLimit: 0 };
+      Object.assign(args, scopeArguments("character", character.value.trim()));
+      const { structured } = await callTool("SnapshotReprocess", args);
+      await loadFloors();
+      status(`Reprocessed from message ${from}: ${(structured.bindings || []).length} floors made, ${structured.deleted} replaced`);
+    } catch (error) {
+      status(error.message, "error");
+    }
+  };
+  return element("details", { id: "reprocess-floor", class: "tester" },
+    element("summary", { text: `Reprocess from message ${from}` }),
+    messages, character,
+    element("div", { class: "actions" }, element("button", { id: "reprocess", onclick: run }, `Reprocess from message ${from}`)));
 }
 
 // Not a form: hosts sandbox the view without `allow-forms`, where a form never submits.
@@ -628,15 +709,28 @@ const functionList = new VirtualList(document.getElementById("functions"), docum
   choose: (fn) => chooseFunction(fn),
 });
 let chosenFunction = null;
+// The last FunctionList answer, for a library's running order and its own functions.
+let listedFunctions = { global: [], local: [] };
+// The library the "every field" editor saves into: the chosen function's, or for a new one
+// the one chosen under "Import and export".
+let editedScope = "global";
 
-async function loadFunctions() {
-  const characterId = document.getElementById("character").value.trim();
+const characterField = () => document.getElementById("character").value.trim();
+const scopeOf = (fn) => (fn.local ? "character" : "global");
+const FUNCTION_BUTTONS = ["save-function", "toggle-function", "delete-function", "function-earlier", "function-later", "move-function"];
+
+// The character's functions first, then the global library, each in running order.
+async function loadFunctions(keep) {
+  const characterId = characterField();
   try {
-    const { structured } = await callTool("FunctionList", characterId ? { characterId, _outputLimit: 0 } : { _outputLimit: 0 });
-    const local = ((structured && structured.local) || []).map((fn) => ({ ...fn, local: true }));
-    const functions = [...local, ...((structured && structured.global) || [])];
+    const { structured } = await callTool("FunctionList", { ...scopeArguments("character", characterId), _outputLimit: 0 });
+    listedFunctions = structured || { global: [], local: [] };
+    const local = libraryOf(listedFunctions, "character").map((fn) => ({ ...fn, local: true }));
+    const functions = [...local, ...libraryOf(listedFunctions, "global")];
     document.getElementById("function-count").textContent = `${functions.length} functions`;
     functionList.show(functions);
+    const kept = keep ? functions.findIndex((fn) => fn.id === keep) : -1;
+    if (kept >= 0) functionList.choose(kept);
     status("");
     testReply();
   } catch (error) {
@@ -646,49 +740,68 @@ async function loadFunctions() {
 
 function chooseFunction(fn) {
   chosenFunction = fn;
-  document.getElementById("save-function").disabled = fn.type !== "active" || Boolean(fn.builtin);
+  const own = !fn.builtin;
+  document.getElementById("save-function").disabled = fn.type !== "active" || !own;
   document.getElementById("toggle-function").disabled = false;
   document.getElementById("toggle-function").textContent = fn.enabled ? "Turn off" : "Turn on";
-  document.getElementById("delete-function").disabled = Boolean(fn.builtin);
+  document.getElementById("delete-function").disabled = !own;
+  const library = libraryOf(listedFunctions, scopeOf(fn));
+  document.getElementById("function-earlier").disabled = !reorderedIds(library, fn.id, -1);
+  document.getElementById("function-later").disabled = !reorderedIds(library, fn.id, 1);
+  const move = document.getElementById("move-function");
+  move.disabled = !own;
+  move.textContent = fn.local ? "To the global library" : "To the character";
   document.getElementById("function-name").textContent = fn.name;
   document.getElementById("function-description").textContent = fn.description || (fn.signature ?? "");
   const pattern = document.getElementById("pattern");
   pattern.value = fn.pattern || "";
-  pattern.disabled = fn.type !== "active" || Boolean(fn.builtin);
+  pattern.disabled = fn.type !== "active" || !own;
   pattern.title = fn.builtin ? "A built-in runs natively; its pattern is for export" : "";
   if (fn.example && !document.getElementById("reply").dataset.edited) document.getElementById("reply").value = fn.example;
+  editFields(editableFunction(fn), scopeOf(fn));
   testReply();
+}
+
+// Fills the "every field" editor with a function to change (or a new one) and its library.
+function editFields(fn, scope) {
+  editedScope = scope;
+  document.getElementById("function-json").value = JSON.stringify(fn, null, 2);
+  document.getElementById("function-json-scope").textContent = scope === "character" ? `saved into ${characterField() || "the character"}'s library` : "saved into the global library";
 }
 
 // A dry run of the library over the reply, with the edited pattern in place of the chosen
 // function's own; nothing is stored.
 let testTimer;
 let testRun = 0;
+// Whether the status line holds the tester's own error, which only the tester clears (it
+// leaves alone what a save or a move said).
+let testFailed = false;
+function testSays(text) {
+  if (text) status(text, "error");
+  else if (testFailed) status("");
+  testFailed = Boolean(text);
+}
 function testReply() {
   clearTimeout(testTimer);
   testTimer = setTimeout(async () => {
     const run = ++testRun;
     const args = { text: document.getElementById("reply").value, _outputLimit: 0 };
-    const characterId = document.getElementById("character").value.trim();
-    if (characterId) args.characterId = characterId;
+    Object.assign(args, scopeArguments("character", characterField()));
     try {
       args.snapshot = JSON.parse(document.getElementById("start-state").value || "{}");
     } catch {
-      status("The start state is not JSON", "error");
+      testSays("The start state is not JSON");
       return;
     }
     const pattern = document.getElementById("pattern");
-    if (chosenFunction && !pattern.disabled) {
-      const { local, ...draft } = chosenFunction;
-      args.function = { ...draft, pattern: pattern.value };
-    }
+    if (chosenFunction && !pattern.disabled) args.function = { ...editableFunction(chosenFunction), pattern: pattern.value };
     try {
       const { structured } = await callTool("FunctionTest", args);
       if (run !== testRun) return;
       showTested(structured || { steps: [], errors: [], snapshot: {} });
-      status("");
+      testSays("");
     } catch (error) {
-      if (run === testRun) status(error.message, "error");
+      if (run === testRun) testSays(error.message);
     }
   }, 250);
 }
@@ -716,22 +829,20 @@ function showTested(tested) {
 }
 
 // Writes go through the tools a model calls, with the same approvals (a changed pattern and a
-// deletion ask the user first).
-async function changeFunction(tool, args, done) {
-  const characterId = document.getElementById("character").value.trim();
-  if (chosenFunction.local && characterId) args.characterId = characterId;
+// deletion ask the user first). `keep` names a function to choose again once the list is back.
+async function changeFunction(tool, args, done, { scope = chosenFunction && scopeOf(chosenFunction), keep } = {}) {
   try {
-    await callTool(tool, args);
+    await callTool(tool, { ...args, ...scopeArguments(scope, characterField()) });
     chosenFunction = null;
-    for (const id of ["save-function", "toggle-function", "delete-function"]) document.getElementById(id).disabled = true;
-    await loadFunctions();
+    for (const id of FUNCTION_BUTTONS) document.getElementById(id).disabled = true;
+    await loadFunctions(keep);
     status(done);
   } catch (error) {
     status(error.message, "error");
   }
 }
 document.getElementById("save-function").addEventListener("click", () => {
-  const { local, builtin, signature, example, ...stored } = chosenFunction;
+  const stored = editableFunction(chosenFunction);
   changeFunction("FunctionUpsert", { function: { ...stored, pattern: document.getElementById("pattern").value } }, `Saved ${stored.name}`);
 });
 document.getElementById("toggle-function").addEventListener("click", () => {
@@ -741,8 +852,65 @@ document.getElementById("toggle-function").addEventListener("click", () => {
 document.getElementById("delete-function").addEventListener("click", () => {
   changeFunction("FunctionRemove", { id: chosenFunction.id }, `Deleted ${chosenFunction.name}`);
 });
+for (const [id, step] of [["function-earlier", -1], ["function-later", 1]]) {
+  document.getElementById(id).addEventListener("click", () => {
+    const ids = reorderedIds(libraryOf(listedFunctions, scopeOf(chosenFunction)), chosenFunction.id, step);
+    if (ids) changeFunction("FunctionReorder", { ids }, `${chosenFunction.name} runs ${step < 0 ? "earlier" : "later"}`, { keep: chosenFunction.id });
+  });
+}
+document.getElementById("move-function").addEventListener("click", () => {
+  const characterId = characterField();
+  if (!characterId) return status("Type the character's id first: its library is where the function goes or comes from", "error");
+  const fn = chosenFunction;
+  const to = fn.local ? "the global library" : `${characterId}'s library`;
+  changeFunction("FunctionMove", moveArguments(fn, scopeOf(fn), characterId), `Moved ${fn.name} to ${to}`, { scope: "global", keep: fn.id });
+});
 
-document.getElementById("show-functions").addEventListener("click", loadFunctions);
+// Every field of a function, as JSON: a new one, or the chosen one changed beyond its pattern.
+document.getElementById("new-function").addEventListener("click", () => {
+  editFields(newFunction(), document.getElementById("library-scope").value);
+  document.getElementById("function-fields").open = true;
+});
+document.getElementById("save-function-json").addEventListener("click", () => {
+  let fn;
+  try {
+    fn = parseFunction(document.getElementById("function-json").value);
+  } catch (error) {
+    return status(error.message, "error");
+  }
+  if (editedScope === "character" && !characterField()) return status("Type the character's id first: the function goes into its library", "error");
+  changeFunction("FunctionUpsert", { function: fn }, `Saved ${fn.name}`, { scope: editedScope });
+});
+
+// A library to and from the export format, through a text box: a sandboxed view may neither
+// download nor open files.
+document.getElementById("export-functions").addEventListener("click", async () => {
+  const scope = document.getElementById("library-scope").value;
+  const characterId = characterField();
+  if (scope === "character" && !characterId) return status("Type the character's id first", "error");
+  const ids = ownIds(libraryOf(listedFunctions, scope));
+  if (!ids.length) return status("This library has no functions of your own to export", "error");
+  try {
+    const { structured } = await callTool("FunctionExport", { ids, ...scopeArguments(scope, characterId), _outputLimit: 0 });
+    document.getElementById("functions-io").value = JSON.stringify(structured, null, 2);
+    status(`Exported ${ids.length} functions`);
+  } catch (error) {
+    status(error.message, "error");
+  }
+});
+document.getElementById("import-functions").addEventListener("click", () => {
+  const scope = document.getElementById("library-scope").value;
+  if (scope === "character" && !characterField()) return status("Type the character's id first", "error");
+  let data;
+  try {
+    data = parseExport(document.getElementById("functions-io").value);
+  } catch (error) {
+    return status(error.message, "error");
+  }
+  changeFunction("FunctionImport", { data }, `Imported ${data.functions.length} functions, switched off until you turn them on`, { scope });
+});
+
+document.getElementById("show-functions").addEventListener("click", () => loadFunctions());
 document.getElementById("character").addEventListener("keydown", (event) => {
   if (event.key === "Enter") loadFunctions();
 });

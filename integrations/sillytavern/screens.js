@@ -11,6 +11,7 @@ import {
     libraryOf,
     moveArguments,
     newFunction,
+    ownIds,
     parseExport,
     parseFunction,
     parseState,
@@ -169,7 +170,7 @@ export function screens(host) {
         });
         const exportAll = guarded(root, async () => {
             // The built-ins are in every library already (and an import refuses them).
-            const ids = libraryOf(listed, scope).filter((item) => !item.builtin).map((item) => item.id);
+            const ids = ownIds(libraryOf(listed, scope));
             if (ids.length === 0) {
                 throw new Error('this library has no functions of your own to export');
             }

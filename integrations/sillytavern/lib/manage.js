@@ -59,12 +59,21 @@ export function parseFunction(text) {
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
         throw new Error('the function must be a JSON object ({"name": …, "type": "active", "pattern": …, "executor": …})');
     }
-    const editable = { ...parsed };
-    // What FunctionList adds for display; FunctionUpsert takes the shareable shape.
-    for (const key of ['builtin', 'signature', 'example', 'characterId']) {
+    return editableFunction(parsed);
+}
+
+/** A listed function in the shape `FunctionUpsert` takes: without what `FunctionList` adds for display. */
+export function editableFunction(item) {
+    const editable = { ...item };
+    for (const key of ['builtin', 'signature', 'example', 'characterId', 'local']) {
         delete editable[key];
     }
     return editable;
+}
+
+/** The ids of a library's own functions (the built-ins are in every library, and an import refuses them). */
+export function ownIds(functions) {
+    return functions.filter((item) => !item.builtin).map((item) => item.id);
 }
 
 /** An export file's text checked before `FunctionImport` (the server checks it again). */
@@ -93,6 +102,36 @@ export function parseState(text) {
         throw new Error('the state must be a JSON object');
     }
     return parsed;
+}
+
+/**
+ * A chat's messages, as `SnapshotReprocess` takes them, from what the user pasted: a JSON array,
+ * an object with `messages`, or a SillyTavern chat file (JSON Lines, its first line the chat's
+ * metadata, which is left out).
+ */
+export function parseMessages(text) {
+    const trimmed = text.trim();
+    if (!trimmed) {
+        throw new Error('paste the chat\'s messages first: a JSON array, or the chat file (.jsonl)');
+    }
+    let messages;
+    try {
+        const parsed = JSON.parse(trimmed);
+        messages = Array.isArray(parsed) ? parsed : parsed && parsed.messages;
+    } catch {
+        messages = trimmed.split('\n').filter((line) => line.trim()).map((line, index) => {
+            try {
+                return JSON.parse(line);
+            } catch (error) {
+                throw new Error(`line ${index + 1} of the chat is not JSON: ${error.message}`);
+            }
+        });
+    }
+    if (!Array.isArray(messages)) {
+        throw new Error('the messages must be a JSON array, {"messages": [...]}, or a chat file (.jsonl)');
+    }
+    const isHeader = (line) => line && typeof line === 'object' && 'chat_metadata' in line && !('mes' in line);
+    return messages.filter((message, index) => !(index === 0 && isHeader(message)));
 }
 
 /** A file name for an export: letters, digits, dots and dashes only. */

@@ -3,12 +3,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+    editableFunction,
     fileName,
     floorLabel,
     libraryOf,
     moveArguments,
+    ownIds,
     parseExport,
     parseFunction,
+    parseMessages,
     parseState,
     previousFloor,
     reorderedIds,
@@ -61,4 +64,22 @@ test('floors: labels, the floor before one, file names', () => {
     assert.equal(previousFloor(floors, floors[2]).snapshotId, 'a');
     assert.equal(previousFloor(floors, floors[0]), null);
     assert.equal(fileName('Hero - 2026-11-27 @18h', 'floor', 4), 'Hero_-_2026-11-27_18h-floor-4.json');
+});
+
+test('a listed function is edited in the shape FunctionUpsert takes; an export names your own', () => {
+    const listed = { id: 'f', name: 'HEAL', type: 'active', builtin: 'set', signature: 's', example: 'e', characterId: 'c', local: true, pattern: 'p' };
+    assert.deepEqual(editableFunction(listed), { id: 'f', name: 'HEAL', type: 'active', pattern: 'p' });
+    assert.deepEqual(ownIds([{ id: 'set', builtin: 'set' }, { id: 'f' }]), ['f']);
+});
+
+test('a chat is pasted as an array, as {messages}, or as a SillyTavern chat file', () => {
+    const message = { is_user: false, mes: '@.SET("hp", 5);' };
+    assert.deepEqual(parseMessages(JSON.stringify([message])), [message]);
+    assert.deepEqual(parseMessages(JSON.stringify({ messages: [message] })), [message]);
+    const file = [{ user_name: 'You', character_name: 'Hero', chat_metadata: {} }, { is_user: true, mes: 'hi' }, message]
+        .map((line) => JSON.stringify(line)).join('\n');
+    assert.deepEqual(parseMessages(`${file}\n`), [{ is_user: true, mes: 'hi' }, message]);
+    assert.throws(() => parseMessages('  '), /paste the chat/);
+    assert.throws(() => parseMessages('{"mes": 1}\nnot json'), /line 2 of the chat is not JSON/);
+    assert.throws(() => parseMessages('{"chat": 1}'), /must be a JSON array/);
 });

@@ -195,6 +195,13 @@ async function checks() {
     const stored = (await call("ListVars", { cached: true, _outputLimit: 0 })).structuredContent.count;
     const { page, requests, errors } = await openHost(theme);
     let frame;
+    // A click, then the status line it ends with (emptied first: the last one may say the same).
+    const press = async (selector, text) => {
+      await frame.evaluate(() => { document.getElementById("status").textContent = ""; });
+      await frame.click(selector);
+      await frame.waitForFunction((text) => document.getElementById("status").textContent.startsWith(text), text, { timeout: WAIT_MS })
+        .catch(async () => { throw new Fail(`waiting for "${text}" after ${selector}, the status says: ${await frame.textContent("#status")}`); });
+    };
     await check(`${theme}: initialize`, async () => {
       ({ frame } = await showView(page, html));
       const log = await page.evaluate(() => window.hostLog);
@@ -313,31 +320,25 @@ async function checks() {
     });
     await check(`${theme}: the library changed from the view: a pattern saved, switched off and on, a function deleted`, async () => {
       const stored = async (name) => (await call("FunctionList", {})).structuredContent.global.find((fn) => fn.name === name);
-      const done = (text) => frame.waitForFunction((text) => document.getElementById("status").textContent === text, text, { timeout: WAIT_MS });
       const asked = questions.length;
       await frame.click('#functions .row:has-text("HEAL")');
       const original = (await stored("HEAL")).pattern;
       await frame.fill("#pattern", "@\\.CURE\\((\\d+)\\);?");
-      await frame.click("#save-function");
-      await done("Saved HEAL");
+      await press("#save-function", "Saved HEAL");
       if ((await stored("HEAL")).pattern !== "@\\.CURE\\((\\d+)\\);?") throw new Fail(`the pattern was not saved: ${(await stored("HEAL")).pattern}`);
       await frame.click('#functions .row:has-text("HEAL")');
       await frame.fill("#pattern", original);
-      await frame.click("#save-function");
-      await done("Saved HEAL");
+      await press("#save-function", "Saved HEAL");
       await frame.click('#functions .row:has-text("HEAL")');
-      await frame.click("#toggle-function");
-      await done("HEAL off");
+      await press("#toggle-function", "HEAL off");
       const off = (await stored("HEAL")).enabled;
       await frame.click('#functions .row:has-text("HEAL")');
-      await frame.click("#toggle-function");
-      await done("HEAL on");
+      await press("#toggle-function", "HEAL on");
       const name = `SCRATCH_${theme.toUpperCase()}`;
       await call("FunctionUpsert", { function: { name, type: "active", pattern: `@\\.${name}\\(\\);`, executor: "return snapshot;" } });
       await frame.click("#show-functions");
       await frame.click(`#functions .row:has-text("${name}")`);
-      await frame.click("#delete-function");
-      await done(`Deleted ${name}`);
+      await press("#delete-function", `Deleted ${name}`);
       if (off !== false || (await stored("HEAL")).enabled !== true || (await stored("HEAL")).pattern !== original || (await stored(name))) {
         throw new Fail(`off ${off}, HEAL ${JSON.stringify(await stored("HEAL"))}, ${name} ${JSON.stringify(await stored(name))}`);
       }
@@ -357,6 +358,114 @@ async function checks() {
       if (!globals.some((global) => global.label === `floor-${theme}`)) throw new Fail(`no global floor-${theme}: ${JSON.stringify(globals)}`);
       await frame.click("#tab-functions");
       return `floor-${theme} listed by SnapshotGlobalList`;
+    });
+    await check(`${theme}: a floor's state read, edited, exported, imported with MVU's metadata stripped, and the chat reprocessed from it`, async () => {
+      const stored = async (id) => (await call("SnapshotGet", { id, _outputLimit: -1 })).structuredContent.snapshot;
+      await frame.click("#tab-floors");
+      await frame.fill("#chat", chat.chatFile);
+      // Message 0 first: the check before left message 2 on show, whose state must not be read.
+      for (const [message, heading] of [["0", "Message 0"], ["2", "Message 2, swipe 1"]]) {
+        await frame.fill("#jump", message);
+        await frame.press("#jump", "Enter");
+        await frame.waitForFunction((heading) => document.querySelector("#floor h2")?.textContent === heading && document.getElementById("floor-state")?.value, heading, { timeout: WAIT_MS });
+      }
+      const id = await frame.textContent("#floor dd");
+      const shown = JSON.parse(await frame.inputValue("#floor-state"));
+      if (JSON.stringify(shown) !== JSON.stringify(await stored(id))) throw new Fail(`the view shows ${JSON.stringify(shown)}`);
+      const asked = questions.length;
+      await frame.fill("#floor-state", JSON.stringify({ ...shown, 笔记: `edited in ${theme}` }));
+      await press("#save-floor", "Saved the edit");
+      if ((await stored(id)).笔记 !== `edited in ${theme}`) throw new Fail(`not saved: ${JSON.stringify(await stored(id))}`);
+      await frame.click("#export-floor");
+      await frame.waitForFunction(() => document.getElementById("floor-io").value, null, { timeout: WAIT_MS });
+      const exported = JSON.parse(await frame.inputValue("#floor-io"));
+      if (JSON.stringify(exported) !== JSON.stringify(await stored(id))) throw new Fail(`exported ${JSON.stringify(exported)}`);
+      await frame.fill("#floor-io", JSON.stringify({ ...exported, 天气: "雾", $meta: { extensible: true } }));
+      await press("#import-floor", "Imported into the floor");
+      const imported = await stored(id);
+      if (imported.天气 !== "雾" || "$meta" in imported) throw new Fail(`imported ${JSON.stringify(imported)}`);
+      const { floors: before } = (await call("SnapshotList", { chatFile: chat.chatFile, _outputLimit: -1 })).structuredContent;
+      await frame.click("#reprocess-floor summary");
+      // The chat file as SillyTavern keeps it: a metadata line, then each message with the
+      // snapshot ids SnapshotProcess bound in its swipes' `swipes_info`.
+      const bound = structuredClone(chat.messages);
+      for (const floor of before) {
+        const message = bound[floor.messageIndex];
+        message.swipes_info ??= [];
+        message.swipes_info[floor.swipeId ?? 0] = { ...message.swipes_info[floor.swipeId ?? 0], st_var_system_snapshot_id: floor.snapshotId };
+      }
+      const file = [{ user_name: "林", character_name: "艾拉", chat_metadata: {} }, ...bound].map((line) => JSON.stringify(line)).join("\n");
+      await frame.fill("#reprocess-messages", file);
+      await frame.fill("#reprocess-character", chat.characterId);
+      await press("#reprocess", "Reprocessed from message 2");
+      const { floors: after } = (await call("SnapshotList", { chatFile: chat.chatFile, _outputLimit: -1 })).structuredContent;
+      const at = (floors, index) => floors.filter((floor) => floor.messageIndex >= index).map((floor) => floor.snapshotId);
+      const rebuilt = await stored(at(after, 2)[0]);
+      const gone = await client.callTool({ name: "SnapshotGet", arguments: { id } });
+      if (at(after, 2).some((fresh) => at(before, 2).includes(fresh)) || JSON.stringify(at(after, 0).slice(0, 1)) !== JSON.stringify(at(before, 0).slice(0, 1))
+        || "笔记" in rebuilt || "天气" in rebuilt || rebuilt.角色?.生命值 === undefined || !gone.isError) {
+        throw new Fail(`before ${JSON.stringify(before)}, after ${JSON.stringify(after)}, rebuilt ${JSON.stringify(rebuilt)}, the old one ${JSON.stringify(gone.content)}`);
+      }
+      return `read ${Object.keys(shown).length} keys, saved an edit, exported it, imported a state and $meta was stripped; reprocessed from message 2 (a chat file pasted): ${at(after, 2).length} floors rebuilt from message 0's, built on message 0's state, the edit gone with the old snapshot; the user was asked ${questions.length - asked}x`;
+    });
+    await check(`${theme}: the library managed from the view: a function added and edited in every field, run earlier and later, moved to a character and back, the library exported and imported`, async () => {
+      const character = `hero-${theme}`;
+      const library = async (characterId) => {
+        const listed = (await call("FunctionList", characterId ? { characterId, _outputLimit: -1 } : { _outputLimit: -1 })).structuredContent;
+        return [...(characterId ? listed.local : listed.global)].sort((a, b) => a.order - b.order);
+      };
+      const name = `TRIPLE_${theme.toUpperCase()}`;
+      const choose = (fn) => frame.click(`#functions .row:has(.name:text-is("${fn}"))`);
+      await frame.click("#tab-functions");
+      await frame.fill("#character", character);
+      await frame.click("#show-functions");
+      await frame.waitForSelector("#functions .row", { timeout: WAIT_MS });
+      await frame.click("#function-fields summary");
+      await frame.click("#new-function");
+      const fresh = JSON.parse(await frame.inputValue("#function-json"));
+      await frame.fill("#function-json", JSON.stringify({ ...fresh, name, description: "Triples a number", pattern: `@\\.${name}\\("([^"]+)"\\);`, executor: "_.set(snapshot, args[0], (_.get(snapshot, args[0]) || 0) * 3); return snapshot;" }));
+      await press("#save-function-json", `Saved ${name}`);
+      let added = (await library()).find((fn) => fn.name === name);
+      if (!added || added.description !== "Triples a number" || !added.executor.includes("* 3")) throw new Fail(`added ${JSON.stringify(added)}`);
+      await choose(name);
+      const editing = JSON.parse(await frame.inputValue("#function-json"));
+      await frame.fill("#function-json", JSON.stringify({ ...editing, description: "Triples, then adds one", pattern: `${editing.pattern}?`, executor: "_.set(snapshot, args[0], (_.get(snapshot, args[0]) || 0) * 3 + 1); return snapshot;" }));
+      await press("#save-function-json", `Saved ${name}`);
+      const edited = (await library()).find((fn) => fn.name === name);
+      if (edited.id !== added.id || edited.description !== "Triples, then adds one" || !edited.executor.includes("+ 1") || !edited.pattern.endsWith(";?")) throw new Fail(`edited ${JSON.stringify(edited)}`);
+      const place = async () => (await library()).findIndex((fn) => fn.name === name);
+      // A new function runs at order 0: first, once a library has been put in order.
+      const first = await place();
+      const steps = first === 0 ? [["later", 1], ["earlier", 0]] : [["earlier", first - 1], ["later", first]];
+      await choose(name);
+      const places = [];
+      for (const [way, expected] of steps) {
+        await press(`#function-${way}`, `${name} runs ${way}`);
+        places.push(await place());
+        if (places.at(-1) !== expected) throw new Fail(`at ${first}, then ${places.join(", ")}: ${way} should be ${expected}`);
+      }
+      await choose(name);
+      await press("#move-function", `Moved ${name} to ${character}'s library`);
+      const moved = (await library(character)).find((fn) => fn.name === name);
+      if (!moved || (await library()).some((fn) => fn.name === name)) throw new Fail(`moved: ${JSON.stringify(moved)}`);
+      await choose(name);
+      await press("#move-function", `Moved ${name} to the global library`);
+      if ((await library(character)).some((fn) => fn.name === name) || !(await library()).some((fn) => fn.name === name)) throw new Fail("not moved back");
+      await frame.click("#function-exchange summary");
+      await frame.selectOption("#library-scope", "global");
+      await press("#export-functions", "Exported");
+      const exported = JSON.parse(await frame.inputValue("#functions-io"));
+      const names = exported.functions.map((fn) => fn.name);
+      if (!names.includes(name) || !names.includes("HEAL") || exported.functions.some((fn) => fn.builtin)) throw new Fail(`exported ${names.join(", ")}`);
+      await frame.selectOption("#library-scope", "character");
+      await press("#import-functions", `Imported ${names.length} functions`);
+      const imported = (await library(character)).filter((fn) => names.includes(fn.name));
+      if (imported.length !== names.length || imported.some((fn) => fn.enabled)) throw new Fail(`imported ${JSON.stringify(imported)}`);
+      for (const fn of imported) await call("FunctionRemove", { id: fn.id, characterId: character });
+      await call("FunctionRemove", { id: edited.id });
+      await frame.fill("#character", "");
+      await frame.click("#show-functions");
+      return `${name} added and edited (description, pattern, executor), run ${steps[0][0]} and back (from place ${first}), moved to ${character} and back, ${names.length} exported (${names.join(", ")}) and imported into ${character}, switched off`;
     });
     if (options.screenshots) {
       await check(`${theme}: screenshot of the functions`, () => page.screenshot({ path: join(options.screenshots, `functions-${theme}.png`) }).then(() => ""));
