@@ -1,5 +1,5 @@
 //! The maintenance subcommands, which run instead of serving: `workspace list|export|import|
-//! delete` and `doctor`. They print reports for a person (stdout is not an MCP channel here).
+//! put|delete` and `doctor`. They print reports for a person (stdout is not an MCP channel here).
 
 use std::io::Write;
 use std::path::Path;
@@ -15,7 +15,8 @@ use crate::store::{
 #[cfg(feature = "postgres")]
 use crate::store::{PostgresOptions, PostgresStore};
 use crate::text::shorten;
-use crate::vars::wall_clock;
+use crate::vars::{self, NewVariable, SystemClock, ValueKind, VarType, wall_clock};
+use crate::workspace::{self as workspaces, Workspace};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -31,6 +32,14 @@ pub enum Error {
         "workspace `{name}` already holds {count} variables; pass --replace to overwrite it, or --workspace NAME to import under another name"
     )]
     WouldOverwrite { name: String, count: u64 },
+    #[error("cannot read {path}: {message}")]
+    ReadValue { path: String, message: String },
+    #[error(
+        "variable `{name}` is a rule (RULE) and is not replaced; put the file under another name"
+    )]
+    Rule { name: String },
+    #[error(transparent)]
+    Workspace(#[from] workspaces::Error),
     #[error("cannot write {path}: {source}")]
     WriteExport {
         path: String,
@@ -83,6 +92,32 @@ pub fn workspace(
         WorkspaceCommand::Import { file, replace, .. } => {
             import(store.as_ref(), file, chosen_workspace, *replace, out)
         }
+        WorkspaceCommand::Put {
+            name,
+            file,
+            desc,
+            tags,
+            json,
+            ..
+        } => {
+            let value = read_value(file, *json)?;
+            let workspace = chosen_workspace.unwrap_or(&config.workspace);
+            let variable = NewVariable {
+                desc: desc.clone(),
+                tags: tags.clone(),
+                ..NewVariable::text(name.as_str(), value.0, VarType::UserAdd)
+            };
+            put(
+                config,
+                store,
+                workspace,
+                NewVariable {
+                    kind: value.1,
+                    ..variable
+                },
+                out,
+            )
+        }
         WorkspaceCommand::Delete { name, yes, .. } => {
             let contents = contents(store.as_ref(), name)?;
             if !yes {
@@ -99,6 +134,81 @@ pub fn workspace(
             Ok(())
         }
     }
+}
+
+/// A file's text (`-`: stdin) as a variable's value; with `json`, the JSON value it holds.
+fn read_value(file: &Path, json: bool) -> Result<(String, ValueKind), Error> {
+    let unreadable = |message: String| Error::ReadValue {
+        path: file.display().to_string(),
+        message,
+    };
+    let bytes = if file == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
+            .map_err(|error| unreadable(error.to_string()))?;
+        bytes
+    } else {
+        std::fs::read(file).map_err(|error| unreadable(error.to_string()))?
+    };
+    let text = String::from_utf8(bytes).map_err(|error| {
+        unreadable(format!(
+            "it is not UTF-8 text (byte {} is not); a variable holds text",
+            error.utf8_error().valid_up_to()
+        ))
+    })?;
+    if !json {
+        return Ok((text, ValueKind::Text));
+    }
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|error| {
+        unreadable(format!(
+            "it is not JSON ({error}); drop --json to store its text"
+        ))
+    })?;
+    Ok(vars::encode_value(value))
+}
+
+/// `workspace put`: the variable written as any write is (validated, within the workspace's
+/// capacity and size, evicting what a full workspace drops), and seen by the servers running on
+/// the store at their next read.
+fn put(
+    config: &Settings,
+    store: Arc<dyn DurableStore>,
+    workspace: &str,
+    variable: NewVariable,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    vars::validate_name(&variable.name).map_err(workspaces::Error::from)?;
+    let location = store.location().display().to_string();
+    let opened = Workspace::open(
+        workspace,
+        config.capacity,
+        Arc::new(SystemClock::new()),
+        store as Arc<dyn Store>,
+    )?
+    .with_max_bytes(Some(config.workspace_max_bytes));
+    if opened
+        .peek(&variable.name)
+        .is_some_and(|existing| existing.var_type == VarType::Rule)
+    {
+        return Err(Error::Rule {
+            name: variable.name,
+        });
+    }
+    let name = variable.name.clone();
+    let characters = variable.value.chars().count();
+    let outcome = opened.insert(variable)?;
+    let verb = if outcome.created { "wrote" } else { "replaced" };
+    write!(
+        out,
+        "{verb} variable `{name}` (USER_ADD, {characters} characters) in workspace \
+         `{workspace}` in {location}"
+    )?;
+    if !outcome.evicted.is_empty() {
+        let evicted: Vec<&str> = outcome.evicted.iter().map(|name| &**name).collect();
+        write!(out, "; the full workspace evicted {}", evicted.join(", "))?;
+    }
+    writeln!(out)?;
+    Ok(())
 }
 
 fn unknown(store: &dyn Store, name: &str) -> store::Error {

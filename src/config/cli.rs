@@ -5,6 +5,10 @@ use std::path::PathBuf;
 use clap::{Args as _, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use serde::Deserialize;
 
+mod commands;
+
+pub use commands::{SkillsCommand, TokenCommand, ToolsCommand, WorkspaceCommand};
+
 const EXAMPLES: &str = "\
 Examples:
   synapse-mcp                                  serve over stdio with the embedded defaults
@@ -229,133 +233,6 @@ pub struct ServeArgs {
     pub metrics: Option<std::net::SocketAddr>,
 }
 
-/// `token`: the tokens file's entries.
-#[derive(Debug, Clone, Subcommand)]
-pub enum TokenCommand {
-    /// Make a new token for `--workspace W` (its default workspace, required), and any
-    /// `--allow`ed others: it is printed on stdout, once; the file keeps only its SHA-256 digest.
-    Add {
-        /// The tokens file (made when missing).
-        #[arg(long, value_name = "FILE")]
-        tokens: PathBuf,
-        /// Who the token speaks for: approvals are remembered per principal.
-        #[arg(long, value_name = "NAME")]
-        principal: String,
-        /// Another workspace the token may use, besides `--workspace` (repeatable).
-        #[arg(long = "allow", value_name = "WORKSPACE")]
-        also: Vec<String>,
-        /// Only tools annotated read-only may run.
-        #[arg(long)]
-        read_only: bool,
-        /// May change the skills every workspace of the server shares (`SkillSave`,
-        /// `SkillRunScript`); without it a token changes its own workspaces only.
-        #[arg(long, conflicts_with = "read_only")]
-        write_skills: bool,
-        #[command(flatten)]
-        options: ServeOptions,
-    },
-    /// List the tokens: id, principal, workspaces, what they may do (read-only, read-write, or
-    /// read-write+skills; never the tokens themselves).
-    List {
-        /// The tokens file.
-        #[arg(long, value_name = "FILE")]
-        tokens: PathBuf,
-        #[command(flatten)]
-        options: ServeOptions,
-    },
-    /// Revoke a token by its id (`token list` shows it), or every token of a principal.
-    Revoke {
-        /// The tokens file.
-        #[arg(long, value_name = "FILE")]
-        tokens: PathBuf,
-        /// The token's id.
-        #[arg(value_name = "ID", required_unless_present = "principal")]
-        id: Option<String>,
-        /// Revoke every token of this principal instead.
-        #[arg(long, value_name = "NAME", conflicts_with = "id")]
-        principal: Option<String>,
-        #[command(flatten)]
-        options: ServeOptions,
-    },
-}
-
-#[derive(Debug, Clone, Subcommand)]
-pub enum ToolsCommand {
-    /// Check the tool folders' manifests and print every problem. Exits non-zero when a group
-    /// or a tool would be left out.
-    Check {
-        /// Tool folders to check (default: the ones the server would use).
-        #[arg(value_name = "DIR")]
-        dirs: Vec<PathBuf>,
-        #[command(flatten)]
-        options: ServeOptions,
-    },
-}
-
-#[derive(Debug, Clone, Subcommand)]
-pub enum WorkspaceCommand {
-    /// List the workspaces in the store.
-    List {
-        #[command(flatten)]
-        options: ServeOptions,
-    },
-    /// Write a workspace as JSON (schemas/workspace-export.json) to stdout or a file.
-    Export {
-        /// The workspace to export.
-        name: String,
-        /// Write to this file instead of stdout.
-        #[arg(long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        #[command(flatten)]
-        options: ServeOptions,
-    },
-    /// Restore a workspace from an export, under `--workspace` or the name it was exported as.
-    Import {
-        /// The export file.
-        file: PathBuf,
-        /// Replace the workspace if it already holds anything.
-        #[arg(long)]
-        replace: bool,
-        #[command(flatten)]
-        options: ServeOptions,
-    },
-    /// Delete a workspace and everything in it. On a terminal it asks first, showing what
-    /// would go; elsewhere it needs --yes.
-    Delete {
-        /// The workspace to delete.
-        name: String,
-        /// Delete without asking.
-        #[arg(long)]
-        yes: bool,
-        #[command(flatten)]
-        options: ServeOptions,
-    },
-}
-
-#[derive(Debug, Clone, Subcommand)]
-pub enum SkillsCommand {
-    /// Check skills against the Agent Skills specification and print every finding. Exits
-    /// non-zero when a skill would be skipped, or, with --strict, on any violation.
-    Check {
-        /// Skill folders to check (default: the roots the server would use).
-        #[arg(value_name = "DIR")]
-        dirs: Vec<PathBuf>,
-        /// Report every violation of the specification as an error.
-        #[arg(long)]
-        strict: bool,
-        #[command(flatten)]
-        options: ServeOptions,
-    },
-    /// Fetch the git skill sources (`--skills git+…`, or the config's `skills`) again and bring
-    /// each copy to the commit its ref names now. Prints, per source, the old and the new
-    /// commit, or that it is unchanged, or why it failed (the last good copy is kept). Exits
-    /// non-zero when any failed.
-    Update {
-        #[command(flatten)]
-        options: ServeOptions,
-    },
-}
-
 /// The serve options (by their clap ids) each subcommand uses; `serve` uses them all, and a
 /// subcommand missing here uses none.
 const USES: &[(&str, &[&str])] = &[
@@ -364,6 +241,10 @@ const USES: &[(&str, &[&str])] = &[
     ("workspace export", STORE),
     (
         "workspace import",
+        &["config", "data_dir", "store", "workspace"],
+    ),
+    (
+        "workspace put",
         &["config", "data_dir", "store", "workspace"],
     ),
     ("workspace delete", STORE),
@@ -393,6 +274,11 @@ const HELP: &[(&str, &str, &str)] = &[
         "workspace import",
         "workspace",
         "Import under this name instead of the one it was exported as",
+    ),
+    (
+        "workspace put",
+        "workspace",
+        "The workspace to write into (default: the configured one, `default`)",
     ),
 ];
 
@@ -526,6 +412,7 @@ macro_rules! options_of {
                 WorkspaceCommand::List { options }
                 | WorkspaceCommand::Export { options, .. }
                 | WorkspaceCommand::Import { options, .. }
+                | WorkspaceCommand::Put { options, .. }
                 | WorkspaceCommand::Delete { options, .. },
             )
             | Command::Doctor { options, .. }

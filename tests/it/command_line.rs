@@ -33,6 +33,7 @@ fn each_subcommand_lists_only_the_options_it_uses() {
         &["token", "list", "--help"][..],
         &["token", "add", "--help"],
         &["workspace", "delete", "--help"],
+        &["workspace", "put", "--help"],
         &["doctor", "--help"],
         &["skills", "update", "--help"],
         &["tools", "check", "--help"],

@@ -84,6 +84,7 @@ on_every_store!(
     two_processes_on_one_workspace_see_each_other_and_lose_nothing,
     eviction_is_reflected_after_a_restart,
     export_delete_import_restores_the_workspace_byte_for_byte,
+    a_file_put_from_the_command_line_is_the_users_and_read_by_the_running_server,
 );
 
 async fn durable_client(place: &Place, extra: &[&str]) -> crate::common::Client {
@@ -553,4 +554,99 @@ fn broken_stores_are_refused_at_start_with_the_reason() {
         .unwrap();
     assert_eq!(still, 99, "a newer database is never rewritten");
     refusals.assert_golden("store/broken-stores.txt");
+}
+
+/// `workspace put`: a file written into a variable from the command line while a server runs
+/// on the store is read by that server's next call, whole and typed `USER_ADD`; JSON with
+/// `--json`; a file that is not text, not JSON with `--json`, a name that is not one, or a
+/// rule's name, is refused naming it, with nothing stored changed.
+async fn a_file_put_from_the_command_line_is_the_users_and_read_by_the_running_server(
+    place: Place,
+) {
+    let client = durable_client(&place, &[]).await;
+    call(
+        &client,
+        "WriteVar",
+        json!({"name": "mine", "value": "the model's"}),
+    )
+    .await;
+    let notes = place.path().join("notes.md");
+    std::fs::write(&notes, "# Notes\nsecond line, ünïcode\n").unwrap();
+    let put = |arguments: &[&str]| {
+        let mut all = vec!["workspace", "put"];
+        all.extend_from_slice(arguments);
+        run_command(&place.with(&all))
+    };
+    let notes = notes.to_str().unwrap();
+    let (out, stderr, ok) = put(&["notes", notes, "--desc", "my notes", "--tag", "mine"]);
+    assert!(ok, "{stderr}");
+    assert!(
+        out.starts_with(
+            "wrote variable `notes` (USER_ADD, 29 characters) in workspace `default` in "
+        ),
+        "{out}"
+    );
+    let read = call(&client, "ReadVar", json!({"name": "notes"})).await;
+    assert!(
+        text(&read).ends_with("\n# Notes\nsecond line, ünïcode\n"),
+        "{}",
+        text(&read)
+    );
+    let listed = call(&client, "ListVars", json!({"filter": {"type": "USER_ADD"}})).await;
+    let mut entry = listed.structured_content.unwrap()["variables"][0].clone();
+    entry.as_object_mut().unwrap().remove("updated");
+    assert_eq!(
+        entry,
+        json!({"name": "notes", "length": 29, "type": "USER_ADD", "desc": "my notes", "tags": ["mine"]})
+    );
+
+    let data = place.path().join("data.json");
+    std::fs::write(&data, r#"{"rows": [1, 2]}"#).unwrap();
+    let (_, stderr, ok) = put(&["data", data.to_str().unwrap(), "--json"]);
+    assert!(ok, "{stderr}");
+    let sliced = call(
+        &client,
+        "WriteVar",
+        json!({"name": "copy", "value": "$VAR_REF{{data}}"}),
+    )
+    .await;
+    assert_eq!(
+        call(&client, "ReadVar", json!({"name": "copy"}))
+            .await
+            .structured_content,
+        call(&client, "ReadVar", json!({"name": "data"}))
+            .await
+            .structured_content,
+        "{sliced:?}"
+    );
+
+    let mut outputs = Transcript::default();
+    let binary = place.path().join("binary");
+    std::fs::write(&binary, [0x61, 0xff, 0x62]).unwrap();
+    let (_, stderr, ok) = put(&["bad", binary.to_str().unwrap()]);
+    assert!(!ok);
+    outputs.add(
+        "a file that is not UTF-8",
+        &stderr.replace(&*place.path().to_string_lossy(), "DIR"),
+    );
+    let (_, stderr, ok) = put(&["bad", notes, "--json"]);
+    assert!(!ok);
+    outputs.add(
+        "--json with a file that is not JSON",
+        &stderr.replace(&*place.path().to_string_lossy(), "DIR"),
+    );
+    let (_, stderr, ok) = put(&["bad:name", notes]);
+    assert!(!ok);
+    outputs.add("a name that is not one", &stderr);
+    let (_, stderr, ok) = put(&["Rule/Agent/TODO", notes]);
+    assert!(!ok);
+    outputs.add("a rule", &stderr);
+    outputs.assert_golden("store/put-refused.txt");
+    let names = variable_names(&call(&client, "ListVars", json!({})).await);
+    let rules = ["Rule/Agent/Plans", "Rule/Agent/TODO", "Rule/Agent/VarRef"];
+    assert_eq!(
+        names,
+        [&rules[..], &["copy", "data", "mine", "notes"]].concat()
+    );
+    client.cancel().await.unwrap();
 }
