@@ -11,8 +11,10 @@
 //! database lock instead of failing, and no acknowledged write is lost. Two writes to the same
 //! variable: the later one wins, whole. A write the workspace decided on what it had seen (an
 //! eviction, a patch of some fields) commits only while the sequence is still the one it saw
-//! ([`Store::commit_after`]); otherwise the process catches up and decides again, so capacity
-//! and eviction hold across processes. A store that can tell processes of each other's changes
+//! ([`Store::commit_after`]), or, on a store that can check it in the transaction, while
+//! nothing committed since touched its variables or filled the workspace
+//! ([`Store::commit_unaffected`]); otherwise the process catches up and decides again, so
+//! capacity and eviction hold across processes. A store that can tell processes of each other's changes
 //! as they happen (PostgreSQL's `LISTEN`/`NOTIFY`) hands them out through [`Store::listen`].
 //!
 //! Long values (64 characters or more) are stored once, in a value pool keyed by their SHA-256,
@@ -200,6 +202,19 @@ pub trait Store: Send + Sync {
         batch: &Batch,
     ) -> Result<Option<Commit>, Error> {
         self.commit_checked(workspace, Some(expected), batch)
+    }
+    /// [`Store::commit_after`] for a batch decided from its own variables and the workspace's
+    /// count alone: also written when others committed since `expected`, if none of them wrote
+    /// or removed a variable the batch names and the workspace then holds at most `capacity`
+    /// variables. A store that cannot tell answers as `commit_after` does.
+    fn commit_unaffected(
+        &self,
+        workspace: &str,
+        expected: u64,
+        _capacity: usize,
+        batch: &Batch,
+    ) -> Result<Option<Commit>, Error> {
+        self.commit_after(workspace, expected, batch)
     }
     /// Records reads (best effort, not a change).
     fn record_visits(&self, workspace: &str, visits: &[Visit]) -> Result<(), Error>;

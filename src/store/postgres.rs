@@ -555,7 +555,7 @@ fn redacted(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Batch, Store};
+    use crate::store::{Batch, Commit, Store};
 
     #[test]
     fn writes_past_the_size_cap_are_refused_and_deletes_still_run() {
@@ -609,5 +609,70 @@ mod tests {
             )
             .unwrap();
         write("big", 6_000).unwrap();
+    }
+
+    /// A batch decided before another instance's commit is still written when that commit
+    /// touched none of its variables and left room for it; not when one of its variables was
+    /// written or removed since, or the workspace would hold more than its capacity.
+    #[test]
+    fn a_batch_decided_before_other_commits_is_written_unless_they_touched_it() {
+        let Some(url) = testing::database() else {
+            return;
+        };
+        let store = PostgresStore::open(&url, PostgresOptions::default()).unwrap();
+        let writing = |names: &[&str]| Batch {
+            written: names
+                .iter()
+                .map(|name| crate::store::tests::record(name, "value"))
+                .collect(),
+            removed: Vec::new(),
+        };
+        let seen = store.commit("w", &writing(&["a"])).unwrap().after;
+        // Another instance writes b after this one decided at `seen`.
+        store.commit("w", &writing(&["b"])).unwrap();
+        let beside = store
+            .commit_unaffected("w", seen, 8, &writing(&["c"]))
+            .unwrap();
+        assert_eq!(
+            beside,
+            Some(Commit {
+                before: seen + 1,
+                after: seen + 2
+            })
+        );
+        assert!(store.variable("w", "c").unwrap().is_some());
+        // b was written after `seen`: nothing of the batch is.
+        let overlapping = store.commit_unaffected("w", seen, 8, &writing(&["d", "b"]));
+        assert_eq!(overlapping.unwrap(), None);
+        assert_eq!(store.variable("w", "d").unwrap(), None);
+        // a removed after `seen`: a batch writing it again is decided anew.
+        let removing = Batch {
+            written: Vec::new(),
+            removed: vec!["a".to_owned()],
+        };
+        store.commit("w", &removing).unwrap();
+        let removed = store.commit_unaffected("w", seen, 8, &writing(&["a"]));
+        assert_eq!(removed.unwrap(), None);
+        // b and c are held: a new variable fits a capacity of 3, not of 2.
+        assert_eq!(
+            store
+                .commit_unaffected("w", seen, 2, &writing(&["e"]))
+                .unwrap(),
+            None
+        );
+        assert!(
+            store
+                .commit_unaffected("w", seen, 3, &writing(&["e"]))
+                .unwrap()
+                .is_some()
+        );
+        // At the current sequence the batch is written whatever it holds.
+        let current = store.sequence("w").unwrap();
+        assert!(
+            store
+                .commit_unaffected("w", current, 0, &writing(&["b"]))
+                .unwrap()
+                .is_some()
+        );
     }
 }

@@ -233,8 +233,9 @@ impl Workspace {
     /// [`Workspace::commit_with`] on a database server, without holding the workspace across
     /// the commit's round trip: the change is decided on the caught-up state and rolled back at
     /// once (so that the requests served meanwhile read only what is committed), the batch it
-    /// makes is committed with the workspace free, then put in memory — unless a catch-up made
-    /// meanwhile already read it from the store. This process's writers take turns, one commit
+    /// makes is committed with the workspace free (also after other processes' commits that
+    /// touched none of its variables, [`store::Store::commit_unaffected`]), then put in memory
+    /// when nothing came between — else the next catch-up reads it from the store. This process's writers take turns, one commit
     /// in flight at a time (they would only lose the race to each other otherwise).
     fn commit_unlocked<T>(
         &self,
@@ -245,7 +246,7 @@ impl Workspace {
         let mut started = None;
         loop {
             let turn = self.turn_to_commit();
-            let (outcome, batch, expected) = {
+            let (outcome, batch, expected, capacity) = {
                 let mut state = self.synced()?;
                 state.system.begin_journal();
                 let applied = apply(&mut state);
@@ -258,10 +259,11 @@ impl Workspace {
                 if batch.is_empty() {
                     return Ok(outcome);
                 }
-                (outcome, batch, state.seen)
+                (outcome, batch, state.seen, state.system.capacity())
             };
-            let committed =
-                self.round_trip_unheld(|| store.commit_after(&self.name, expected, &batch))?;
+            let committed = self.round_trip_unheld(|| {
+                store.commit_unaffected(&self.name, expected, capacity, &batch)
+            })?;
             let mut state = self.lock();
             if let Some(commit) = committed {
                 // A catch-up made meanwhile read this commit from the store, and maybe later

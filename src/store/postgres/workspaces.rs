@@ -4,6 +4,7 @@
 //! holds the row locked until the commit), so writers to one workspace take turns and each
 //! stamps the next sequence; a state update locks the same row (`FOR UPDATE`).
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use tokio_postgres::Row;
@@ -77,43 +78,121 @@ fn sequence_of(
     }
 }
 
+/// Which sequence a commit may take.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Turn {
+    /// The next, whatever was committed before.
+    Any,
+    /// The next only while the sequence is still this one.
+    At(u64),
+    /// The next after `expected`, or after later commits that touched nothing the batch was
+    /// decided on ([`Store::commit_unaffected`]).
+    Unaffected { expected: u64, capacity: usize },
+}
+
 /// Takes the workspace's next sequence (creating the workspace when it is new), locking its row
-/// until the transaction ends; with `expected`, only while the sequence is still that one
-/// (`None` otherwise). Under READ COMMITTED an update that waited for another writer's row
-/// lock re-reads the row, so a writer that came first is always seen. The same statement
-/// queues `payload` for the other instances (`NOTIFY`, sent if the transaction commits), only
-/// when it took a sequence.
+/// until the transaction ends, when `turn` allows it (`None` otherwise). Under READ COMMITTED
+/// an update that waited for another writer's row lock re-reads the row, so a writer that came
+/// first is always seen. The same statement queues `payload` for the other instances
+/// (`NOTIFY`, sent if the transaction commits), only when it took a sequence.
 fn next_sequence(
     session: &mut Session<'_>,
     workspace: &str,
-    expected: Option<u64>,
+    turn: Turn,
+    batch: &Batch,
     payload: &str,
 ) -> Result<Option<i64>, Failure> {
     let created = micros(wall_clock());
-    let row = match expected {
-        None => session.query_opt(
+    let row = match turn {
+        Turn::Any => session.query_opt(
             "INSERT INTO workspaces (name, created, sequence) VALUES ($1, $2, 1) \
              ON CONFLICT (name) DO UPDATE SET sequence = workspaces.sequence + 1 \
              RETURNING sequence, pg_notify($3, $4)::text",
             &[&workspace, &created, &CHANNEL, &payload],
         )?,
-        Some(expected) => {
-            let updated = session.query_opt(
-                "UPDATE workspaces SET sequence = sequence + 1 \
-                 WHERE name = $1 AND sequence = $2 RETURNING sequence, pg_notify($3, $4)::text",
-                &[&workspace, &stored_count(expected), &CHANNEL, &payload],
-            )?;
-            match updated {
-                None if expected == 0 => session.query_opt(
-                    "INSERT INTO workspaces (name, created, sequence) VALUES ($1, $2, 1) \
-                     ON CONFLICT (name) DO NOTHING RETURNING sequence, pg_notify($3, $4)::text",
-                    &[&workspace, &created, &CHANNEL, &payload],
-                )?,
-                other => other,
+        Turn::At(expected) => at_sequence(session, workspace, expected, created, payload)?,
+        Turn::Unaffected { expected, capacity } => {
+            match at_sequence(session, workspace, expected, created, payload)? {
+                Some(row) => Some(row),
+                None => {
+                    unaffected_sequence(session, workspace, expected, capacity, batch, payload)?
+                }
             }
         }
     };
     row.map(|row| column(&row, 0)).transpose()
+}
+
+/// The next sequence while the sequence is still `expected`.
+fn at_sequence(
+    session: &mut Session<'_>,
+    workspace: &str,
+    expected: u64,
+    created: i64,
+    payload: &str,
+) -> Result<Option<Row>, Failure> {
+    let updated = session.query_opt(
+        "UPDATE workspaces SET sequence = sequence + 1 \
+         WHERE name = $1 AND sequence = $2 RETURNING sequence, pg_notify($3, $4)::text",
+        &[&workspace, &stored_count(expected), &CHANNEL, &payload],
+    )?;
+    match updated {
+        None if expected == 0 => session.query_opt(
+            "INSERT INTO workspaces (name, created, sequence) VALUES ($1, $2, 1) \
+             ON CONFLICT (name) DO NOTHING RETURNING sequence, pg_notify($3, $4)::text",
+            &[&workspace, &created, &CHANNEL, &payload],
+        ),
+        other => Ok(other),
+    }
+}
+
+/// The next sequence for a batch decided at `expected` after others committed, when none of
+/// them wrote or removed a variable the batch names and the workspace then holds at most
+/// `capacity` variables: two instances writing different variables of one workspace do not
+/// undo each other's decisions. The row is locked first, so the checks, a statement later, see
+/// every commit before this one; a batch decided before the oldest removal still kept
+/// (`pruned_below`) cannot be checked and waits its turn.
+fn unaffected_sequence(
+    session: &mut Session<'_>,
+    workspace: &str,
+    expected: u64,
+    capacity: usize,
+    batch: &Batch,
+    payload: &str,
+) -> Result<Option<Row>, Failure> {
+    let locked = session.query_opt(
+        "SELECT 1 FROM workspaces WHERE name = $1 FOR UPDATE",
+        &[&workspace],
+    )?;
+    if locked.is_none() {
+        return Ok(None);
+    }
+    let written: HashSet<&str> = batch.written.iter().map(|record| &*record.name).collect();
+    let names: Vec<&str> = written
+        .iter()
+        .copied()
+        .chain(batch.removed.iter().map(String::as_str))
+        .collect();
+    let room = stored_count(u64::try_from(capacity).unwrap_or(u64::MAX))
+        .saturating_sub(stored_count(written.len() as u64));
+    session.query_opt(
+        "UPDATE workspaces SET sequence = sequence + 1 \
+         WHERE name = $1 AND pruned_below <= $2 \
+         AND NOT EXISTS (SELECT 1 FROM variables \
+             WHERE workspace = $1 AND name = ANY($3) AND sequence > $2) \
+         AND NOT EXISTS (SELECT 1 FROM removals \
+             WHERE workspace = $1 AND name = ANY($3) AND sequence > $2) \
+         AND (SELECT count(*) FROM variables WHERE workspace = $1 AND name <> ALL($3)) <= $4 \
+         RETURNING sequence, pg_notify($5, $6)::text",
+        &[
+            &workspace,
+            &stored_count(expected),
+            &names,
+            &room,
+            &CHANNEL,
+            &payload,
+        ],
+    )
 }
 
 fn pooled_hash(
@@ -289,39 +368,18 @@ impl Store for PostgresStore {
         expected: Option<u64>,
         batch: &Batch,
     ) -> Result<Option<Commit>, Error> {
-        let payload = self.payload(workspace, Kind::Variables);
-        let work = |session: &mut Session<'_>| {
-            // Takes the next sequence and holds the workspace's row until commit.
-            let Some(stamp) = next_sequence(session, workspace, expected, &payload)? else {
-                return Ok(None);
-            };
-            let after = count(stamp);
-            let before = after.saturating_sub(1);
-            let mut released = Vec::new();
-            for variable in &batch.written {
-                released.extend(write_variable(session, workspace, variable, stamp)?);
-            }
-            for name in &batch.removed {
-                released.extend(pooled_hash(session, workspace, name)?);
-                session.execute(
-                    "DELETE FROM variables WHERE workspace = $1 AND name = $2",
-                    &[&workspace, name],
-                )?;
-                session.execute(
-                    "INSERT INTO removals (workspace, name, sequence) VALUES ($1, $2, $3) \
-                     ON CONFLICT (workspace, name) DO UPDATE SET sequence = excluded.sequence",
-                    &[&workspace, name, &stamp],
-                )?;
-            }
-            release_pooled(session, &released)?;
-            prune_removals(session, workspace, after)?;
-            Ok(Some(Commit { before, after }))
-        };
-        if batch.written.is_empty() {
-            self.write(work)
-        } else {
-            self.grow(work)
-        }
+        let turn = expected.map_or(Turn::Any, Turn::At);
+        self.commit_in_turn(workspace, turn, batch)
+    }
+
+    fn commit_unaffected(
+        &self,
+        workspace: &str,
+        expected: u64,
+        capacity: usize,
+        batch: &Batch,
+    ) -> Result<Option<Commit>, Error> {
+        self.commit_in_turn(workspace, Turn::Unaffected { expected, capacity }, batch)
     }
 
     fn record_visits(&self, workspace: &str, visits: &[Visit]) -> Result<(), Error> {
@@ -509,5 +567,50 @@ impl Store for PostgresStore {
             idle: pool.idle.len(),
             max: super::CONNECTIONS,
         })
+    }
+}
+
+impl PostgresStore {
+    /// Commits a batch as one transaction when `turn` allows it (`None`, and nothing written,
+    /// otherwise).
+    fn commit_in_turn(
+        &self,
+        workspace: &str,
+        turn: Turn,
+        batch: &Batch,
+    ) -> Result<Option<Commit>, Error> {
+        let payload = self.payload(workspace, Kind::Variables);
+        let work = |session: &mut Session<'_>| {
+            // Takes the next sequence and holds the workspace's row until commit.
+            let Some(stamp) = next_sequence(session, workspace, turn, batch, &payload)? else {
+                return Ok(None);
+            };
+            let after = count(stamp);
+            let before = after.saturating_sub(1);
+            let mut released = Vec::new();
+            for variable in &batch.written {
+                released.extend(write_variable(session, workspace, variable, stamp)?);
+            }
+            for name in &batch.removed {
+                released.extend(pooled_hash(session, workspace, name)?);
+                session.execute(
+                    "DELETE FROM variables WHERE workspace = $1 AND name = $2",
+                    &[&workspace, name],
+                )?;
+                session.execute(
+                    "INSERT INTO removals (workspace, name, sequence) VALUES ($1, $2, $3) \
+                     ON CONFLICT (workspace, name) DO UPDATE SET sequence = excluded.sequence",
+                    &[&workspace, name, &stamp],
+                )?;
+            }
+            release_pooled(session, &released)?;
+            prune_removals(session, workspace, after)?;
+            Ok(Some(Commit { before, after }))
+        };
+        if batch.written.is_empty() {
+            self.write(work)
+        } else {
+            self.grow(work)
+        }
     }
 }
