@@ -51,7 +51,7 @@ pub use output_path::{
 };
 pub use registry::{GroupOverview, GroupState, Held, Registry, RegistryError, ToolOverview, View};
 pub use result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
-pub use schema::{input_schema, make_foreign_schema_portable, output_schema};
+pub use schema::{Schema, input_schema, make_foreign_schema_portable, output_schema};
 pub use scope::{PlanScope, ReferenceContext};
 pub use switch::{Switch, Switched};
 pub use truncate::OUTPUT_LIMIT_ARGUMENT;

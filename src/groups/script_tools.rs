@@ -95,7 +95,7 @@ impl ScriptTool {
     fn schemas(&self) -> Result<Arc<Schemas>, ToolError> {
         self.schemas
             .get_or_init(|| {
-                let output = self.definition.output_schema.as_deref();
+                let output = self.definition.output_schema.as_deref().map(AsRef::as_ref);
                 Schemas::compile(&self.script, output).map(Arc::new)
             })
             .clone()

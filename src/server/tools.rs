@@ -80,7 +80,7 @@ pub(super) fn wire_tool(tool: &dyn Tool) -> WireTool {
         wire = wire.with_title(title.clone());
     }
     if let Some(output) = &definition.output_schema {
-        wire = wire.with_raw_output_schema(output.clone());
+        wire = wire.with_raw_output_schema(std::sync::Arc::clone(output));
     }
     if let Some(view) = definition.view {
         wire.meta = Some(view::tool_meta(view));

@@ -15,9 +15,12 @@ mod glossary;
 mod tokens;
 mod weigh;
 
-use std::collections::HashMap;
-
 use self::tokens::{Script, Stemmers};
+
+/// The index's maps, hashed with a fixed seed so that a query does the same work in every run
+/// (the cost gate counts it). Their keys are the library's own words; a query only looks up.
+type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
+type Set<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 
 /// The text of one skill, by field.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -67,7 +70,7 @@ pub struct Index {
     /// Term ids by (first character, length in characters): the fuzzy expansion looks only at
     /// terms that keep the first letter (or swap the first two), which is where typos rarely
     /// fall, instead of scanning the whole vocabulary.
-    by_start: HashMap<(char, usize), Vec<u32>>,
+    by_start: Map<(char, usize), Vec<u32>>,
     /// Every term's postings, back to back; term `t`'s end at `posting_ends[t]`.
     postings: Vec<u8>,
     posting_ends: Vec<u32>,
@@ -95,9 +98,9 @@ impl std::fmt::Debug for Index {
 /// per term would leave its freed copies scattered through the allocator's memory).
 struct Builder {
     stemmers: Stemmers,
-    terms: HashMap<String, u32>,
+    terms: Map<String, u32>,
     /// Lower-cased words already seen, by term id, so that indexing stems each word once.
-    words: HashMap<String, u32>,
+    words: Map<String, u32>,
     vocabulary: Vec<String>,
     /// Each document's `(term, frequencies)` in the posting encoding, the term id in the place
     /// of the gap; document `d` ends at `document_ends[d]`.
@@ -107,7 +110,7 @@ struct Builder {
     lengths: Vec<[u32; FIELDS]>,
     outputs: Vec<(u32, &'static str)>,
     /// The current document's term counts by field (kept to reuse its allocation).
-    counts: HashMap<u32, [u16; FIELDS]>,
+    counts: Map<u32, [u16; FIELDS]>,
 }
 
 impl Index {
@@ -115,15 +118,15 @@ impl Index {
     pub fn build(documents: impl IntoIterator<Item = Document>) -> Self {
         let mut builder = Builder {
             stemmers: Stemmers::new(),
-            terms: HashMap::new(),
-            words: HashMap::new(),
+            terms: Map::default(),
+            words: Map::default(),
             vocabulary: Vec::new(),
             forward: Vec::new(),
             document_ends: Vec::new(),
             document_counts: Vec::new(),
             lengths: Vec::new(),
             outputs: Vec::new(),
-            counts: HashMap::new(),
+            counts: Map::default(),
         };
         for document in documents {
             builder.add(&document);
@@ -207,7 +210,7 @@ impl Builder {
         let total_text: usize = self.vocabulary.iter().map(String::len).sum();
         let mut vocabulary = String::with_capacity(total_text);
         let mut term_ends = Vec::with_capacity(self.vocabulary.len());
-        let mut by_start: HashMap<(char, usize), Vec<u32>> = HashMap::new();
+        let mut by_start: Map<(char, usize), Vec<u32>> = Map::default();
         for (term, text) in self.vocabulary.iter().enumerate() {
             vocabulary.push_str(text);
             term_ends.push(offset(vocabulary.len()));

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::schema::{input_schema, output_schema, portable};
+use super::schema::{Schema, input_schema, output_schema, portable};
 use super::{Permission, ToolError, parse_arguments};
 
 /// Hints for clients about what a tool does (MCP `ToolAnnotations`).
@@ -92,8 +92,8 @@ pub struct ToolDefinition {
     pub name: String,
     pub title: Option<String>,
     pub description: String,
-    pub input_schema: Arc<Map<String, Value>>,
-    pub output_schema: Option<Arc<Map<String, Value>>>,
+    pub input_schema: Schema,
+    pub output_schema: Option<Schema>,
     pub annotations: Annotations,
     /// The tool's own default approval policies; the configuration may override them.
     pub permission: Permission,
@@ -248,7 +248,12 @@ impl ToolDefinition {
         description: &str,
         annotations: Annotations,
     ) -> Self {
-        Self::with_input_schema(name, description, input_schema::<Arguments>(), annotations)
+        Self::with_input_schema(
+            name,
+            description,
+            Schema::later(input_schema::<Arguments>),
+            annotations,
+        )
     }
 
     /// A definition whose schemas are written as JSON (a script tool's manifest) rather than
@@ -262,7 +267,7 @@ impl ToolDefinition {
     ) -> Self {
         let mut definition =
             Self::with_input_schema(name, description, portable(input), annotations);
-        definition.output_schema = output.map(portable);
+        definition.output_schema = output.map(|output| Schema::ready(portable(output)));
         definition
     }
 
@@ -271,14 +276,14 @@ impl ToolDefinition {
     pub fn with_input_schema(
         name: &str,
         description: &str,
-        input_schema: Arc<Map<String, Value>>,
+        input_schema: impl Into<Schema>,
         annotations: Annotations,
     ) -> Self {
         Self {
             name: name.to_owned(),
             title: None,
             description: description.trim().to_owned(),
-            input_schema,
+            input_schema: input_schema.into(),
             output_schema: None,
             annotations,
             permission: Permission::default(),
@@ -302,7 +307,7 @@ impl ToolDefinition {
 
     #[must_use]
     pub fn with_output<Output: JsonSchema>(mut self) -> Self {
-        self.output_schema = Some(output_schema::<Output>());
+        self.output_schema = Some(Schema::later(output_schema::<Output>));
         self
     }
 

@@ -4,12 +4,71 @@
 //! function declarations), and each of them rejects something schemars writes by default.
 //! Argument schemas are also made compact: the model reads them in every conversation.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use schemars::transform::Transform;
-use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value, json};
+
+/// A tool's schema, made the first time it is read: a default start lists 12 of the 41 built-in
+/// tools, and generating every schema at start-up took its time and kept the generating code of
+/// tools nobody lists in memory. Schemas written as JSON (a script manifest, another server's
+/// tool) are ready from the start.
+#[derive(Clone)]
+pub struct Schema(Arc<Made>);
+
+struct Made {
+    schema: OnceLock<Arc<Map<String, Value>>>,
+    make: fn() -> Arc<Map<String, Value>>,
+}
+
+impl Schema {
+    /// A schema generated when first read.
+    pub fn later(make: fn() -> Arc<Map<String, Value>>) -> Self {
+        Self(Arc::new(Made {
+            schema: OnceLock::new(),
+            make,
+        }))
+    }
+
+    /// A schema already made.
+    pub fn ready(schema: Arc<Map<String, Value>>) -> Self {
+        let made = OnceLock::new();
+        // A new cell takes its first value.
+        made.get_or_init(|| schema);
+        Self(Arc::new(Made {
+            schema: made,
+            make: || Arc::new(Map::new()),
+        }))
+    }
+}
+
+impl std::ops::Deref for Schema {
+    type Target = Arc<Map<String, Value>>;
+
+    fn deref(&self) -> &Self::Target {
+        self.0.schema.get_or_init(self.0.make)
+    }
+}
+
+impl From<Arc<Map<String, Value>>> for Schema {
+    fn from(schema: Arc<Map<String, Value>>) -> Self {
+        Self::ready(schema)
+    }
+}
+
+impl std::fmt::Debug for Schema {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(formatter)
+    }
+}
+
+impl PartialEq for Schema {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
 
 /// The JSON Schema (2020-12) of a tool's arguments, without the wrapper type's title and doc.
 pub fn input_schema<Arguments: JsonSchema>() -> Arc<Map<String, Value>> {
@@ -221,7 +280,7 @@ const SUBSCHEMA_MAP_KEYWORDS: [&str; 5] = [
 struct Portable;
 
 impl Transform for Portable {
-    fn transform(&mut self, schema: &mut Schema) {
+    fn transform(&mut self, schema: &mut schemars::Schema) {
         if let Some(object) = schema.as_object_mut() {
             make_portable(object, None, Nulls::Dropped);
         }
@@ -380,7 +439,31 @@ mod tests {
     use serde::{Deserialize, Serialize};
     use serde_json::{Value, json};
 
-    use super::{input_schema, output_schema};
+    use super::{Schema, input_schema, output_schema};
+
+    /// How many times [`counted`] made its schema.
+    static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    fn counted() -> std::sync::Arc<serde_json::Map<String, Value>> {
+        MADE.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        input_schema::<Arguments>()
+    }
+
+    #[test]
+    fn a_schema_is_made_when_first_read_and_once() {
+        let schema = Schema::later(counted);
+        let copy = schema.clone();
+        assert_eq!(MADE.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert_eq!(
+            schema_value(&schema),
+            schema_value(&input_schema::<Arguments>())
+        );
+        assert_eq!(
+            schema_value(&copy),
+            schema_value(&input_schema::<Arguments>())
+        );
+        assert_eq!(MADE.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
 
     fn schema_value(schema: &serde_json::Map<String, Value>) -> Value {
         let mut schema = schema.clone();

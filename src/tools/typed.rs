@@ -14,11 +14,11 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Annotations, Caching, Consent, Daggers, Permission, Policy, Progress, Tool, ToolCall,
+    Annotations, Caching, Consent, Daggers, Permission, Policy, Progress, Schema, Tool, ToolCall,
     ToolDefinition, ToolError, ToolOutput, Truncation, Writes, output_schema, parse_arguments,
 };
 use crate::workspace::Workspace;
@@ -207,7 +207,7 @@ impl Declaration {
 /// sent as structured content under its generated output schema.
 pub trait Reply: Send + 'static {
     /// The output schema `tools/list` shows; `None` for text.
-    fn schema() -> Option<Arc<Map<String, Value>>>;
+    fn schema() -> Option<Schema>;
 
     fn into_output(self) -> Result<ToolOutput, ToolError>;
 }
@@ -217,7 +217,7 @@ pub trait Reply: Send + 'static {
 pub struct Text(pub String);
 
 impl Reply for Text {
-    fn schema() -> Option<Arc<Map<String, Value>>> {
+    fn schema() -> Option<Schema> {
         None
     }
 
@@ -227,7 +227,7 @@ impl Reply for Text {
 }
 
 impl Reply for super::Framed {
-    fn schema() -> Option<Arc<Map<String, Value>>> {
+    fn schema() -> Option<Schema> {
         None
     }
 
@@ -237,8 +237,8 @@ impl Reply for super::Framed {
 }
 
 impl<Output: Serialize + JsonSchema + Send + 'static> Reply for Output {
-    fn schema() -> Option<Arc<Map<String, Value>>> {
-        Some(output_schema::<Output>())
+    fn schema() -> Option<Schema> {
+        Some(Schema::later(output_schema::<Output>))
     }
 
     fn into_output(self) -> Result<ToolOutput, ToolError> {

@@ -106,7 +106,7 @@ fn definition(upstream: &Upstream, tool: &WireTool, name: &str) -> Result<ToolDe
     definition.title = tool.title.clone().or(hints.title);
     definition.output_schema = match tool.output_schema.as_deref().map(portable) {
         None => None,
-        Some(Ok(output)) => Some(Arc::new(output)),
+        Some(Ok(output)) => Some(Arc::new(output).into()),
         Some(Err(problem)) => {
             tracing::warn!(upstream = %upstream.name, tool = %tool.name, "served without its outputSchema, which {problem}");
             None

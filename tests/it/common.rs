@@ -478,7 +478,7 @@ fn pinned() -> ToolDefinition {
     );
     let mut schema = definition.input_schema.as_ref().clone();
     schema["properties"]["_outputPath"] = json!({"type": "string", "const": "†state.pinned"});
-    definition.input_schema = Arc::new(schema);
+    definition.input_schema = Arc::new(schema).into();
     definition
 }
 

@@ -69,10 +69,11 @@ pub(super) struct Ids {
 struct IdState {
     /// The last internal id given.
     last: i64,
-    /// Requests not answered yet, by internal id.
-    in_flight: HashMap<i64, InFlight>,
+    /// Requests not answered yet, by internal id. (foldhash, seeded per process: `SipHash` was a
+    /// few hundred instructions of every request.)
+    in_flight: HashMap<i64, InFlight, foldhash::fast::RandomState>,
     /// The same requests by the id the client gave them.
-    by_key: HashMap<IdKey, i64>,
+    by_key: HashMap<IdKey, i64, foldhash::fast::RandomState>,
     /// Requests that count against [`MAX_IN_FLIGHT`]: in flight or with an answer being written.
     busy: usize,
     /// Requests the server sent the client that are not answered yet: their handlers wait for

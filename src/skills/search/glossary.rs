@@ -9,13 +9,12 @@
 //! spaces); the other languages by stem (each column stemmed in its own language, so `файлы`
 //! meets `файл` and `fórmulas` meets `fórmula`), phrases of up to a few words included.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
-use super::QueryTerm;
 use super::tokens::{Script, Stemmers, is_stop_word, words};
+use super::{Map, QueryTerm, Set};
 
 const TEXT: &str = include_str!("glossary.tsv");
 
@@ -31,20 +30,20 @@ pub(super) struct Glossary {
     /// Each concept's English terms, stemmed as the index stems them.
     english: Vec<Vec<String>>,
     /// Chinese entries and their concepts.
-    chinese: HashMap<String, Vec<usize>>,
+    chinese: Map<String, Vec<usize>>,
     /// The longest Chinese entry, in characters.
     chinese_longest: usize,
     /// Per stemmed language: stemmed phrases (stems joined by one space) and their concepts.
-    phrases: Vec<(Stemmer, HashMap<String, Vec<usize>>)>,
+    phrases: Vec<(Stemmer, Map<String, Vec<usize>>)>,
     /// The longest phrase, in words.
     phrase_longest: usize,
     /// Everyday English phrasings (stems of their words other than stop words, joined by one
     /// space) and their concepts.
-    plain: HashMap<String, Vec<usize>>,
+    plain: Map<String, Vec<usize>>,
     /// The longest everyday phrasing, in words.
     plain_longest: usize,
     /// The first stem of every everyday phrasing.
-    plain_starts: HashSet<String>,
+    plain_starts: Set<String>,
 }
 
 /// The glossary, parsed once.
@@ -57,16 +56,16 @@ impl Glossary {
     fn parse(text: &str, stemmers: &Stemmers) -> Self {
         let mut glossary = Self {
             english: Vec::new(),
-            chinese: HashMap::new(),
+            chinese: Map::default(),
             chinese_longest: 0,
             phrases: STEMMED
                 .iter()
-                .map(|&algorithm| (Stemmer::create(algorithm), HashMap::new()))
+                .map(|&algorithm| (Stemmer::create(algorithm), Map::default()))
                 .collect(),
             phrase_longest: 1,
-            plain: HashMap::new(),
+            plain: Map::default(),
             plain_longest: 1,
-            plain_starts: HashSet::new(),
+            plain_starts: Set::default(),
         };
         let lines = text
             .lines()
