@@ -418,10 +418,12 @@ pub struct IdScanner {
 impl IdScanner {
     pub fn feed(&mut self, chunk: &[u8]) {
         self.bytes += chunk.len();
-        if self.found.is_some() {
-            return;
-        }
         for &byte in chunk {
+            // The first `id` found is the one: a later byte of the same piece must not find
+            // another (the answer would depend on how the message was cut into pieces).
+            if self.found.is_some() {
+                return;
+            }
             self.step(byte);
         }
     }
@@ -573,13 +575,31 @@ mod tests {
             prop_assert_eq!(scanned(&message, piece).0, Some(expected));
         }
 
-        /// Arbitrary bytes never panic and never report more bytes than fed.
+        /// Arbitrary bytes never panic, never report more bytes than fed, and give the same id
+        /// whatever the pieces they come in.
         #[test]
-        fn arbitrary_bytes_are_scanned_safely(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
-            let mut scanner = IdScanner::default();
-            scanner.feed(&bytes);
-            prop_assert_eq!(scanner.bytes, bytes.len());
-            let _id = scanner.id();
+        fn arbitrary_bytes_are_scanned_safely(
+            bytes in prop::collection::vec(any::<u8>(), 0..512),
+            piece in 1usize..64,
+        ) {
+            let text = String::from_utf8_lossy(&bytes);
+            let whole = scanned(&text, usize::MAX);
+            prop_assert_eq!(whole.1, text.len());
+            prop_assert_eq!(scanned(&text, piece), whole);
+        }
+    }
+
+    /// The `upstream_ids` fuzz target's first finding: of two top-level ids, a message read in
+    /// one piece gave the second, and in small pieces the first.
+    #[test]
+    fn the_first_id_is_kept_whatever_the_pieces() {
+        let text = r#"{"id":"x","a":{"b":1},"id":"y"}"#;
+        for piece in [1, 5, 7, usize::MAX] {
+            assert_eq!(
+                scanned(text, piece),
+                (Some(RequestId::String("x".into())), text.len()),
+                "{piece}"
+            );
         }
     }
 }
