@@ -5,12 +5,14 @@
 //! with the management screens' logic it shares with the SillyTavern extension
 //! (`integrations/sillytavern/lib/manage.js`, an ES module, its `export`s made plain functions).
 //! And has release builds for `x86_64` Linux place the start-up code first in the binary
-//! (`link/startup-order.txt`, written by `benches/startup_order.py`).
+//! (`link/startup-order.txt`, written by `benches/startup_order.py`), and strips their symbol
+//! table.
 
 use std::path::Path;
 
 fn main() {
     order_startup_code();
+    strip_symbols();
     println!("cargo::rerun-if-changed=skills");
     println!("cargo::rerun-if-changed=app");
     println!("cargo::rerun-if-changed={MANAGE}");
@@ -55,6 +57,22 @@ fn shared_script() -> String {
     script
 }
 
+/// Release builds leave their symbol table out (9.6 MB of function names, which only a profiler
+/// reads) unless `SYNAPSE_KEEP_SYMBOLS=1`. The profile's `strip` would do the same but
+/// changes every symbol's name (cargo hashes it into them), so the start-up order written from
+/// a build with symbols would match nothing in one without.
+fn strip_symbols() {
+    println!("cargo::rerun-if-env-changed=SYNAPSE_KEEP_SYMBOLS");
+    if variable("PROFILE") != "release" || variable("SYNAPSE_KEEP_SYMBOLS") == "1" {
+        return;
+    }
+    match variable("CARGO_CFG_TARGET_OS").as_str() {
+        "linux" | "android" => println!("cargo::rustc-link-arg-bins=-Wl,--strip-all"),
+        "macos" | "ios" => println!("cargo::rustc-link-arg-bins=-Wl,-x,-S"),
+        _ => {}
+    }
+}
+
 /// An idle server keeps only the code it ran in memory, but the kernel maps code 64 KB around
 /// each page first touched: start-up code scattered over 25 MB of text kept 18 MB resident, and
 /// 11 MB once it comes first. Only where the linker is known to be LLD (Rust's default for
@@ -63,7 +81,6 @@ fn shared_script() -> String {
 fn order_startup_code() {
     println!("cargo::rerun-if-changed=link/startup-order.txt");
     println!("cargo::rerun-if-env-changed=SYNAPSE_STARTUP_ORDER");
-    let variable = |name: &str| std::env::var(name).unwrap_or_default();
     let chosen_linker = !variable("RUSTC_LINKER").is_empty()
         || variable("CARGO_ENCODED_RUSTFLAGS").contains("link");
     if variable("TARGET") != "x86_64-unknown-linux-gnu"
@@ -79,4 +96,9 @@ fn order_startup_code() {
         order.display()
     );
     println!("cargo::rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+}
+
+/// An environment variable cargo gives build scripts, empty when unset.
+fn variable(name: &str) -> String {
+    std::env::var(name).unwrap_or_default()
 }

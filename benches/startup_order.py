@@ -4,10 +4,12 @@ answers, which the release build places first in the binary (build.rs passes the
 linker). An idle server then maps few pages of code: the kernel maps code 64 KB around each page
 first touched, and start-up code scattered over 25 MB of text kept 18 MB of it resident.
 
-    cargo build --release && benches/startup_order.py target/release/synapse-mcp
+    SYNAPSE_KEEP_SYMBOLS=1 cargo build --profile ci && benches/startup_order.py target/ci/synapse-mcp
 
-Run it again after a dependency or toolchain change (symbol names carry hashes that move with
-them; names no longer in the binary are ignored, so a stale file only orders less).
+The `ci` build with its symbol table names every function as the release build does (release
+binaries are stripped by build.rs). Run it again after a dependency or toolchain change and after
+larger code changes (symbol names carry hashes that move with them; names no longer in the binary
+are ignored, so a stale file only orders less).
 """
 
 import json

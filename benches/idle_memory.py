@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""The idle server's memory: a fresh start on the embedded defaults (a new HOME each time, so
+the default SQLite store is created), `initialize`, `tools/list`, then 1.5 s of nothing; then
+VmRSS and its anonymous and file-backed parts from /proc. Prints each start and the medians.
+
+    benches/idle_memory.py target/release/synapse-mcp [STARTS]
+
+Memory, unlike time, does not depend on how busy the machine is, so this can run beside a build.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+FIELDS = ("VmRSS", "RssAnon", "RssFile", "VmHWM")
+
+
+def idle(server: Path) -> dict[str, int]:
+    """One start: the fields of FIELDS in KiB, read after the server has idled."""
+    with tempfile.TemporaryDirectory() as home:
+        environment = {"HOME": home, "XDG_DATA_HOME": f"{home}/data", "PATH": os.environ["PATH"]}
+        process = subprocess.Popen(
+            [str(server)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env=environment,
+        )
+
+        def ask(number: int, method: str, params: dict) -> None:
+            line = {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
+            process.stdin.write(json.dumps(line).encode() + b"\n")
+            process.stdin.flush()
+            while json.loads(process.stdout.readline()).get("id") != number:
+                pass
+
+        ask(1, "initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "idle-memory", "version": "1"},
+        })
+        process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        ask(2, "tools/list", {})
+        time.sleep(1.5)
+        status = Path(f"/proc/{process.pid}/status").read_text()
+        process.stdin.close()
+        process.wait(timeout=30)
+    figures = {}
+    for line in status.splitlines():
+        name, _, value = line.partition(":")
+        if name in FIELDS:
+            figures[name] = int(value.split()[0])
+    return figures
+
+
+def main() -> int:
+    server = Path(sys.argv[1]).resolve()
+    starts = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    runs = [idle(server) for _ in range(starts)]
+    for run in runs:
+        print("  ".join(f"{name} {run[name]:,} KiB" for name in FIELDS))
+    medians = {name: statistics.median(run[name] for run in runs) for name in FIELDS}
+    print("median: " + "  ".join(f"{name} {medians[name] / 1024:.1f} MiB" for name in FIELDS))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
