@@ -309,6 +309,9 @@ impl Snapshots {
     ) -> Result<VarFunction, Error> {
         if function.id.is_empty() {
             function.id = uuid::Uuid::new_v4().to_string();
+            if function.order == 0 {
+                function.order = self.order_after_all(scope)?;
+            }
         }
         functions::validate(&function)
             .map_err(|message| Error::invalid(&function.name, message))?;
@@ -332,6 +335,18 @@ impl Snapshots {
             &[(function.id.clone(), definition)],
         )?;
         Ok(function)
+    }
+
+    /// A new function's order when it names none: after every function that runs beside
+    /// `scope`'s (the global ones, and a character's own), so it runs last.
+    fn order_after_all(&self, scope: &Scope) -> Result<i64, Error> {
+        let character = match scope {
+            Scope::Global => None,
+            Scope::Character(id) => Some(id.as_str()),
+        };
+        let library = self.library(character)?;
+        let largest = library.iter().map(|function| function.order).max();
+        Ok(largest.unwrap_or(0).saturating_add(1))
     }
 
     fn check_javascript(&self, function: &VarFunction) -> Result<(), Error> {

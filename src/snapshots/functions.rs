@@ -44,7 +44,7 @@ pub struct VarFunction {
     pub kind: FunctionKind,
     #[serde(default = "enabled_by_default")]
     pub enabled: bool,
-    /// Smaller runs first.
+    /// Smaller runs first; a new function without one (or 0) runs last.
     #[serde(default)]
     pub order: i64,
     /// What it does, for the prompt.

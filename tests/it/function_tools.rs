@@ -418,6 +418,31 @@ async fn moving_a_function_changes_which_library_applies() {
 }
 
 #[tokio::test]
+async fn a_new_function_without_an_order_runs_last() {
+    let directory = tempfile::tempdir().unwrap();
+    let client = client(directory.path()).await;
+    let passive = |name: &str| {
+        json!({"function": {
+            "name": name, "type": "passive", "timing": "after_active",
+            "executor": format!("snapshot.last = '{name}'; return snapshot;")
+        }})
+    };
+    ok(&client, "FunctionUpsert", passive("FIRST")).await;
+    // Reordered, the library is numbered 1, 2, …; a function created after that comes next.
+    let reordered = checked(&client, "FunctionReorder", json!({"ids": ["FIRST"]})).await;
+    let numbered = reordered["functions"].as_array().unwrap().len();
+    let created = ok(&client, "FunctionUpsert", passive("LATER")).await;
+    assert_eq!(created["order"], json!(numbered + 1));
+    let applied = ok(
+        &client,
+        "SnapshotApply",
+        json!({"chatFile": "order", "text": "hello"}),
+    )
+    .await;
+    assert_eq!(applied["snapshot"], json!({"last": "LATER"}));
+}
+
+#[tokio::test]
 async fn reordering_and_switching_functions_in_bulk() {
     let directory = tempfile::tempdir().unwrap();
     let client = client(directory.path()).await;
