@@ -41,6 +41,10 @@ struct Options {
     /// Name shown in the output.
     #[arg(long, default_value = "server")]
     label: String,
+    /// The method measured: `tools/call` of `--tool`, or another with empty params (`ping`:
+    /// what the server's request handling costs with no tool behind it).
+    #[arg(long, default_value = "tools/call")]
+    method: String,
     /// The tool to call.
     #[arg(long, default_value = "echo")]
     tool: String,
@@ -96,6 +100,15 @@ impl Options {
     fn arguments_for(&self, index: usize) -> String {
         self.arguments.replace("{index}", &index.to_string())
     }
+
+    /// The params of the `index`th request measured.
+    fn params_for(&self, index: usize) -> String {
+        if self.method == "tools/call" {
+            tool_call_params(&self.tool, &self.arguments_for(index))
+        } else {
+            "{}".to_owned()
+        }
+    }
 }
 
 fn milliseconds(duration: Duration) -> f64 {
@@ -136,7 +149,7 @@ async fn drive(options: &Options) -> anyhow::Result<Value> {
     let mut failures = Vec::new();
     for index in 0..options.warmup {
         if let (Outcome::Failure(line), _) = server
-            .call_tool(&options.tool, &options.arguments_for(index))
+            .request(&options.method, &options.params_for(index))
             .await?
         {
             failures.push(line);
@@ -146,7 +159,7 @@ async fn drive(options: &Options) -> anyhow::Result<Value> {
     let mut sequential = Vec::with_capacity(options.calls);
     for index in 0..options.calls {
         let (outcome, elapsed) = server
-            .call_tool(&options.tool, &options.arguments_for(index))
+            .request(&options.method, &options.params_for(index))
             .await?;
         sequential.push(elapsed);
         if let Outcome::Failure(line) = outcome {
@@ -161,11 +174,11 @@ async fn drive(options: &Options) -> anyhow::Result<Value> {
         Value::Null
     } else {
         let params: Vec<String> = (0..options.calls)
-            .map(|index| tool_call_params(&options.tool, &options.arguments_for(index)))
+            .map(|index| options.params_for(index))
             .collect();
         let started = std::time::Instant::now();
         let (samples, pipelined_failures) = server
-            .pipelined("tools/call", &params, options.in_flight)
+            .pipelined(&options.method, &params, options.in_flight)
             .await?;
         let elapsed = started.elapsed().as_secs_f64();
         failures.extend(pipelined_failures);
@@ -182,6 +195,7 @@ async fn drive(options: &Options) -> anyhow::Result<Value> {
     Ok(json!({
         "label": options.label,
         "command": command,
+        "method": options.method,
         "tool": options.tool,
         "initialize_ms": {
             "starts": starts.len(),
