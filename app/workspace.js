@@ -142,7 +142,7 @@ function failed(error, reload) {
 }
 
 // ---- Tabs ------------------------------------------------------------------------------------
-const tabs = ["variables", "state", "floors", "functions", "plan"];
+const tabs = ["variables", "state", "floors", "functions", "plan", "calls"];
 function selectTab(name) {
   for (const tab of tabs) {
     const selected = tab === name;
@@ -155,6 +155,7 @@ function selectTab(name) {
   else if (name === "variables") variableList.render();
   else if (name === "floors") floorList.render();
   else if (name === "plan") return;
+  else if (name === "calls") loadCalls();
   else if (functionList.items.length) functionList.render();
   else loadFunctions();
 }
@@ -969,6 +970,39 @@ function showPlan(plan) {
     if (change.after !== undefined) item.append(document.createTextNode(` = ${JSON.stringify(change.after)}`));
     return item;
   }));
+}
+
+// ---- Calls: the tool-chain log (log://calls), newest first -----------------------------------
+async function loadCalls() {
+  try {
+    const read = await request("resources/read", { uri: "log://calls" });
+    showCalls(JSON.parse(read.contents[0].text).calls);
+    status("");
+  } catch (error) {
+    status(error.message, "error");
+  }
+}
+document.getElementById("reload-calls").addEventListener("click", loadCalls);
+
+// Each call: its tool and time, its arguments and result as the log cut them, and a link to
+// the variable that holds the whole result.
+function showCalls(calls) {
+  document.getElementById("call-count").textContent =
+    `${calls.length} latest calls whose results are cached, newest first`;
+  document.getElementById("calls").replaceChildren(...calls.map((call) => {
+    const item = document.createElement("li");
+    const link = document.createElement("button");
+    link.className = "link";
+    link.textContent = call.resultVariable;
+    link.title = "Read the whole result";
+    link.addEventListener("click", () => openVariable(call.resultVariable));
+    const label = span("name", call.tool);
+    const when = span("hint", `${call.at} · `);
+    when.append(link);
+    item.append(label, when, span("arguments", call.arguments), span("result", call.result));
+    return item;
+  }));
+  if (calls.length) reached("calls");
 }
 
 // Shows one variable on the variables tab, whatever the filters hid.

@@ -496,6 +496,20 @@ async function checks() {
       return `${summary}; ${changes.join("; ")}; its result variable opened`;
     });
 
+    await check(`${theme}: the tool-chain log, newest first, each result a click away`, async () => {
+      const served = JSON.parse((await client.readResource({ uri: "log://calls" })).contents[0].text).calls;
+      if (!served.length) throw new Fail("log://calls is empty after the plan's cached call");
+      await frame.click("#tab-calls");
+      await frame.waitForSelector("#calls li", { timeout: WAIT_MS });
+      const shown = await frame.locator("#calls > li > .name").allTextContents();
+      const tools = served.map((entry) => entry.tool);
+      if (JSON.stringify(shown) !== JSON.stringify(tools)) throw new Fail(`shown ${JSON.stringify(shown)}, served ${JSON.stringify(tools)}`);
+      if (options.screenshots) await page.screenshot({ path: join(options.screenshots, `calls-${theme}.png`) });
+      await frame.locator("#calls .link").first().click();
+      await frame.waitForFunction((name) => document.querySelector("#detail h2")?.textContent === name, served[0].resultVariable, { timeout: WAIT_MS });
+      return `${shown.length} calls (${[...new Set(shown)].join(", ")}); the newest one's result, ${served[0].resultVariable}, opened`;
+    });
+
     await check(`${theme}: opened by SnapshotList, the page handed over is drawn; a cut page is asked for whole`, async () => {
       const ownCalls = async (from) => (await page.evaluate(() => window.hostLog)).slice(from)
         .filter((entry) => entry.method === "tools/call" && entry.params?.name === "SnapshotList").length;
