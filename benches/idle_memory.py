@@ -11,14 +11,14 @@ which catches a stale link/startup-order.txt (start-up code scattered again: 21.
 13.6 fresh, 2026-12-07); regenerate it as benches/startup_order.py says.
 """
 
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from stdio_client import Server
 
 FIELDS = ("VmRSS", "RssAnon", "RssFile", "VmHWM")
 
@@ -27,28 +27,12 @@ def idle(server: Path) -> dict[str, int]:
     """One start: the fields of FIELDS in KiB, read after the server has idled."""
     with tempfile.TemporaryDirectory() as home:
         environment = {"HOME": home, "XDG_DATA_HOME": f"{home}/data", "PATH": os.environ["PATH"]}
-        process = subprocess.Popen(
-            [str(server)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=environment,
-        )
-
-        def ask(number: int, method: str, params: dict) -> None:
-            line = {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
-            process.stdin.write(json.dumps(line).encode() + b"\n")
-            process.stdin.flush()
-            while json.loads(process.stdout.readline()).get("id") != number:
-                pass
-
-        ask(1, "initialize", {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "idle-memory", "version": "1"},
-        })
-        process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        ask(2, "tools/list", {})
+        process = Server([str(server)], environment)
+        process.initialize("idle-memory")
+        process.ask("tools/list", {})
         time.sleep(1.5)
-        status = Path(f"/proc/{process.pid}/status").read_text()
-        process.stdin.close()
-        process.wait(timeout=30)
+        status = Path(f"/proc/{process.process.pid}/status").read_text()
+        process.close()
     figures = {}
     for line in status.splitlines():
         name, _, value = line.partition(":")

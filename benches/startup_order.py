@@ -12,13 +12,13 @@ larger code changes (symbol names carry hashes that move with them; names no lon
 are ignored, so a stale file only orders less).
 """
 
-import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from stdio_client import Server
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -30,32 +30,16 @@ def session(server: Path, output: Path, home: Path) -> None:
         "valgrind", "--tool=callgrind", "--demangle=no", "--dump-instr=yes",
         f"--callgrind-out-file={output}", str(server), "--store", "memory",
     ]
-    process = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env=environment,
-    )
-
-    def ask(number: int, method: str, params: dict) -> None:
-        line = {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
-        process.stdin.write(json.dumps(line).encode() + b"\n")
-        process.stdin.flush()
-        while json.loads(process.stdout.readline()).get("id") != number:
-            pass
-
-    ask(1, "initialize", {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "startup-order", "version": "1"},
-    })
-    process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-    ask(2, "tools/list", {})
-    ask(3, "prompts/list", {})
-    ask(4, "resources/list", {})
+    process = Server(command, environment)
+    process.initialize("startup-order")
+    process.ask("tools/list", {})
+    process.ask("prompts/list", {})
+    process.ask("resources/list", {})
     call = lambda name, arguments: {"name": name, "arguments": arguments}  # noqa: E731
-    ask(5, "tools/call", call("WriteVar", {"name": "note", "value": "x" * 1024}))
-    ask(6, "tools/call", call("ReadVar", {"name": "note"}))
-    ask(7, "tools/call", call("SkillSearch", {"query": "write a skill"}))
-    process.stdin.close()
-    process.wait(timeout=600)
+    process.ask("tools/call", call("WriteVar", {"name": "note", "value": "x" * 1024}))
+    process.ask("tools/call", call("ReadVar", {"name": "note"}))
+    process.ask("tools/call", call("SkillSearch", {"query": "write a skill"}))
+    process.close()
 
 
 def functions(profile: Path, binary_name: str) -> list[str]:

@@ -26,10 +26,8 @@ budget is a commit of its own that says why (BENCHMARKS.md, "The cost gate").
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +35,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from stdio_client import Server  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 WARM_UP = 20
@@ -179,53 +180,6 @@ def write_skills(root: Path, count: int) -> None:
         )
 
 
-class Server:
-    """One server process under callgrind, spoken to line by line."""
-
-    def __init__(self, command: list[str], environment: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=environment,
-        )
-        self.next_id = 0
-
-    def request(self, method: str, params: dict) -> dict:
-        result = self.ask(method, params)
-        if result.get("isError"):
-            raise RuntimeError(f"`{method}` {json.dumps(params)[:300]} answered {result}")
-        return result
-
-    def ask(self, method: str, params: dict) -> dict:
-        """The answer's result, a tool error (`isError`) too."""
-        self.next_id += 1
-        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.send(message)
-        while True:
-            line = self.process.stdout.readline()
-            if not line:
-                raise RuntimeError(f"the server closed its output while `{method}` was asked")
-            answer = json.loads(line)
-            if answer.get("id") == self.next_id and "method" not in answer:
-                break
-            if "method" in answer and "id" in answer:
-                raise RuntimeError(f"the server asked `{answer['method']}`: configure it not to")
-        if "error" in answer:
-            raise RuntimeError(f"`{method}` failed: {answer['error']}")
-        return answer.get("result", {})
-
-    def send(self, message: dict) -> None:
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
-        self.process.stdin.flush()
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        if self.process.wait(timeout=600) != 0:
-            raise RuntimeError(f"the server exited with status {self.process.returncode}")
-
-
 def total_instructions(output: Path) -> int:
     for line in output.read_text().splitlines():
         if line.startswith(("summary:", "totals:")):
@@ -269,15 +223,7 @@ def session(server: Path, scenario: Scenario, calls: int, folder: Path) -> tuple
         "LANG": "C.UTF-8",
     }
     process = Server(command, environment)
-    process.request(
-        "initialize",
-        {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "cost-gate", "version": "1"},
-        },
-    )
-    process.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    process.initialize("cost-gate")
     polls = 0
     if scenario.skills:
         # The catalog loads behind the first answer, on a thread of its own: wait for it with
