@@ -6,10 +6,13 @@
 //! - [`nesting`]: the one depth limit for every value and dot path that enters the workspace.
 //! - [`strings`]: every string of a JSON tree, walked without recursion — as the reference
 //!   resolvers and plan validation read and rewrite arguments.
+//! - [`compact`]: compact JSON text as `serde_json` writes it, strings scanned a word at a time
+//!   (the answers the stdio transport writes).
 //! - [`compact_length`]: the size of a value's compact JSON text, counted without writing it.
 
 use serde_json::Value;
 
+pub mod compact;
 pub mod nesting;
 pub mod path;
 pub mod strings;

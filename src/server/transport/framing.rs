@@ -29,7 +29,7 @@ pub(super) struct Answer<'a, T: Serialize> {
 
 /// `message` as JSON, newline-terminated.
 pub(super) fn line_of(message: &impl Serialize) -> io::Result<Vec<u8>> {
-    let mut bytes = serde_json::to_vec(message).map_err(io::Error::other)?;
+    let mut bytes = crate::json::compact::to_vec(message).map_err(io::Error::other)?;
     bytes.push(b'\n');
     Ok(bytes)
 }
