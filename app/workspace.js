@@ -1,10 +1,11 @@
 // The workspace view of synapse-mcp, an MCP App. It talks to its host with JSON-RPC over
 // postMessage (ui/initialize, tools/call, host context changes) and reads and writes the
-// workspace only through the server's ordinary tools (variables and state; a chat's floors:
+// workspace through the server's ordinary tools (variables and state; a chat's floors:
 // SnapshotList, SnapshotGet, SnapshotDiff, SnapshotUpdate, SnapshotReprocess,
 // SnapshotGlobalSave; the function library: FunctionList, FunctionTest, FunctionUpsert,
 // FunctionEnable, FunctionRemove, FunctionReorder, FunctionMove, FunctionImport,
-// FunctionExport), so a write asks the user exactly as it does when the model calls it. A plan's
+// FunctionExport), so a write asks the user exactly as it does when the model calls it, and
+// through its own AppWriteVar, which writes a variable as the person's (USER_ADD). A plan's
 // trace is the RunPlan result the host hands over. build.rs appends the management logic it
 // shares with the SillyTavern extension (integrations/sillytavern/lib/manage.js: libraryOf,
 // reorderedIds, moveArguments, parseFunction, parseState, parseMessages…).
@@ -332,6 +333,9 @@ async function showVariable(variable, start) {
   const pre = document.createElement("pre");
   pre.textContent = value;
   detail.replaceChildren(heading, facts, actions, window_, pre);
+  // A variable chosen while the new-variable form is open shows in its place (the form keeps
+  // what was typed in it).
+  showNewVariable(false);
 }
 
 function windowButton(label, action) {
@@ -363,6 +367,39 @@ document.getElementById("search").addEventListener("input", () => {
 });
 document.getElementById("type").addEventListener("change", loadVariables);
 document.getElementById("tag").addEventListener("change", loadVariables);
+
+// ---- A new variable, written as the person's: AppWriteVar types it USER_ADD (a tool only the
+// view calls; the model never sees it) -------------------------------------------------------
+const newVariable = document.getElementById("new-variable");
+function showNewVariable(open) {
+  newVariable.hidden = !open;
+  document.getElementById("detail").hidden = open;
+  if (open) document.getElementById("new-name").focus();
+}
+document.getElementById("add-variable").addEventListener("click", () => showNewVariable(true));
+document.getElementById("cancel-variable").addEventListener("click", () => showNewVariable(false));
+// A click, not a form's submit: a sandboxed view may not be allowed to submit forms.
+document.getElementById("save-variable").addEventListener("click", async () => {
+  // The name goes as typed: the server says what is wrong with it, and the form keeps it.
+  const name = document.getElementById("new-name").value;
+  const value = document.getElementById("new-value").value;
+  const tags = document.getElementById("new-tags").value.split(",").map((tag) => tag.trim()).filter(Boolean);
+  let written;
+  try {
+    ({ structured: written } = await callTool("AppWriteVar", tags.length ? { name, value, tags } : { name, value }));
+  } catch (error) {
+    status(error.message, "error");
+    return;
+  }
+  for (const field of ["new-name", "new-value", "new-tags"]) document.getElementById(field).value = "";
+  showNewVariable(false);
+  await loadVariables();
+  const index = variableList.items.findIndex((variable) => variable.name === written.name);
+  if (index >= 0) variableList.choose(index);
+  else await openVariable(written.name);
+  const evicted = written.evicted && written.evicted.length ? `; the full workspace evicted ${written.evicted.join(", ")}` : "";
+  status(`${written.created ? "Wrote" : "Replaced"} ${written.name} (USER_ADD, ${written.length} characters)${evicted}`, "ok");
+});
 
 // ---- State: the document as a tree; a value is edited through WriteState ---------------------
 const tree = document.getElementById("tree");

@@ -357,6 +357,7 @@ fn call(
         sampler: None,
         relay: None,
         approved: None,
+        audience: synapse_mcp::tools::Audience::Model,
     };
     runtime.block_on(app.executor().execute(request))
 }

@@ -163,6 +163,7 @@ fn main() {
             sampler: None,
             relay: None,
             approved: None,
+            audience: synapse_mcp::tools::Audience::Model,
         };
         let started = Instant::now();
         let outcome = runtime.block_on(app.executor().execute(request));

@@ -251,7 +251,8 @@ impl ServerHandler for Server {
     ) -> Result<ListToolsResult, ErrorData> {
         let space = self.space(&context.extensions)?;
         self.inner.app.upstreams_settled().await;
-        let (items, next) = pages::page(tools::list(space.executor()), cursor(request.as_ref()))?;
+        let listed = tools::list(space.executor(), view::audience(&context));
+        let (items, next) = pages::page(listed, cursor(request.as_ref()))?;
         let mut result = ListToolsResult::with_all_items(items);
         result.next_cursor = next;
         Ok(result)
@@ -269,8 +270,11 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let space = self.space(&context.extensions)?;
         // A tool of a server still starting is not known yet: wait for it as tools/list does.
+        let audience = view::audience(&context);
         if !self.inner.app.upstreams_are_settled()
-            && space.executor().tools().find(&request.name).is_none()
+            && (space.executor().tools().for_audience(audience))
+                .find(&request.name)
+                .is_none()
         {
             self.inner.app.upstreams_settled().await;
         }

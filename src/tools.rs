@@ -43,7 +43,8 @@ pub use approval::{
 };
 pub use decode::parse_arguments;
 pub use definition::{
-    Annotations, Caching, Daggers, Outcomes, ToolDefinition, Truncation, WORKSPACE_VIEW, Writes,
+    Annotations, Audience, Caching, Daggers, Outcomes, ToolDefinition, Truncation, Visibility,
+    WORKSPACE_VIEW, Writes,
 };
 pub use executor::{CallRequest, Caller, Executor, ExecutorSettings, ToolOverride, panic_message};
 pub use output_path::{

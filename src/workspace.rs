@@ -13,7 +13,8 @@
 //! Reads first catch up with changes other processes made (one cheap sequence read when there
 //! are none). Reads also move `last_visited`; those visits are written in batches, not one
 //! transaction per read, and at the end. `durability.rs` holds that bookkeeping: catching up,
-//! committing, undoing, and the batches; `own_writes.rs` the model's own writes (`WriteVar`).
+//! committing, undoing, and the batches; `own_writes.rs` a writer's own writes (`WriteVar`,
+//! `AppWriteVar`).
 
 mod durability;
 mod fence;
@@ -33,7 +34,7 @@ use tokio::sync::broadcast;
 
 use crate::json::compact_length;
 pub use fence::PendingFence;
-pub use own_writes::{OwnWrite, RuleRefused, Written};
+pub use own_writes::{Author, OwnWrite, RuleRefused, Written};
 pub use switches::{Switches, Target};
 
 use crate::json::strings;

@@ -1,5 +1,6 @@
-//! The `vars` group (`docs/variables.md`): `ReadVar`, `ListVars`, `WriteVar`, `RemoveVars`. `ReadVar` and
-//! `ListVars` are listed whenever any group is enabled.
+//! The `vars` group (`docs/variables.md`): `ReadVar`, `ListVars`, `WriteVar`, `RemoveVars`, and
+//! the workspace view's own `AppWriteVar` (a person's write). `ReadVar` and `ListVars` are listed
+//! whenever any group is enabled.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -10,11 +11,11 @@ use crate::tools::{
     TypedTool, WORKSPACE_VIEW, Writes, declare, typed,
 };
 use crate::vars::{ListFilter, RemoveOutcome, ValueKind, VarType, Variable};
-use crate::workspace::{OwnWrite, Written};
+use crate::workspace::{Author, OwnWrite, Written};
 
 pub const GROUP: &str = "vars";
 
-/// The group with its four tools and its rule prompt.
+/// The group with its five tools and its rule prompt.
 pub fn group() -> ToolGroup {
     ToolGroup {
         name: GROUP.to_owned(),
@@ -24,6 +25,7 @@ pub fn group() -> ToolGroup {
             typed::<ReadVarArguments, _>(()),
             typed::<ListVarsArguments, _>(()),
             typed::<WriteVarArguments, _>(()),
+            typed::<AppWriteVarArguments, _>(()),
             typed::<RemoveVarsArguments, _>(()),
         ],
         rule_prompt: Some(
@@ -50,6 +52,10 @@ const LIST_VARS: &str = "List stored variables with their metadata (name, length
 const WRITE_VAR: &str = "Create or update a variable: notes, intermediate results or a document \
     built across calls, passed to any tool as $VAR_REF{{name}}. Fields left out are kept; RULE \
     variables are read-only; `†` references are stored as written.";
+
+const APP_WRITE_VAR: &str = "Create or update a variable as you, the person in the workspace \
+    view: it is typed USER_ADD, as written by you and not by the model. The value is stored as \
+    typed, references and all; RULE variables are read-only.";
 
 const REMOVE_VARS: &str = "Delete variables by name (RULE variables cannot be); the answer lists \
     what was removed, refused and not found.";
@@ -263,9 +269,14 @@ impl TypedTool for WriteVarArguments {
     };
 
     async fn run(self, context: Context<'_>) -> Answered<WriteVarOutput> {
-        let written = context.workspace.write_own(self.into())?;
-        Ok(written.map_err(ToolError::invalid)?.into())
+        write_own(&context, self.into())
     }
+}
+
+/// A writer's own write, answered as `WriteVar` and `AppWriteVar` answer it; a rule is refused.
+fn write_own(context: &Context<'_>, write: OwnWrite) -> Answered<WriteVarOutput> {
+    let written = context.workspace.write_own(write)?;
+    Ok(written.map_err(ToolError::invalid)?.into())
 }
 
 impl From<WriteVarArguments> for OwnWrite {
@@ -281,7 +292,43 @@ impl From<WriteVarArguments> for OwnWrite {
             value,
             desc,
             tags,
+            author: Author::Model,
         }
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppWriteVarArguments {
+    /// Up to 256 characters, no `{`, `}` or `:`; `/` may group names.
+    pub name: String,
+    /// The text to store, exactly as typed.
+    pub value: String,
+    /// A one-line description (left out: an existing one is kept).
+    pub desc: Option<String>,
+    /// Tags (replace the existing ones; left out: they are kept).
+    pub tags: Option<Vec<String>>,
+}
+
+/// `AppWriteVar`: `WriteVar` for the person in the workspace view, with the same bounds and
+/// errors, typing what it writes `USER_ADD`. Only the view calls it: the model never sees it,
+/// and no plan reaches it. Its value is text stored as typed: no reference in it is resolved.
+impl TypedTool for AppWriteVarArguments {
+    type Output = WriteVarOutput;
+    const TOOL: Declaration = declare! {
+        "AppWriteVar", "Write a variable (you)", OVERWRITES, APP_WRITE_VAR,
+        app_only, uncached, whole, daggers(Daggers::Kept)
+    };
+
+    async fn run(self, context: Context<'_>) -> Answered<WriteVarOutput> {
+        let write = OwnWrite {
+            name: self.name,
+            value: Some(Value::String(self.value)),
+            desc: self.desc,
+            tags: self.tags,
+            author: Author::Person,
+        };
+        write_own(&context, write)
     }
 }
 

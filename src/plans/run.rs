@@ -13,7 +13,9 @@ use serde_json::{Map, Value};
 
 use super::plan::Step;
 use crate::tools::PlanScope;
-use crate::tools::{Approved, Asking, CallRequest, ExecuteStatus, Outcome, ToolCall, ToolOutput};
+use crate::tools::{
+    Approved, Asking, Audience, CallRequest, ExecuteStatus, Outcome, ToolCall, ToolOutput,
+};
 
 /// How a step ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -190,6 +192,8 @@ async fn run_step(
         sampler: call.sampler,
         relay: call.relay,
         approved,
+        // A plan is the model's: its steps reach only the tools the model sees.
+        audience: Audience::Model,
     };
     let mut trace = pending_trace(step);
     match call.executor.execute(request).await {

@@ -16,14 +16,15 @@ use super::relay::ClientRelay;
 use super::sampling::ClientSampler;
 use super::view;
 use crate::tools::{
-    Asking, CallRequest, Executor, OUTPUT_LIMIT_ARGUMENT, OUTPUT_PATH_ARGUMENT, Progress, Relay,
-    Sampler, Tool, Truncation,
+    Asking, Audience, CallRequest, Executor, OUTPUT_LIMIT_ARGUMENT, OUTPUT_PATH_ARGUMENT, Progress,
+    Relay, Sampler, Tool, Truncation,
 };
 
-/// Every enabled tool, as clients see it.
-pub(super) fn list(executor: &Executor) -> Vec<WireTool> {
+/// Every enabled tool `audience` may reach, as clients see it.
+pub(super) fn list(executor: &Executor, audience: Audience) -> Vec<WireTool> {
     executor
         .tools()
+        .for_audience(audience)
         .enabled_tools()
         .iter()
         .map(|tool| wire_tool(tool.as_ref()))
@@ -82,9 +83,7 @@ pub(super) fn wire_tool(tool: &dyn Tool) -> WireTool {
     if let Some(output) = &definition.output_schema {
         wire = wire.with_raw_output_schema(std::sync::Arc::clone(output));
     }
-    if let Some(view) = definition.view {
-        wire.meta = Some(view::tool_meta(view));
-    }
+    wire.meta = view::tool_meta(definition);
     wire
 }
 
@@ -125,6 +124,7 @@ pub(super) async fn call(
         sampler: sampler.as_ref().map(|sampler| sampler as &dyn Sampler),
         relay: relay.as_ref().map(|relay| relay as &dyn Relay),
         approved: None,
+        audience: view::audience(&context),
     };
     let running = AssertUnwindSafe(executor.execute(call)).catch_unwind();
     // On a workspace stored on a database server, once its shared sequence read is answered

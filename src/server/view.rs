@@ -2,11 +2,18 @@
 //! `ui://synapse/workspace`, one self-contained HTML document built from `app/` by `build.rs`.
 //! Tools that open it carry `_meta.ui.resourceUri`; the page reads and writes the workspace
 //! by calling the ordinary tools through its host, so every call keeps its approval policy.
+//! Its own tools (`AppWriteVar`) carry `_meta.ui.visibility: ["app"]` and reach only a client
+//! that declares the extension ([`audience`]).
 
+use rmcp::RoleServer;
 use rmcp::model::{MetaObject, ReadResourceResult, Resource, ResourceContents};
+use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use crate::tools::WORKSPACE_VIEW;
+use crate::tools::{Audience, ToolDefinition, Visibility, WORKSPACE_VIEW};
+
+/// The MCP Apps extension, as clients declare it in their capabilities.
+const APPS_EXTENSION: &str = "io.modelcontextprotocol/ui";
 
 /// The MIME type of an MCP App's HTML.
 pub(super) const APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
@@ -14,9 +21,31 @@ pub(super) const APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
 /// The built page (`app/workspace.html` with its stylesheet and script inlined).
 const PAGE: &str = include_str!(concat!(env!("OUT_DIR"), "/workspace.html"));
 
-/// `_meta.ui` of a tool whose result the view shows.
-pub(super) fn tool_meta(view: &str) -> MetaObject {
-    meta(json!({ "resourceUri": view }))
+/// Whose tools a request may reach: a client that declares the extension renders apps, and
+/// its host keeps the views' own tools from its model; any other client gets the model's.
+pub(super) fn audience(context: &RequestContext<RoleServer>) -> Audience {
+    let renders_apps = context
+        .client_capabilities()
+        .and_then(|capabilities| capabilities.extensions)
+        .is_some_and(|extensions| extensions.contains_key(APPS_EXTENSION));
+    if renders_apps {
+        Audience::ModelAndViews
+    } else {
+        Audience::Model
+    }
+}
+
+/// `_meta.ui` of a tool whose result the view shows (`resourceUri`), or that only the views
+/// call (`visibility: ["app"]`); `None` for any other tool.
+pub(super) fn tool_meta(definition: &ToolDefinition) -> Option<MetaObject> {
+    let mut ui = serde_json::Map::new();
+    if let Some(view) = definition.view {
+        ui.insert("resourceUri".to_owned(), json!(view));
+    }
+    if definition.visibility == Visibility::App {
+        ui.insert("visibility".to_owned(), json!(["app"]));
+    }
+    (!ui.is_empty()).then(|| meta(Value::Object(ui)))
 }
 
 /// `_meta.ui` of the resource: it loads nothing from the network (an empty CSP allowlist) and

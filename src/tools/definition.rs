@@ -114,6 +114,8 @@ pub struct ToolDefinition {
     /// The interactive view (an MCP App) a host that renders apps shows this tool's result in;
     /// hosts without apps show the text result as before.
     pub view: Option<&'static str>,
+    /// Who the tool is for: everyone (the model and the views), or only the views.
+    pub visibility: Visibility,
     /// The tool's own name where it comes from (an upstream server's name for it), when it is
     /// served under another.
     pub origin_name: Option<String>,
@@ -125,6 +127,39 @@ pub struct ToolDefinition {
 /// The workspace view: the one MCP App resource the server serves, where a user browses
 /// variables and edits the state document (see `docs/app.md`).
 pub const WORKSPACE_VIEW: &str = "ui://synapse/workspace";
+
+/// Who a tool is for (the MCP Apps extension's `_meta.ui.visibility`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Visibility {
+    /// The model, and the views of a host that renders apps: every tool but the views' own.
+    #[default]
+    Everyone,
+    /// Only the views (`AppWriteVar`, a write the person makes there): listed only to a client
+    /// that renders apps, whose host keeps it from its model, and callable by no other client
+    /// and by no plan.
+    App,
+}
+
+/// Which tools a request may see and call: the model's, or also the views' own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Audience {
+    /// A client that renders no apps, or a plan's steps: the tools every model sees.
+    #[default]
+    Model,
+    /// A client that renders apps (it declares the MCP Apps extension): its host shows the model
+    /// the tools for everyone and lets the views call the views' own too.
+    ModelAndViews,
+}
+
+impl Visibility {
+    /// Whether a request of `audience` sees and may call a tool of this visibility.
+    pub fn reaches(self, audience: Audience) -> bool {
+        match self {
+            Self::Everyone => true,
+            Self::App => audience == Audience::ModelAndViews,
+        }
+    }
+}
 
 /// Whether a call's result and arguments are kept as `{tool}_{node}_result` / `_args` variables.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -166,7 +201,8 @@ pub enum Daggers {
     /// receives the values the plan computed, as every other step does).
     KeptOutsidePlans,
     /// Always kept, and `$VAR_REF` references with them: the tool resolves them itself
-    /// (`RunPlan`, whose steps refer to results and variables that do not exist yet).
+    /// (`RunPlan`, whose steps refer to results and variables that do not exist yet), or stores
+    /// them as written (`AppWriteVar`: a person's text is stored as they typed it).
     Kept,
 }
 
@@ -295,6 +331,7 @@ impl ToolDefinition {
             always_listed: false,
             origin_name: None,
             view: None,
+            visibility: Visibility::Everyone,
             changes_shared_state: false,
         }
     }

@@ -24,9 +24,9 @@ use super::result::{ExecuteResult, ExecuteStatus, Outcome, PendingInput};
 use super::scope::{PlanScope, ReferenceContext};
 use super::truncate::OUTPUT_LIMIT_ARGUMENT;
 use super::{
-    Answer, ApprovalQuestion, Approved, Asking, Caching, Consent, Fallback, Permission, Policy,
-    Progress, Registry, Relay, Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput, Truncation,
-    View,
+    Answer, ApprovalQuestion, Approved, Asking, Audience, Caching, Consent, Fallback, Permission,
+    Policy, Progress, Registry, Relay, Sampler, Stage, Tool, ToolCall, ToolError, ToolOutput,
+    Truncation, View,
 };
 use crate::refs::dagger;
 use crate::workspace::Workspace;
@@ -78,6 +78,8 @@ pub struct CallRequest<'a> {
     pub relay: Option<&'a dyn Relay>,
     /// The user approved this call's execution already (a step of a plan approved whole).
     pub approved: Option<&'a Approved>,
+    /// Whose tools the call may reach: a client that renders apps may call the views' own.
+    pub audience: Audience,
 }
 
 enum Pending {
@@ -165,7 +167,12 @@ impl Executor {
 
     /// Runs one call through the whole pipeline.
     pub async fn execute(&self, request: CallRequest<'_>) -> Outcome {
-        let Some(tool) = self.tools().find(request.tool) else {
+        // A tool the caller's audience may not reach is unknown to it, like any other.
+        let found = self
+            .tools()
+            .for_audience(request.audience)
+            .find(request.tool);
+        let Some(tool) = found else {
             let error = ToolError::invalid(match self.tools().unavailable_for(request.tool) {
                 Some(reason) => format!("`{}` cannot be called now: {reason}", request.tool),
                 None => format!(

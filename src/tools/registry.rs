@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tokio::sync::watch;
 
-use super::{Tool, ToolError, ToolGroup};
+use super::{Audience, Tool, ToolError, ToolGroup};
 use crate::text::nearest;
 use crate::workspace::{self, Target, Workspace};
 
@@ -170,11 +170,13 @@ impl Registry {
         }
     }
 
-    /// The registry as `workspace` sees it, through its switches.
+    /// The registry as `workspace` sees it, through its switches, for the model
+    /// ([`View::for_audience`] widens it).
     pub fn view<'a>(&'a self, workspace: &'a Workspace) -> View<'a> {
         View {
             registry: self,
             workspace,
+            audience: Audience::Model,
         }
     }
 
@@ -309,13 +311,26 @@ impl Inner {
     }
 }
 
-/// The registry as one workspace sees it: its switches win over the defaults.
+/// The registry as one workspace sees it, for one audience: its switches win over the
+/// defaults, and a tool its audience may not reach (a view's own, for the model) is not there.
 pub struct View<'a> {
     registry: &'a Registry,
     workspace: &'a Workspace,
+    audience: Audience,
 }
 
 impl View<'_> {
+    /// This view for `audience`.
+    #[must_use]
+    pub fn for_audience(self, audience: Audience) -> Self {
+        Self { audience, ..self }
+    }
+
+    /// Whether this view's audience may see and call `tool`.
+    fn reaches(&self, tool: &Arc<dyn Tool>) -> bool {
+        tool.definition().visibility.reaches(self.audience)
+    }
+
     /// Every group with its tools and whether each is on, in registration order.
     pub fn overview(&self) -> Vec<GroupOverview> {
         let inner = self.registry.read();
@@ -331,6 +346,7 @@ impl View<'_> {
                     .group
                     .tools
                     .iter()
+                    .filter(|tool| self.reaches(tool))
                     .map(|tool| {
                         let definition = tool.definition();
                         ToolOverview {
@@ -390,6 +406,7 @@ impl View<'_> {
                         enabled || (any_enabled && tool.definition().always_listed)
                     })
                 })
+                .filter(|tool| self.reaches(tool))
                 .filter(|tool| self.tool_is_on(&inner, &tool.definition().name))
                 .cloned()
                 .collect();
@@ -410,14 +427,23 @@ impl View<'_> {
                 .tools
                 .iter()
                 .find(|t| t.definition().name == name)?;
-            (self.group_is_on(entry) || (any_enabled && tool.definition().always_listed))
-                .then(|| Arc::clone(tool))
+            let listed =
+                self.group_is_on(entry) || (any_enabled && tool.definition().always_listed);
+            (listed && self.reaches(tool)).then(|| Arc::clone(tool))
         })
     }
 
-    /// The group a registered tool belongs to, on or off.
+    /// The group a registered tool this view's audience may reach belongs to, on or off.
     pub fn group_of(&self, tool: &str) -> Option<String> {
-        self.registry.group_of(tool)
+        let inner = self.registry.read();
+        inner.entries.iter().find_map(|entry| {
+            let found = entry
+                .group
+                .tools
+                .iter()
+                .find(|t| t.definition().name == tool)?;
+            self.reaches(found).then(|| entry.group.name.clone())
+        })
     }
 
     /// The group `target` concerns: the group itself, or the group of the tool. A name that

@@ -19,7 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     Annotations, Caching, Consent, Daggers, Permission, Policy, Progress, Schema, Tool, ToolCall,
-    ToolDefinition, ToolError, ToolOutput, Truncation, Writes, output_schema, parse_arguments,
+    ToolDefinition, ToolError, ToolOutput, Truncation, Visibility, Writes, output_schema,
+    parse_arguments,
 };
 use crate::workspace::Workspace;
 
@@ -55,6 +56,7 @@ pub struct Declaration {
     pub writes: Writes,
     pub always_listed: bool,
     pub view: Option<&'static str>,
+    pub visibility: Visibility,
     pub changes_shared_state: bool,
     /// Where the calls run.
     pub runs: Runs,
@@ -98,6 +100,7 @@ impl Declaration {
             writes: Writes::Nothing,
             always_listed: false,
             view: None,
+            visibility: Visibility::Everyone,
             changes_shared_state: false,
             runs: Runs::OnSession,
         }
@@ -175,6 +178,15 @@ impl Declaration {
         }
     }
 
+    /// For the views only ([`Visibility::App`]): hidden from the model, called by a person.
+    #[must_use]
+    pub const fn app_only(self) -> Self {
+        Self {
+            visibility: Visibility::App,
+            ..self
+        }
+    }
+
     /// Changes what every workspace of the process shares (the skills shelf): only a caller with
     /// the skills grant may run it.
     #[must_use]
@@ -198,6 +210,7 @@ impl Declaration {
         definition.output_schema = Output::schema();
         definition.always_listed = self.always_listed;
         definition.view = self.view;
+        definition.visibility = self.visibility;
         definition.changes_shared_state = self.changes_shared_state;
         definition
     }
@@ -499,8 +512,9 @@ mod tests {
 
     use super::{Context, Declaration, Text, TypedTool, typed};
     use crate::tools::{
-        Annotations, Asking, Caching, CallRequest, ExecuteStatus, Executor, ExecutorSettings,
-        Origin, Outcome, Registry, ToolDefinition, ToolError, ToolGroup, ToolOutput,
+        Annotations, Asking, Audience, Caching, CallRequest, ExecuteStatus, Executor,
+        ExecutorSettings, Origin, Outcome, Registry, ToolDefinition, ToolError, ToolGroup,
+        ToolOutput,
     };
     use crate::vars::ManualClock;
     use crate::workspace::Workspace;
@@ -582,6 +596,7 @@ mod tests {
                 sampler: None,
                 relay: None,
                 approved: None,
+                audience: Audience::Model,
             })
             .await
     }

@@ -1,6 +1,7 @@
-//! The model's own writes (`WriteVar`): a variable created as the model's, or one that exists
-//! updated, never a rule — decided and written in one visit to the workspace, on the state as
-//! the store holds it (another instance may have written the variable since this one looked).
+//! A writer's own writes — the model's (`WriteVar`) or a person's in the workspace view
+//! (`AppWriteVar`): a variable created as the writer's, or one that exists updated, never a
+//! rule — decided and written in one visit to the workspace, on the state as the store holds it
+//! (another instance may have written the variable since this one looked).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -10,7 +11,7 @@ use serde_json::Value;
 use super::{Applied, Error, Workspace, names_of};
 use crate::vars::{self, NewVariable, ValueKind, VarType, VariablePatch, WriteOutcome};
 
-/// What the model writes: a value (text, or any JSON value, stored as its JSON text), a
+/// What a writer writes: a value (text, or any JSON value, stored as its JSON text), a
 /// description, tags. What it leaves out of an existing variable stays as it is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OwnWrite {
@@ -18,6 +19,34 @@ pub struct OwnWrite {
     pub value: Option<Value>,
     pub desc: Option<String>,
     pub tags: Option<Vec<String>>,
+    pub author: Author,
+}
+
+/// Who writes, which the variable's type then says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Author {
+    /// The model: a variable it creates is `LLMAdd`; one it updates keeps its type.
+    Model,
+    /// A person: a variable they create or update is `USER_ADD`, since its value is theirs.
+    Person,
+}
+
+impl Author {
+    /// The type of a variable this author creates.
+    fn created_type(self) -> VarType {
+        match self {
+            Self::Model => VarType::LlmAdd,
+            Self::Person => VarType::UserAdd,
+        }
+    }
+
+    /// The type a variable this author updates takes; `None`: it keeps its own.
+    fn updated_type(self) -> Option<VarType> {
+        match self {
+            Self::Model => None,
+            Self::Person => Some(VarType::UserAdd),
+        }
+    }
 }
 
 /// What a write of the model's did.
@@ -37,8 +66,8 @@ pub struct RuleRefused {
 }
 
 impl Workspace {
-    /// Updates the variable if it exists (never a rule), or creates it as the model's own
-    /// (`LLMAdd`), durably, in one visit.
+    /// Updates the variable if it exists (never a rule), or creates it as the author's own
+    /// (`LLMAdd` for the model, `USER_ADD` for a person), durably, in one visit.
     pub fn write_own(&self, write: OwnWrite) -> Result<Result<Written, RuleRefused>, Error> {
         vars::validate_name(&write.name)?;
         let name = write.name;
@@ -60,6 +89,7 @@ impl Workspace {
                     }
                     let patch = VariablePatch {
                         value: value.clone(),
+                        var_type: write.author.updated_type(),
                         desc: write.desc.clone(),
                         tags: write.tags.clone(),
                         ..VariablePatch::default()
@@ -73,7 +103,7 @@ impl Workspace {
                         name: name.clone(),
                         value: text,
                         kind,
-                        var_type: VarType::LlmAdd,
+                        var_type: write.author.created_type(),
                         desc: write.desc.clone(),
                         tags: write.tags.clone().unwrap_or_default(),
                         keep: false,
@@ -123,7 +153,7 @@ mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
-    use super::{OwnWrite, RuleRefused};
+    use super::{Author, OwnWrite, RuleRefused};
     use crate::vars::{ManualClock, NewVariable, ValueKind, VarType};
     use crate::workspace::Workspace;
 
@@ -133,6 +163,7 @@ mod tests {
             value,
             desc: desc.map(str::to_owned),
             tags: None,
+            author: Author::Model,
         }
     }
 
@@ -153,6 +184,46 @@ mod tests {
         assert_eq!(
             (stored.var_type, stored.kind, stored.desc.as_deref()),
             (VarType::LlmAdd, ValueKind::Json, Some("mine"))
+        );
+    }
+
+    #[test]
+    fn a_persons_write_is_theirs_whoever_wrote_the_variable_before() {
+        let workspace = Workspace::in_memory("test", 16, Arc::new(ManualClock::new(1)));
+        let by_person = |name: &str, value: &str| OwnWrite {
+            author: Author::Person,
+            ..write(name, Some(json!(value)), None)
+        };
+        workspace
+            .write_own(by_person("mine", "typed"))
+            .unwrap()
+            .unwrap();
+        workspace
+            .write_own(write("noted", Some(json!("model")), Some("the model's")))
+            .unwrap()
+            .unwrap();
+        workspace
+            .write_own(by_person("noted", "corrected"))
+            .unwrap()
+            .unwrap();
+        let stored = |name: &str| {
+            let variable = workspace.peek(name).unwrap();
+            (
+                variable.var_type,
+                variable.value.to_string(),
+                variable.desc.clone(),
+            )
+        };
+        assert_eq!(
+            [stored("mine"), stored("noted")],
+            [
+                (VarType::UserAdd, "typed".to_owned(), None),
+                (
+                    VarType::UserAdd,
+                    "corrected".to_owned(),
+                    Some("the model's".to_owned())
+                ),
+            ]
         );
     }
 

@@ -54,6 +54,8 @@ pub(crate) struct TestClient {
     elicitation: Elicitation,
     /// Declares sampling and answers `sampling/createMessage` with it, when set.
     model: Option<Model>,
+    /// Declares the MCP Apps extension (`io.modelcontextprotocol/ui`): a host that renders apps.
+    apps: bool,
     asked: Arc<Mutex<Vec<String>>>,
     /// `(system prompt, user message)` of every sampling request.
     sampled: Arc<Mutex<Vec<(String, String)>>>,
@@ -69,6 +71,7 @@ impl TestClient {
         Self {
             elicitation,
             model: None,
+            apps: false,
             asked: Arc::default(),
             sampled: Arc::default(),
             notifications: Arc::default(),
@@ -83,6 +86,12 @@ impl TestClient {
         model: impl Fn(&str) -> Result<String, ErrorData> + Send + Sync + 'static,
     ) -> Self {
         self.model = Some(Arc::new(model));
+        self
+    }
+
+    /// Declares the MCP Apps extension, as a host that renders apps does.
+    pub(crate) fn with_apps(mut self) -> Self {
+        self.apps = true;
         self
     }
 
@@ -138,6 +147,13 @@ impl ClientHandler for TestClient {
         };
         if self.model.is_some() {
             capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        }
+        if self.apps {
+            let settings: rmcp::model::JsonObject =
+                serde_json::from_value(json!({"mimeTypes": ["text/html;profile=mcp-app"]}))
+                    .unwrap();
+            capabilities.extensions =
+                Some([("io.modelcontextprotocol/ui".to_owned(), settings)].into());
         }
         ClientConfig::new(capabilities, Implementation::new("synapse-tests", "1.0.0"))
     }

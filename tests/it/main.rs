@@ -11,6 +11,7 @@
 )]
 
 mod app_view;
+mod app_write;
 mod approval;
 mod bad_input;
 mod caching;

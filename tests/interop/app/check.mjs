@@ -1,7 +1,8 @@
 // The interop stage's MCP Apps check: a real host page (host.html, the postMessage protocol)
 // in headless Chromium shows the workspace view read from the built binary, and every call the
 // view makes goes to that binary over stdio through the official TypeScript SDK (this process
-// is the bridge). It opens every view, filters and reads a variable, edits a state path through
+// is the bridge). It opens every view, filters and reads a variable, adds one from the form
+// (the app-only AppWriteVar: typed USER_ADD), edits a state path through
 // WriteState with the user's approval (the config asks every time), jumps to a chat's floor and
 // reads the diff its message made, and switches the theme.
 //
@@ -249,6 +250,32 @@ async function checks() {
         await page.screenshot({ path: join(options.screenshots, `variables-${theme}.png`) });
       });
     }
+
+    await check(`${theme}: a new variable from the form, stored as the person's (USER_ADD) through the app-only AppWriteVar`, async () => {
+      const listedTool = (await client.listTools()).tools.find((tool) => tool.name === "AppWriteVar");
+      if (JSON.stringify(listedTool?._meta?.ui?.visibility) !== '["app"]') throw new Fail(`AppWriteVar listed as ${JSON.stringify(listedTool)}`);
+      const name = `from-you/${theme}`;
+      const value = `Written in the ${theme} view: $VAR_REF{{notes/report}} stays as typed.\nSecond line.`;
+      await frame.click("#add-variable");
+      // A bad name first: the server's error shows, the form keeps what was typed, nothing is stored.
+      await frame.fill("#new-name", "bad{name");
+      await frame.fill("#new-value", value);
+      await frame.fill("#new-tags", "mine, typed");
+      await press("#save-variable", "invalid variable name `bad{name`");
+      const refused = await frame.textContent("#status");
+      if (!(await frame.isVisible("#new-variable")) || (await frame.inputValue("#new-value")) !== value) throw new Fail("the form lost what was typed");
+      if (options.screenshots) await page.screenshot({ path: join(options.screenshots, `new-variable-${theme}.png`) });
+      await frame.fill("#new-name", name);
+      await press("#save-variable", `Wrote ${name} (USER_ADD, `);
+      const listed = (await call("ListVars", { filter: { search: "from-you" } })).structuredContent.variables;
+      const stored = listed.find((variable) => variable.name === name);
+      if (stored?.type !== "USER_ADD" || JSON.stringify(stored.tags) !== '["mine","typed"]') throw new Fail(`ListVars: ${JSON.stringify(listed)}`);
+      const read = (await call("ReadVar", { name })).content[0].text;
+      if (read.slice(read.indexOf("\n") + 1) !== value) throw new Fail(`ReadVar: ${read}`);
+      const shown = [await frame.textContent("#detail h2"), await frame.textContent("#detail dd")];
+      if (shown.join(" ") !== `${name} USER_ADD` || !(await frame.isHidden("#new-variable"))) throw new Fail(`the view shows ${shown.join(" ")}`);
+      return `refused first: ${refused.slice(0, 60)}…; then ${await frame.textContent("#status")}; ListVars: ${stored.type}, tags ${stored.tags.join(", ")}; the view shows it`;
+    });
 
     await check(`${theme}: state tree, a path edited through WriteState`, async () => {
       await frame.click("#tab-state");
