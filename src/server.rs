@@ -251,7 +251,8 @@ impl ServerHandler for Server {
     ) -> Result<ListToolsResult, ErrorData> {
         let space = self.space(&context.extensions)?;
         self.inner.app.upstreams_settled().await;
-        let listed = tools::list(space.executor(), view::audience(&context));
+        let audience = view::audience(context.client_capabilities().as_ref());
+        let listed = tools::list(space.executor(), audience);
         let (items, next) = pages::page(listed, cursor(request.as_ref()))?;
         let mut result = ListToolsResult::with_all_items(items);
         result.next_cursor = next;
@@ -270,9 +271,9 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let space = self.space(&context.extensions)?;
         // A tool of a server still starting is not known yet: wait for it as tools/list does.
-        let audience = view::audience(&context);
         if !self.inner.app.upstreams_are_settled()
-            && (space.executor().tools().for_audience(audience))
+            && (space.executor().tools())
+                .for_audience(view::audience(context.client_capabilities().as_ref()))
                 .find(&request.name)
                 .is_none()
         {

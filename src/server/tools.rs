@@ -93,8 +93,10 @@ pub(super) async fn call(
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
-    let can_elicit = context
-        .client_capabilities()
+    // Cloned by rmcp on each read: read once.
+    let capabilities = context.client_capabilities();
+    let can_elicit = capabilities
+        .as_ref()
         .is_some_and(|capabilities| capabilities.elicitation.is_some());
     let answers: HashMap<_, _> = answers_from_responses(request.input_responses.as_ref());
     let elicitor = Elicitor::new(context.peer.clone());
@@ -124,7 +126,7 @@ pub(super) async fn call(
         sampler: sampler.as_ref().map(|sampler| sampler as &dyn Sampler),
         relay: relay.as_ref().map(|relay| relay as &dyn Relay),
         approved: None,
-        audience: view::audience(&context),
+        audience: view::audience(capabilities.as_ref()),
     };
     let running = AssertUnwindSafe(executor.execute(call)).catch_unwind();
     // On a workspace stored on a database server, once its shared sequence read is answered

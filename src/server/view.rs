@@ -5,9 +5,7 @@
 //! Its own tools (`AppWriteVar`) carry `_meta.ui.visibility: ["app"]` and reach only a client
 //! that declares the extension ([`audience`]).
 
-use rmcp::RoleServer;
-use rmcp::model::{MetaObject, ReadResourceResult, Resource, ResourceContents};
-use rmcp::service::RequestContext;
+use rmcp::model::{ClientCapabilities, MetaObject, ReadResourceResult, Resource, ResourceContents};
 use serde_json::{Value, json};
 
 use crate::tools::{Audience, ToolDefinition, Visibility, WORKSPACE_VIEW};
@@ -23,10 +21,9 @@ const PAGE: &str = include_str!(concat!(env!("OUT_DIR"), "/workspace.html"));
 
 /// Whose tools a request may reach: a client that declares the extension renders apps, and
 /// its host keeps the views' own tools from its model; any other client gets the model's.
-pub(super) fn audience(context: &RequestContext<RoleServer>) -> Audience {
-    let renders_apps = context
-        .client_capabilities()
-        .and_then(|capabilities| capabilities.extensions)
+pub(super) fn audience(capabilities: Option<&ClientCapabilities>) -> Audience {
+    let renders_apps = capabilities
+        .and_then(|capabilities| capabilities.extensions.as_ref())
         .is_some_and(|extensions| extensions.contains_key(APPS_EXTENSION));
     if renders_apps {
         Audience::ModelAndViews
