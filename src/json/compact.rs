@@ -302,11 +302,9 @@ impl<'a> ser::Serializer for &'a mut Compact {
         variant: &'static str,
         value: &T,
     ) -> Result<(), Error> {
-        self.0.push(b'{');
-        write_string(&mut self.0, variant);
-        self.0.push(b':');
-        value.serialize(&mut *self)?;
-        self.0.push(b'}');
+        let variant = self.open_variant(variant, b"", b"}");
+        value.serialize(&mut *variant.writer)?;
+        variant.finish();
         Ok(())
     }
 

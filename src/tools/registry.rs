@@ -298,16 +298,20 @@ impl Inner {
     }
 
     fn group_of(&self, tool: &str) -> Option<String> {
-        self.entries
-            .iter()
-            .find(|entry| {
-                entry
-                    .group
-                    .tools
-                    .iter()
-                    .any(|t| t.definition().name == tool)
-            })
-            .map(|entry| entry.group.name.clone())
+        self.registered(tool)
+            .map(|(entry, _)| entry.group.name.clone())
+    }
+
+    /// The registered tool of that name, on or off, with the entry of its group.
+    fn registered(&self, tool: &str) -> Option<(&Entry, &Arc<dyn Tool>)> {
+        self.entries.iter().find_map(|entry| {
+            let found = entry
+                .group
+                .tools
+                .iter()
+                .find(|t| t.definition().name == tool)?;
+            Some((entry, found))
+        })
     }
 }
 
@@ -420,30 +424,17 @@ impl View<'_> {
         if !self.tool_is_on(&inner, name) {
             return None;
         }
-        let any_enabled = self.any_group_is_on(&inner);
-        inner.entries.iter().find_map(|entry| {
-            let tool = entry
-                .group
-                .tools
-                .iter()
-                .find(|t| t.definition().name == name)?;
-            let listed =
-                self.group_is_on(entry) || (any_enabled && tool.definition().always_listed);
-            (listed && self.reaches(tool)).then(|| Arc::clone(tool))
-        })
+        let (entry, tool) = inner.registered(name)?;
+        let listed = self.group_is_on(entry)
+            || (self.any_group_is_on(&inner) && tool.definition().always_listed);
+        (listed && self.reaches(tool)).then(|| Arc::clone(tool))
     }
 
     /// The group a registered tool this view's audience may reach belongs to, on or off.
     pub fn group_of(&self, tool: &str) -> Option<String> {
         let inner = self.registry.read();
-        inner.entries.iter().find_map(|entry| {
-            let found = entry
-                .group
-                .tools
-                .iter()
-                .find(|t| t.definition().name == tool)?;
-            self.reaches(found).then(|| entry.group.name.clone())
-        })
+        let (entry, found) = inner.registered(tool)?;
+        self.reaches(found).then(|| entry.group.name.clone())
     }
 
     /// The group `target` concerns: the group itself, or the group of the tool. A name that
