@@ -224,7 +224,8 @@ class VirtualList {
     if (top < element.scrollTop) element.scrollTop = top;
     else if (top + ROW_HEIGHT > element.scrollTop + element.clientHeight) element.scrollTop = top + ROW_HEIGHT - element.clientHeight;
     this.render();
-    this.onChoose(this.items[index], index);
+    // What choosing does (reading the variable, say): awaited by a caller that reports after it.
+    return this.onChoose(this.items[index], index);
   }
 }
 
@@ -395,7 +396,8 @@ document.getElementById("save-variable").addEventListener("click", async () => {
   showNewVariable(false);
   await loadVariables();
   const index = variableList.items.findIndex((variable) => variable.name === written.name);
-  if (index >= 0) variableList.choose(index);
+  // The status says it is written once the view shows it.
+  if (index >= 0) await variableList.choose(index);
   else await openVariable(written.name);
   const evicted = written.evicted && written.evicted.length ? `; the full workspace evicted ${written.evicted.join(", ")}` : "";
   status(`${written.created ? "Wrote" : "Replaced"} ${written.name} (USER_ADD, ${written.length} characters)${evicted}`, "ok");
@@ -1050,7 +1052,7 @@ async function openVariable(name) {
   selectTab("variables");
   await loadVariables();
   const index = variableList.items.findIndex((variable) => variable.name === name);
-  if (index >= 0) variableList.choose(index);
+  if (index >= 0) await variableList.choose(index);
 }
 
 // ---- What the host shows us ------------------------------------------------------------------
