@@ -123,11 +123,28 @@ impl Server {
     /// Serves one MCP session over stdin/stdout until the client closes it.
     pub async fn serve_stdio(self) -> Result<(), Error> {
         let (reader, writer) = rmcp::transport::io::stdio_pipes();
-        let service = logging::PerRequestLogging(metrics::Observed::new(self));
-        let serving = service.serve(transport::LineTransport::new(reader, writer));
+        self.serve_lines(reader, writer).await
+    }
+
+    /// Serves one MCP session of newline-delimited JSON-RPC read from `reader` and written to
+    /// `writer`, until the input ends. Once `initialize` is done, the transport answers the
+    /// session's tool calls itself (`transport/inline.rs`).
+    pub async fn serve_lines<R, W>(self, reader: R, writer: W) -> Result<(), Error>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let observed = Arc::new(metrics::Observed::new(self));
+        let inline = Arc::new(std::sync::OnceLock::new());
+        let lines =
+            transport::LineTransport::new(reader, writer).answering_inline(Arc::clone(&inline));
+        let serving = logging::PerRequestLogging(Arc::clone(&observed)).serve(lines);
         let running = Box::pin(serving)
             .await
             .map_err(|error| Error::Start(error.to_string()))?;
+        if let Some(answering) = transport::Inline::for_session(running.peer(), observed) {
+            inline.set(answering).ok();
+        }
         let reason = running
             .waiting()
             .await

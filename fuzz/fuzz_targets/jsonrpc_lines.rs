@@ -1,5 +1,5 @@
 //! Whole JSON-RPC lines into a whole server: an in-process `Server` (memory store, a copy of the
-//! test skills) behind the stdio `LineTransport`, a new session for each input with a completed
+//! test skills) served as on stdio (`Server::serve_lines`), a new session for each input with a completed
 //! `initialize` handshake, then the fuzzer's bytes as they come, then a closing `ping`. The server
 //! is built once per process (building one per input loads the skills each time, at a few inputs
 //! a second); sessions share its workspace, as sessions of one binary share a store. Checks
@@ -15,14 +15,12 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use rmcp::ServiceExt;
 use serde_json::json;
 use serde_json::value::RawValue;
 use synapse_mcp::app::App;
 use synapse_mcp::app::Settings;
 use synapse_mcp::config::Cli;
 use synapse_mcp::server::Server;
-use synapse_mcp::server::transport::LineTransport;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// How long a session may take before it counts as a hang.
@@ -191,13 +189,7 @@ async fn session(bytes: &[u8]) {
     let server = server();
     let (client_side, server_side) = tokio::io::duplex(1 << 16);
     let (server_read, server_write) = tokio::io::split(server_side);
-    let serving = tokio::spawn(async move {
-        let running = server
-            .serve(LineTransport::new(server_read, server_write))
-            .await
-            .expect("initialize is answered");
-        running.waiting().await
-    });
+    let serving = tokio::spawn(server.serve_lines(server_read, server_write));
     let (client_read, mut client_write) = tokio::io::split(client_side);
     let mut expected = expected_ids(bytes);
     *expected.entry(json!("fuzz-end").to_string()).or_default() += 1;
@@ -243,7 +235,7 @@ async fn session(bytes: &[u8]) {
     // Whatever the server still writes (notifications) is read, so it never blocks on a full pipe.
     let draining = tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     match tokio::time::timeout(PATIENCE, serving).await {
-        Ok(Ok(Ok(_reason))) => {}
+        Ok(Ok(Ok(()))) => {}
         Ok(Ok(Err(error))) => panic!("the session ended with an error: {error}"),
         Ok(Err(error)) => panic!("the session task failed: {error}"),
         Err(_) => panic!("the server did not stop within {PATIENCE:?} of its input closing"),

@@ -138,7 +138,9 @@ pub(super) async fn with_request_level<F: Future>(
 
 /// A service whose 2026-07-28 requests that carry `_meta` `io.modelcontextprotocol/logLevel` get
 /// the events emitted while they are handled; everything else goes to the service unchanged.
-pub(super) struct PerRequestLogging<S>(pub(super) S);
+///
+/// The service is shared: the stdio transport answers some requests with it directly.
+pub(super) struct PerRequestLogging<S>(pub(super) Arc<S>);
 
 impl<S: Service<RoleServer>> Service<RoleServer> for PerRequestLogging<S> {
     async fn handle_request(

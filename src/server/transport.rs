@@ -31,28 +31,42 @@
 //! is read. A client that pipelines 100,000 requests waits in its pipe instead of making the
 //! server hold them all. Requests whose handler waits for the client (an approval question) and
 //! long-lived `subscriptions/listen` requests do not count.
+//!
+//! **Inline answers.** Once the session is set up, `tools/call` and `ping` are answered by the
+//! transport itself where they are read, without rmcp's serve loop (`transport/inline.rs`).
 
 mod decode;
 mod encode;
 mod framing;
 mod ids;
+mod inline;
 mod params;
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::model::JsonRpcMessage;
+use rmcp::model::{ClientNotification, JsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio_util::sync::CancellationToken;
 
 use decode::{Decoded, Wire, decode, decode_from};
 use encode::{Outgoing, encode};
 pub use framing::MAX_LINE_BYTES;
-use ids::Ids;
 pub use ids::MAX_IN_FLIGHT;
+use ids::{Ids, Slot};
+pub use inline::Inline;
+use inline::{Handling, Waiting};
+
+/// How long the end of the input waits for requests still being answered, as rmcp waits for
+/// its own.
+const DRAIN: Duration = Duration::from_secs(5);
 
 /// The error a message posted over HTTP must be answered with instead of reaching rmcp, when
 /// it must: the same decisions as for a line of stdio (malformed JSON `-32700`; a batch, an
@@ -81,6 +95,12 @@ pub struct LineTransport<R, W> {
     /// again). Reading goes on meanwhile, so that the client's answers and cancellations are
     /// still seen; a request cancelled while parked is dropped.
     parked: VecDeque<RxJsonRpcMessage<RoleServer>>,
+    /// What answers requests inline, once the session is set up (see [`Self::answering_inline`]).
+    inline: Arc<OnceLock<Inline>>,
+    /// Requests answered inline that had to wait, for the client's cancellations.
+    waiting: Arc<Waiting>,
+    /// The parent of every inline request's cancellation: cancelled when the session ends.
+    session: CancellationToken,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -97,7 +117,129 @@ where
             answering: Vec::new(),
             ids: Arc::new(Ids::default()),
             parked: VecDeque::new(),
+            inline: Arc::default(),
+            waiting: Arc::default(),
+            session: CancellationToken::new(),
         }
+    }
+
+    /// Answers requests inline once `inline` is set (after `initialize`, by whoever serves the
+    /// session: see [`Inline::for_session`]); until then, and for the requests it does not take,
+    /// rmcp does.
+    #[must_use]
+    pub fn answering_inline(mut self, inline: Arc<OnceLock<Inline>>) -> Self {
+        self.inline = inline;
+        self
+    }
+
+    /// A request about to be delivered, answered inline when it can be; `Some` for rmcp.
+    fn deliver(
+        &mut self,
+        request: RxJsonRpcMessage<RoleServer>,
+    ) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let inline = Arc::clone(&self.inline);
+        let Some(inline) = inline.get() else {
+            return Some(request);
+        };
+        if !Inline::takes(&request) {
+            return Some(request);
+        }
+        let JsonRpcMessage::Request(request) = request else {
+            return Some(request);
+        };
+        let Handling {
+            id,
+            cancellation,
+            mut future,
+        } = inline.handling(request, &self.session);
+        if let Poll::Ready(handled) = future
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+        {
+            self.send_now(&inline::answer(id, handled));
+            return None;
+        }
+        // It waits: on a task of its own from here, polled again at once with a real waker.
+        self.waiting.insert(id.clone(), cancellation);
+        let writer = Arc::clone(&self.writer);
+        let ids = Arc::clone(&self.ids);
+        let waiting = Arc::clone(&self.waiting);
+        self.answering.retain(|task| !task.is_finished());
+        self.answering.push(tokio::spawn(async move {
+            let handled = future.await;
+            waiting.remove(&id);
+            let sent = match encode(&inline::answer(id, handled), &ids) {
+                Ok(outgoing) => write_outgoing(&writer, outgoing).await,
+                Err(error) => Err(error),
+            };
+            if let Err(error) = sent {
+                tracing::error!(%error, "cannot write stdout");
+            }
+        }));
+        None
+    }
+
+    /// Writes an answer made inline, at once when the output takes it whole.
+    fn send_now(&mut self, item: &TxJsonRpcMessage<RoleServer>) {
+        match encode(item, &self.ids) {
+            Ok(Outgoing::Line(bytes)) => self.write_now(bytes, None),
+            Ok(Outgoing::Answer(bytes, slot)) => self.write_now(bytes, slot),
+            Ok(Outgoing::Nothing) => {}
+            Err(error) => tracing::error!(%error, "cannot encode an answer"),
+        }
+    }
+
+    /// Writes `bytes` without waiting: as much as the output takes now, the rest (or all of it,
+    /// when another message is being written) on a task of its own. `slot` is released once all
+    /// is written.
+    fn write_now(&mut self, bytes: Vec<u8>, slot: Option<Slot>) {
+        self.answering.retain(|task| !task.is_finished());
+        let Ok(mut writer) = Arc::clone(&self.writer).try_lock_owned() else {
+            let writer = Arc::clone(&self.writer);
+            self.answering.push(tokio::spawn(async move {
+                if let Err(error) = write_line(&writer, &bytes).await {
+                    tracing::error!(%error, "cannot write stdout");
+                }
+                drop(slot);
+            }));
+            return;
+        };
+        let mut context = Context::from_waker(Waker::noop());
+        let mut written = 0;
+        while written < bytes.len() {
+            match Pin::new(&mut *writer).poll_write(&mut context, &bytes[written..]) {
+                Poll::Ready(Ok(0)) => {
+                    tracing::error!("cannot write stdout: it takes no more bytes");
+                    return;
+                }
+                Poll::Ready(Ok(count)) => written += count,
+                Poll::Ready(Err(error)) => {
+                    tracing::error!(%error, "cannot write stdout");
+                    return;
+                }
+                Poll::Pending => break,
+            }
+        }
+        if written == bytes.len() {
+            match Pin::new(&mut *writer).poll_flush(&mut context) {
+                Poll::Ready(Ok(())) => return,
+                Poll::Ready(Err(error)) => {
+                    tracing::error!(%error, "cannot write stdout");
+                    return;
+                }
+                Poll::Pending => {}
+            }
+        }
+        self.answering.push(tokio::spawn(async move {
+            let rest = async {
+                writer.write_all(&bytes[written..]).await?;
+                writer.flush().await
+            };
+            if let Err(error) = rest.await {
+                tracing::error!(%error, "cannot write stdout");
+            }
+            drop(slot);
+        }));
     }
 
     /// Writes the answer to a broken line on a task of its own. rmcp polls `receive` in a
@@ -154,17 +296,7 @@ where
         // The id is restored now, not when the write starts: once this answer is on its way the
         // client may reuse the id, and a request read meanwhile must not count as a duplicate.
         let outgoing = encode(&item, &self.ids);
-        async move {
-            match outgoing? {
-                Outgoing::Line(bytes) => write_line(&writer, &bytes).await,
-                Outgoing::Answer(bytes, slot) => {
-                    let written = write_line(&writer, &bytes).await;
-                    drop(slot);
-                    written
-                }
-                Outgoing::Nothing => Ok(()),
-            }
-        }
+        async move { write_outgoing(&writer, outgoing?).await }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -175,6 +307,7 @@ where
                     .parked
                     .pop_front()
                     .and_then(|request| self.ids.start(request))
+                    .and_then(|request| self.deliver(request))
                 {
                     return Some(request);
                 }
@@ -207,14 +340,27 @@ where
             match decoded {
                 Decoded::Message(message) if matches!(*message, JsonRpcMessage::Request(_)) => {
                     if self.parked.is_empty() && self.ids.has_room() {
-                        if let Some(request) = self.ids.start(*message) {
+                        if let Some(request) = self
+                            .ids
+                            .start(*message)
+                            .and_then(|request| self.deliver(request))
+                        {
                             return Some(request);
                         }
                     } else {
                         self.parked.push_back(*message);
                     }
                 }
-                Decoded::Message(message) => return Some(*message),
+                Decoded::Message(message) => {
+                    if let JsonRpcMessage::Notification(notification) = &*message
+                        && let ClientNotification::CancelledNotification(cancelled) =
+                            &notification.notification
+                        && let Some(id) = &cancelled.params.request_id
+                    {
+                        self.waiting.cancel(id);
+                    }
+                    return Some(*message);
+                }
                 Decoded::Skip => {}
                 Decoded::Answer(bytes) => self.answer(bytes),
             }
@@ -222,11 +368,30 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        // Answers to broken lines go out before the output closes.
-        for task in self.answering.drain(..) {
-            task.await.ok();
+        // Answers to broken lines and to requests answered inline go out before the output
+        // closes; requests still waiting after that are cancelled.
+        let answering = futures::future::join_all(self.answering.drain(..));
+        if tokio::time::timeout(DRAIN, answering).await.is_err() {
+            tracing::warn!("requests still being answered when the input ended were cancelled");
         }
+        self.session.cancel();
         self.writer.lock().await.shutdown().await
+    }
+}
+
+/// Writes a message `send` or an inline answer prepared, releasing its request's place after.
+async fn write_outgoing<W: AsyncWrite + Unpin>(
+    writer: &tokio::sync::Mutex<W>,
+    outgoing: Outgoing,
+) -> io::Result<()> {
+    match outgoing {
+        Outgoing::Line(bytes) => write_line(writer, &bytes).await,
+        Outgoing::Answer(bytes, slot) => {
+            let written = write_line(writer, &bytes).await;
+            drop(slot);
+            written
+        }
+        Outgoing::Nothing => Ok(()),
     }
 }
 

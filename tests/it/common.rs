@@ -310,11 +310,9 @@ pub(crate) fn every_group_unless_chosen(args: &[&str]) -> &'static [&'static str
 pub(crate) async fn in_process(config_toml: &str, client: TestClient) -> (Server, Client) {
     let server = test_server(config_toml);
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    let serving = server.clone();
-    tokio::spawn(async move {
-        let running = serving.serve(server_io).await.expect("server start");
-        running.waiting().await.ok();
-    });
+    let (server_read, server_write) = tokio::io::split(server_io);
+    // Served as the binary serves stdio: the same transport, inline answers included.
+    tokio::spawn(server.clone().serve_lines(server_read, server_write));
     let client = client.serve(client_io).await.expect("initialize");
     (server, client)
 }

@@ -1,5 +1,6 @@
 //! The built binary over stdio with rmcp's client: the vars tools, references, eviction,
-//! resources, prompts, and a sessionless 2026-07-28 call.
+//! resources, prompts, and a sessionless 2026-07-28 call; and the stdio transport in process
+//! with a call that waits while others are answered.
 
 use pretty_assertions::assert_eq;
 use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams, ResourceContents};
@@ -421,6 +422,84 @@ async fn a_sessionless_2026_07_28_call_is_answered() {
     assert_eq!(
         read["result"]["content"][0]["text"],
         json!("[Variable `k`: whole value, 1 characters]\nv")
+    );
+}
+
+/// A call the transport cannot answer at once (a plan whose first step waits) goes on by
+/// itself: a `ping` sent after it is answered first, and the plan's progress reaches the client
+/// before its answer.
+#[tokio::test]
+async fn a_call_that_waits_goes_on_while_the_next_is_answered() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let server = crate::common::test_server("");
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    tokio::spawn(server.serve_lines(server_read, server_write));
+    let (client_read, mut client_write) = tokio::io::split(client_io);
+    let mut lines = tokio::io::BufReader::new(client_read).lines();
+    let plan = json!({"steps": [
+        {"_id": "slow", "_tool": "Wait", "millis": 300},
+        {"_id": "after", "_tool": "Echo", "text": "2"}
+    ]});
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ] {
+        client_write
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    let initialized: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap())
+        .expect("the initialize answer is JSON");
+    assert_eq!(initialized["id"], json!(1));
+    // Sent once initialized, so that both are answered by the transport itself.
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "_meta": {"progressToken": "plan"}, "name": "RunPlan", "arguments": plan}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+    ] {
+        client_write
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|message: &String| message.starts_with("answer 2"))
+    {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the server answers within 30 s")
+            .unwrap()
+            .expect("the server keeps its output open");
+        let message: Value = serde_json::from_str(&line).expect("every line is JSON");
+        seen.push(match (&message["id"], &message["method"]) {
+            (Value::Null, method) => format!(
+                "{} {}/{}",
+                method.as_str().unwrap(),
+                message["params"]["progress"],
+                message["params"]["total"]
+            ),
+            (id, _) => format!(
+                "answer {id}: {}",
+                message["result"]["structuredContent"]["ok"]
+                    .as_bool()
+                    .map_or_else(|| message["result"].to_string(), |ok| ok.to_string())
+            ),
+        });
+    }
+    assert_eq!(
+        seen,
+        [
+            "answer 3: {}",
+            "notifications/progress 1.0/2.0",
+            "notifications/progress 2.0/2.0",
+            "answer 2: true"
+        ]
     );
 }
 
