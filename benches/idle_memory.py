@@ -4,6 +4,8 @@ the default SQLite store is created), `initialize`, `tools/list`, then 1.5 s of 
 VmRSS and its anonymous and file-backed parts from /proc. Prints each start and the medians.
 
     benches/idle_memory.py target/release/synapse-mcp [STARTS] [--budget MIB]
+    benches/idle_memory.py --command node …/server-everything/dist/index.js stdio
+                                  (another server, 3 starts: the peer beside ours)
 
 Memory, unlike time, does not depend on how busy the machine is, so this can run beside a build.
 With `--budget`, a median VmRSS above it fails (exit 1): `.ci/run` holds the `ci` build to one,
@@ -23,11 +25,11 @@ from stdio_client import Server
 FIELDS = ("VmRSS", "RssAnon", "RssFile", "VmHWM")
 
 
-def idle(server: Path) -> dict[str, int]:
+def idle(command: list[str]) -> dict[str, int]:
     """One start: the fields of FIELDS in KiB, read after the server has idled."""
     with tempfile.TemporaryDirectory() as home:
         environment = {"HOME": home, "XDG_DATA_HOME": f"{home}/data", "PATH": os.environ["PATH"]}
-        process = Server([str(server)], environment)
+        process = Server(command, environment)
         process.initialize("idle-memory")
         process.ask("tools/list", {})
         time.sleep(1.5)
@@ -48,9 +50,12 @@ def main() -> int:
         at = arguments.index("--budget")
         budget = float(arguments[at + 1])
         del arguments[at:at + 2]
-    server = Path(arguments[0]).resolve()
-    starts = int(arguments[1]) if len(arguments) > 1 else 5
-    runs = [idle(server) for _ in range(starts)]
+    if arguments[0] == "--command":
+        command, starts = arguments[1:], 3
+    else:
+        command = [str(Path(arguments[0]).resolve())]
+        starts = int(arguments[1]) if len(arguments) > 1 else 5
+    runs = [idle(command) for _ in range(starts)]
     for run in runs:
         print("  ".join(f"{name} {run[name]:,} KiB" for name in FIELDS))
     medians = {name: statistics.median(run[name] for run in runs) for name in FIELDS}

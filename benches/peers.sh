@@ -16,6 +16,9 @@
 #   PEERS_DIR=/tmp/peers benches/peers.sh   # keeps and reuses the installs there
 #   CALLS=5000 IN_FLIGHT=8 STARTS=5 benches/peers.sh
 #   PROFILE=ci benches/peers.sh         # the `ci` build instead of `release`
+#   ROUNDS=3 benches/peers.sh           # every server measured in turn, three times over;
+#                                       # the table shows each figure's median of the rounds
+# synapse-mcp is measured on the memory store and on SQLite (a fresh data folder each round).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repository=$PWD
@@ -26,6 +29,7 @@ calls=${CALLS:-2000}
 profile=${PROFILE:-release}
 in_flight=${IN_FLIGHT:-8}
 starts=${STARTS:-3}
+rounds=${ROUNDS:-1}
 if [[ -n "${PEERS_DIR:-}" ]]; then
   work=$PEERS_DIR
   mkdir -p "$work"
@@ -111,42 +115,69 @@ versions() {
 }
 
 kilobyte=$(head -c 1024 /dev/zero | tr '\0' x)
+round=1
 drive() {
   local name=$1
   shift
-  say "measuring $name"
+  say "measuring $name (round $round of $rounds)"
   "$driver" --label "$name" --calls "$calls" --in-flight "$in_flight" --starts "$starts" "$@" \
-    >"$results/$name.json"
+    >"$results/$name.$round.json"
 }
 
-drive floor --floor --tool echo --arguments "{\"message\":\"$kilobyte\"}"
-drive synapse --tool ReadVar --arguments '{"name":"kb"}' \
-  --setup WriteVar "{\"name\":\"kb\",\"value\":\"$kilobyte\"}" \
-  -- "$synapse" --store memory --log-level error
-drive everything --tool echo --arguments "{\"message\":\"$kilobyte\"}" -- node "$everything" stdio
-drive python-echo --tool echo --arguments "{\"message\":\"$kilobyte\"}" \
-  -- "$work/venv/bin/python" "$work/echo_server.py"
-# The skills servers read the same folder. Ours keeps its index in its data folder, so its first
-# start is cold and the next ones warm (the median of three starts is a warm one).
-drive synapse-skills --tool SkillLoad --arguments "{\"name\":\"$skill\",\"force\":true}" \
-  -- "$synapse" --skills "$work/skills" --data-dir "$work/synapse-data" --store memory --log-level error
-if [[ $with_skillz == yes ]]; then
-  drive skillz --tool "$skill" --arguments '{"task":"benchmark"}' \
-    -- "$work/venv/bin/skillz" "$work/skills"
-fi
+# Alternated: each round measures every server once, so that a change in the machine's state
+# during the run touches all of them alike.
+for ((round = 1; round <= rounds; round++)); do
+  drive floor --floor --tool echo --arguments "{\"message\":\"$kilobyte\"}"
+  drive synapse --tool ReadVar --arguments '{"name":"kb"}' \
+    --setup WriteVar "{\"name\":\"kb\",\"value\":\"$kilobyte\"}" \
+    -- "$synapse" --store memory --log-level error
+  rm -rf "$work/synapse-sqlite"
+  drive synapse-sqlite --tool ReadVar --arguments '{"name":"kb"}' \
+    --setup WriteVar "{\"name\":\"kb\",\"value\":\"$kilobyte\"}" \
+    -- "$synapse" --store sqlite --data-dir "$work/synapse-sqlite" --log-level error
+  drive everything --tool echo --arguments "{\"message\":\"$kilobyte\"}" -- node "$everything" stdio
+  drive python-echo --tool echo --arguments "{\"message\":\"$kilobyte\"}" \
+    -- "$work/venv/bin/python" "$work/echo_server.py"
+  # The skills servers read the same folder. Ours keeps its index in its data folder, so its first
+  # start is cold and the next ones warm (the median of three starts is a warm one).
+  drive synapse-skills --tool SkillLoad --arguments "{\"name\":\"$skill\",\"force\":true}" \
+    -- "$synapse" --skills "$work/skills" --data-dir "$work/synapse-data" --store memory --log-level error
+  if [[ $with_skillz == yes ]]; then
+    drive skillz --tool "$skill" --arguments '{"task":"benchmark"}' \
+      -- "$work/venv/bin/skillz" "$work/skills"
+  fi
+done
+say "idle memory: synapse-mcp and server-everything"
+idle_synapse=$(python3 "$repository/benches/idle_memory.py" "$synapse" 3 | tail -1)
+idle_everything=$(python3 "$repository/benches/idle_memory.py" --command node "$everything" stdio | tail -1)
 
 say "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "peers: $(versions)"
-echo "$calls sequential calls and $calls with $in_flight in flight after 200 unmeasured; initialize: median of $starts starts"
+echo "$calls sequential calls and $calls with $in_flight in flight after 200 unmeasured; initialize: median of $starts starts; medians of $rounds round(s)"
+echo "idle, synapse-mcp: $idle_synapse"
+echo "idle, server-everything: $idle_everything"
 echo
 "$work/venv/bin/python" - "$results" <<'PYTHON'
 """Render the driver's JSON files as one markdown table."""
 import json
 import pathlib
+import statistics
 import sys
 
 results = pathlib.Path(sys.argv[1])
-load = lambda name: json.loads((results / f"{name}.json").read_text()) if (results / f"{name}.json").exists() else None
+
+
+def load(name):
+    """Every round's result of `name`, or None when it was not measured."""
+    rounds = [json.loads(path.read_text()) for path in sorted(results.glob(f"{name}.*.json"))]
+    return rounds or None
+
+
+def median(rounds, pick):
+    values = [pick(result) for result in rounds]
+    values = [value for value in values if value is not None]
+    return statistics.median(values) if values else None
+
 rows = [
     ("start → initialize answered, median (ms)", lambda r: r["initialize_ms"]["p50"], "lower"),
     ("sequential round trip p50 (µs)", lambda r: r["sequential"]["p50_us"], "lower"),
@@ -183,11 +214,11 @@ def table(title, ours_name, ours_label, peers, floor=None):
     for figure, pick, better in rows:
         line = [figure]
         if floor:
-            line.append(cell(pick(floor)))
-        mine = pick(ours)
+            line.append(cell(median(floor, pick)))
+        mine = median(ours, pick)
         line.append(cell(mine))
         for _, result in peers:
-            theirs = pick(result)
+            theirs = median(result, pick)
             line.append(cell(theirs))
             if mine and theirs:
                 ratio = theirs / mine if better == "lower" else mine / theirs
@@ -201,6 +232,13 @@ def table(title, ours_name, ours_label, peers, floor=None):
 PEERS = [("server-everything (TS)", "everything"), ("mcp MCPServer (Python)", "python-echo"), ("skillz (Python)", "skillz")]
 table("Trivial tool: ReadVar of a 1 KB variable (ours) vs echo of a 1 KB message (peers)",
       "synapse", "synapse-mcp", PEERS[:2], floor=load("floor"))
+table("The same on the SQLite store",
+      "synapse-sqlite", "synapse-mcp (SQLite)", PEERS[:1], floor=load("floor"))
+floor, ours = load("floor"), load("synapse")
+if floor and ours:
+    ratios = [r["sequential"]["p50_us"] / f["sequential"]["p50_us"] for r, f in zip(ours, floor)]
+    print("ReadVar p50 ÷ the echo floor of the same round: " + ", ".join(f"{ratio:.2f}×" for ratio in ratios))
+    print()
 table("Skills, 200 synthetic skills in one folder: SkillLoad (ours) vs the skill's tool (skillz)",
       "synapse-skills", "synapse-mcp", PEERS[2:])
 print("× = how many times synapse-mcp is better: peer ÷ synapse-mcp (for calls/s, synapse-mcp ÷ peer).")

@@ -11,21 +11,21 @@
 //!
 //! Only sessions that negotiated an `initialize`-era protocol are answered here, and only
 //! requests whose `_meta` asks nothing of the 2026-07-28 lifecycle (a progress token at most):
-//! rmcp's dispatch (`Service::handle_request`) still decides everything about the request, but
-//! its serve loop also scopes a request's protocol version for questions sent to the client, and
-//! that matters only there. Everything else (initialize, discover, listen streams, the client's
-//! answers and notifications) goes through rmcp as before.
+//! for those, rmcp's dispatch would call the handler's method and nothing else, and its serve
+//! loop's scoping of a request's protocol version (for questions sent to the client) changes
+//! nothing. Everything else (initialize, discover, listen streams, the client's answers and
+//! notifications) goes through rmcp as before.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use rmcp::model::{
-    ClientRequest, ErrorData, GetExtensions, GetMeta, JsonRpcMessage, JsonRpcRequest,
-    ProtocolVersion, RequestId, ServerResult,
+    CallToolResponse, ClientCapabilities, ClientRequest, ErrorData, GetExtensions, GetMeta,
+    JsonRpcMessage, JsonRpcRequest, ProtocolVersion, RequestId, ServerResult,
 };
 use rmcp::service::{RequestContext, RxJsonRpcMessage, Service, TxJsonRpcMessage};
-use rmcp::{Peer, RoleServer};
+use rmcp::{Peer, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 /// What answers a request inline: the session's peer and the service rmcp serves.
@@ -41,20 +41,44 @@ type Handler = Box<
 type Handled = Result<ServerResult, ErrorData>;
 
 impl Inline {
-    /// Requests of the session `peer` belongs to answered by `service` (the one rmcp serves),
+    /// Requests of the session `peer` belongs to answered by `handler` (the one rmcp serves),
     /// when the session negotiated a protocol before 2026-07-28 with `initialize`; `None`
     /// otherwise, and every request goes through rmcp's loop.
-    pub fn for_session<S: Service<RoleServer>>(
-        peer: &Peer<RoleServer>,
-        service: Arc<S>,
-    ) -> Option<Self> {
+    ///
+    /// The handler's method is called directly. For such a session and such a request (see
+    /// [`Self::takes`]) rmcp's dispatch decides nothing more than [`for_legacy_peer`] does: no
+    /// protocol version is named in the request to check, and the lifecycle is the
+    /// `initialize` one (so `ping` is served). That dispatch moves the whole request, context
+    /// and result through its futures (about 2,000 instructions of copying a call).
+    pub fn for_session<H: ServerHandler>(peer: &Peer<RoleServer>, handler: Arc<H>) -> Option<Self> {
         let info = peer.peer_info()?;
         if info.protocol_version >= ProtocolVersion::V_2026_07_28 {
             return None;
         }
         let handler: Handler = Box::new(move |request, context| {
-            let service = Arc::clone(&service);
-            Box::pin(async move { service.handle_request(request, context).await })
+            let handler = Arc::clone(&handler);
+            match request {
+                ClientRequest::CallToolRequest(request) => Box::pin(async move {
+                    let peer = context.peer.clone();
+                    let response = handler.call_tool(request.params, context).await?;
+                    // rmcp's guard: a task only for a client that declared tasks.
+                    if matches!(response, CallToolResponse::Task(_))
+                        && !peer
+                            .peer_info()
+                            .is_some_and(|info| info.capabilities.supports_tasks())
+                    {
+                        return Err(ErrorData::missing_required_client_capability(
+                            ClientCapabilities::builder().enable_tasks().build(),
+                        ));
+                    }
+                    for_legacy_peer(ServerResult::from(response))
+                }),
+                ClientRequest::PingRequest(_) => Box::pin(async move {
+                    handler.ping(context).await?;
+                    for_legacy_peer(ServerResult::empty(()))
+                }),
+                request => Box::pin(async move { handler.handle_request(request, context).await }),
+            }
         });
         Some(Self {
             peer: peer.clone(),
@@ -108,6 +132,19 @@ pub(super) struct Handling {
     /// Cancelled when the client cancels the request or the session ends.
     pub(super) cancellation: CancellationToken,
     pub(super) future: BoxFuture<'static, Handled>,
+}
+
+/// A result as rmcp's dispatch gives it to a peer on a protocol before 2026-07-28: without
+/// `resultType`, and never an `InputRequiredResult`.
+fn for_legacy_peer(mut result: ServerResult) -> Handled {
+    if matches!(result, ServerResult::InputRequiredResult(_)) {
+        return Err(ErrorData::invalid_request(
+            "InputRequiredResult requires negotiated protocol version 2026-07-28 or newer",
+            None,
+        ));
+    }
+    result.strip_result_type_for_legacy_peer();
+    Ok(result)
 }
 
 /// The answer to a request, as rmcp's loop would send it.
