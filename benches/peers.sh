@@ -131,10 +131,11 @@ for ((round = 1; round <= rounds; round++)); do
   drive synapse --tool ReadVar --arguments '{"name":"kb"}' \
     --setup WriteVar "{\"name\":\"kb\",\"value\":\"$kilobyte\"}" \
     -- "$synapse" --store memory --log-level error
+  # The default store: SQLite in the data folder, fresh each round.
   rm -rf "$work/synapse-sqlite"
   drive synapse-sqlite --tool ReadVar --arguments '{"name":"kb"}' \
     --setup WriteVar "{\"name\":\"kb\",\"value\":\"$kilobyte\"}" \
-    -- "$synapse" --store sqlite --data-dir "$work/synapse-sqlite" --log-level error
+    -- "$synapse" --data-dir "$work/synapse-sqlite" --log-level error
   drive everything --tool echo --arguments "{\"message\":\"$kilobyte\"}" -- node "$everything" stdio
   drive python-echo --tool echo --arguments "{\"message\":\"$kilobyte\"}" \
     -- "$work/venv/bin/python" "$work/echo_server.py"
