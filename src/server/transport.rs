@@ -191,38 +191,27 @@ where
 
     /// Writes `bytes` without waiting: as much as the output takes now, the rest (or all of it,
     /// when another message is being written) on a task of its own. `slot` is released once all
-    /// is written.
+    /// is written. Nothing here waits, so `receive` being dropped never cuts a line.
     fn write_now(&mut self, bytes: Vec<u8>, slot: Option<Slot>) {
         self.answering.retain(|task| !task.is_finished());
-        let Ok(mut writer) = Arc::clone(&self.writer).try_lock_owned() else {
-            let writer = Arc::clone(&self.writer);
-            self.answering.push(tokio::spawn(async move {
-                if let Err(error) = write_line(&writer, &bytes).await {
-                    tracing::error!(%error, "cannot write stdout");
-                }
-                drop(slot);
-            }));
-            return;
-        };
-        let mut context = Context::from_waker(Waker::noop());
+        let mut held = Arc::clone(&self.writer).try_lock_owned().ok();
         let mut written = 0;
-        while written < bytes.len() {
-            match Pin::new(&mut *writer).poll_write(&mut context, &bytes[written..]) {
-                Poll::Ready(Ok(0)) => {
-                    tracing::error!("cannot write stdout: it takes no more bytes");
-                    return;
+        if let Some(writer) = held.as_mut() {
+            let mut context = Context::from_waker(Waker::noop());
+            let written_now = loop {
+                if written == bytes.len() {
+                    break Pin::new(&mut **writer)
+                        .poll_flush(&mut context)
+                        .map_ok(|()| 0);
                 }
-                Poll::Ready(Ok(count)) => written += count,
-                Poll::Ready(Err(error)) => {
-                    tracing::error!(%error, "cannot write stdout");
-                    return;
+                match Pin::new(&mut **writer).poll_write(&mut context, &bytes[written..]) {
+                    Poll::Ready(Ok(0)) => break Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                    Poll::Ready(Ok(count)) => written += count,
+                    other => break other,
                 }
-                Poll::Pending => break,
-            }
-        }
-        if written == bytes.len() {
-            match Pin::new(&mut *writer).poll_flush(&mut context) {
-                Poll::Ready(Ok(())) => return,
+            };
+            match written_now {
+                Poll::Ready(Ok(_)) => return,
                 Poll::Ready(Err(error)) => {
                     tracing::error!(%error, "cannot write stdout");
                     return;
@@ -230,7 +219,12 @@ where
                 Poll::Pending => {}
             }
         }
+        let writer = Arc::clone(&self.writer);
         self.answering.push(tokio::spawn(async move {
+            let mut writer = match held {
+                Some(writer) => writer,
+                None => writer.lock_owned().await,
+            };
             let rest = async {
                 writer.write_all(&bytes[written..]).await?;
                 writer.flush().await
@@ -242,19 +236,11 @@ where
         }));
     }
 
-    /// Writes the answer to a broken line on a task of its own. rmcp polls `receive` in a
-    /// `select!` and drops it when another branch is ready first; an answer written inside
-    /// `receive` was lost when that happened while it waited for the writer (held by a response
-    /// being sent), and its request was never answered (found by the `jsonrpc_lines` fuzz
-    /// target). The task finishes the whole line whatever becomes of `receive`.
+    /// Writes the answer to a broken line. It must not wait inside `receive`: rmcp polls
+    /// `receive` in a `select!` and drops it when another branch is ready first, and an answer
+    /// waiting there for the writer was lost (found by the `jsonrpc_lines` fuzz target).
     fn answer(&mut self, bytes: Vec<u8>) {
-        self.answering.retain(|task| !task.is_finished());
-        let writer = Arc::clone(&self.writer);
-        self.answering.push(tokio::spawn(async move {
-            if let Err(error) = write_line(&writer, &bytes).await {
-                tracing::error!(%error, "cannot write stdout");
-            }
-        }));
+        self.write_now(bytes, None);
     }
 
     /// Reads up to the next newline; `false` at the end of input. Cancel-safe: bytes are moved
