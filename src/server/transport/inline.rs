@@ -46,7 +46,7 @@ impl Inline {
     /// otherwise, and every request goes through rmcp's loop.
     ///
     /// The handler's method is called directly. For such a session and such a request (see
-    /// [`Self::takes`]) rmcp's dispatch decides nothing more than [`for_legacy_peer`] does: no
+    /// `Inline::takes`) rmcp's dispatch decides nothing more than `for_legacy_peer` does: no
     /// protocol version is named in the request to check, and the lifecycle is the
     /// `initialize` one (so `ping` is served). That dispatch moves the whole request, context
     /// and result through its futures (about 2,000 instructions of copying a call).
