@@ -128,12 +128,15 @@ pub(super) async fn call(
         approved: None,
         audience: view::audience(capabilities.as_ref()),
     };
-    let running = AssertUnwindSafe(executor.execute(call)).catch_unwind();
+    // Boxed: awaited in place, the pipeline's state (kilobytes) was part of every future up to
+    // the handler's, each holding it again beside its own, and was copied at every level (8,300
+    // instructions of a 54,000-instruction ReadVar); boxed, each holds a pointer.
+    let running = Box::pin(AssertUnwindSafe(executor.execute(call)).catch_unwind());
     // On a workspace stored on a database server, once its shared sequence read is answered
     // (`workspace/fence.rs`).
     let outcome = match executor.workspace().fence() {
         None => running.await,
-        Some(fence) => fence.around(running).await,
+        Some(fence) => Box::pin(fence.around(running)).await,
     };
     match outcome {
         Ok(outcome) => errors::tool_response(&name, outcome),
