@@ -230,7 +230,11 @@ impl Glossary {
         // German writes a compound as one word ("Netzwerkanalyse"): a word no skill knows is
         // cut into entries of the German column.
         if let Some((stemmer, phrases)) = phrases.get(GERMAN) {
-            for (word, _) in spaced.iter().zip(&spaced_known).filter(|(_, known)| !**known) {
+            for (word, _) in spaced
+                .iter()
+                .zip(&spaced_known)
+                .filter(|(_, known)| !**known)
+            {
                 if word.chars().count() >= 2 * COMPOUND_PART
                     && phrases.get(stemmer.stem(word).as_ref()).is_none()
                 {
