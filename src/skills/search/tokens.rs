@@ -104,13 +104,59 @@ impl Stemmers {
         }
     }
 
-    /// The term of a lower-cased, non-CJK word.
+    /// The term of a lower-cased, non-CJK word; British spellings meet American ones.
     pub(super) fn stem(&self, script: Script, word: &str) -> String {
         match script {
             Script::Cyrillic => self.russian.stem(word).into_owned(),
-            Script::Cjk | Script::Other => self.english.stem(word).into_owned(),
+            Script::Cjk | Script::Other => self.english.stem(&american(word)).into_owned(),
         }
     }
+}
+
+/// British endings and the American ones that replace them, longest first within a family.
+/// The stemmer keeps them apart ("analyse" → `analys`, "analyze" → `analyz`; "optimise" →
+/// `optimis`, "optimize" → `optim`), and the typo match reaches few of them, so a query written
+/// in British English missed the skills, which are mostly written in American English. Applied
+/// to the skills' words and the query's alike, so a word that merely ends like one ("promise")
+/// changes on both sides and still meets itself.
+const BRITISH_ENDINGS: [(&str, &str); 22] = [
+    ("isations", "izations"),
+    ("isation", "ization"),
+    ("ising", "izing"),
+    ("ised", "ized"),
+    ("iser", "izer"),
+    ("ises", "izes"),
+    ("ise", "ize"),
+    ("ysing", "yzing"),
+    ("ysed", "yzed"),
+    ("yses", "yzes"),
+    ("yse", "yze"),
+    ("ours", "ors"),
+    ("oured", "ored"),
+    ("ouring", "oring"),
+    ("our", "or"),
+    ("elling", "eling"),
+    ("elled", "eled"),
+    ("eller", "eler"),
+    ("ogues", "ogs"),
+    ("ogue", "og"),
+    ("tres", "ters"),
+    ("tre", "ter"),
+];
+/// The shortest word whose ending is rewritten: "rise", "four", "tour" and "metre"'s kin keep
+/// theirs (whole words below that length are rarely British spellings).
+const BRITISH_SHORTEST: usize = 6;
+
+/// A lower-cased word in American spelling ("colour" → "color", "summarise" → "summarize").
+fn american(word: &str) -> std::borrow::Cow<'_, str> {
+    if word.len() >= BRITISH_SHORTEST && word.is_ascii() {
+        for (british, american) in BRITISH_ENDINGS {
+            if let Some(stem) = word.strip_suffix(british) {
+                return format!("{stem}{american}").into();
+            }
+        }
+    }
+    word.into()
 }
 
 /// Calls `visit` with every term of a text, in order: stems for words, bigrams for CJK runs.
@@ -157,6 +203,28 @@ mod tests {
                 (Script::Cjk, "数据"),
             ]
         );
+    }
+
+    #[test]
+    fn british_spellings_meet_american_ones() {
+        let stemmers = Stemmers::new();
+        for (british, american) in [
+            ("colour", "color"),
+            ("summarise", "summarize"),
+            ("analyse", "analyze"),
+            ("optimisation", "optimization"),
+            ("modelling", "modeling"),
+            ("tumours", "tumors"),
+            ("centre", "center"),
+            ("catalogue", "catalog"),
+        ] {
+            assert_eq!(
+                stemmers.stem(Script::Other, british),
+                stemmers.stem(Script::Other, american),
+                "{british}"
+            );
+        }
+        assert_eq!(stemmers.stem(Script::Other, "four"), "four");
     }
 
     #[test]

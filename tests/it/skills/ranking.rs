@@ -1,7 +1,8 @@
 //! Search for hard queries, over stdio: a query in Chinese reaches an English skill, a long
 //! pasted message finds the skill its small relevant part names, a long, broad skill does not
-//! push a specific one out of first place, and a conversion ("a pdf from markdown") finds the
-//! skill going its way rather than the one going the other.
+//! push a specific one out of first place, a conversion ("a pdf from markdown") finds the
+//! skill going its way rather than the one going the other, and British spellings and German
+//! compounds meet the skills' own words.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -245,6 +246,48 @@ async fn a_conversion_finds_the_skill_that_goes_its_way() {
         found.first().map(String::as_str),
         Some("markitdown"),
         "{found:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn british_spellings_and_german_compounds_meet_the_skills_words() {
+    let directory = tempfile::tempdir().unwrap();
+    let root = directory.path().join("skills");
+    write_skill(
+        &root,
+        "file-organizer",
+        "Organize files into folders.",
+        "# Folders\nOne folder per year.",
+    );
+    // Says "files" more often: without the spelling rule it wins on the one shared word.
+    write_skill(
+        &root,
+        "file-lister",
+        "List files, hidden files and large files.",
+        "# Listing\nSorted by name.",
+    );
+    write_skill(
+        &root,
+        "network-graphs",
+        "Analyze networks and graphs: centrality, communities, shortest paths.",
+        "# Graphs\nBuild the graph first.",
+    );
+    let root = root.display().to_string();
+    let client = spawn_binary(
+        &["--skills", &root, "--store", "memory"],
+        TestClient::new(Elicitation::Unsupported),
+    )
+    .await;
+    // The stemmer keeps "organise" (`organis`) and "organize" (`organ`) apart.
+    assert_eq!(
+        best(&client, "organise my files").await.as_deref(),
+        Some("file-organizer")
+    );
+    // "Network analysis" as German writes it, one word: cut into Netzwerk + Analyse.
+    assert_eq!(
+        best(&client, "Netzwerkanalyse").await.as_deref(),
+        Some("network-graphs")
     );
     client.cancel().await.unwrap();
 }
