@@ -227,76 +227,12 @@ impl Glossary {
                 },
             );
         }
-        // German writes a compound as one word ("Netzwerkanalyse"): a word no skill knows is
-        // cut into entries of the German column.
-        if let Some((stemmer, phrases)) = phrases.get(GERMAN) {
-            for (word, _) in spaced
-                .iter()
-                .zip(&spaced_known)
-                .filter(|(_, known)| !**known)
-            {
-                if word.chars().count() >= 2 * COMPOUND_PART
-                    && phrases.get(stemmer.stem(word).as_ref()).is_none()
-                {
-                    decompound(word, stemmer, phrases, COMPOUND_PARTS, &mut concepts);
-                }
-            }
-        }
         concepts.sort_unstable();
         concepts.dedup();
         for concept in concepts {
             self.english[concept].iter().for_each(|term| visit(term));
         }
     }
-}
-
-/// The German column's place in `STEMMED`.
-const GERMAN: usize = 2;
-/// The fewest characters of a part of a compound.
-const COMPOUND_PART: usize = 3;
-/// The most parts a compound is cut into.
-const COMPOUND_PARTS: usize = 3;
-/// The letters German puts between the parts of a compound ("Überlebens|zeit").
-const LINKING: [&str; 3] = ["es", "s", "n"];
-
-/// Cuts `word` into at most `parts` entries of `phrases`, longest first part first, a linking
-/// letter allowed after each part but the last; on success adds every part's concepts.
-fn decompound(
-    word: &str,
-    stemmer: &Stemmer,
-    phrases: &Map<String, Vec<usize>>,
-    parts: usize,
-    concepts: &mut Vec<usize>,
-) -> bool {
-    if let Some(found) = phrases.get(stemmer.stem(word).as_ref()) {
-        concepts.extend_from_slice(found);
-        return true;
-    }
-    if parts < 2 {
-        return false;
-    }
-    let boundaries: Vec<usize> = word.char_indices().map(|(index, _)| index).collect();
-    let count = boundaries.len();
-    for cut in (COMPOUND_PART..=count.saturating_sub(COMPOUND_PART)).rev() {
-        let (head, tail) = word.split_at(boundaries[cut]);
-        let heads = std::iter::once(head).chain(
-            LINKING
-                .iter()
-                .filter_map(|linking| head.strip_suffix(linking))
-                .filter(|head| head.chars().count() >= COMPOUND_PART),
-        );
-        for head in heads {
-            if let Some(found) = phrases.get(stemmer.stem(head).as_ref()) {
-                let before = concepts.len();
-                if decompound(tail, stemmer, phrases, parts - 1, concepts) {
-                    concepts.extend_from_slice(found);
-                    return true;
-                }
-                concepts.truncate(before);
-            }
-        }
-    }
-    false
 }
 
 /// Walks a sequence of `count` units (characters or words), taking at each position the longest
@@ -358,11 +294,6 @@ mod tests {
         assert_eq!(english("объединить файлы"), ["file", "merg", "combin"]);
         assert_eq!(english("hoja de cálculo"), ["spreadsheet", "excel", "xlsx"]);
         assert_eq!(english("plain english words"), Vec::<String>::new());
-        assert_eq!(
-            english("Netzwerkanalyse"),
-            ["analysi", "analyz", "graph", "network"],
-            "a German compound is cut into its parts"
-        );
         assert_eq!(english("présentation"), ["present", "slide", "pptx"]);
         assert_eq!(
             english("present"),

@@ -251,7 +251,7 @@ async fn a_conversion_finds_the_skill_that_goes_its_way() {
 }
 
 #[tokio::test]
-async fn british_spellings_and_german_compounds_meet_the_skills_words() {
+async fn british_spellings_meet_the_skills_american_words() {
     let directory = tempfile::tempdir().unwrap();
     let root = directory.path().join("skills");
     write_skill(
@@ -267,12 +267,6 @@ async fn british_spellings_and_german_compounds_meet_the_skills_words() {
         "List files, hidden files and large files.",
         "# Listing\nSorted by name.",
     );
-    write_skill(
-        &root,
-        "network-graphs",
-        "Analyze networks and graphs: centrality, communities, shortest paths.",
-        "# Graphs\nBuild the graph first.",
-    );
     let root = root.display().to_string();
     let client = spawn_binary(
         &["--skills", &root, "--store", "memory"],
@@ -283,11 +277,6 @@ async fn british_spellings_and_german_compounds_meet_the_skills_words() {
     assert_eq!(
         best(&client, "organise my files").await.as_deref(),
         Some("file-organizer")
-    );
-    // "Network analysis" as German writes it, one word: cut into Netzwerk + Analyse.
-    assert_eq!(
-        best(&client, "Netzwerkanalyse").await.as_deref(),
-        Some("network-graphs")
     );
     client.cancel().await.unwrap();
 }
