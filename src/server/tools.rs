@@ -136,7 +136,7 @@ pub(super) async fn call(
     // (`workspace/fence.rs`).
     let outcome = match executor.workspace().fence() {
         None => running.await,
-        Some(fence) => Box::pin(fence.around(running)).await,
+        Some(fence) => fence.around(running).await,
     };
     match outcome {
         Ok(outcome) => errors::tool_response(&name, outcome),
